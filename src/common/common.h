@@ -1,0 +1,71 @@
+/*
+ * Internal helpers shared by every module: error reporting, a growable
+ * string buffer, number parsing. Not installed.
+ */
+#ifndef MRC_COMMON_H
+#define MRC_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrc/status.h"
+
+#if defined(__GNUC__)
+#define MRC_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define MRC_PRINTF(fmt, args)
+#endif
+
+/* Records a formatted message as this thread's last error and returns
+ * `status`, so that a failure reads `return mrc__error(MRC_ERR_..., ...)`. */
+mrc_status_t mrc__error(mrc_status_t status, const char *fmt, ...)
+    MRC_PRINTF(2, 3);
+
+/* Prefixes this thread's last error with "prefix: " (to add where an error
+ * happened once the caller knows more, such as the file name). */
+void mrc__error_prefix(const char *fmt, ...) MRC_PRINTF(1, 2);
+
+/* A growable NUL-terminated string. All appends are no-ops once an
+ * allocation has failed; `failed` then stays set. */
+typedef struct mrc__strbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+    int failed;
+} mrc__strbuf_t;
+
+void mrc__sb_init(mrc__strbuf_t *sb);
+void mrc__sb_free(mrc__strbuf_t *sb);
+void mrc__sb_append(mrc__strbuf_t *sb, const char *s, size_t n);
+void mrc__sb_puts(mrc__strbuf_t *sb, const char *s);
+void mrc__sb_printf(mrc__strbuf_t *sb, const char *fmt, ...) MRC_PRINTF(2, 3);
+/* Appends `s` as a JSON string literal, quotes included. */
+void mrc__sb_json_string(mrc__strbuf_t *sb, const char *s);
+/* Appends the shortest decimal form of `v` that reads back to exactly `v`
+ * (integral values without a fraction: 32, not 32.0). */
+void mrc__sb_double(mrc__strbuf_t *sb, double v);
+/* Hands the buffer's string to the caller (who frees it with free());
+ * returns NULL and frees everything if an allocation failed. */
+char *mrc__sb_take(mrc__strbuf_t *sb);
+
+/* Parses a whole decimal integer in [min, max]; 0 on success, -1 otherwise.
+ * No sign-less wrap, no trailing characters, no empty string. */
+int mrc__parse_long(const char *s, long min, long max, long *out);
+
+/* Parses a whole finite decimal number; 0 on success, -1 otherwise. */
+int mrc__parse_double(const char *s, double *out);
+
+/* Parses a size with an optional binary suffix K, M, G or T (also KiB, MiB,
+ * ...; "64M" = 64 * 2^20); 0 on success, -1 on bad text or overflow. */
+int mrc__parse_size(const char *s, uint64_t *out);
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer. Reports the
+ * file name and the system error on failure. */
+mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
+                            size_t *len);
+
+/* Duplicates a string; NULL on allocation failure (or NULL input). */
+char *mrc__strdup(const char *s);
+
+#endif /* MRC_COMMON_H */

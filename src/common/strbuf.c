@@ -1,0 +1,230 @@
+/* A growable string buffer and the number/size parsers used by the readers
+ * of specs, files and command lines. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+void mrc__sb_init(mrc__strbuf_t *sb)
+{
+    memset(sb, 0, sizeof *sb);
+}
+
+void mrc__sb_free(mrc__strbuf_t *sb)
+{
+    free(sb->data);
+    mrc__sb_init(sb);
+}
+
+static int sb_reserve(mrc__strbuf_t *sb, size_t extra)
+{
+    if (sb->failed)
+        return -1;
+    if (sb->len + extra + 1 <= sb->cap)
+        return 0;
+    size_t cap = sb->cap ? sb->cap : 256;
+    while (cap < sb->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) {
+            sb->failed = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *p = realloc(sb->data, cap);
+    if (!p) {
+        sb->failed = 1;
+        return -1;
+    }
+    sb->data = p;
+    sb->cap = cap;
+    return 0;
+}
+
+void mrc__sb_append(mrc__strbuf_t *sb, const char *s, size_t n)
+{
+    if (sb_reserve(sb, n) != 0)
+        return;
+    memcpy(sb->data + sb->len, s, n);
+    sb->len += n;
+    sb->data[sb->len] = '\0';
+}
+
+void mrc__sb_puts(mrc__strbuf_t *sb, const char *s)
+{
+    mrc__sb_append(sb, s, strlen(s));
+}
+
+void mrc__sb_printf(mrc__strbuf_t *sb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || sb_reserve(sb, (size_t)n) != 0) {
+        sb->failed = 1;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    sb->len += (size_t)n;
+}
+
+void mrc__sb_json_string(mrc__strbuf_t *sb, const char *s)
+{
+    mrc__sb_append(sb, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': mrc__sb_append(sb, "\\\"", 2); break;
+        case '\\': mrc__sb_append(sb, "\\\\", 2); break;
+        case '\n': mrc__sb_append(sb, "\\n", 2); break;
+        case '\t': mrc__sb_append(sb, "\\t", 2); break;
+        case '\r': mrc__sb_append(sb, "\\r", 2); break;
+        default:
+            if (*p < 0x20)
+                mrc__sb_printf(sb, "\\u%04x", *p);
+            else
+                mrc__sb_append(sb, (const char *)p, 1);
+        }
+    }
+    mrc__sb_append(sb, "\"", 1);
+}
+
+void mrc__sb_double(mrc__strbuf_t *sb, double v)
+{
+    char buf[40];
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        snprintf(buf, sizeof buf, "%.0f", v);
+        if (strcmp(buf, "-0") == 0)
+            strcpy(buf, "0");
+    } else {
+        /* The shortest %g form that reads back to the same double. */
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+    }
+    mrc__sb_puts(sb, buf);
+}
+
+char *mrc__sb_take(mrc__strbuf_t *sb)
+{
+    if (sb_reserve(sb, 0) != 0) {
+        mrc__sb_free(sb);
+        return NULL;
+    }
+    char *s = sb->data;
+    s[sb->len] = '\0';
+    mrc__sb_init(sb);
+    return s;
+}
+
+int mrc__parse_long(const char *s, long min, long max, long *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int mrc__parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int mrc__parse_size(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: return -1;
+    }
+    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
+        end += strlen(end);
+    if (*end != '\0')
+        return -1;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
+                            size_t *len)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(errno));
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    char chunk[65536];
+    size_t n;
+    mrc_status_t st = MRC_OK;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (sb.len + n > max_bytes) {
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "%s: file is larger than %zu bytes", path,
+                            max_bytes);
+            break;
+        }
+        mrc__sb_append(&sb, chunk, n);
+    }
+    if (st == MRC_OK && ferror(f))
+        st = mrc__error(MRC_ERR_IO, "%s: read error: %s", path,
+                        strerror(errno));
+    fclose(f);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
+    size_t got = sb.len;
+    char *data = mrc__sb_take(&sb);
+    if (!data)
+        return mrc__error(MRC_ERR_NO_MEMORY, "%s: out of memory reading",
+                          path);
+    *out = data;
+    if (len)
+        *len = got;
+    return MRC_OK;
+}
+
+char *mrc__strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}

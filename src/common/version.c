@@ -1,0 +1,6 @@
+#include "mrc/mrc.h"
+
+const char *mrc_version(void)
+{
+    return MRC_VERSION_STRING;
+}

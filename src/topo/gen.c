@@ -1,0 +1,400 @@
+/*
+ * Topology generators and their spec strings: NAME[:ARGS][,key=value...].
+ *
+ * Each family checks its own arguments and says what it needs; the built
+ * graph then goes through the same validation as a file.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "topo_internal.h"
+
+enum { MAX_SPEC = 256, MAX_ARGS = 4 };
+
+typedef struct gen_params {
+    long arg[MAX_ARGS];
+    int nargs;
+    double bw;  /* GB/s per direction per physical link */
+    double lat; /* ns */
+} gen_params_t;
+
+typedef mrc_status_t (*gen_fn)(const gen_params_t *p, const char *spec,
+                               mrc__topo_builder_t *tb);
+
+typedef struct generator {
+    const char *name;
+    int nargs;
+    const char *usage; /* what the arguments must be */
+    gen_fn build;
+} generator_t;
+
+static const double TAU = 6.283185307179586;
+
+static mrc_status_t need(const char *spec, const char *usage)
+{
+    return mrc__error(MRC_ERR_INVALID_ARG, "topology spec '%s': %s", spec,
+                      usage);
+}
+
+static void place_on_circle(mrc__topo_builder_t *tb, int first, int n,
+                            double cx, double cy, double r, double squash)
+{
+    for (int i = 0; i < n; i++) {
+        double a = TAU * i / n + TAU / 4;
+        /* Rounded so that files show 0, not 6.1e-17. */
+        double x = round((cx + r * cos(a)) * 1e4) / 1e4;
+        double y = round((cy + r * squash * sin(a)) * 1e4) / 1e4;
+        mrc__tb_set_pos(tb, first + i, x + 0.0, y + 0.0);
+    }
+}
+
+static double circle_radius(int n)
+{
+    return n < 6 ? 1.0 : n / TAU * 1.0;
+}
+
+/* ring:N — node i joined to i+1 mod N; for N = 2 the ring's two edges
+ * are one link of count 2. */
+static mrc_status_t gen_ring(const gen_params_t *p, const char *spec,
+                             mrc__topo_builder_t *tb)
+{
+    long n = p->arg[0];
+    if (n < 2 || n > MRC_TOPO_MAX_NODES)
+        return need(spec, "ring:N needs N >= 2 (a ring closes through at "
+                          "least two nodes)");
+    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    if (st != MRC_OK)
+        return st;
+    if (n == 2)
+        mrc__tb_add_link(tb, 0, 1, 2, p->bw, p->lat);
+    else
+        for (long i = 0; i < n; i++)
+            mrc__tb_add_link(tb, i, (i + 1) % n, 1, p->bw, p->lat);
+    place_on_circle(tb, 0, (int)n, 0, 0, circle_radius((int)n), 1);
+    return MRC_OK;
+}
+
+/* line:N — node i joined to i+1; line:1 is a lone node. */
+static mrc_status_t gen_line(const gen_params_t *p, const char *spec,
+                             mrc__topo_builder_t *tb)
+{
+    long n = p->arg[0];
+    if (n < 1 || n > MRC_TOPO_MAX_NODES)
+        return need(spec, "line:N needs N >= 1");
+    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    if (st != MRC_OK)
+        return st;
+    for (long i = 0; i + 1 < n; i++)
+        mrc__tb_add_link(tb, i, i + 1, 1, p->bw, p->lat);
+    for (long i = 0; i < n; i++)
+        mrc__tb_set_pos(tb, (int)i, (double)i, 0);
+    return MRC_OK;
+}
+
+/* full:N — every pair joined once. */
+static mrc_status_t gen_full(const gen_params_t *p, const char *spec,
+                             mrc__topo_builder_t *tb)
+{
+    long n = p->arg[0];
+    if (n < 1 || n > MRC_TOPO_MAX_PORTS + 1)
+        return need(spec, "full:N needs 1 <= N <= 4097 (each node has N-1 "
+                          "ports, at most 4096)");
+    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    if (st != MRC_OK)
+        return st;
+    for (long i = 0; i < n; i++)
+        for (long j = i + 1; j < n; j++)
+            mrc__tb_add_link(tb, i, j, 1, p->bw, p->lat);
+    place_on_circle(tb, 0, (int)n, 0, 0, circle_radius((int)n), 1);
+    return MRC_OK;
+}
+
+/* ladder:N and torus-ladder:N (GCL's mesh and torus, seed 002): two
+ * columns of N/2; rung k joins 2k and 2k+1; columns join consecutive rungs.
+ * The torus closes both columns; with only two rungs the closing link is
+ * a second physical link beside the column link.
+ *
+ *     2k+2 --- 2k+3        rung k+1
+ *      |        |
+ *     2k ----- 2k+1        rung k
+ */
+static mrc_status_t build_ladder(const gen_params_t *p, const char *spec,
+                                 mrc__topo_builder_t *tb, int torus)
+{
+    long n = p->arg[0];
+    if (n < 4 || n % 2 != 0 || n > MRC_TOPO_MAX_NODES)
+        return need(spec, torus ? "torus-ladder:N needs an even N >= 4 (two "
+                                  "columns of N/2)"
+                                : "ladder:N needs an even N >= 4 (two "
+                                  "columns of N/2)");
+    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    if (st != MRC_OK)
+        return st;
+    long rungs = n / 2;
+    for (long k = 0; k < rungs; k++) {
+        mrc__tb_add_link(tb, 2 * k, 2 * k + 1, 1, p->bw, p->lat);
+        if (k + 1 < rungs) {
+            long c = (torus && rungs == 2) ? 2 : 1;
+            mrc__tb_add_link(tb, 2 * k, 2 * k + 2, c, p->bw, p->lat);
+            mrc__tb_add_link(tb, 2 * k + 1, 2 * k + 3, c, p->bw, p->lat);
+        }
+    }
+    if (torus && rungs > 2) {
+        mrc__tb_add_link(tb, n - 2, 0, 1, p->bw, p->lat);
+        mrc__tb_add_link(tb, n - 1, 1, 1, p->bw, p->lat);
+    }
+    for (long i = 0; i < n; i++)
+        mrc__tb_set_pos(tb, (int)i, (double)(i % 2), (double)(i / 2));
+    return MRC_OK;
+}
+
+static mrc_status_t gen_ladder(const gen_params_t *p, const char *spec,
+                               mrc__topo_builder_t *tb)
+{
+    return build_ladder(p, spec, tb, 0);
+}
+
+static mrc_status_t gen_torus_ladder(const gen_params_t *p, const char *spec,
+                                     mrc__topo_builder_t *tb)
+{
+    return build_ladder(p, spec, tb, 1);
+}
+
+/* torus2d:X,Y — node (x, y) is y*X + x, joined to its four neighbours with
+ * wrap-around; a dimension of 2 gives links of count 2, so every node has
+ * four ports whatever the size. */
+static mrc_status_t gen_torus2d(const gen_params_t *p, const char *spec,
+                                mrc__topo_builder_t *tb)
+{
+    long X = p->arg[0], Y = p->arg[1];
+    if (X < 2 || Y < 2)
+        return need(spec, "torus2d:X,Y needs X >= 2 and Y >= 2");
+    if (X > MRC_TOPO_MAX_NODES / Y)
+        return need(spec, "torus2d:X,Y has more than 1048576 nodes");
+    mrc_status_t st = mrc__tb_init(tb, X * Y, spec);
+    if (st != MRC_OK)
+        return st;
+    for (long y = 0; y < Y; y++)
+        for (long x = 0; x < X; x++) {
+            long u = y * X + x;
+            if (X > 2 || x == 0)
+                mrc__tb_add_link(tb, u, y * X + (x + 1) % X, X == 2 ? 2 : 1,
+                                 p->bw, p->lat);
+            if (Y > 2 || y == 0)
+                mrc__tb_add_link(tb, u, ((y + 1) % Y) * X + x,
+                                 Y == 2 ? 2 : 1, p->bw, p->lat);
+            mrc__tb_set_pos(tb, (int)u, (double)x, (double)y);
+        }
+    return MRC_OK;
+}
+
+/* prism:K,L (seed 000) — L stacked layers of K nodes; node (layer l,
+ * position k) is l*K + k. Each layer is a ring whose neighbours are joined
+ * by 3 links in the two endmost layers and 2 in intermediate ones; each
+ * node has one interlayer link to the same position in each adjacent layer.
+ * Endmost nodes have 3+3+1 = 7 ports, intermediate ones 2+2+1+1 = 6. */
+static mrc_status_t gen_prism(const gen_params_t *p, const char *spec,
+                              mrc__topo_builder_t *tb)
+{
+    long K = p->arg[0], L = p->arg[1];
+    if (K < 3 || L < 2)
+        return need(spec, "prism:K,L needs K >= 3 nodes per layer and L >= 2 "
+                          "layers");
+    if (K > MRC_TOPO_MAX_NODES / L)
+        return need(spec, "prism:K,L has more than 1048576 nodes");
+    mrc_status_t st = mrc__tb_init(tb, K * L, spec);
+    if (st != MRC_OK)
+        return st;
+    for (long l = 0; l < L; l++) {
+        long c = (l == 0 || l == L - 1) ? 3 : 2;
+        for (long k = 0; k < K; k++)
+            mrc__tb_add_link(tb, l * K + k, l * K + (k + 1) % K, c, p->bw,
+                             p->lat);
+        if (l + 1 < L)
+            for (long k = 0; k < K; k++)
+                mrc__tb_add_link(tb, l * K + k, (l + 1) * K + k, 1, p->bw,
+                                 p->lat);
+        place_on_circle(tb, (int)(l * K), (int)K, 0, 1.6 * (double)l,
+                        circle_radius((int)K) * 1.5, 0.4);
+    }
+    return MRC_OK;
+}
+
+/* hcm8 (seed 004) — 8 processors in two subsets of 4 (0-3 and 4-7). In a
+ * subset, around a square: 2 links to each of the 2 nearest neighbours,
+ * 1 link to the farthest (the diagonal); 2 links from each processor to
+ * its counterpart i+4 in the other subset. 7 ports each.
+ *
+ *      0 ==== 1           4 ==== 5     (==  two links)
+ *      || \/ ||           || \/ ||     (\/  one link on each diagonal)
+ *      3 ==== 2           7 ==== 6     and i == i+4
+ */
+static mrc_status_t gen_hcm8(const gen_params_t *p, const char *spec,
+                             mrc__topo_builder_t *tb)
+{
+    mrc_status_t st = mrc__tb_init(tb, 8, spec);
+    if (st != MRC_OK)
+        return st;
+    static const double corner[4][2] = {{-1, 1}, {1, 1}, {1, -1}, {-1, -1}};
+    for (int s = 0; s < 2; s++) {
+        int b = 4 * s;
+        for (int i = 0; i < 4; i++)
+            mrc__tb_add_link(tb, b + i, b + (i + 1) % 4, 2, p->bw, p->lat);
+        mrc__tb_add_link(tb, b + 0, b + 2, 1, p->bw, p->lat);
+        mrc__tb_add_link(tb, b + 1, b + 3, 1, p->bw, p->lat);
+        /* Drawn as nested squares so the counterpart links stay short. */
+        double r = s == 0 ? 2.0 : 1.0;
+        for (int i = 0; i < 4; i++)
+            mrc__tb_set_pos(tb, b + i, r * corner[i][0], r * corner[i][1]);
+    }
+    for (int i = 0; i < 4; i++)
+        mrc__tb_add_link(tb, i, i + 4, 2, p->bw, p->lat);
+    return MRC_OK;
+}
+
+static const generator_t generators[] = {
+    {"ring", 1, "ring:N (N >= 2)", gen_ring},
+    {"line", 1, "line:N (N >= 1)", gen_line},
+    {"full", 1, "full:N (1 <= N <= 4097)", gen_full},
+    {"ladder", 1, "ladder:N (even N >= 4)", gen_ladder},
+    {"torus-ladder", 1, "torus-ladder:N (even N >= 4)", gen_torus_ladder},
+    {"torus2d", 2, "torus2d:X,Y (X, Y >= 2)", gen_torus2d},
+    {"prism", 2, "prism:K,L (K >= 3, L >= 2)", gen_prism},
+    {"hcm8", 0, "hcm8 (no arguments)", gen_hcm8},
+};
+
+static const int num_generators =
+    (int)(sizeof generators / sizeof generators[0]);
+
+static mrc_status_t unknown_generator(const char *spec, const char *name)
+{
+    char known[512] = "";
+    for (int i = 0; i < num_generators; i++) {
+        if (i)
+            strcat(known, ", ");
+        strcat(known, generators[i].usage);
+    }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "topology spec '%s': unknown generator '%s' and no "
+                      "such file (generators: %s)",
+                      spec, name, known);
+}
+
+/* Parses the comma-separated tokens after the name: integers first, then
+ * key=value options. */
+static mrc_status_t parse_tokens(char *rest, const char *spec,
+                                 const generator_t *g, gen_params_t *p)
+{
+    int have_bw = 0, have_lat = 0;
+    char *save = NULL;
+    size_t n = strlen(rest);
+    /* strtok_r would skip empty tokens; refuse them rather than guess. */
+    if (n > 0 && (rest[0] == ',' || rest[n - 1] == ',' || strstr(rest, ",,")))
+        return need(spec, "empty argument between commas");
+    for (char *tok = strtok_r(rest, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            if (have_bw || have_lat)
+                return need(spec, "arguments come before key=value options");
+            if (p->nargs >= g->nargs)
+                return mrc__error(MRC_ERR_INVALID_ARG,
+                                  "topology spec '%s': too many arguments; "
+                                  "expected %s",
+                                  spec, g->usage);
+            if (mrc__parse_long(tok, 0, 1L << 40, &p->arg[p->nargs]) != 0)
+                return mrc__error(MRC_ERR_INVALID_ARG,
+                                  "topology spec '%s': argument '%s' is not a "
+                                  "non-negative integer; expected %s",
+                                  spec, tok, g->usage);
+            p->nargs++;
+            continue;
+        }
+        *eq = '\0';
+        const char *key = tok, *val = eq + 1;
+        double v;
+        int is_bw = strcmp(key, "bw") == 0, is_lat = strcmp(key, "lat") == 0;
+        if (!is_bw && !is_lat)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "topology spec '%s': unknown option '%s' "
+                              "(options: bw=GB/s, lat=ns)",
+                              spec, key);
+        if ((is_bw && have_bw) || (is_lat && have_lat))
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "topology spec '%s': option '%s' given twice",
+                              spec, key);
+        if (mrc__parse_double(val, &v) != 0)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "topology spec '%s': %s=%s is not a number",
+                              spec, key, val);
+        if (is_bw) {
+            if (v <= 0 || v > MRC_TOPO_MAX_BANDWIDTH_GBPS)
+                return mrc__error(MRC_ERR_INVALID_ARG,
+                                  "topology spec '%s': bw=%s must be > 0 and "
+                                  "<= %g GB/s",
+                                  spec, val, MRC_TOPO_MAX_BANDWIDTH_GBPS);
+            p->bw = v;
+            have_bw = 1;
+        } else {
+            if (v < 0 || v > MRC_TOPO_MAX_LATENCY_NS)
+                return mrc__error(MRC_ERR_INVALID_ARG,
+                                  "topology spec '%s': lat=%s must be >= 0 "
+                                  "and <= %g ns",
+                                  spec, val, MRC_TOPO_MAX_LATENCY_NS);
+            p->lat = v;
+            have_lat = 1;
+        }
+    }
+    if (p->nargs != g->nargs)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': expected %s", spec, g->usage);
+    return MRC_OK;
+}
+
+mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
+{
+    char buf[MAX_SPEC];
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_topo_generate: out is NULL");
+    *out = NULL;
+    if (!spec || !*spec)
+        return mrc__error(MRC_ERR_INVALID_ARG, "empty topology spec");
+    if (strlen(spec) >= sizeof buf)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec is longer than %d characters",
+                          MAX_SPEC - 1);
+    strcpy(buf, spec);
+
+    char *rest = buf + strcspn(buf, ":,");
+    int sep_colon = *rest == ':';
+    if (*rest)
+        *rest++ = '\0';
+    const generator_t *g = NULL;
+    for (int i = 0; i < num_generators; i++)
+        if (strcmp(buf, generators[i].name) == 0)
+            g = &generators[i];
+    if (!g)
+        return unknown_generator(spec, buf);
+    if (sep_colon && *rest == '\0')
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': nothing after ':'; expected %s",
+                          spec, g->usage);
+
+    gen_params_t p = {.bw = MRC_TOPO_DEFAULT_BANDWIDTH_GBPS,
+                      .lat = MRC_TOPO_DEFAULT_LATENCY_NS};
+    mrc_status_t st = parse_tokens(rest, spec, g, &p);
+    if (st != MRC_OK)
+        return st;
+
+    mrc__topo_builder_t tb;
+    memset(&tb, 0, sizeof tb);
+    st = g->build(&p, spec, &tb);
+    if (st != MRC_OK) {
+        mrc__tb_free(&tb);
+        return st;
+    }
+    return mrc__tb_build(&tb, spec, out);
+}

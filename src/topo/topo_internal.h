@@ -1,0 +1,58 @@
+/*
+ * Inside the topology module: the object layout and the builder through
+ * which every source (generators, files, link lists) creates a topology, so
+ * that all of them pass the same validation.
+ */
+#ifndef MRC_TOPO_INTERNAL_H
+#define MRC_TOPO_INTERNAL_H
+
+#include "common/common.h"
+#include "mrc/topo.h"
+
+typedef struct mrc__topo_node {
+    char *name; /* NULL when unnamed */
+    int has_pos;
+    double x, y;
+} mrc__topo_node_t;
+
+struct mrc_topo {
+    char *name;   /* the spec or the file's "name"; may be NULL */
+    char *origin; /* where it came from, for messages */
+    int num_nodes;
+    int num_links;
+    int num_physical;
+    mrc__topo_node_t *nodes;
+    mrc_link_t *links;
+    int *node_link_off; /* [num_nodes + 1] into node_links */
+    int *node_links;    /* link entries of each node, in port order */
+    int *port_off;      /* [num_nodes + 1] into port_link */
+    int *port_link;     /* link entry behind each port */
+};
+
+/* Collects nodes and links; mrc__tb_build() validates and freezes them. */
+typedef struct mrc__topo_builder {
+    char *name;
+    int num_nodes;
+    mrc__topo_node_t *nodes; /* [num_nodes], zeroed */
+    mrc_link_t *links;
+    int num_links;
+    int cap_links;
+    int failed; /* an allocation failed */
+} mrc__topo_builder_t;
+
+/* Starts a builder of `num_nodes` nodes (checked against the limits). */
+mrc_status_t mrc__tb_init(mrc__topo_builder_t *tb, long num_nodes,
+                          const char *name);
+/* Appends a link entry; checked later, in mrc__tb_build(). */
+void mrc__tb_add_link(mrc__topo_builder_t *tb, long a, long b, long count,
+                      double bandwidth_gbps, double latency_ns);
+/* Sets a node's drawing position. */
+void mrc__tb_set_pos(mrc__topo_builder_t *tb, int node, double x, double y);
+/* Validates everything and creates the topology; always consumes `tb`.
+ * Errors name the entry ("links[3]") and are prefixed with `origin`. */
+mrc_status_t mrc__tb_build(mrc__topo_builder_t *tb, const char *origin,
+                           mrc_topo_t **out);
+/* Frees a builder that will not be built. */
+void mrc__tb_free(mrc__topo_builder_t *tb);
+
+#endif /* MRC_TOPO_INTERNAL_H */

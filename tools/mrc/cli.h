@@ -1,0 +1,58 @@
+/*
+ * Shared pieces of the mrc command line: option parsing, error reporting
+ * with the exit-status convention, and writing output files whole.
+ *
+ * Exit status: 0 success, 1 a failure of the environment (out of memory, a
+ * file that cannot be written, a missing helper program), 2 bad usage or
+ * bad input. Every failure prints one clear line on stderr.
+ */
+#ifndef MRC_CLI_H
+#define MRC_CLI_H
+
+#include <stddef.h>
+
+#include "common/common.h"
+#include "mrc/mrc.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+typedef struct cli_opt {
+    const char *name;   /* long name, without the dashes */
+    char short_name;    /* one-letter form, or 0 */
+    const char **value; /* for options that take a value */
+    int *flag;          /* for flags: set to 1 when present */
+} cli_opt_t;
+
+/* Parses argv[0..argc) (the words after the sub-command) against `opts`
+ * (terminated by a zeroed entry); positional words go to pos[], between
+ * min_pos and max_pos of them. Prints the error and returns CLI_USAGE on
+ * bad usage. `cmd` names the command in messages ("mrc topo show"), and
+ * `topic` the help topic to point at. */
+int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
+              const cli_opt_t *opts, const char **pos, int min_pos,
+              int max_pos, int *npos);
+
+/* Prints "CMD: <last error>" and returns the exit status for `st`. */
+int cli_fail(const char *cmd, mrc_status_t st);
+
+/* Prints "CMD: <message> (see 'mrc help TOPIC')" and returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *topic, const char *fmt, ...)
+    MRC_PRINTF(3, 4);
+
+/* Writes `len` bytes to `path` through a temporary file renamed into place,
+ * so that a failure never leaves partial output. */
+int cli_write_file(const char *cmd, const char *path, const char *data,
+                   size_t len);
+
+/* Renders DOT text to an SVG file with Graphviz (neato); CLI_FAIL with a
+ * message if Graphviz is not installed or fails. */
+int cli_render_svg(const char *cmd, const char *dot, const char *path);
+
+/* 1 if `path` ends with `ext` (such as ".svg"). */
+int cli_has_ext(const char *path, const char *ext);
+
+/* Sub-commands. */
+int cmd_topo(int argc, char **argv);
+void help_topo(void);
+
+#endif /* MRC_CLI_H */

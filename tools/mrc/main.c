@@ -1,0 +1,69 @@
+/* mrc: the command line. One file per sub-command; this one dispatches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: mrc COMMAND [ARGS...]\n"
+            "\n"
+            "Multi-ring collective communication: describe a processor\n"
+            "interconnect, embed link-disjoint rings in it, and run or\n"
+            "simulate collectives on them.\n"
+            "\n"
+            "commands:\n"
+            "  topo show SPEC [--json]       summarise a topology, or print "
+            "it as a file\n"
+            "  topo check FILE               validate a topology file\n"
+            "  topo draw SPEC -o OUT         draw a topology (.svg or .dot)\n"
+            "  help [COMMAND]                show help for a command\n"
+            "\n"
+            "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
+            "topology file (docs/topology-format.md); 'mrc help topo' lists\n"
+            "them all.\n"
+            "\n"
+            "options:\n"
+            "  -h, --help     show this help\n"
+            "  --version      print the version\n"
+            "\n"
+            "Exit status: 0 success, 1 failure, 2 bad usage or bad input.\n");
+}
+
+static int cmd_help(int argc, char **argv)
+{
+    if (argc == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (argc == 1 && strcmp(argv[0], "topo") == 0) {
+        help_topo();
+        return CLI_OK;
+    }
+    return cli_usage("mrc help", "", "no help on '%s' (topics: topo)",
+                     argv[0]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("mrc %s\n", mrc_version());
+        return CLI_OK;
+    }
+    if (strcmp(cmd, "help") == 0)
+        return cmd_help(argc - 2, argv + 2);
+    if (strcmp(cmd, "topo") == 0)
+        return cmd_topo(argc - 2, argv + 2);
+    fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
+    return CLI_USAGE;
+}
