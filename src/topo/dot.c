@@ -13,7 +13,7 @@ mrc_status_t mrc_topo_to_dot(const mrc_topo_t *t, char **dot)
     *dot = NULL;
     mrc__sb_init(&sb);
     mrc__sb_puts(&sb, "graph topology {\n");
-    mrc__sb_puts(&sb, "  graph [layout=neato, overlap=false, "
+    mrc__sb_puts(&sb, "  graph [layout=neato, overlap=false, splines=true, "
                       "outputorder=edgesfirst, fontname=\"Helvetica\", "
                       "label=");
     mrc__sb_json_string(&sb, mrc_topo_name(t));

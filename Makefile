@@ -1,0 +1,51 @@
+# The two commands of the README:
+#   make run    install what is missing, build, run the main job
+#   make test   the same, then the whole test suite
+# and, for CI, `make test-sanitize`: the suite under ASan + UBSan.
+#
+# The Debian packages are installed by scripts/setup-deps.sh (as root), or
+# named for you to install (as any other user).
+
+BUILD      ?= build
+SAN_BUILD  ?= build-sanitize
+JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
+WERROR     ?= ON
+CMAKE_ARGS ?=
+MRC        := $(BUILD)/tools/mrc/mrc
+
+.PHONY: all setup build run test test-sanitize format clean
+
+all: build
+
+setup:
+	@sh scripts/setup-deps.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
+	    -DMRC_WERROR=$(WERROR) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job. Until collectives run (`mrc run`), it shows the seed
+# topologies that the rest of mrc is built on.
+run: build
+	@$(MRC) topo show hcm8
+	@echo
+	@$(MRC) topo show prism:3,4
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-sanitize: setup
+	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DMRC_SANITIZE=ON -DMRC_WERROR=$(WERROR) $(CMAKE_ARGS) >/dev/null
+	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@cd $(SAN_BUILD) && \
+	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    ctest --output-on-failure -j $(JOBS)
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)
