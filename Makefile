@@ -13,7 +13,10 @@ WERROR     ?= ON
 CMAKE_ARGS ?=
 MRC        := $(BUILD)/tools/mrc/mrc
 
-.PHONY: all setup build run test test-sanitize format clean
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+.PHONY: all setup build run test test-sanitize fuzz format clean
 
 all: build
 
@@ -44,8 +47,20 @@ test-sanitize: setup
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --output-on-failure -j $(JOBS)
 
+# Coverage-guided fuzzing of the topology parsers (clang's libFuzzer), seeded
+# with the generators' output; crashes are written to $(FUZZ_BUILD)/.
+fuzz: build
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DMRC_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_topo
+	@mkdir -p $(FUZZ_BUILD)/corpus
+	@for s in hcm8 prism:3,3 ladder:6 torus-ladder:8 torus2d:3,3 ring:2; do \
+	    $(MRC) topo show $$s --json > "$(FUZZ_BUILD)/corpus/$$s.json"; done
+	@cd $(FUZZ_BUILD) && ./tests/fuzz_topo -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=4096 corpus
+
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
