@@ -361,6 +361,9 @@ static void test_from_links_validation(void **state)
                      MRC_ERR_INVALID_TOPOLOGY);
     assert_int_equal(mrc_topo_from_links(2, NULL, 1, &t),
                      MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc_topo_from_links(MRC_TOPO_MAX_NODES + 1, NULL, 0, &t),
+                     MRC_ERR_INVALID_TOPOLOGY);
+    assert_non_null(strstr(mrc_last_error(), "1048577 nodes"));
 
     /* A multigraph is fine: two entries between the same pair. */
     mrc_link_t two[2] = {L(0, 1, 1, 10, 5), L(1, 0, 2, 20, 5)};
