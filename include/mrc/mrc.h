@@ -9,6 +9,7 @@
 #ifndef MRC_MRC_H
 #define MRC_MRC_H
 
+#include "mrc/embed.h"
 #include "mrc/status.h"
 #include "mrc/topo.h"
 #include "mrc/version.h"

@@ -54,5 +54,7 @@ int cli_has_ext(const char *path, const char *ext);
 /* Sub-commands. */
 int cmd_topo(int argc, char **argv);
 void help_topo(void);
+int cmd_rings(int argc, char **argv);
+void help_rings(void);
 
 #endif /* MRC_CLI_H */

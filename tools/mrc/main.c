@@ -18,6 +18,8 @@ static void usage(FILE *out)
             "it as a file\n"
             "  topo check FILE               validate a topology file\n"
             "  topo draw SPEC -o OUT         draw a topology (.svg or .dot)\n"
+            "  rings SPEC [--strategy S]     embed rings, show loads and "
+            "figures\n"
             "  help [COMMAND]                show help for a command\n"
             "\n"
             "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
@@ -41,8 +43,13 @@ static int cmd_help(int argc, char **argv)
         help_topo();
         return CLI_OK;
     }
-    return cli_usage("mrc help", "", "no help on '%s' (topics: topo)",
-                     argv[0]);
+    if (argc == 1 && strcmp(argv[0], "rings") == 0) {
+        help_rings();
+        return CLI_OK;
+    }
+    fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings)\n",
+            argv[0]);
+    return CLI_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -64,6 +71,8 @@ int main(int argc, char **argv)
         return cmd_help(argc - 2, argv + 2);
     if (strcmp(cmd, "topo") == 0)
         return cmd_topo(argc - 2, argv + 2);
+    if (strcmp(cmd, "rings") == 0)
+        return cmd_rings(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

@@ -1,0 +1,99 @@
+/*
+ * Inside the embedding module: the object, the builder that every strategy
+ * (and the JSON reader) fills, and the helpers strategies share.
+ */
+#ifndef MRC_EMBED_INTERNAL_H
+#define MRC_EMBED_INTERNAL_H
+
+#include "common/common.h"
+#include "mrc/embed.h"
+
+typedef struct mrc__group {
+    int size;
+    int *nodes;
+    int num_rings;
+    mrc_ring_t *rings; /* arrays inside are owned (cast away const) */
+    mrc_embed_figures_t figures;
+} mrc__group_t;
+
+struct mrc_embedding {
+    const mrc_topo_t *topo;
+    char *strategy;
+    char *method; /* for auto: what found the rings ("search", "hcm8") */
+    int num_groups;
+    mrc__group_t *groups;
+    int *node_group; /* [num_nodes], -1 for none */
+    double *load;    /* [2 * num_links]: entry i, dir d at 2i + d */
+    int num_idle;
+    mrc_embed_figures_t worst;
+};
+
+/* The builder: groups and rings as the strategy states them. Routes not
+ * given are direct hops; link entries not given are chosen when the
+ * embedding is finished. */
+typedef struct mrc__draft_hop {
+    int route_len; /* 0: direct hop */
+    int *route;
+    int *links; /* NULL: chosen on finish */
+} mrc__draft_hop_t;
+
+typedef struct mrc__draft_ring {
+    int group;
+    int size;
+    int *nodes;
+    int bidirectional;
+    double share;
+    mrc__draft_hop_t *hops; /* [size] */
+} mrc__draft_ring_t;
+
+typedef struct mrc__embed_builder {
+    const mrc_topo_t *topo;
+    int num_groups;
+    int **group_nodes;
+    int *group_size;
+    int num_rings, cap_rings;
+    mrc__draft_ring_t *rings;
+    int failed;
+} mrc__embed_builder_t;
+
+void mrc__eb_init(mrc__embed_builder_t *b, const mrc_topo_t *topo);
+void mrc__eb_free(mrc__embed_builder_t *b);
+/* Adds a group; returns its index, or -1 if out of memory. */
+int mrc__eb_add_group(mrc__embed_builder_t *b, const int *nodes, int size);
+/* Adds a ring of group g; returns its index, or -1 if out of memory. */
+int mrc__eb_add_ring(mrc__embed_builder_t *b, int g, const int *order,
+                     int size, int bidirectional, double share);
+/* Sets the route (and optionally the link entries) of hop i of ring r. */
+void mrc__eb_set_route(mrc__embed_builder_t *b, int r, int hop,
+                       const int *route, int len, const int *links);
+/* Verifies the draft, chooses link entries and ports, computes loads and
+ * figures, and creates the embedding; always consumes the builder. */
+mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
+                            mrc_embedding_t **out);
+
+/* Groups from a config: "A+B+..." block sizes, a replica size, or one
+ * group of every node. */
+mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
+                               const mrc_embed_config_t *cfg,
+                               mrc__embed_builder_t *b);
+
+/* Physical links between u and v (all entries). */
+int mrc__links_between(const mrc_topo_t *topo, int u, int v);
+
+/* A shortest route (fewest steps) from u to v; returns its node count and
+ * fills route (room for num_nodes), or 0 if unreachable. */
+int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);
+
+/* Strategies. Each fills the builder's rings for the groups it was given
+ * (or sets its own groups), or refuses with MRC_ERR_NOT_APPLICABLE. */
+typedef mrc_status_t (*mrc__strategy_fn)(const mrc_embed_config_t *cfg,
+                                         mrc__embed_builder_t *b);
+
+mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
+                                mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
+                                mrc__embed_builder_t *b);
+/* Looks up a named strategy (auto included); NULL if unknown. */
+mrc__strategy_fn mrc__strategy_find(const char *name);
+
+#endif /* MRC_EMBED_INTERNAL_H */

@@ -1,0 +1,106 @@
+/* Groups of nodes that run their own collectives at the same time. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "embed_internal.h"
+
+/* "4+2+2": blocks of consecutive nodes that must cover the topology. */
+static mrc_status_t groups_from_sizes(const mrc_topo_t *topo,
+                                      const char *spec,
+                                      mrc__embed_builder_t *b)
+{
+    int n = mrc_topo_num_nodes(topo);
+    int *nodes = malloc((size_t)n * sizeof *nodes);
+    if (!nodes)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++)
+        nodes[i] = i;
+    int next = 0;
+    const char *p = spec;
+    mrc_status_t st = MRC_OK;
+    while (st == MRC_OK) {
+        char tok[32];
+        size_t len = strcspn(p, "+");
+        long size = 0;
+        if (len == 0 || len >= sizeof tok) {
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "groups '%s': expected sizes joined by '+', such "
+                            "as 4+2+2",
+                            spec);
+            break;
+        }
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        if (mrc__parse_long(tok, 1, n, &size) != 0) {
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "groups '%s': '%s' is not a group size from 1 to "
+                            "%d",
+                            spec, tok, n);
+            break;
+        }
+        if (next + size > n) {
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "groups '%s' need more than the topology's %d "
+                            "nodes",
+                            spec, n);
+            break;
+        }
+        if (mrc__eb_add_group(b, nodes + next, (int)size) < 0)
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        next += (int)size;
+        p += len;
+        if (*p == '\0')
+            break;
+        p++;
+    }
+    if (st == MRC_OK && next != n)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "groups '%s' cover %d of the topology's %d nodes "
+                        "(they must cover every node)",
+                        spec, next, n);
+    free(nodes);
+    return st;
+}
+
+/* GCL replicas: replica k holds nodes k*r .. k*r+r-1; cross-replica group
+ * p holds the nodes at position p of every replica. */
+static mrc_status_t groups_from_replicas(const mrc_topo_t *topo, int r,
+                                         mrc__embed_builder_t *b)
+{
+    int n = mrc_topo_num_nodes(topo);
+    if (r < 1 || n % r != 0)
+        return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                          "replica size %d does not divide the %d nodes of "
+                          "%s",
+                          r, n, mrc_topo_name(topo));
+    int m = n / r;
+    int *nodes = malloc((size_t)m * sizeof *nodes);
+    if (!nodes)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st = MRC_OK;
+    for (int p = 0; p < r && st == MRC_OK; p++) {
+        for (int k = 0; k < m; k++)
+            nodes[k] = k * r + p;
+        if (mrc__eb_add_group(b, nodes, m) < 0)
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    free(nodes);
+    return st;
+}
+
+mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
+                               const mrc_embed_config_t *cfg,
+                               mrc__embed_builder_t *b)
+{
+    int has_groups = cfg && cfg->groups && cfg->groups[0];
+    int r = cfg ? cfg->replica_size : 0;
+    if (has_groups && r > 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "give groups or a replica size, not both");
+    if (r < 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "replica size %d must be positive", r);
+    if (has_groups)
+        return groups_from_sizes(topo, cfg->groups, b);
+    return groups_from_replicas(topo, r > 0 ? r : 1, b);
+}

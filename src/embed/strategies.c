@@ -1,0 +1,447 @@
+/*
+ * The named strategies of the seeds. Each states its rings as node orders
+ * (and routes where a hop is forwarded); the builder then checks them,
+ * chooses physical links and ports, and computes loads. A strategy whose
+ * links are missing from the topology refuses with what it needs, so the
+ * same code serves generated topologies and files alike.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embed_internal.h"
+
+static mrc_status_t not_applicable(const char *name, const mrc_topo_t *t,
+                                   const char *needs)
+{
+    return mrc__error(MRC_ERR_NOT_APPLICABLE, "%s does not apply to %s: %s",
+                      name, mrc_topo_name(t), needs);
+}
+
+/* Adds a ring of group g in the given order, routing each hop that has no
+ * direct link along a shortest path. */
+static mrc_status_t add_routed_ring(mrc__embed_builder_t *b, int g,
+                                    const int *order, int n, int bidir,
+                                    double share)
+{
+    int r = mrc__eb_add_ring(b, g, order, n, bidir, share);
+    if (r < 0)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    int *route = malloc((size_t)mrc_topo_num_nodes(b->topo) * sizeof *route);
+    if (!route)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; i < n && st == MRC_OK; i++) {
+        int u = order[i], v = order[(i + 1) % n];
+        if (mrc__links_between(b->topo, u, v) > 0)
+            continue;
+        int len = mrc__shortest_route(b->topo, u, v, route);
+        if (len < 2)
+            st = mrc__error(MRC_ERR_INVALID_EMBEDDING,
+                            "no route from node %d to node %d", u, v);
+        else
+            mrc__eb_set_route(b, r, i, route, len, NULL);
+    }
+    free(route);
+    return st;
+}
+
+/* ---- ring: the baseline ------------------------------------------------ */
+
+mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
+                                mrc__embed_builder_t *b)
+{
+    mrc_status_t st = mrc__embed_groups(b->topo, cfg, b);
+    for (int g = 0; g < b->num_groups && st == MRC_OK; g++)
+        if (b->group_size[g] >= 2)
+            st = add_routed_ring(b, g, b->group_nodes[g], b->group_size[g], 1,
+                                 1.0);
+    return st;
+}
+
+/* ---- GCL (seed 002) ---------------------------------------------------- */
+
+enum ladder_kind { NOT_LADDER, MESH, TORUS };
+
+/* Is the topology GCL's ladder (mesh) or its torus? Rung k joins 2k and
+ * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
+ * top rung back to rung 0 (with two rungs: a second column link). */
+static enum ladder_kind ladder_kind(const mrc_topo_t *t)
+{
+    int n = mrc_topo_num_nodes(t);
+    if (n < 4 || n % 2 != 0)
+        return NOT_LADDER;
+    for (int k = 0; k < n / 2; k++)
+        if (mrc__links_between(t, 2 * k, 2 * k + 1) < 1)
+            return NOT_LADDER;
+    for (int u = 0; u + 2 < n; u++)
+        if (mrc__links_between(t, u, u + 2) < 1)
+            return NOT_LADDER;
+    if (n == 4)
+        return mrc__links_between(t, 0, 2) >= 2 &&
+                       mrc__links_between(t, 1, 3) >= 2
+                   ? TORUS
+                   : MESH;
+    return mrc__links_between(t, n - 2, 0) >= 1 &&
+                   mrc__links_between(t, n - 1, 1) >= 1
+               ? TORUS
+               : MESH;
+}
+
+/* Named GCL strategies fix the replica size; --groups does not apply. */
+static mrc_status_t use_replicas(const char *name,
+                                 const mrc_embed_config_t *cfg, int want,
+                                 mrc__embed_builder_t *b)
+{
+    if (cfg && cfg->groups && cfg->groups[0])
+        return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                          "%s sets its own groups (replica size %d); use "
+                          "--replica-size, not --groups",
+                          name, want);
+    if (cfg && cfg->replica_size > 0 && cfg->replica_size != want)
+        return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                          "%s runs with replica size %d, not %d", name, want,
+                          cfg->replica_size);
+    mrc_embed_config_t c = {NULL, NULL, want};
+    return mrc__embed_groups(b->topo, &c, b);
+}
+
+static mrc_status_t strategy_peripheral_ring(const mrc_embed_config_t *cfg,
+                                             mrc__embed_builder_t *b)
+{
+    const char *name = "peripheral-ring";
+    if (ladder_kind(b->topo) == NOT_LADDER)
+        return not_applicable(name, b->topo,
+                              "it needs GCL's ladder (mesh) or torus "
+                              "(ladder:N or torus-ladder:N)");
+    mrc_status_t st = use_replicas(name, cfg, 1, b);
+    if (st != MRC_OK)
+        return st;
+    /* 0 - 1 - 3 - ... - n-1 - n-2 - n-4 - ... - 2 - (0): up the right
+     * column, down the left. */
+    int n = mrc_topo_num_nodes(b->topo), k = 0;
+    int *order = malloc((size_t)n * sizeof *order);
+    if (!order)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    order[k++] = 0;
+    for (int u = 1; u < n; u += 2)
+        order[k++] = u;
+    for (int u = n - 2; u >= 2; u -= 2)
+        order[k++] = u;
+    st = add_routed_ring(b, 0, order, n, 1, 1.0);
+    free(order);
+    return st;
+}
+
+/* Two rings that zig-zag up the torus: sideways along a rung, then up a
+ * column (GCL's pseudocode: next ^= 1; next = (next + 2) % n). Ring X
+ * starts at 0, ring Y at 1; together they use every column link once and
+ * every rung twice. */
+static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
+                                          mrc__embed_builder_t *b)
+{
+    const char *name = "barley-twist";
+    int n = mrc_topo_num_nodes(b->topo);
+    if (ladder_kind(b->topo) != TORUS)
+        return not_applicable(name, b->topo,
+                              "it needs GCL's torus (torus-ladder:N), whose "
+                              "loop-back links close the columns");
+    if (n % 4 != 0)
+        return not_applicable(name, b->topo,
+                              "it needs a node count divisible by 4 (an even "
+                              "number of rungs)");
+    mrc_status_t st = use_replicas(name, cfg, 1, b);
+    int *order = malloc((size_t)n * sizeof *order);
+    if (!order)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
+        int next = stream, k = 0;
+        for (int duo = 0; duo < n / 2; duo++) {
+            order[k++] = next;
+            next ^= 1;
+            order[k++] = next;
+            next = (next + 2) % n;
+        }
+        st = add_routed_ring(b, 0, order, n, 1, 0.5);
+    }
+    free(order);
+    return st;
+}
+
+/* Replica size 2 on the mesh: each group is one column, a line. Its ring
+ * goes up through the odd ranks and down through the even ones, each hop
+ * forwarded through the rank it skips, so every column link carries the
+ * ring once each way. */
+static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
+                                          mrc__embed_builder_t *b)
+{
+    const char *name = "ring-on-line";
+    if (ladder_kind(b->topo) == NOT_LADDER)
+        return not_applicable(name, b->topo,
+                              "it needs GCL's ladder (ladder:N)");
+    mrc_status_t st = use_replicas(name, cfg, 2, b);
+    for (int g = 0; g < b->num_groups && st == MRC_OK; g++) {
+        int m = b->group_size[g], k = 0;
+        const int *nodes = b->group_nodes[g];
+        int *rank = malloc((size_t)m * sizeof *rank);
+        int *order = malloc((size_t)m * sizeof *order);
+        int *route = malloc((size_t)m * sizeof *route);
+        if (!rank || !order || !route) {
+            free(rank);
+            free(order);
+            free(route);
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        }
+        rank[k++] = 0;
+        for (int i = 1; i < m; i += 2)
+            rank[k++] = i;
+        for (int i = (m - 1) % 2 == 0 ? m - 1 : m - 2; i >= 2; i -= 2)
+            rank[k++] = i;
+        for (int i = 0; i < m; i++)
+            order[i] = nodes[rank[i]];
+        int r = mrc__eb_add_ring(b, g, order, m, 1, 1.0);
+        for (int i = 0; i < m && r >= 0; i++) {
+            int from = rank[i], to = rank[(i + 1) % m], len = 0;
+            int step = to > from ? 1 : -1;
+            for (int x = from;; x += step) {
+                route[len++] = nodes[x];
+                if (x == to)
+                    break;
+            }
+            mrc__eb_set_route(b, r, i, route, len, NULL);
+        }
+        if (r < 0)
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        free(rank);
+        free(order);
+        free(route);
+    }
+    return st;
+}
+
+/* Replica size R: group p = {p, p+R, p+2R, ...} lies in one column, R/2
+ * rungs apart. The ring goes in rank order straight up the column,
+ * forwarded through the nodes between; the closing hop wraps round on a
+ * torus and comes straight down on a mesh. */
+static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
+                              mrc__embed_builder_t *b, int R)
+{
+    char name[32];
+    snprintf(name, sizeof name, "rung-ring-%d", R);
+    enum ladder_kind kind = ladder_kind(b->topo);
+    int n = mrc_topo_num_nodes(b->topo);
+    if (kind == NOT_LADDER)
+        return not_applicable(name, b->topo,
+                              R == 2 ? "it needs GCL's torus (torus-ladder:N)"
+                                     : "it needs GCL's ladder or torus "
+                                       "(ladder:N or torus-ladder:N)");
+    if (R == 2 && kind != TORUS)
+        return not_applicable(name, b->topo,
+                              "with replica size 2 it needs the torus "
+                              "(torus-ladder:N); use ring-on-line on a mesh");
+    if (n % R != 0 || n / R < 2)
+        return not_applicable(name, b->topo, R == 8
+                                                 ? "it needs a multiple of 8 "
+                                                   "nodes, at least 16"
+                                                 : "it needs a multiple of "
+                                                   "the replica size, at "
+                                                   "least two replicas");
+    mrc_status_t st = use_replicas(name, cfg, R, b);
+    int *route = malloc((size_t)(n + 1) * sizeof *route);
+    if (!route)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int g = 0; g < b->num_groups && st == MRC_OK; g++) {
+        int m = b->group_size[g];
+        const int *nodes = b->group_nodes[g];
+        int r = mrc__eb_add_ring(b, g, nodes, m, 1, 1.0);
+        if (r < 0) {
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        for (int i = 0; i < m; i++) {
+            int from = nodes[i], to = nodes[(i + 1) % m], len = 0;
+            int down = i == m - 1 && kind == MESH;
+            for (int x = from;; x = down ? x - 2 : (x + 2) % n) {
+                route[len++] = x;
+                if (x == to)
+                    break;
+            }
+            mrc__eb_set_route(b, r, i, route, len, NULL);
+        }
+    }
+    free(route);
+    return st;
+}
+
+static mrc_status_t strategy_rung_ring_2(const mrc_embed_config_t *cfg,
+                                         mrc__embed_builder_t *b)
+{
+    return rung_ring(cfg, b, 2);
+}
+
+static mrc_status_t strategy_rung_ring_4(const mrc_embed_config_t *cfg,
+                                         mrc__embed_builder_t *b)
+{
+    return rung_ring(cfg, b, 4);
+}
+
+static mrc_status_t strategy_rung_ring_8(const mrc_embed_config_t *cfg,
+                                         mrc__embed_builder_t *b)
+{
+    return rung_ring(cfg, b, 8);
+}
+
+/* ---- prism faces (seed 000) -------------------------------------------- */
+
+/* Layers of 3: node (l, k) = 3l + k; each layer a ring, corresponding
+ * nodes of adjacent layers joined. */
+static int is_prism3(const mrc_topo_t *t, int *layers)
+{
+    int n = mrc_topo_num_nodes(t);
+    if (n % 3 != 0 || n < 6)
+        return 0;
+    int L = n / 3;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < 3; k++) {
+            if (mrc__links_between(t, 3 * l + k, 3 * l + (k + 1) % 3) < 1)
+                return 0;
+            if (l + 1 < L && mrc__links_between(t, 3 * l + k,
+                                                3 * (l + 1) + k) < 1)
+                return 0;
+        }
+    *layers = L;
+    return 1;
+}
+
+/* One ring per face of the triangular prism (claims 1-2): a snake through
+ * the face's two columns a, b from the first endmost layer to the last,
+ * then back down the opposite edge c. Bidirectional, a third each. */
+static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
+                                         mrc__embed_builder_t *b)
+{
+    const char *name = "prism-faces";
+    int L = 0;
+    if (!is_prism3(b->topo, &L))
+        return not_applicable(name, b->topo,
+                              "it needs a triangular prism, prism:3,L (layers "
+                              "of 3 nodes; node (l, k) = 3l + k)");
+    mrc_status_t st = use_replicas(name, cfg, 1, b);
+    int n = 3 * L;
+    int *order = malloc((size_t)n * sizeof *order);
+    if (!order)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int face = 0; face < 3 && st == MRC_OK; face++) {
+        int a = face, bb = (face + 1) % 3, c = (face + 2) % 3, k = 0;
+        for (int l = 0; l < L; l++) {
+            order[k++] = 3 * l + (l % 2 == 0 ? a : bb);
+            order[k++] = 3 * l + (l % 2 == 0 ? bb : a);
+        }
+        for (int l = L - 1; l >= 0; l--)
+            order[k++] = 3 * l + c;
+        st = add_routed_ring(b, 0, order, n, 1, 1.0 / 3);
+    }
+    free(order);
+    return st;
+}
+
+/* ---- hcm8 (seed 004) --------------------------------------------------- */
+
+static int is_hcm8(const mrc_topo_t *t)
+{
+    if (mrc_topo_num_nodes(t) != 8)
+        return 0;
+    for (int u = 0; u < 8; u++) {
+        int base = u / 4 * 4, i = u % 4;
+        if (mrc__links_between(t, u, base + (i + 1) % 4) < 2 ||
+            mrc__links_between(t, u, base + (i + 2) % 4) < 1 ||
+            mrc__links_between(t, u, (u + 4) % 8) < 2)
+            return 0;
+    }
+    return 1;
+}
+
+/* The compute-group configurations of claim 6. With one group of 8, three
+ * Hamiltonian rings that share no physical link: each node uses 6 of its 7
+ * ports. A group of 4 (one subset) has two rings, one round the square
+ * and one across its diagonals; a group of 2 one ring over its double
+ * link. */
+static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
+                                  mrc__embed_builder_t *b)
+{
+    const char *name = "hcm8";
+    if (!is_hcm8(b->topo))
+        return not_applicable(name, b->topo,
+                              "it needs the 8-processor hybrid mesh (hcm8)");
+    const char *groups = cfg && cfg->groups && cfg->groups[0] ? cfg->groups
+                                                              : "8";
+    if (cfg && cfg->replica_size > 1)
+        return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                          "hcm8 takes --groups 8, 4+4, 2+2+2+2 or 4+2+2, not "
+                          "a replica size");
+    if (strcmp(groups, "8") && strcmp(groups, "4+4") &&
+        strcmp(groups, "2+2+2+2") && strcmp(groups, "4+2+2"))
+        return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                          "hcm8 configures the groups 8, 4+4, 2+2+2+2 or "
+                          "4+2+2 (seed 004, claim 6), not '%s'",
+                          groups);
+    mrc_embed_config_t c = {NULL, groups, 0};
+    mrc_status_t st = mrc__embed_groups(b->topo, &c, b);
+    static const int eight[3][8] = {{0, 1, 2, 3, 7, 6, 5, 4},
+                                    {0, 3, 2, 1, 5, 6, 7, 4},
+                                    {0, 2, 6, 4, 7, 5, 1, 3}};
+    for (int g = 0; g < b->num_groups && st == MRC_OK; g++) {
+        const int *nodes = b->group_nodes[g];
+        int m = b->group_size[g];
+        if (m == 8) {
+            for (int r = 0; r < 3 && st == MRC_OK; r++)
+                st = add_routed_ring(b, g, eight[r], 8, 1, 1.0 / 3);
+        } else if (m == 4) {
+            int square[4] = {nodes[0], nodes[1], nodes[2], nodes[3]};
+            int diagonal[4] = {nodes[0], nodes[2], nodes[1], nodes[3]};
+            st = add_routed_ring(b, g, square, 4, 1, 0.5);
+            if (st == MRC_OK)
+                st = add_routed_ring(b, g, diagonal, 4, 1, 0.5);
+        } else {
+            st = add_routed_ring(b, g, nodes, m, 1, 1.0);
+        }
+    }
+    return st;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    mrc__strategy_fn fn;
+} strategies[] = {
+    {"auto", mrc__strategy_auto},
+    {"ring", mrc__strategy_ring},
+    {"peripheral-ring", strategy_peripheral_ring},
+    {"barley-twist", strategy_barley_twist},
+    {"ring-on-line", strategy_ring_on_line},
+    {"rung-ring-2", strategy_rung_ring_2},
+    {"rung-ring-4", strategy_rung_ring_4},
+    {"rung-ring-8", strategy_rung_ring_8},
+    {"prism-faces", strategy_prism_faces},
+    {"hcm8", strategy_hcm8},
+};
+
+enum { NUM_STRATEGIES = sizeof strategies / sizeof strategies[0] };
+
+mrc__strategy_fn mrc__strategy_find(const char *name)
+{
+    for (int i = 0; i < NUM_STRATEGIES; i++)
+        if (strcmp(name, strategies[i].name) == 0)
+            return strategies[i].fn;
+    return NULL;
+}
+
+const char *const *mrc_embed_strategies(void)
+{
+    /* Kept in the table's order; a unit test checks each one resolves. */
+    static const char *const names[] = {
+        "auto",        "ring",        "peripheral-ring", "barley-twist",
+        "ring-on-line", "rung-ring-2", "rung-ring-4",     "rung-ring-8",
+        "prism-faces", "hcm8",        NULL};
+    return names;
+}

@@ -1,0 +1,216 @@
+/* mrc rings: embed logical rings in a topology and show what they load. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void help_rings(void)
+{
+    printf(
+        "usage: mrc rings SPEC [--strategy NAME] [--replica-size R | "
+        "--groups A+B+...]\n"
+        "                 [--json] [-o FILE.svg|FILE.dot]\n"
+        "\n"
+        "Embeds logical rings in the topology SPEC (see 'mrc help topo'),\n"
+        "verifies them, and prints each group's rings, the load on every\n"
+        "link direction, the idle ones and the allreduce figures:\n"
+        "  bound_gbps  min over the group's nodes of their outgoing\n"
+        "              bandwidth x N / (2(N-1))\n"
+        "  algbw_gbps  data size / time, set by the most loaded link\n"
+        "              direction with every group running at once\n"
+        "  efficiency  algbw / bound\n"
+        "\n"
+        "strategies:\n"
+        "  auto             any topology, any groups: the best rings found by\n"
+        "                   an exact search (small groups), a construction or\n"
+        "                   any named strategy below (the default)\n"
+        "  ring             one bidirectional ring per group in index order\n"
+        "  peripheral-ring  GCL, replica size 1, ladder or torus: up one "
+        "column,\n"
+        "                   down the other\n"
+        "  barley-twist     GCL, replica size 1, torus only: two rings that\n"
+        "                   zig-zag so that every link is used\n"
+        "  ring-on-line     GCL, replica size 2, ladder: a ring on each "
+        "column\n"
+        "                   line, hops forwarded through the skipped node\n"
+        "  rung-ring-2/4/8  GCL, replica size 2 (torus), 4 or 8: rings "
+        "straight\n"
+        "                   up a column, wrapping round on a torus\n"
+        "  prism-faces      seed 000, prism:3,L: one ring per face, returning\n"
+        "                   along the opposite edge\n"
+        "  hcm8             seed 004: --groups 8 (3 rings), 4+4 (2 rings "
+        "each),\n"
+        "                   2+2+2+2 or 4+2+2\n"
+        "\n"
+        "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, 6-7)\n"
+        "--replica-size R  GCL replicas of R consecutive nodes; each group is\n"
+        "                  the nodes at the same position in every replica\n"
+        "-o FILE           draw the rings, each in its own colour\n"
+        "\n"
+        "A strategy that does not apply exits with status 2 and says what it\n"
+        "needs. Examples:\n"
+        "  mrc rings hcm8 --strategy hcm8\n"
+        "  mrc rings torus-ladder:16 --strategy barley-twist -o bt.svg\n"
+        "  mrc rings ladder:16 --strategy rung-ring-4\n");
+}
+
+static void print_ring(const mrc_ring_t *ring, int r)
+{
+    printf("  ring %d  share %.4f  %s  ", r, ring->share,
+           ring->bidirectional ? "both ways" : "one way  ");
+    enum { SHOWN = 24 };
+    for (int i = 0; i < ring->size && i < SHOWN; i++) {
+        const mrc_hop_t *h = &ring->hops[i];
+        printf("%d", h->from);
+        if (h->route_len > 2) {
+            printf(" -(");
+            for (int s = 1; s + 1 < h->route_len; s++)
+                printf(s > 1 ? ",%d" : "%d", h->route[s]);
+            printf(")-> ");
+        } else {
+            printf(" ");
+        }
+    }
+    if (ring->size > SHOWN)
+        printf("... (%d nodes)", ring->size);
+    printf("\n");
+}
+
+static void print_links(const mrc_embedding_t *e)
+{
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int nl = mrc_topo_num_links(t);
+    double worst = 0;
+    for (int i = 0; i < nl; i++) {
+        const mrc_link_t *l = mrc_topo_link(t, i);
+        for (int d = 0; d < 2; d++) {
+            double x = mrc_embed_link_load(e, i, d) /
+                       (l->count * l->bandwidth_gbps);
+            worst = x > worst ? x : worst;
+        }
+    }
+    enum { SHOWN = 48 };
+    printf("\nlink loads (bytes per byte of data; busy = share of the "
+           "collective's time)\n");
+    printf("%6s %11s %5s  %9s %5s  %9s %5s\n", "link", "a-b", "count",
+           "a->b", "busy", "b->a", "busy");
+    for (int i = 0; i < nl && i < SHOWN; i++) {
+        const mrc_link_t *l = mrc_topo_link(t, i);
+        double cap = l->count * l->bandwidth_gbps;
+        double ab = mrc_embed_link_load(e, i, 0), ba = mrc_embed_link_load(e, i, 1);
+        char ends[32];
+        snprintf(ends, sizeof ends, "%d-%d", l->a, l->b);
+        printf("%6d %11s %5d  %9.4f %4.0f%%  %9.4f %4.0f%%\n", i, ends,
+               l->count, ab, worst > 0 ? 100 * ab / cap / worst : 0, ba,
+               worst > 0 ? 100 * ba / cap / worst : 0);
+    }
+    if (nl > SHOWN)
+        printf("  ... %d more links (--json lists them all)\n", nl - SHOWN);
+    int idle = mrc_embed_num_idle(e);
+    printf("idle link directions: %d of %d", idle, 2 * nl);
+    int shown = 0;
+    for (int i = 0; i < nl && shown < 16; i++) {
+        const mrc_link_t *l = mrc_topo_link(t, i);
+        for (int d = 0; d < 2 && shown < 16; d++)
+            if (mrc_embed_link_load(e, i, d) == 0) {
+                printf("%s%d->%d", shown++ ? ", " : ": ", d ? l->b : l->a,
+                       d ? l->a : l->b);
+            }
+    }
+    printf(idle > shown ? ", ...\n" : "\n");
+}
+
+static void print_embedding(const mrc_embedding_t *e)
+{
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int ng = mrc_embed_num_groups(e);
+    printf("topology %s, %d nodes; strategy %s; %d group%s\n",
+           mrc_topo_name(t), mrc_topo_num_nodes(t), mrc_embed_strategy(e),
+           ng, ng == 1 ? "" : "s");
+    for (int g = 0; g < ng; g++) {
+        const int *nodes;
+        int n = mrc_embed_group_nodes(e, g, &nodes);
+        mrc_embed_figures_t f;
+        mrc_embed_group_figures(e, g, &f);
+        printf("\ngroup %d: %d node%s, %d ring%s; bound %.2f GB/s, algbw "
+               "%.2f GB/s, efficiency %.4f\n",
+               g, n, n == 1 ? "" : "s", mrc_embed_num_rings(e, g),
+               mrc_embed_num_rings(e, g) == 1 ? "" : "s", f.bound_gbps,
+               f.algbw_gbps, f.efficiency);
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++)
+            print_ring(mrc_embed_ring(e, g, r), r);
+    }
+    print_links(e);
+    mrc_embed_figures_t f;
+    mrc_embed_figures(e, &f);
+    printf("\nbound_gbps %.4f  algbw_gbps %.4f  efficiency %.4f%s\n",
+           f.bound_gbps, f.algbw_gbps, f.efficiency,
+           ng > 1 ? "  (worst group)" : "");
+}
+
+int cmd_rings(int argc, char **argv)
+{
+    const char *cmd = "mrc rings";
+    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
+                        *out = NULL;
+    int json = 0, npos = 0;
+    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
+                              {"groups", 'g', &groups, NULL},
+                              {"replica-size", 'r', &replica, NULL},
+                              {"json", 0, NULL, &json},
+                              {"output", 'o', &out, NULL},
+                              {0}};
+    int rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    long rsize = 0;
+    if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rsize))
+        return cli_usage(cmd, "rings", "--replica-size '%s' is not a "
+                         "positive integer", replica);
+    if (out && !cli_has_ext(out, ".svg") && !cli_has_ext(out, ".dot"))
+        return cli_usage(cmd, "rings",
+                         "cannot tell the format of '%s': name it *.svg or "
+                         "*.dot", out);
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_status_t st = mrc_topo_create(pos[0], &t);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    mrc_embed_config_t cfg = {strategy, groups, (int)rsize};
+    st = mrc_embed_create(t, &cfg, &e);
+    if (st != MRC_OK) {
+        rc = cli_fail(cmd, st);
+        mrc_topo_destroy(t);
+        return rc;
+    }
+    if (out) {
+        char *dot = NULL;
+        st = mrc_embed_to_dot(e, &dot);
+        if (st != MRC_OK)
+            rc = cli_fail(cmd, st);
+        else if (cli_has_ext(out, ".svg"))
+            rc = cli_render_svg(cmd, dot, out);
+        else
+            rc = cli_write_file(cmd, out, dot, strlen(dot));
+        mrc_free(dot);
+    }
+    if (rc == CLI_OK) {
+        if (json) {
+            char *text = NULL;
+            st = mrc_embed_to_json(e, &text);
+            if (st == MRC_OK)
+                fputs(text, stdout);
+            else
+                rc = cli_fail(cmd, st);
+            mrc_free(text);
+        } else {
+            print_embedding(e);
+        }
+        if (out && rc == CLI_OK)
+            fprintf(stderr, "wrote %s\n", out);
+    }
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return rc;
+}
