@@ -58,6 +58,10 @@ typedef struct mrc_embed_config {
      * the cross-replica groups (the nodes at the same position in every
      * replica). 0: not used. Exclusive with `groups`. */
     int replica_size;
+    /* > 0: at most this many rings per group, counting a bidirectional
+     * ring once (auto trades bandwidth for fewer rings; named strategies
+     * with more are not used). 0: auto's own limit of 12. */
+    int max_rings;
 } mrc_embed_config_t;
 
 /* Allreduce figures of a group (or, from mrc_embed_figures, of the worst

@@ -15,21 +15,23 @@
  * of them running at once, and a ring's share is y_c over its group's sum.
  * Pricing a new column is a travelling-salesman problem over the group's
  * nodes with the link directions' shadow prices as lengths (shortest
- * routes between them): exact (Held-Karp) up to 12 nodes, a local search
+ * routes between them): exact (Held-Karp) up to 16 nodes, a local search
  * above. Each ring is added with its reverse, and a ring and its reverse
  * at equal rates become one bidirectional ring.
  *
- * Larger groups are served by constructions for regular families; the
- * caller also tries every named strategy and keeps the best.
+ * Larger groups fall back to the baseline ring here; mrc_embed_create also
+ * tries the constructions for regular families (torus.c) and every named
+ * strategy, and keeps the best.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "embed_internal.h"
 #include "lp.h"
 
-enum { EXACT_TSP_MAX = 12, SEARCH_MAX_NODES = 48, SEARCH_MAX_ROWS = 700,
+enum { EXACT_TSP_MAX = 16, SEARCH_MAX_NODES = 48, SEARCH_MAX_ROWS = 700,
        MAX_ROUNDS = 200 };
 
 /* ---- arcs: link entries by direction ----------------------------------- */
@@ -174,6 +176,7 @@ static void dijkstra(paths_t *p, int src, const double *len)
 /* ---- columns: directed rings with routes ------------------------------- */
 
 typedef struct column {
+    int off; /* left out of the program (while thinning the solution) */
     int group;
     int n;
     int *order;   /* [n] */
@@ -371,15 +374,83 @@ static int tsp_exact(int n, const double *cost, int *tour)
     return 0;
 }
 
-/* Nearest neighbour, then relocation and segment reversal until no move
- * improves the (asymmetric) cost. */
+/* Local search on an asymmetric tour: segment reversal (2-opt, costed in
+ * O(1) from prefix sums of the tour's forward and backward lengths) and
+ * moving one node elsewhere (or-opt), first improvement, until neither
+ * helps. */
+static void tour_prefix(const int *t, int n, const double *cost, double *F,
+                        double *B)
+{
+    F[0] = B[0] = 0;
+    for (int k = 0; k < n; k++) {
+        int a = t[k], b = t[(k + 1) % n];
+        F[k + 1] = F[k] + cost[a * n + b];
+        B[k + 1] = B[k] + cost[b * n + a];
+    }
+}
+
+static void local_search(int *t, int n, const double *cost, double *F,
+                         double *B)
+{
+#define C(a, b) cost[(a) * n + (b)]
+    for (int improved = 1; improved;) {
+        improved = 0;
+        tour_prefix(t, n, cost, F, B);
+        /* Reverse t[i..j], 1 <= i < j <= n-1 (t[0] stays first). */
+        for (int i = 1; i < n - 1 && !improved; i++)
+            for (int j = i + 1; j < n && !improved; j++) {
+                int p = t[i - 1], q = t[(j + 1) % n];
+                double old = C(p, t[i]) + C(t[j], q) + (F[j] - F[i]);
+                double neu = C(p, t[j]) + C(t[i], q) + (B[j] - B[i]);
+                if (neu < old - 1e-12 * (1 + old)) {
+                    for (int a = i, b = j; a < b; a++, b--) {
+                        int x = t[a];
+                        t[a] = t[b];
+                        t[b] = x;
+                    }
+                    improved = 1;
+                }
+            }
+        /* Move t[i] (i >= 1) to between t[j] and t[j+1]. */
+        for (int i = 1; i < n && !improved; i++) {
+            int p = t[i - 1], x = t[i], q = t[(i + 1) % n];
+            double gain = C(p, x) + C(x, q) - C(p, q);
+            for (int j = 0; j < n && !improved; j++) {
+                int a = t[j], b = t[(j + 1) % n];
+                if (a == x || b == x)
+                    continue;
+                if (C(a, x) + C(x, b) - C(a, b) < gain - 1e-12 * (1 + gain)) {
+                    int dst = j < i ? j + 1 : j;
+                    if (dst < i)
+                        memmove(t + dst + 1, t + dst,
+                                (size_t)(i - dst) * sizeof *t);
+                    else
+                        memmove(t + i, t + i + 1,
+                                (size_t)(dst - i) * sizeof *t);
+                    t[dst] = x;
+                    improved = 1;
+                }
+            }
+        }
+    }
+#undef C
+}
+
+/* Iterated local search: nearest neighbour, local search, then random
+ * double-bridge kicks (with a fixed seed) kept when they lead lower. */
+enum { ILS_KICKS = 40 };
+
 static int tsp_search(int n, const double *cost, int *tour)
 {
     char *used = calloc((size_t)n, 1);
-    int *tmp = malloc((size_t)n * sizeof *tmp);
-    if (!used || !tmp) {
+    int *cand = malloc((size_t)n * sizeof *cand);
+    double *F = malloc(((size_t)n + 1) * sizeof *F);
+    double *B = malloc(((size_t)n + 1) * sizeof *B);
+    if (!used || !cand || !F || !B) {
         free(used);
-        free(tmp);
+        free(cand);
+        free(F);
+        free(B);
         return -1;
     }
     tour[0] = 0;
@@ -393,39 +464,47 @@ static int tsp_search(int n, const double *cost, int *tour)
         tour[i] = best;
         used[best] = 1;
     }
+    local_search(tour, n, cost, F, B);
     double cur = tour_cost(tour, n, cost);
-    for (int round = 0, improved = 1; improved && round < 100; round++) {
-        improved = 0;
-        for (int i = 1; i < n; i++)
-            for (int j = i + 1; j < n; j++) {
-                /* Reverse tour[i..j]. */
-                memcpy(tmp, tour, (size_t)n * sizeof *tmp);
-                for (int a = i, b = j; a < b; a++, b--) {
-                    int x = tmp[a];
-                    tmp[a] = tmp[b];
-                    tmp[b] = x;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int kick = 0; kick < ILS_KICKS && n >= 8; kick++) {
+        int cut[3];
+        for (int k = 0; k < 3; k++) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            cut[k] = 1 + (int)(seed % (uint64_t)(n - 1));
+        }
+        for (int a = 0; a < 3; a++) /* sort the cuts */
+            for (int b = a + 1; b < 3; b++)
+                if (cut[b] < cut[a]) {
+                    int x = cut[a];
+                    cut[a] = cut[b];
+                    cut[b] = x;
                 }
-                double c = tour_cost(tmp, n, cost);
-                if (c < cur - 1e-15) {
-                    memcpy(tour, tmp, (size_t)n * sizeof *tmp);
-                    cur = c;
-                    improved = 1;
-                }
-                /* Move tour[i] to after tour[j]. */
-                memcpy(tmp, tour, (size_t)n * sizeof *tmp);
-                int x = tmp[i];
-                memmove(tmp + i, tmp + i + 1, (size_t)(j - i) * sizeof *tmp);
-                tmp[j] = x;
-                c = tour_cost(tmp, n, cost);
-                if (c < cur - 1e-15) {
-                    memcpy(tour, tmp, (size_t)n * sizeof *tmp);
-                    cur = c;
-                    improved = 1;
-                }
-            }
+        if (cut[0] == cut[1] || cut[1] == cut[2])
+            continue;
+        /* t[0..c0) + t[c1..c2) + t[c0..c1) + t[c2..n) */
+        int k = 0;
+        for (int x = 0; x < cut[0]; x++)
+            cand[k++] = tour[x];
+        for (int x = cut[1]; x < cut[2]; x++)
+            cand[k++] = tour[x];
+        for (int x = cut[0]; x < cut[1]; x++)
+            cand[k++] = tour[x];
+        for (int x = cut[2]; x < n; x++)
+            cand[k++] = tour[x];
+        local_search(cand, n, cost, F, B);
+        double c = tour_cost(cand, n, cost);
+        if (c < cur - 1e-12 * (1 + cur)) {
+            memcpy(tour, cand, (size_t)n * sizeof *tour);
+            cur = c;
+        }
     }
     free(used);
-    free(tmp);
+    free(cand);
+    free(F);
+    free(B);
     return 0;
 }
 
@@ -512,6 +591,8 @@ static int solve_lp(search_t *s)
         bvec[d] = s->arcs.cap[d];
     for (int j = 0; j < s->cols.num; j++) {
         const column_t *col = &s->cols.cols[j];
+        if (col->off)
+            continue;
         double f = group_factor(col->n);
         for (int k = 0; k < col->arc_off[col->n]; k++)
             A[(size_t)col->arcs[k] * (size_t)n + (size_t)j] += f;
@@ -577,6 +658,151 @@ done:
     free(cost);
     free(tour);
     free(order);
+    return rc;
+}
+
+/* The program has many optimal solutions, and column generation ends on
+ * one with many rings of small share; heuristic pricing, on larger groups,
+ * leaves even more. Each ring costs a stream in the program, so keep few:
+ * for K = 1, 2, ... take each group's K busiest rings (a ring with its
+ * reverse counts once), improve the choice by swapping rings in and out,
+ * and stop at the first K that reaches the optimum. If none does up to
+ * MAX_RINGS (or the caller's limit), keep the smallest K within half a
+ * percent of the best. K counts a ring with its reverse once; where their
+ * rates differ the rest runs one way as a ring of its own. */
+enum { MAX_RINGS = 12, MAX_SWAP_SOLVES = 3000 };
+
+static void set_off(search_t *s, const char *chosen)
+{
+    for (int j = 0; j < s->cols.num; j++)
+        s->cols.cols[j].off = !chosen[j];
+}
+
+/* Rings in the current solution: a ring and its reverse at equal rates
+ * are one bidirectional ring; what is left of one is another. */
+static int count_rings(const search_t *s)
+{
+    int rings = 0;
+    for (int j = 0; j < s->cols.num; j++) {
+        const column_t *c = &s->cols.cols[j];
+        double a = s->y[j], b = s->y[c->reverse];
+        if (j > c->reverse || (a <= 0 && b <= 0))
+            continue;
+        double both = a < b ? a : b, rest = a + b - 2 * both;
+        rings += (both > 1e-9 * (a + b)) + (rest > 1e-9 * (a + b));
+    }
+    return rings;
+}
+
+static double pair_rate(const search_t *s, int j)
+{
+    return s->y[j] + s->y[s->cols.cols[j].reverse];
+}
+
+/* Swaps a chosen ring for an unchosen one of its group while that raises
+ * the optimum; returns the value reached, or -1 on failure. */
+static double improve_by_swaps(search_t *s, const int *pairs, int np,
+                               char *chosen, double value, int *solves)
+{
+    for (int improved = 1; improved && *solves < MAX_SWAP_SOLVES;) {
+        improved = 0;
+        for (int a = 0; a < np && !improved; a++) {
+            int x = pairs[a], rx = s->cols.cols[x].reverse;
+            if (!chosen[x])
+                continue;
+            for (int b = 0; b < np && *solves < MAX_SWAP_SOLVES; b++) {
+                int y = pairs[b], ry = s->cols.cols[y].reverse;
+                if (chosen[y] || s->cols.cols[y].group != s->cols.cols[x].group)
+                    continue;
+                chosen[x] = chosen[rx] = 0;
+                chosen[y] = chosen[ry] = 1;
+                set_off(s, chosen);
+                int r = solve_lp(s);
+                (*solves)++;
+                if (r == MRC__LP_NO_MEMORY)
+                    return -1;
+                if (r == MRC__LP_OPTIMAL && s->lambda > value * (1 + 1e-9)) {
+                    value = s->lambda;
+                    improved = 1;
+                    break;
+                }
+                chosen[x] = chosen[rx] = 1;
+                chosen[y] = chosen[ry] = 0;
+            }
+        }
+    }
+    return value;
+}
+
+static int select_rings(search_t *s, int max_rings)
+{
+    double optimum = s->lambda;
+    int nc = s->cols.num, np = 0, rc = -1, solves = 0;
+    int *pairs = malloc(((size_t)nc + 1) * sizeof *pairs);
+    double *rate = malloc(((size_t)nc + 1) * sizeof *rate);
+    char *choice[MAX_RINGS + 1] = {0};
+    double value[MAX_RINGS + 1] = {0};
+    int last = 0;
+    if (!pairs || !rate)
+        goto done;
+    for (int j = 0; j < nc; j++) {
+        const column_t *c = &s->cols.cols[j];
+        rate[j] = pair_rate(s, j);
+        if (j < c->reverse && rate[j] > 0)
+            pairs[np++] = j;
+    }
+    for (int a = 1; a < np; a++) /* busiest first */
+        for (int b = a; b > 0 && rate[pairs[b]] > rate[pairs[b - 1]]; b--) {
+            int t = pairs[b];
+            pairs[b] = pairs[b - 1];
+            pairs[b - 1] = t;
+        }
+    int limit = max_rings > 0 && max_rings < MAX_RINGS ? max_rings : MAX_RINGS;
+    for (int K = 1; K <= limit; K++) {
+        char *chosen = choice[K] = calloc((size_t)nc + 1, 1);
+        if (!chosen)
+            goto done;
+        int more = 0;
+        for (int g = 0; g < s->num_groups; g++) {
+            int taken = 0;
+            for (int k = 0; k < np; k++) {
+                const column_t *c = &s->cols.cols[pairs[k]];
+                if (c->group != g)
+                    continue;
+                if (taken < K)
+                    chosen[pairs[k]] = chosen[c->reverse] = 1;
+                taken++;
+            }
+            more |= taken > K;
+        }
+        set_off(s, chosen);
+        if (solve_lp(s) != MRC__LP_OPTIMAL)
+            goto done;
+        value[K] = improve_by_swaps(s, pairs, np, chosen, s->lambda, &solves);
+        if (value[K] < 0)
+            goto done;
+        set_off(s, chosen);
+        if (solve_lp(s) != MRC__LP_OPTIMAL)
+            goto done;
+        if (max_rings > 0 && K > 1 && count_rings(s) > max_rings)
+            break; /* one-way remainders pushed it over the caller's limit */
+        last = K;
+        if (value[K] >= optimum * (1 - 1e-9) || !more)
+            break;
+    }
+    double top = 0;
+    for (int K = 1; K <= last; K++)
+        top = value[K] > top ? value[K] : top;
+    int pick = 1;
+    while (pick < last && value[pick] < top * 0.995)
+        pick++;
+    set_off(s, choice[pick]);
+    rc = solve_lp(s) == MRC__LP_OPTIMAL ? 0 : -1;
+done:
+    for (int K = 0; K <= MAX_RINGS; K++)
+        free(choice[K]);
+    free(pairs);
+    free(rate);
     return rc;
 }
 
@@ -648,7 +874,7 @@ static mrc_status_t emit_rings(search_t *s)
 }
 
 /* The exact search; MRC_ERR_UNSUPPORTED if the groups are too large. */
-static mrc_status_t search_rings(mrc__embed_builder_t *b)
+static mrc_status_t search_rings(mrc__embed_builder_t *b, int max_rings)
 {
     search_t s;
     memset(&s, 0, sizeof s);
@@ -701,6 +927,8 @@ static mrc_status_t search_rings(mrc__embed_builder_t *b)
         if (!added)
             break;
     }
+    if (st == MRC_OK && select_rings(&s, max_rings) != 0)
+        st = mrc__error(MRC_ERR_INTERNAL, "ring search: cannot re-solve");
     if (st == MRC_OK)
         st = emit_rings(&s);
     search_free(&s);
@@ -710,120 +938,17 @@ oom:
     return mrc__error(MRC_ERR_NO_MEMORY, "out of memory in the ring search");
 }
 
-/* ---- constructions for large regular families --------------------------- */
-
-/* Is node (x, y) = y*X + x joined to its four torus neighbours? */
-static int is_torus2d(const mrc_topo_t *t, int X, int Y)
-{
-    for (int y = 0; y < Y; y++)
-        for (int x = 0; x < X; x++) {
-            int u = y * X + x;
-            if (mrc__links_between(t, u, y * X + (x + 1) % X) < 1 ||
-                mrc__links_between(t, u, ((y + 1) % Y) * X + x) < 1)
-                return 0;
-        }
-    return 1;
-}
-
-/* Two link-disjoint Hamiltonian rings of a square n x n torus. Ring A
- * runs along row y and climbs at column t(y) = -y - 1 (mod n); ring B
- * climbs every other column and steps right at t(y). Together they use
- * every link once, so as bidirectional rings every link direction carries
- * the same load. */
-static void square_torus_rings(int n, int *a, int *bring)
-{
-    int x = 0, y = 0;
-    for (int k = 0; k < n * n; k++) {
-        a[k] = y * n + x;
-        int t = ((-y - 1) % n + n) % n;
-        if (x == t)
-            y = (y + 1) % n;
-        else
-            x = (x + 1) % n;
-    }
-    x = 0;
-    y = 0;
-    for (int k = 0; k < n * n; k++) {
-        bring[k] = y * n + x;
-        int t = ((-y - 1) % n + n) % n;
-        if (x == t)
-            x = (x + 1) % n;
-        else
-            y = (y + 1) % n;
-    }
-}
-
-/* A Hamiltonian ring of an X x Y torus with Y even: along row 0, then
- * snake through columns 1..X-1 row by row, and back down column 0. */
-static void snake_torus_ring(int X, int Y, int *ring)
-{
-    int k = 0;
-    for (int y = 0; y < Y; y++) {
-        if (y % 2 == 0)
-            for (int x = 1; x < X; x++)
-                ring[k++] = y * X + x;
-        else
-            for (int x = X - 1; x >= 1; x--)
-                ring[k++] = y * X + x;
-    }
-    for (int y = Y - 1; y >= 0; y--)
-        ring[k++] = y * X;
-}
-
-static mrc_status_t construct_torus2d(mrc__embed_builder_t *b)
-{
-    const mrc_topo_t *t = b->topo;
-    int n = mrc_topo_num_nodes(t);
-    if (b->num_groups != 1 || b->group_size[0] != n)
-        return MRC_ERR_UNSUPPORTED;
-    int *r1 = malloc((size_t)n * sizeof *r1), *r2 = malloc((size_t)n *
-                                                            sizeof *r2);
-    mrc_status_t st = MRC_ERR_UNSUPPORTED;
-    if (!r1 || !r2) {
-        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-        goto done;
-    }
-    for (int X = 3; X <= n / 3 && st == MRC_ERR_UNSUPPORTED; X++) {
-        if (n % X != 0 || !is_torus2d(t, X, n / X))
-            continue;
-        int Y = n / X;
-        if (X == Y) {
-            square_torus_rings(X, r1, r2);
-            st = mrc__eb_add_ring(b, 0, r1, n, 1, 0.5) >= 0 &&
-                         mrc__eb_add_ring(b, 0, r2, n, 1, 0.5) >= 0
-                     ? MRC_OK
-                     : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-        } else if (Y % 2 == 0 || X % 2 == 0) {
-            if (Y % 2 == 0) {
-                snake_torus_ring(X, Y, r1);
-            } else { /* transpose: snake with the roles of x, y swapped */
-                snake_torus_ring(Y, X, r2);
-                for (int k = 0; k < n; k++)
-                    r1[k] = (r2[k] % Y) * X + r2[k] / Y;
-            }
-            st = mrc__eb_add_ring(b, 0, r1, n, 1, 1.0) >= 0
-                     ? MRC_OK
-                     : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-        }
-    }
-done:
-    free(r1);
-    free(r2);
-    return st;
-}
-
 mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
                                 mrc__embed_builder_t *b)
 {
     mrc_status_t st = mrc__embed_groups(b->topo, cfg, b);
     if (st != MRC_OK)
         return st;
-    st = search_rings(b);
-    if (st == MRC_ERR_UNSUPPORTED)
-        st = construct_torus2d(b);
+    st = search_rings(b, cfg ? cfg->max_rings : 0);
     if (st == MRC_ERR_UNSUPPORTED) {
-        /* The baseline; mrc_embed_create also tries every named strategy
-         * and keeps the best. */
+        /* Too large to search: the baseline here; mrc_embed_create also
+         * tries the constructions and every named strategy and keeps the
+         * best. */
         mrc__eb_free(b);
         st = mrc__strategy_ring(cfg, b);
     }

@@ -93,6 +93,14 @@ mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
                                 mrc__embed_builder_t *b);
 mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
                                 mrc__embed_builder_t *b);
+/* Constructions that auto tries besides the search (not public names):
+ * two link-disjoint Hamiltonian rings of a 2D torus. */
+mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
+                                 mrc__embed_builder_t *b);
+/* Two link-disjoint Hamiltonian rings of the X x Y torus (X, Y >= 3) as
+ * node orders; 0 on success. */
+int mrc__torus_rings(int X, int Y, int *ring_a, int *ring_b);
+
 /* Looks up a named strategy (auto included); NULL if unknown. */
 mrc__strategy_fn mrc__strategy_find(const char *name);
 

@@ -10,13 +10,13 @@
 
 #include "embed_internal.h"
 
-static mrc_status_t run_strategy(const mrc_topo_t *topo,
-                                 const mrc_embed_config_t *cfg,
-                                 const char *name, mrc_embedding_t **out)
+static mrc_status_t run_fn(const mrc_topo_t *topo,
+                           const mrc_embed_config_t *cfg, mrc__strategy_fn fn,
+                           const char *name, mrc_embedding_t **out)
 {
     mrc__embed_builder_t b;
     mrc__eb_init(&b, topo);
-    mrc_status_t st = mrc__strategy_find(name)(cfg, &b);
+    mrc_status_t st = fn(cfg, &b);
     if (st != MRC_OK) {
         mrc__eb_free(&b);
         return st;
@@ -24,12 +24,32 @@ static mrc_status_t run_strategy(const mrc_topo_t *topo,
     return mrc__eb_finish(&b, name, out);
 }
 
+static mrc_status_t run_strategy(const mrc_topo_t *topo,
+                                 const mrc_embed_config_t *cfg,
+                                 const char *name, mrc_embedding_t **out)
+{
+    return run_fn(topo, cfg, mrc__strategy_find(name), name, out);
+}
+
+/* Keeps the better of *best and a new candidate (named `method`). */
+static void consider(mrc_embedding_t **best, mrc_embedding_t *e,
+                     const mrc_embed_config_t *cfg, const char *method);
+
 static int total_rings(const mrc_embedding_t *e)
 {
     int n = 0;
     for (int g = 0; g < e->num_groups; g++)
         n += e->groups[g].num_rings;
     return n;
+}
+
+/* Rings of the group with the most (a bidirectional ring counts once). */
+static int max_group_rings(const mrc_embedding_t *e)
+{
+    int most = 0;
+    for (int g = 0; g < e->num_groups; g++)
+        most = e->groups[g].num_rings > most ? e->groups[g].num_rings : most;
+    return most;
 }
 
 /* Higher worst-group efficiency wins; then fewer rings. */
@@ -41,6 +61,20 @@ static int better(const mrc_embedding_t *x, const mrc_embedding_t *y)
     if (ex < ey * (1 - 1e-9) - 1e-12)
         return 0;
     return total_rings(x) < total_rings(y);
+}
+
+static void consider(mrc_embedding_t **best, mrc_embedding_t *e,
+                     const mrc_embed_config_t *cfg, const char *method)
+{
+    if ((cfg && cfg->max_rings > 0 && max_group_rings(e) > cfg->max_rings) ||
+        (*best && !better(e, *best))) {
+        mrc_embed_destroy(e);
+        return;
+    }
+    mrc_embed_destroy(*best);
+    *best = e;
+    free(e->method);
+    e->method = mrc__strdup(method);
 }
 
 mrc_status_t mrc_embed_create(const mrc_topo_t *topo,
@@ -68,26 +102,25 @@ mrc_status_t mrc_embed_create(const mrc_topo_t *topo,
     if (strcmp(name, "auto") != 0)
         return run_strategy(topo, cfg, name, out);
 
-    mrc_embedding_t *best = NULL;
-    mrc_status_t st = run_strategy(topo, cfg, "auto", &best);
-    if (st != MRC_OK)
-        return st;
-    free(best->method);
-    best->method = mrc__strdup("search");
-    for (const char *const *s = mrc_embed_strategies(); *s; s++) {
-        mrc_embedding_t *e = NULL;
-        if (strcmp(*s, "auto") == 0 ||
-            run_strategy(topo, cfg, *s, &e) != MRC_OK)
-            continue;
-        if (better(e, best)) {
+    /* Constructions and named strategies first: they are quick, and
+     * when one reaches the bound the search cannot do better. */
+    mrc_embedding_t *best = NULL, *e = NULL;
+    if (run_fn(topo, cfg, mrc__strategy_torus, "torus", &e) == MRC_OK)
+        consider(&best, e, cfg, "torus construction");
+    for (const char *const *s = mrc_embed_strategies(); *s; s++)
+        if (strcmp(*s, "auto") != 0 &&
+            run_strategy(topo, cfg, *s, &e) == MRC_OK)
+            consider(&best, e, cfg, *s);
+    if (!best || best->worst.efficiency < 1 - 1e-9) {
+        mrc_status_t st = run_strategy(topo, cfg, "auto", &e);
+        if (st != MRC_OK) {
             mrc_embed_destroy(best);
-            best = e;
-            free(best->method);
-            best->method = mrc__strdup(*s);
-        } else {
-            mrc_embed_destroy(e);
+            return st;
         }
+        consider(&best, e, cfg, "search");
     }
+    if (!best)
+        return mrc__error(MRC_ERR_INTERNAL, "auto found no rings");
     free(best->strategy);
     best->strategy = mrc__strdup("auto");
     if (!best->strategy || !best->method) {

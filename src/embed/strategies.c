@@ -102,7 +102,7 @@ static mrc_status_t use_replicas(const char *name,
         return mrc__error(MRC_ERR_NOT_APPLICABLE,
                           "%s runs with replica size %d, not %d", name, want,
                           cfg->replica_size);
-    mrc_embed_config_t c = {NULL, NULL, want};
+    mrc_embed_config_t c = {.replica_size = want};
     return mrc__embed_groups(b->topo, &c, b);
 }
 
@@ -384,7 +384,7 @@ static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
                           "hcm8 configures the groups 8, 4+4, 2+2+2+2 or "
                           "4+2+2 (seed 004, claim 6), not '%s'",
                           groups);
-    mrc_embed_config_t c = {NULL, groups, 0};
+    mrc_embed_config_t c = {.groups = groups};
     mrc_status_t st = mrc__embed_groups(b->topo, &c, b);
     static const int eight[3][8] = {{0, 1, 2, 3, 7, 6, 5, 4},
                                     {0, 3, 2, 1, 5, 6, 7, 4},

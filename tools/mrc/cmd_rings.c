@@ -10,7 +10,7 @@ void help_rings(void)
     printf(
         "usage: mrc rings SPEC [--strategy NAME] [--replica-size R | "
         "--groups A+B+...]\n"
-        "                 [--json] [-o FILE.svg|FILE.dot]\n"
+        "                 [--max-rings K] [--json] [-o FILE.svg|FILE.dot]\n"
         "\n"
         "Embeds logical rings in the topology SPEC (see 'mrc help topo'),\n"
         "verifies them, and prints each group's rings, the load on every\n"
@@ -46,6 +46,8 @@ void help_rings(void)
         "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, 6-7)\n"
         "--replica-size R  GCL replicas of R consecutive nodes; each group is\n"
         "                  the nodes at the same position in every replica\n"
+        "--max-rings K     at most K rings per group (auto trades bandwidth\n"
+        "                  for fewer rings; a bidirectional ring counts once)\n"
         "-o FILE           draw the rings, each in its own colour\n"
         "\n"
         "A strategy that does not apply exits with status 2 and says what it\n"
@@ -153,13 +155,14 @@ int cmd_rings(int argc, char **argv)
 {
     const char *cmd = "mrc rings";
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *out = NULL;
+                        *out = NULL, *max_rings = NULL;
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
                               {"replica-size", 'r', &replica, NULL},
                               {"json", 0, NULL, &json},
                               {"output", 'o', &out, NULL},
+                              {"max-rings", 0, &max_rings, NULL},
                               {0}};
     int rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
     if (rc != CLI_OK)
@@ -168,6 +171,10 @@ int cmd_rings(int argc, char **argv)
     if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rsize))
         return cli_usage(cmd, "rings", "--replica-size '%s' is not a "
                          "positive integer", replica);
+    long rmax = 0;
+    if (max_rings && mrc__parse_long(max_rings, 1, 1 << 20, &rmax))
+        return cli_usage(cmd, "rings", "--max-rings '%s' is not a positive "
+                         "integer", max_rings);
     if (out && !cli_has_ext(out, ".svg") && !cli_has_ext(out, ".dot"))
         return cli_usage(cmd, "rings",
                          "cannot tell the format of '%s': name it *.svg or "
@@ -177,7 +184,10 @@ int cmd_rings(int argc, char **argv)
     mrc_status_t st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    mrc_embed_config_t cfg = {strategy, groups, (int)rsize};
+    mrc_embed_config_t cfg = {.strategy = strategy,
+                              .groups = groups,
+                              .replica_size = (int)rsize,
+                              .max_rings = (int)rmax};
     st = mrc_embed_create(t, &cfg, &e);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
