@@ -442,15 +442,42 @@ mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
     const mrc_topo_t *t = e->topo;
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
+    /* splines=curved: Graphviz 2.43 crashes routing true splines round
+     * parallel directed edges. */
     mrc__sb_puts(&sb, "digraph rings {\n  graph [layout=neato, "
-                      "overlap=false, splines=true, fontname=\"Helvetica\", "
-                      "labelloc=t, label=");
-    char title[512];
-    snprintf(title, sizeof title, "%s: %s, efficiency %.3f",
-             mrc_topo_name(t), e->method ? e->method : e->strategy,
-             e->worst.efficiency);
-    mrc__sb_json_string(&sb, title);
-    mrc__sb_puts(&sb, "];\n  node [shape=circle, style=filled, "
+                      "overlap=false, splines=curved, fontname=\"Helvetica\", "
+                      "labelloc=t, label=<");
+    /* Title, then a legend: each ring in its colour (the first 12). */
+    char line[512];
+    snprintf(line, sizeof line, "%s: %s, efficiency %.3f", mrc_topo_name(t),
+             e->method ? e->method : e->strategy, e->worst.efficiency);
+    for (const char *c = line; *c; c++) { /* an HTML label: escape < > & */
+        if (*c == '<')
+            mrc__sb_puts(&sb, "&lt;");
+        else if (*c == '>')
+            mrc__sb_puts(&sb, "&gt;");
+        else if (*c == '&')
+            mrc__sb_puts(&sb, "&amp;");
+        else
+            mrc__sb_append(&sb, c, 1);
+    }
+    int shown = 0;
+    for (int g = 0; g < e->num_groups; g++)
+        for (int r = 0; r < e->groups[g].num_rings; r++, shown++) {
+            const mrc_ring_t *ring = &e->groups[g].rings[r];
+            if (shown == 12) {
+                mrc__sb_puts(&sb, "<BR/>...");
+                continue;
+            }
+            if (shown > 12)
+                continue;
+            mrc__sb_printf(&sb, "<BR/><FONT POINT-SIZE=\"10\" "
+                                "COLOR=\"%s\">group %d ring %d: share %.3f, "
+                                "%s</FONT>",
+                           palette[shown % 10], g, r, ring->share,
+                           ring->bidirectional ? "both ways" : "one way");
+        }
+    mrc__sb_puts(&sb, ">];\n  node [shape=circle, style=filled, "
                       "fillcolor=\"#eeeeee\", fontname=\"Helvetica\", "
                       "width=0.45, fixedsize=true];\n");
     for (int i = 0; i < mrc_topo_num_nodes(t); i++) {
