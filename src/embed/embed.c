@@ -134,6 +134,28 @@ int mrc__links_between(const mrc_topo_t *topo, int u, int v)
     return sum;
 }
 
+enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *t)
+{
+    int n = mrc_topo_num_nodes(t);
+    if (n < 4 || n % 2 != 0)
+        return MRC__NOT_LADDER;
+    for (int k = 0; k < n / 2; k++)
+        if (mrc__links_between(t, 2 * k, 2 * k + 1) < 1)
+            return MRC__NOT_LADDER;
+    for (int u = 0; u + 2 < n; u++)
+        if (mrc__links_between(t, u, u + 2) < 1)
+            return MRC__NOT_LADDER;
+    if (n == 4) /* two rungs: the loop-back doubles the column links */
+        return mrc__links_between(t, 0, 2) >= 2 &&
+                       mrc__links_between(t, 1, 3) >= 2
+                   ? MRC__TORUS
+                   : MRC__MESH;
+    return mrc__links_between(t, n - 2, 0) >= 1 &&
+                   mrc__links_between(t, n - 1, 1) >= 1
+               ? MRC__TORUS
+               : MRC__MESH;
+}
+
 int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route)
 {
     int n = mrc_topo_num_nodes(topo);

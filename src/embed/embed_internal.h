@@ -80,6 +80,12 @@ mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
 /* Physical links between u and v (all entries). */
 int mrc__links_between(const mrc_topo_t *topo, int u, int v);
 
+/* Is the topology GCL's ladder (mesh) or its torus? Rung k joins 2k and
+ * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
+ * top rung back to rung 0. Extra links do not matter. */
+enum mrc__ladder { MRC__NOT_LADDER, MRC__MESH, MRC__TORUS };
+enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
+
 /* A shortest route (fewest steps) from u to v; returns its node count and
  * fills route (room for num_nodes), or 0 if unreachable. */
 int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);
@@ -97,6 +103,11 @@ mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
  * two link-disjoint Hamiltonian rings of a 2D torus. */
 mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
                                  mrc__embed_builder_t *b);
+/* GCL's torus with many rungs: the two barley-twist rings and a few
+ * rotations of the peripheral ring, shared so that rungs and columns carry
+ * nearly the same load. */
+mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
+                                        mrc__embed_builder_t *b);
 /* Two link-disjoint Hamiltonian rings of the X x Y torus (X, Y >= 3) as
  * node orders; 0 on success. */
 int mrc__torus_rings(int X, int Y, int *ring_a, int *ring_b);

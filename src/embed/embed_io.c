@@ -107,6 +107,9 @@ mrc_status_t mrc_embed_create(const mrc_topo_t *topo,
     mrc_embedding_t *best = NULL, *e = NULL;
     if (run_fn(topo, cfg, mrc__strategy_torus, "torus", &e) == MRC_OK)
         consider(&best, e, cfg, "torus construction");
+    if (run_fn(topo, cfg, mrc__strategy_torus_ladder, "torus-ladder", &e) ==
+        MRC_OK)
+        consider(&best, e, cfg, "torus-ladder construction");
     for (const char *const *s = mrc_embed_strategies(); *s; s++)
         if (strcmp(*s, "auto") != 0 &&
             run_strategy(topo, cfg, *s, &e) == MRC_OK)

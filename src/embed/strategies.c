@@ -61,33 +61,6 @@ mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
 
 /* ---- GCL (seed 002) ---------------------------------------------------- */
 
-enum ladder_kind { NOT_LADDER, MESH, TORUS };
-
-/* Is the topology GCL's ladder (mesh) or its torus? Rung k joins 2k and
- * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
- * top rung back to rung 0 (with two rungs: a second column link). */
-static enum ladder_kind ladder_kind(const mrc_topo_t *t)
-{
-    int n = mrc_topo_num_nodes(t);
-    if (n < 4 || n % 2 != 0)
-        return NOT_LADDER;
-    for (int k = 0; k < n / 2; k++)
-        if (mrc__links_between(t, 2 * k, 2 * k + 1) < 1)
-            return NOT_LADDER;
-    for (int u = 0; u + 2 < n; u++)
-        if (mrc__links_between(t, u, u + 2) < 1)
-            return NOT_LADDER;
-    if (n == 4)
-        return mrc__links_between(t, 0, 2) >= 2 &&
-                       mrc__links_between(t, 1, 3) >= 2
-                   ? TORUS
-                   : MESH;
-    return mrc__links_between(t, n - 2, 0) >= 1 &&
-                   mrc__links_between(t, n - 1, 1) >= 1
-               ? TORUS
-               : MESH;
-}
-
 /* Named GCL strategies fix the replica size; --groups does not apply. */
 static mrc_status_t use_replicas(const char *name,
                                  const mrc_embed_config_t *cfg, int want,
@@ -110,7 +83,7 @@ static mrc_status_t strategy_peripheral_ring(const mrc_embed_config_t *cfg,
                                              mrc__embed_builder_t *b)
 {
     const char *name = "peripheral-ring";
-    if (ladder_kind(b->topo) == NOT_LADDER)
+    if (mrc__ladder_kind(b->topo) == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (mesh) or torus "
                               "(ladder:N or torus-ladder:N)");
@@ -142,7 +115,7 @@ static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
 {
     const char *name = "barley-twist";
     int n = mrc_topo_num_nodes(b->topo);
-    if (ladder_kind(b->topo) != TORUS)
+    if (mrc__ladder_kind(b->topo) != MRC__TORUS)
         return not_applicable(name, b->topo,
                               "it needs GCL's torus (torus-ladder:N), whose "
                               "loop-back links close the columns");
@@ -176,7 +149,7 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                           mrc__embed_builder_t *b)
 {
     const char *name = "ring-on-line";
-    if (ladder_kind(b->topo) == NOT_LADDER)
+    if (mrc__ladder_kind(b->topo) == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (ladder:N)");
     mrc_status_t st = use_replicas(name, cfg, 2, b);
@@ -228,14 +201,14 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
 {
     char name[32];
     snprintf(name, sizeof name, "rung-ring-%d", R);
-    enum ladder_kind kind = ladder_kind(b->topo);
+    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
     int n = mrc_topo_num_nodes(b->topo);
-    if (kind == NOT_LADDER)
+    if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               R == 2 ? "it needs GCL's torus (torus-ladder:N)"
                                      : "it needs GCL's ladder or torus "
                                        "(ladder:N or torus-ladder:N)");
-    if (R == 2 && kind != TORUS)
+    if (R == 2 && kind != MRC__TORUS)
         return not_applicable(name, b->topo,
                               "with replica size 2 it needs the torus "
                               "(torus-ladder:N); use ring-on-line on a mesh");
@@ -260,7 +233,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
         }
         for (int i = 0; i < m; i++) {
             int from = nodes[i], to = nodes[(i + 1) % m], len = 0;
-            int down = i == m - 1 && kind == MESH;
+            int down = i == m - 1 && kind == MRC__MESH;
             for (int x = from;; x = down ? x - 2 : (x + 2) % n) {
                 route[len++] = x;
                 if (x == to)

@@ -575,12 +575,21 @@ static void test_auto_random_multigraphs(void **state)
 static void test_auto_large(void **state)
 {
     (void)state;
-    const char *specs[] = {"torus2d:32,32", "ladder:1024", "torus-ladder:1024",
-                           "ring:1024", "prism:3,200"};
-    for (int i = 0; i < 5; i++) {
-        mrc_topo_t *t = topo(specs[i]);
+    /* Constructions: two Hamiltonian rings of a torus reach the bound, the
+     * peripheral ring on a mesh too, the twist-and-rotations mix on GCL's
+     * torus (2/3)(22/15); the prism's layer cuts cap it at 1/2. */
+    static const struct {
+        const char *spec;
+        double eff;
+    } cases[] = {{"torus2d:32,32", 1},         {"torus2d:31,33", 1},
+                 {"ladder:1024", 1},           {"ring:1024", 1},
+                 {"torus-ladder:1024", 44.0 / 45}, {"prism:3,200", 0.5}};
+    for (int i = 0; i < 6; i++) {
+        mrc_topo_t *t = topo(cases[i].spec);
         mrc_embedding_t *a = embed(t, "auto", NULL, 0);
-        assert_true(efficiency(a) >= 0.5 - 1e-9);
+        if (fabs(efficiency(a) - cases[i].eff) > 1e-9)
+            fail_msg("auto on %s: efficiency %.6f, expected %.6f",
+                     cases[i].spec, efficiency(a), cases[i].eff);
         mrc_embed_destroy(a);
         mrc_topo_destroy(t);
     }
