@@ -28,12 +28,15 @@ build: setup
 	    -DMRC_WERROR=$(WERROR) $(CMAKE_ARGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job. Until collectives run (`mrc run`), it shows the seed
-# topologies that the rest of mrc is built on.
+# The main job. Until collectives run (`mrc run`), it shows seed 004's
+# machine and the rings embedded in it: the seed's three link-disjoint
+# rings, then what auto finds.
 run: build
 	@$(MRC) topo show hcm8
 	@echo
-	@$(MRC) topo show prism:3,4
+	@$(MRC) rings hcm8 --strategy hcm8
+	@echo
+	@$(MRC) rings hcm8
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -86,6 +86,14 @@ int mrc__links_between(const mrc_topo_t *topo, int u, int v);
 enum mrc__ladder { MRC__NOT_LADDER, MRC__MESH, MRC__TORUS };
 enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
 
+/* GCL ring orders on a ladder of n nodes (m = n/2 rungs):
+ * the peripheral ring turned to rungs k and k+1: up the left column from
+ * rung k+1 round to rung k, across, down the right column back to rung
+ * k+1 (k = m-1 is GCL's peripheral-ring, the other way round); and the
+ * barley-twist ring of stream 0 or 1 (sideways, then up). */
+void mrc__peripheral_order(int n, int k, int *order);
+void mrc__barley_twist_order(int n, int stream, int *order);
+
 /* A shortest route (fewest steps) from u to v; returns its node count and
  * fills route (room for num_nodes), or 0 if unreachable. */
 int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);

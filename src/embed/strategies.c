@@ -90,20 +90,42 @@ static mrc_status_t strategy_peripheral_ring(const mrc_embed_config_t *cfg,
     mrc_status_t st = use_replicas(name, cfg, 1, b);
     if (st != MRC_OK)
         return st;
-    /* 0 - 1 - 3 - ... - n-1 - n-2 - n-4 - ... - 2 - (0): up the right
-     * column, down the left. */
-    int n = mrc_topo_num_nodes(b->topo), k = 0;
+    /* GCL's order 0 - 1 - 3 - ... - n-1 - n-2 - ... - 4 - 2 - (0): up the
+     * right column, down the left; the rotation to the top rung, reversed
+     * behind node 0. */
+    int n = mrc_topo_num_nodes(b->topo);
     int *order = malloc((size_t)n * sizeof *order);
     if (!order)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    order[k++] = 0;
-    for (int u = 1; u < n; u += 2)
-        order[k++] = u;
-    for (int u = n - 2; u >= 2; u -= 2)
-        order[k++] = u;
+    mrc__peripheral_order(n, n / 2 - 1, order);
+    for (int i = 1, j = n - 1; i < j; i++, j--) {
+        int x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
     st = add_routed_ring(b, 0, order, n, 1, 1.0);
     free(order);
     return st;
+}
+
+void mrc__peripheral_order(int n, int k, int *order)
+{
+    int m = n / 2, at = 0;
+    for (int i = 1; i <= m; i++)
+        order[at++] = 2 * ((k + i) % m);
+    for (int i = 0; i < m; i++)
+        order[at++] = 2 * ((k - i + m) % m) + 1;
+}
+
+void mrc__barley_twist_order(int n, int stream, int *order)
+{
+    int next = stream, k = 0;
+    for (int duo = 0; duo < n / 2; duo++) {
+        order[k++] = next;
+        next ^= 1;
+        order[k++] = next;
+        next = (next + 2) % n;
+    }
 }
 
 /* Two rings that zig-zag up the torus: sideways along a rung, then up a
@@ -128,13 +150,7 @@ static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
     if (!order)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
-        int next = stream, k = 0;
-        for (int duo = 0; duo < n / 2; duo++) {
-            order[k++] = next;
-            next ^= 1;
-            order[k++] = next;
-            next = (next + 2) % n;
-        }
+        mrc__barley_twist_order(n, stream, order);
         st = add_routed_ring(b, 0, order, n, 1, 0.5);
     }
     free(order);

@@ -295,24 +295,12 @@ mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
     if (mrc__eb_add_group(b, order, n) < 0)
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
-        int next = stream, k = 0;
-        for (int duo = 0; duo < m; duo++) {
-            order[k++] = next;
-            next ^= 1;
-            order[k++] = next;
-            next = (next + 2) % n;
-        }
+        mrc__barley_twist_order(n, stream, order);
         if (mrc__eb_add_ring(b, 0, order, n, 1, zshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     for (int j = 0; j < q && st == MRC_OK; j++) {
-        int r = j * (m / q), k = 0;
-        /* Left column from rung r+1 up round to rung r, across, right
-         * column from rung r down round to rung r+1, across home. */
-        for (int i = 1; i <= m; i++)
-            order[k++] = 2 * ((r + i) % m);
-        for (int i = 0; i < m; i++)
-            order[k++] = 2 * ((r - i + m) % m) + 1;
+        mrc__peripheral_order(n, j * (m / q), order);
         if (mrc__eb_add_ring(b, 0, order, n, 1, pshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }

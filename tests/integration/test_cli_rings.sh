@@ -4,23 +4,7 @@ set -u
 MRC=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-expect() {
-    want=$1 pattern=$2
-    shift 2
-    "$@" >"$tmp/out" 2>&1
-    got=$?
-    if [ "$got" -eq "$want" ] &&
-        { [ -z "$pattern" ] || grep -q -e "$pattern" "$tmp/out"; }; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $* (exit $got, wanted $want and /$pattern/):"
-        sed 's/^/    /' "$tmp/out"
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect 0 "barley-twist" "$MRC" help rings
 expect 0 "efficiency 0.8571" "$MRC" rings hcm8 --strategy hcm8
@@ -58,5 +42,4 @@ if command -v neato >/dev/null 2>&1; then
     expect 0 "<svg" cat "$tmp/r.svg"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary

@@ -5,25 +5,7 @@ set -u
 MRC=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-# expect STATUS PATTERN CMD...: run CMD, check its exit status and that its
-# stdout+stderr match the grep pattern.
-expect() {
-    want=$1 pattern=$2
-    shift 2
-    "$@" >"$tmp/out" 2>&1
-    got=$?
-    if [ "$got" -eq "$want" ] &&
-        { [ -z "$pattern" ] || grep -q -e "$pattern" "$tmp/out"; }; then
-        passed=$((passed + 1))
-    else
-        failed=$((failed + 1))
-        echo "FAIL: $* (exit $got, wanted $want and /$pattern/):"
-        sed 's/^/    /' "$tmp/out"
-    fi
-}
+. "$(dirname "$0")/expect.sh"
 
 expect 0 "usage: mrc COMMAND" "$MRC" --help
 expect 0 "^mrc [0-9]" "$MRC" --version
@@ -73,5 +55,4 @@ expect 2 "missing -o" "$MRC" topo draw hcm8
 expect 1 "cannot create" "$MRC" topo draw hcm8 -o "$tmp/no/such/dir/h.dot"
 expect 0 "" test ! -e "$tmp/h.png"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+expect_summary
