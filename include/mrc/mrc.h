@@ -10,8 +10,10 @@
 #define MRC_MRC_H
 
 #include "mrc/embed.h"
+#include "mrc/program.h"
 #include "mrc/status.h"
 #include "mrc/topo.h"
+#include "mrc/types.h"
 #include "mrc/version.h"
 
 #ifdef __cplusplus

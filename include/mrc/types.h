@@ -1,0 +1,67 @@
+/*
+ * Data types, reduction operators and collectives: the names users see on
+ * the command line and in the C API.
+ */
+#ifndef MRC_TYPES_H
+#define MRC_TYPES_H
+
+#include <stddef.h>
+
+#include "mrc/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mrc_dtype {
+    MRC_INT8,
+    MRC_UINT8,
+    MRC_INT32,
+    MRC_UINT32,
+    MRC_INT64,
+    MRC_UINT64,
+    MRC_FLOAT16,  /* IEEE 754 binary16 */
+    MRC_BFLOAT16, /* the top 16 bits of a binary32 */
+    MRC_FLOAT32,
+    MRC_FLOAT64,
+    MRC_NUM_DTYPES
+} mrc_dtype_t;
+
+typedef enum mrc_op {
+    MRC_SUM,
+    MRC_PROD,
+    MRC_MIN,
+    MRC_MAX,
+    MRC_AVG, /* the sum divided by the group's size (integer division for
+                integer types, rounding toward zero) */
+    MRC_NUM_OPS
+} mrc_op_t;
+
+typedef enum mrc_collective {
+    MRC_ALLREDUCE,
+    MRC_REDUCE_SCATTER,
+    MRC_ALLGATHER,
+    MRC_REDUCE,
+    MRC_BROADCAST,
+    MRC_NUM_COLLECTIVES
+} mrc_collective_t;
+
+/* Bytes per element; 0 for an unknown type. */
+MRC_EXTERN size_t mrc_dtype_size(mrc_dtype_t dtype);
+/* "float32", "sum", "allreduce"; "?" for unknown values. */
+MRC_EXTERN const char *mrc_dtype_name(mrc_dtype_t dtype);
+MRC_EXTERN const char *mrc_op_name(mrc_op_t op);
+MRC_EXTERN const char *mrc_collective_name(mrc_collective_t c);
+/* Parse names (dtypes also take i8 u8 i32 u32 i64 u64 f16 bf16 f32 f64;
+ * collectives also reduce-scatter/reducescatter, allgather, bcast).
+ * MRC_ERR_INVALID_ARG with the list of names if unknown. */
+MRC_EXTERN mrc_status_t mrc_dtype_parse(const char *name, mrc_dtype_t *out);
+MRC_EXTERN mrc_status_t mrc_op_parse(const char *name, mrc_op_t *out);
+MRC_EXTERN mrc_status_t mrc_collective_parse(const char *name,
+                                             mrc_collective_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRC_TYPES_H */

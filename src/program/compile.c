@@ -1,0 +1,427 @@
+/*
+ * The compiler: an embedding and a collective in, one program out. The
+ * code comes from a small template per collective; the work is in the
+ * tables: each group's data split over its rings by share (a
+ * bidirectional ring's part halved into one stream each way), and for
+ * every node its position, neighbours, ports and hop routes in each
+ * stream.
+ *
+ * The templates, for a ring of N nodes (pos = the node's position):
+ *
+ *   allreduce           reduce-scatter, then allgather:
+ *     for s in 0..N-2:  send frag (pos-s) to next       (from sendbuf at s=0)
+ *                       recv frag (pos-s-1), reduce with own part
+ *     [avg: scale frag (pos+1), now complete]
+ *     for s in 0..N-2:  send frag (pos+1-s); recv frag (pos-s), copy
+ *   reduce-scatter      the first loop; fragment f is the block of the node
+ *                       at pos f-1, which ends up holding it
+ *   allgather           for s in 0..N-2: send frag (pos-s); recv (pos-s-1)
+ *   reduce              a chain from the root's successor round to the root
+ *   broadcast           a chain from the root round to its predecessor
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program_internal.h"
+
+#define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
+    {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
+     (flags_)}
+
+enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
+       SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
+       NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE };
+
+static const mrc__insn_t code_allreduce[] = {
+    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
+    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, SB, 0),
+    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
+    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),
+    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),
+    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+};
+
+static const mrc__insn_t code_reduce_scatter[] = {
+    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, XB, NB, 0),
+    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, XB, SB, 0),
+    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
+    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 1, 0, 1, SB, RB, NB, 0),
+};
+
+static const mrc__insn_t code_allgather[] = {
+    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
+    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, NB, 0),
+    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+};
+
+static const mrc__insn_t code_reduce[] = {
+    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_SEND, EQ, 1, 0, 0, 0, 0, SB, SB, NB, W),
+    I(MRC__OP_RECV, IN, 2, -1, 0, 0, 0, XB, XB, SB, W),
+    I(MRC__OP_SEND, IN, 2, -1, 0, 0, 0, XB, XB, NB, W),
+    I(MRC__OP_RECV, EQ, 0, 0, 0, 0, 0, RB, RB, SB, W),
+    I(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
+    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+};
+
+static const mrc__insn_t code_broadcast[] = {
+    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    I(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    I(MRC__OP_SEND, EQ, 0, 0, 0, 0, 0, SB, SB, NB, W),
+    I(MRC__OP_RECV, IN, 1, -1, 0, 0, 0, RB, RB, NB, W),
+    I(MRC__OP_SEND, IN, 1, -2, 0, 0, 0, RB, RB, NB, W),
+};
+
+#undef I
+
+static const struct {
+    const mrc__insn_t *code;
+    int len;
+    uint8_t addressing;
+} templates[MRC_NUM_COLLECTIVES] = {
+    [MRC_ALLREDUCE] = {code_allreduce, 11, MRC__ADDR_SPLIT},
+    [MRC_REDUCE_SCATTER] = {code_reduce_scatter, 7, MRC__ADDR_BLOCK_OWN},
+    [MRC_ALLGATHER] = {code_allgather, 6, MRC__ADDR_BLOCK_POS},
+    [MRC_REDUCE] = {code_reduce, 7, MRC__ADDR_WHOLE},
+    [MRC_BROADCAST] = {code_broadcast, 5, MRC__ADDR_WHOLE},
+};
+
+void mrc__program_free_arrays(mrc_program_t *p)
+{
+    free(p->code);
+    free(p->groups);
+    free(p->members);
+    free(p->streams);
+    free(p->ring_order);
+    free(p->ring_first);
+    free(p->nodes);
+    free(p->node_streams);
+    free(p->route_off);
+    free(p->route_nodes);
+    free(p->route_ports);
+    free(p->route_in_ports);
+}
+
+void mrc_program_destroy(mrc_program_t *p)
+{
+    if (!p)
+        return;
+    mrc__program_free_arrays(p);
+    free(p);
+}
+
+/* Splits `len` elements over rings by share (largest remainder, so the
+ * parts sum to len exactly); a bidirectional ring's part is halved into
+ * its two streams. */
+static void split_slices(const mrc_embedding_t *e, int g, uint64_t len,
+                         mrc__stream_t *out)
+{
+    int nr = mrc_embed_num_rings(e, g);
+    uint64_t given = 0;
+    uint64_t *part = calloc((size_t)nr + 1, sizeof *part);
+    double *rem = calloc((size_t)nr + 1, sizeof *rem);
+    if (!part || !rem) { /* only scratch; fall back to one ring */
+        free(part);
+        free(rem);
+        part = NULL;
+    }
+    for (int r = 0; part && r < nr; r++) {
+        double want = mrc_embed_ring(e, g, r)->share * (double)len;
+        part[r] = (uint64_t)want;
+        rem[r] = want - (double)part[r];
+        given += part[r];
+    }
+    while (part && given < len) { /* hand out the rest, largest first */
+        int best = 0;
+        for (int r = 1; r < nr; r++)
+            if (rem[r] > rem[best])
+                best = r;
+        part[best]++;
+        rem[best] = -1;
+        given++;
+    }
+    int k = 0;
+    uint64_t off = 0;
+    for (int r = 0; r < nr; r++) {
+        uint64_t pr = part ? part[r] : (r == 0 ? len : 0);
+        int dirs = mrc_embed_ring(e, g, r)->bidirectional ? 2 : 1;
+        for (int d = 0; d < dirs; d++, k++) {
+            uint64_t piece = dirs == 2 ? (d == 0 ? (pr + 1) / 2 : pr / 2) : pr;
+            out[k].slice_off = off;
+            out[k].slice_len = piece;
+            off += piece;
+        }
+    }
+    free(part);
+    free(rem);
+}
+
+/* Stores the route of a hop (reversed when the stream runs against the
+ * ring) in the route pool; returns its index. */
+static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
+{
+    int r = p->num_routes++, len = h->route_len;
+    int base = p->route_off[r];
+    p->route_ports[base + len - 1] = -1; /* the last node sends nothing */
+    p->route_in_ports[base] = -1;        /* the first receives nothing */
+    for (int j = 0; j < len; j++) {
+        int i = reversed ? len - 1 - j : j;
+        p->route_nodes[base + j] = h->route[i];
+        if (j + 1 < len)
+            p->route_ports[base + j] = reversed ? h->in_ports[i - 1]
+                                                : h->ports[i];
+        if (j > 0) /* arriving at route[j]: from the step before it */
+            p->route_in_ports[base + j] = reversed ? h->ports[i]
+                                                   : h->in_ports[i - 1];
+    }
+    p->route_off[r + 1] = base + len;
+    return r;
+}
+
+mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
+                                 const mrc_compile_config_t *cfg,
+                                 mrc_program_t **out)
+{
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
+                                               "NULL");
+    *out = NULL;
+    if (!e || !cfg)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_program_compile: NULL argument");
+    if ((unsigned)cfg->collective >= MRC_NUM_COLLECTIVES)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown collective %d",
+                          (int)cfg->collective);
+    if (mrc_dtype_size(cfg->dtype) == 0)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown data type %d",
+                          (int)cfg->dtype);
+    if ((unsigned)cfg->op >= MRC_NUM_OPS)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown operator %d",
+                          (int)cfg->op);
+    if (cfg->count > ((uint64_t)1 << 48))
+        return mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
+                          cfg->count);
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int ng = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
+    int rooted = cfg->collective == MRC_REDUCE ||
+                 cfg->collective == MRC_BROADCAST;
+    for (int g = 0; g < ng; g++) {
+        int size = mrc_embed_group_nodes(e, g, NULL);
+        if (rooted && (cfg->root < 0 || cfg->root >= size))
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "root %d is not a rank of group %d (%d nodes)",
+                              cfg->root, g, size);
+    }
+
+    mrc_program_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    p->cfg = *cfg;
+    if (p->cfg.chunk_bytes == 0)
+        p->cfg.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
+    if (!rooted)
+        p->cfg.root = 0;
+    p->addressing = templates[cfg->collective].addressing;
+    p->code_len = templates[cfg->collective].len;
+    p->num_nodes = nn;
+    p->num_groups = ng;
+
+    /* Sizes first: streams, members, node entries, route pool. */
+    int ns = 0, members = 0, entries = 0, pool = 0, routes = 0, order = 0;
+    for (int g = 0; g < ng; g++) {
+        int size = mrc_embed_group_nodes(e, g, NULL);
+        members += size;
+        int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
+                                                      stream of itself */
+        routes += gs;
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+            int dirs = ring->bidirectional ? 2 : 1;
+            gs += dirs;
+            for (int i = 0; i < ring->size; i++)
+                pool += dirs * ring->hops[i].route_len;
+            routes += dirs * ring->size;
+        }
+        ns += gs;
+        entries += gs * size;
+        order += gs * size;
+    }
+    p->num_streams = ns;
+    p->num_members = members;
+    p->num_entries = entries;
+    p->route_pool_len = pool;
+    p->code = malloc((size_t)p->code_len * sizeof *p->code);
+    p->groups = calloc((size_t)ng + 1, sizeof *p->groups);
+    p->members = malloc(((size_t)members + 1) * sizeof *p->members);
+    p->streams = calloc((size_t)ns + 1, sizeof *p->streams);
+    p->ring_order = malloc(((size_t)order + 1) * sizeof *p->ring_order);
+    p->ring_first = malloc(((size_t)ns + 1) * sizeof *p->ring_first);
+    p->nodes = calloc((size_t)nn, sizeof *p->nodes);
+    p->node_streams = calloc((size_t)entries + 1, sizeof *p->node_streams);
+    p->route_off = calloc((size_t)routes + 1, sizeof *p->route_off);
+    p->route_nodes = malloc(((size_t)pool + 1) * sizeof *p->route_nodes);
+    p->route_ports = malloc(((size_t)pool + 1) * sizeof *p->route_ports);
+    p->route_in_ports = malloc(((size_t)pool + 1) * sizeof *p->route_in_ports);
+    if (!p->code || !p->groups || !p->members || !p->streams ||
+        !p->ring_order || !p->ring_first || !p->nodes || !p->node_streams ||
+        !p->route_off || !p->route_nodes || !p->route_ports ||
+        !p->route_in_ports) {
+        mrc_program_destroy(p);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
+    }
+    memcpy(p->code, templates[cfg->collective].code,
+           (size_t)p->code_len * sizeof *p->code);
+    for (int u = 0; u < nn; u++) {
+        p->nodes[u].group = -1;
+        p->nodes[u].rank = -1;
+        p->nodes[u].num_ports = mrc_topo_num_ports(t, u);
+    }
+
+    int k = 0, m = 0, entry = 0, ord = 0;
+    for (int g = 0; g < ng; g++) {
+        const int *gnodes;
+        int size = mrc_embed_group_nodes(e, g, &gnodes);
+        mrc__group_t *gr = &p->groups[g];
+        gr->size = size;
+        gr->first_stream = k;
+        gr->first_member = m;
+        for (int i = 0; i < size; i++) {
+            p->members[m + i] = gnodes[i];
+            p->nodes[gnodes[i]].group = g;
+            p->nodes[gnodes[i]].rank = i;
+            p->nodes[gnodes[i]].first_entry = entry + i;
+        }
+        m += size;
+        split_slices(e, g, cfg->count, &p->streams[k]);
+        int first = k;
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+            for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, k++) {
+                mrc__stream_t *st = &p->streams[k];
+                st->group = g;
+                st->ring = r;
+                st->reversed = d;
+                p->ring_first[k] = ord;
+                int n = ring->size;
+                for (int pos = 0; pos < n; pos++)
+                    p->ring_order[ord + pos] =
+                        ring->nodes[d ? (n - pos) % n : pos];
+                for (int pos = 0; pos < n; pos++) {
+                    int u = p->ring_order[ord + pos];
+                    int rank = p->nodes[u].rank;
+                    if (rooted && rank == cfg->root)
+                        st->root_pos = pos;
+                    /* The entry of (u, k): entries of a group are laid out
+                     * stream-major: first_entry + stream index * size. */
+                    mrc__node_stream_t *ns_ = &p->node_streams
+                        [entry + (k - first) * size + rank];
+                    ns_->pos = pos;
+                    ns_->next = p->ring_order[ord + (pos + 1) % n];
+                    ns_->prev = p->ring_order[ord + (pos + n - 1) % n];
+                    /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward:
+                     * u = nodes[i] leaves by hop i and is entered by hop
+                     * i-1. Reversed: u leaves by hop i-1 backwards and is
+                     * entered by hop i backwards. */
+                    int i = d ? (n - pos) % n : pos;
+                    const mrc_hop_t *out_hop =
+                        &ring->hops[d ? (i + n - 1) % n : i];
+                    const mrc_hop_t *in_hop =
+                        &ring->hops[d ? i : (i + n - 1) % n];
+                    int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
+                    ns_->out_port = d ? out_hop->in_ports[ol - 1]
+                                      : out_hop->ports[0];
+                    ns_->in_port = d ? in_hop->ports[0]
+                                     : in_hop->in_ports[il - 1];
+                    ns_->route = n > 1 ? add_route(p, out_hop, d) : -1;
+                }
+                ord += n;
+            }
+        }
+        if (k == first) { /* a lone node: one stream, the whole slice */
+            mrc__stream_t *st = &p->streams[k];
+            st->group = g;
+            st->slice_off = 0;
+            st->slice_len = cfg->count;
+            p->ring_first[k] = ord;
+            p->ring_order[ord++] = gnodes[0];
+            mrc__node_stream_t *ns_ = &p->node_streams[entry];
+            ns_->next = ns_->prev = gnodes[0];
+            ns_->out_port = ns_->in_port = ns_->route = -1;
+            k++;
+        }
+        gr->num_streams = k - first;
+        entry += gr->num_streams * size;
+    }
+    mrc_status_t st = mrc_program_check(p);
+    if (st != MRC_OK) {
+        mrc_program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return MRC_OK;
+}
+
+/* ---- small queries shared by the module ------------------------------- */
+
+int mrc__stream_size(const mrc_program_t *p, int k)
+{
+    return p->groups[p->streams[k].group].size;
+}
+
+int mrc__stream_node(const mrc_program_t *p, int k, int pos)
+{
+    return p->ring_order[p->ring_first[k] + pos];
+}
+
+const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u,
+                                           int k)
+{
+    const mrc__group_t *g = &p->groups[p->streams[k].group];
+    return &p->node_streams[p->nodes[u].first_entry +
+                            (k - g->first_stream) * g->size];
+}
+
+uint64_t mrc__chunk_elems(const mrc_program_t *p)
+{
+    uint64_t e = p->cfg.chunk_bytes / mrc_dtype_size(p->cfg.dtype);
+    return e ? e : 1;
+}
+
+mrc_status_t mrc_program_info(const mrc_program_t *p,
+                              mrc_program_info_t *info)
+{
+    if (!p || !info)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_info: NULL");
+    memset(info, 0, sizeof *info);
+    info->config = p->cfg;
+    info->num_nodes = p->num_nodes;
+    info->num_groups = p->num_groups;
+    info->num_streams = p->num_streams;
+    info->code_instructions = p->code_len;
+    info->table_bytes =
+        (size_t)p->num_groups * sizeof(mrc__group_t) +
+        (size_t)p->num_members * sizeof(int32_t) +
+        (size_t)p->num_streams * (sizeof(mrc__stream_t) + sizeof(int32_t)) +
+        (size_t)p->num_entries * (sizeof(mrc__node_stream_t) +
+                                  sizeof(int32_t)) +
+        (size_t)p->num_nodes * sizeof(mrc__node_t) +
+        (size_t)(p->num_routes + 1) * sizeof(int32_t) +
+        (size_t)p->route_pool_len * 2 * sizeof(int32_t);
+    void *img = NULL;
+    size_t len = 0;
+    if (mrc_program_save(p, &img, &len) == MRC_OK)
+        info->image_bytes = len;
+    mrc_free(img);
+    return MRC_OK;
+}

@@ -1,0 +1,431 @@
+/*
+ * The binary image: a fixed header (magic, version, payload length, FNV-1a
+ * checksum of the payload) and the payload, every field little-endian.
+ * Loading checks the length and checksum, then every index against the
+ * sizes it reads, then runs the checker: a truncated, corrupted or
+ * inconsistent image is refused with what is wrong, never half-loaded.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program_internal.h"
+
+#define IMAGE_MAGIC "MRCPROG"
+enum { IMAGE_VERSION = 1, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
+       INSN_BYTES = 14 };
+
+static uint64_t fnv1a(const uint8_t *d, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= d[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+static void put(mrc__strbuf_t *sb, uint64_t v, int bytes)
+{
+    char b[8];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (char)(v >> (8 * i));
+    mrc__sb_append(sb, b, (size_t)bytes);
+}
+
+static void put_i32s(mrc__strbuf_t *sb, const int32_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        put(sb, (uint32_t)v[i], 4);
+}
+
+mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
+                              size_t *len)
+{
+    if (!p || !image || !len)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_save: NULL");
+    *image = NULL;
+    *len = 0;
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    mrc__sb_append(&sb, IMAGE_MAGIC, 8);
+    put(&sb, IMAGE_VERSION, 4);
+    put(&sb, HEADER_BYTES, 4);
+    put(&sb, 0, 8); /* payload length, patched below */
+    put(&sb, 0, 8); /* checksum, patched below */
+    const mrc_compile_config_t *c = &p->cfg;
+    put(&sb, (uint32_t)c->collective, 4);
+    put(&sb, c->count, 8);
+    put(&sb, (uint32_t)c->dtype, 4);
+    put(&sb, (uint32_t)c->op, 4);
+    put(&sb, (uint32_t)c->root, 4);
+    put(&sb, c->chunk_bytes, 8);
+    put(&sb, p->addressing, 1);
+    int32_t counts[] = {p->num_nodes,   p->num_groups,  p->num_streams,
+                        p->code_len,    p->num_members, p->num_entries,
+                        p->num_routes,  p->route_pool_len};
+    put_i32s(&sb, counts, 8);
+    for (int i = 0; i < p->code_len; i++) {
+        const mrc__insn_t *in = &p->code[i];
+        put(&sb, in->op, 1);
+        put(&sb, in->pred, 1);
+        put(&sb, (uint16_t)in->pred_lo, 2);
+        put(&sb, (uint16_t)in->pred_hi, 2);
+        put(&sb, (uint8_t)in->frag_pos, 1);
+        put(&sb, (uint8_t)in->frag_step, 1);
+        put(&sb, (uint16_t)in->frag_const, 2);
+        put(&sb, in->buf_a, 1);
+        put(&sb, in->buf_b, 1);
+        put(&sb, in->local, 1);
+        put(&sb, in->flags, 1);
+    }
+    for (int i = 0; i < p->num_groups; i++) {
+        const mrc__group_t *g = &p->groups[i];
+        int32_t v[] = {g->size, g->first_stream, g->num_streams,
+                       g->first_member};
+        put_i32s(&sb, v, 4);
+    }
+    put_i32s(&sb, p->members, (size_t)p->num_members);
+    for (int i = 0; i < p->num_streams; i++) {
+        const mrc__stream_t *s = &p->streams[i];
+        int32_t v[] = {s->group, s->ring, s->reversed, s->root_pos};
+        put_i32s(&sb, v, 4);
+        put(&sb, s->slice_off, 8);
+        put(&sb, s->slice_len, 8);
+    }
+    put_i32s(&sb, p->ring_first, (size_t)p->num_streams);
+    put_i32s(&sb, p->ring_order, (size_t)p->num_entries);
+    for (int i = 0; i < p->num_nodes; i++) {
+        const mrc__node_t *nd = &p->nodes[i];
+        int32_t v[] = {nd->group, nd->rank, nd->num_ports, nd->first_entry};
+        put_i32s(&sb, v, 4);
+    }
+    for (int i = 0; i < p->num_entries; i++) {
+        const mrc__node_stream_t *e = &p->node_streams[i];
+        int32_t v[] = {e->pos, e->next, e->prev, e->out_port, e->in_port,
+                       e->route};
+        put_i32s(&sb, v, 6);
+    }
+    put_i32s(&sb, p->route_off, (size_t)p->num_routes + 1);
+    put_i32s(&sb, p->route_nodes, (size_t)p->route_pool_len);
+    put_i32s(&sb, p->route_ports, (size_t)p->route_pool_len);
+    put_i32s(&sb, p->route_in_ports, (size_t)p->route_pool_len);
+    if (sb.failed) {
+        mrc__sb_free(&sb);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory saving");
+    }
+    size_t total = sb.len;
+    uint8_t *d = (uint8_t *)sb.data;
+    uint64_t payload = total - HEADER_BYTES;
+    uint64_t sum = fnv1a(d + HEADER_BYTES, payload);
+    for (int i = 0; i < 8; i++) {
+        d[16 + i] = (uint8_t)(payload >> (8 * i));
+        d[24 + i] = (uint8_t)(sum >> (8 * i));
+    }
+    *image = mrc__sb_take(&sb);
+    *len = total;
+    return MRC_OK;
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+typedef struct reader {
+    const uint8_t *d;
+    size_t len, at;
+    int short_read;
+} reader_t;
+
+static uint64_t get(reader_t *r, int bytes)
+{
+    if (r->len - r->at < (size_t)bytes) {
+        r->short_read = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v |= (uint64_t)r->d[r->at + (size_t)i] << (8 * i);
+    r->at += (size_t)bytes;
+    return v;
+}
+
+static int32_t get_i32(reader_t *r)
+{
+    return (int32_t)(uint32_t)get(r, 4);
+}
+
+/* Allocates n items of `size` bytes, refusing counts that the remaining
+ * payload cannot hold (so a corrupted count cannot ask for gigabytes). */
+static void *take(reader_t *r, int64_t n, size_t size, size_t bytes_each)
+{
+    if (n < 0 || (uint64_t)n > (r->len - r->at) / bytes_each + 1)
+        return NULL;
+    return calloc((size_t)n + 1, size);
+}
+
+static int in_range(int64_t v, int64_t lo, int64_t hi) /* lo <= v < hi */
+{
+    return v >= lo && v < hi;
+}
+
+/* Every index points inside its table. */
+static const char *validate(const mrc_program_t *p)
+{
+    const mrc_compile_config_t *c = &p->cfg;
+    if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
+        mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
+        c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE)
+        return "unknown collective, type, operator or addressing";
+    if (p->num_nodes < 1 || p->num_nodes > MRC_TOPO_MAX_NODES ||
+        p->num_groups < 0 || p->num_streams < 0 || p->code_len < 0)
+        return "impossible table sizes";
+    int depth = 0;
+    for (int i = 0; i < p->code_len; i++) {
+        const mrc__insn_t *in = &p->code[i];
+        if (in->op < MRC__OP_LOOP || in->op >= MRC__NUM_OPCODES ||
+            in->pred > MRC__PRED_ALONE || in->buf_a > MRC__BUF_SCRATCH ||
+            in->buf_b > MRC__BUF_SCRATCH || in->local > MRC__BUF_SCRATCH)
+            return "an instruction with an unknown opcode or operand";
+        depth += in->op == MRC__OP_LOOP;
+        depth -= in->op == MRC__OP_END;
+        if (depth < 0 || depth > 1)
+            return "unbalanced or nested loops";
+    }
+    if (depth != 0)
+        return "a loop without its end";
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        if (gr->size < 1 || gr->num_streams < 1 ||
+            !in_range(gr->first_stream, 0, p->num_streams) ||
+            gr->first_stream + (int64_t)gr->num_streams > p->num_streams ||
+            !in_range(gr->first_member, 0, p->num_members) ||
+            gr->first_member + (int64_t)gr->size > p->num_members)
+            return "a group outside the tables";
+        for (int i = 0; i < gr->size; i++) {
+            int u = p->members[gr->first_member + i];
+            if (!in_range(u, 0, p->num_nodes) || p->nodes[u].group != g ||
+                p->nodes[u].rank != i)
+                return "a group member that is not that rank of the group";
+        }
+    }
+    for (int k = 0; k < p->num_streams; k++) {
+        const mrc__stream_t *s = &p->streams[k];
+        if (!in_range(s->group, 0, p->num_groups))
+            return "a stream of no group";
+        int n = p->groups[s->group].size;
+        if (!in_range(s->root_pos, 0, n) ||
+            !in_range(p->ring_first[k], 0, p->num_entries) ||
+            p->ring_first[k] + (int64_t)n > p->num_entries ||
+            s->slice_off > c->count || s->slice_len > c->count - s->slice_off)
+            return "a stream outside the tables";
+        for (int i = 0; i < n; i++)
+            if (!in_range(p->ring_order[p->ring_first[k] + i], 0,
+                          p->num_nodes) ||
+                p->nodes[p->ring_order[p->ring_first[k] + i]].group !=
+                    s->group)
+                return "a ring through a node outside its group";
+    }
+    for (int u = 0; u < p->num_nodes; u++) {
+        const mrc__node_t *nd = &p->nodes[u];
+        if (nd->group < 0)
+            continue;
+        if (nd->group >= p->num_groups || nd->num_ports < 0)
+            return "a node of no group";
+        const mrc__group_t *g = &p->groups[nd->group];
+        if (!in_range(nd->rank, 0, g->size) ||
+            !in_range(nd->first_entry, 0, p->num_entries) ||
+            nd->first_entry + (int64_t)(g->num_streams - 1) * g->size >=
+                p->num_entries)
+            return "a node entry outside the tables";
+        for (int j = 0; j < g->num_streams; j++) {
+            const mrc__node_stream_t *e =
+                &p->node_streams[nd->first_entry + j * g->size];
+            if (!in_range(e->pos, 0, g->size) ||
+                !in_range(e->next, 0, p->num_nodes) ||
+                !in_range(e->prev, 0, p->num_nodes) ||
+                !in_range(e->out_port, -1, nd->num_ports) ||
+                !in_range(e->in_port, -1, nd->num_ports) ||
+                !in_range(e->route, -1, p->num_routes))
+                return "a ring position, neighbour, port or route out of "
+                       "range";
+        }
+    }
+    for (int r = 0; r < p->num_routes; r++)
+        if (p->route_off[r] < 0 || p->route_off[r] > p->route_off[r + 1] ||
+            p->route_off[r + 1] > p->route_pool_len)
+            return "a route outside the route pool";
+    for (int i = 0; i < p->route_pool_len; i++)
+        if (!in_range(p->route_nodes[i], 0, p->num_nodes))
+            return "a route through an unknown node";
+    for (int r = 0; r < p->num_routes; r++)
+        for (int j = p->route_off[r]; j < p->route_off[r + 1]; j++) {
+            int ports = p->nodes[p->route_nodes[j]].num_ports;
+            if ((j + 1 < p->route_off[r + 1] &&
+                 !in_range(p->route_ports[j], 0, ports)) ||
+                (j > p->route_off[r] &&
+                 !in_range(p->route_in_ports[j], 0, ports)))
+                return "a route through a port its node does not have";
+        }
+    return NULL;
+}
+
+mrc_status_t mrc_program_load(const void *image, size_t len,
+                              mrc_program_t **out)
+{
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_load: out is "
+                                               "NULL");
+    *out = NULL;
+    if (!image)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_load: NULL "
+                                               "image");
+    const uint8_t *d = image;
+    if (len < HEADER_BYTES || memcmp(d, IMAGE_MAGIC, 8) != 0)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "not an mrc program image (%zu bytes, no '" IMAGE_MAGIC
+                          "' header)",
+                          len);
+    reader_t r = {d, len, 8, 0};
+    uint32_t version = (uint32_t)get(&r, 4);
+    uint32_t header = (uint32_t)get(&r, 4);
+    uint64_t payload = get(&r, 8), sum = get(&r, 8);
+    if (version != IMAGE_VERSION || header != HEADER_BYTES)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "program image version %u is not supported (this "
+                          "mrc reads version %d)",
+                          version, IMAGE_VERSION);
+    if (payload != len - HEADER_BYTES)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "program image is truncated or padded: %zu payload "
+                          "bytes, the header says %llu",
+                          len - HEADER_BYTES, (unsigned long long)payload);
+    if (fnv1a(d + HEADER_BYTES, (size_t)payload) != sum)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "program image is corrupted (checksum mismatch)");
+
+    mrc_program_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_compile_config_t *c = &p->cfg;
+    c->collective = (mrc_collective_t)get(&r, 4);
+    c->count = (size_t)get(&r, 8);
+    c->dtype = (mrc_dtype_t)get(&r, 4);
+    c->op = (mrc_op_t)get(&r, 4);
+    c->root = get_i32(&r);
+    c->chunk_bytes = (size_t)get(&r, 8);
+    p->addressing = (uint8_t)get(&r, 1);
+    p->num_nodes = get_i32(&r);
+    p->num_groups = get_i32(&r);
+    p->num_streams = get_i32(&r);
+    p->code_len = get_i32(&r);
+    p->num_members = get_i32(&r);
+    p->num_entries = get_i32(&r);
+    p->num_routes = get_i32(&r);
+    p->route_pool_len = get_i32(&r);
+    const char *why = NULL;
+    p->code = take(&r, p->code_len, sizeof *p->code, INSN_BYTES);
+    p->groups = take(&r, p->num_groups, sizeof *p->groups, 16);
+    p->members = take(&r, p->num_members, sizeof *p->members, 4);
+    p->streams = take(&r, p->num_streams, sizeof *p->streams, 32);
+    p->ring_first = take(&r, p->num_streams, sizeof *p->ring_first, 4);
+    p->ring_order = take(&r, p->num_entries, sizeof *p->ring_order, 4);
+    p->nodes = take(&r, p->num_nodes, sizeof *p->nodes, 16);
+    p->node_streams = take(&r, p->num_entries, sizeof *p->node_streams, 24);
+    p->route_off = take(&r, (int64_t)p->num_routes + 1, sizeof *p->route_off,
+                        4);
+    p->route_nodes = take(&r, p->route_pool_len, sizeof *p->route_nodes, 4);
+    p->route_ports = take(&r, p->route_pool_len, sizeof *p->route_ports, 4);
+    p->route_in_ports = take(&r, p->route_pool_len,
+                             sizeof *p->route_in_ports, 4);
+    if (r.short_read || !p->code || !p->groups || !p->members ||
+        !p->streams || !p->ring_first || !p->ring_order || !p->nodes ||
+        !p->node_streams || !p->route_off || !p->route_nodes ||
+        !p->route_ports || !p->route_in_ports) {
+        why = "table sizes larger than the image";
+        goto bad;
+    }
+    for (int i = 0; i < p->code_len; i++) {
+        mrc__insn_t *in = &p->code[i];
+        in->op = (uint8_t)get(&r, 1);
+        in->pred = (uint8_t)get(&r, 1);
+        in->pred_lo = (int16_t)(uint16_t)get(&r, 2);
+        in->pred_hi = (int16_t)(uint16_t)get(&r, 2);
+        in->frag_pos = (int8_t)(uint8_t)get(&r, 1);
+        in->frag_step = (int8_t)(uint8_t)get(&r, 1);
+        in->frag_const = (int16_t)(uint16_t)get(&r, 2);
+        in->buf_a = (uint8_t)get(&r, 1);
+        in->buf_b = (uint8_t)get(&r, 1);
+        in->local = (uint8_t)get(&r, 1);
+        in->flags = (uint8_t)get(&r, 1);
+    }
+    for (int i = 0; i < p->num_groups; i++) {
+        mrc__group_t *g = &p->groups[i];
+        g->size = get_i32(&r);
+        g->first_stream = get_i32(&r);
+        g->num_streams = get_i32(&r);
+        g->first_member = get_i32(&r);
+    }
+    for (int i = 0; i < p->num_members; i++)
+        p->members[i] = get_i32(&r);
+    for (int i = 0; i < p->num_streams; i++) {
+        mrc__stream_t *s = &p->streams[i];
+        s->group = get_i32(&r);
+        s->ring = get_i32(&r);
+        s->reversed = get_i32(&r);
+        s->root_pos = get_i32(&r);
+        s->slice_off = get(&r, 8);
+        s->slice_len = get(&r, 8);
+    }
+    for (int i = 0; i < p->num_streams; i++)
+        p->ring_first[i] = get_i32(&r);
+    for (int i = 0; i < p->num_entries; i++)
+        p->ring_order[i] = get_i32(&r);
+    for (int i = 0; i < p->num_nodes; i++) {
+        mrc__node_t *nd = &p->nodes[i];
+        nd->group = get_i32(&r);
+        nd->rank = get_i32(&r);
+        nd->num_ports = get_i32(&r);
+        nd->first_entry = get_i32(&r);
+    }
+    for (int i = 0; i < p->num_entries; i++) {
+        mrc__node_stream_t *e = &p->node_streams[i];
+        e->pos = get_i32(&r);
+        e->next = get_i32(&r);
+        e->prev = get_i32(&r);
+        e->out_port = get_i32(&r);
+        e->in_port = get_i32(&r);
+        e->route = get_i32(&r);
+    }
+    for (int i = 0; i <= p->num_routes; i++)
+        p->route_off[i] = get_i32(&r);
+    for (int i = 0; i < p->route_pool_len; i++)
+        p->route_nodes[i] = get_i32(&r);
+    for (int i = 0; i < p->route_pool_len; i++)
+        p->route_ports[i] = get_i32(&r);
+    for (int i = 0; i < p->route_pool_len; i++)
+        p->route_in_ports[i] = get_i32(&r);
+    if (r.short_read || r.at != r.len) {
+        why = r.short_read ? "the tables run past the end"
+                           : "bytes left after the tables";
+        goto bad;
+    }
+    for (int u = 0; u < p->num_nodes && !why; u++) /* groups check these */
+        if (p->nodes[u].group >= p->num_groups)
+            why = "a node of no group";
+    if (!why)
+        why = validate(p);
+    if (why)
+        goto bad;
+    mrc_status_t st = mrc_program_check(p);
+    if (st != MRC_OK) {
+        mrc__error_prefix("program image");
+        mrc_program_destroy(p);
+        return st;
+    }
+    *out = p;
+    return MRC_OK;
+bad:
+    mrc_program_destroy(p);
+    return mrc__error(MRC_ERR_INVALID_PROGRAM, "program image refused: %s",
+                      why);
+}

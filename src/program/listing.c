@@ -1,0 +1,296 @@
+/*
+ * The listing: the shared code and the index tables in readable form, so
+ * that a reader can follow how a node's index selects what it sends, to
+ * whom, by which port, and what it reduces.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "program_internal.h"
+
+static const char *buf_name(int b)
+{
+    static const char *const names[] = {"-", "sendbuf", "recvbuf",
+                                        "scratch"};
+    return b >= 0 && b <= 3 ? names[b] : "?";
+}
+
+static void frag_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
+{
+    if (in->flags & MRC__INSN_WHOLE) {
+        mrc__sb_puts(sb, "the slice");
+        return;
+    }
+    mrc__sb_puts(sb, "frag (");
+    int any = 0;
+    if (in->frag_pos) {
+        mrc__sb_puts(sb, in->frag_pos == 1 ? "pos" : "-pos");
+        any = 1;
+    }
+    if (in->frag_step)
+        mrc__sb_printf(sb, "%s%ss", any ? (in->frag_step > 0 ? " + " : " - ")
+                                        : (in->frag_step > 0 ? "" : "-"),
+                       "");
+    any |= in->frag_step != 0;
+    if (in->frag_const || !any)
+        mrc__sb_printf(sb, "%s%d", any ? (in->frag_const > 0 ? " + " : " - ")
+                                       : "",
+                       any && in->frag_const < 0 ? -in->frag_const
+                                                 : in->frag_const);
+    mrc__sb_puts(sb, ") mod N");
+}
+
+static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
+{
+    switch (in->pred) {
+    case MRC__PRED_REL_EQ:
+        if (in->pred_lo < 0)
+            mrc__sb_printf(sb, "  if rel = N%d", in->pred_lo);
+        else
+            mrc__sb_printf(sb, "  if rel = %d", in->pred_lo);
+        break;
+    case MRC__PRED_REL_IN:
+        mrc__sb_printf(sb, "  if %d <= rel <= N%+d", in->pred_lo,
+                       in->pred_hi);
+        break;
+    case MRC__PRED_ALONE:
+        mrc__sb_puts(sb, "  if N = 1");
+        break;
+    default:
+        break;
+    }
+}
+
+static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
+                      int depth)
+{
+    const mrc__insn_t *in = &p->code[i];
+    mrc__sb_printf(sb, "  %3d  %*s", i, 2 * depth, "");
+    switch (in->op) {
+    case MRC__OP_PORTS:
+        mrc__sb_puts(sb, "ports  switch off the ports this node leaves idle");
+        break;
+    case MRC__OP_LOOP:
+        mrc__sb_puts(sb, "loop   s = 0 .. N-2");
+        break;
+    case MRC__OP_END:
+        mrc__sb_puts(sb, "end");
+        break;
+    case MRC__OP_SEND:
+        mrc__sb_puts(sb, "send   ");
+        frag_expr(sb, in);
+        if (in->buf_a == in->buf_b)
+            mrc__sb_printf(sb, " of %s", buf_name(in->buf_a));
+        else
+            mrc__sb_printf(sb, " of %s (s = 0) / %s", buf_name(in->buf_a),
+                           buf_name(in->buf_b));
+        mrc__sb_puts(sb, " to next[pos] by out_port[node]");
+        break;
+    case MRC__OP_RECV:
+        mrc__sb_puts(sb, "recv   ");
+        frag_expr(sb, in);
+        mrc__sb_puts(sb, " from prev[pos] on in_port[node] into ");
+        if (in->buf_a == in->buf_b)
+            mrc__sb_puts(sb, buf_name(in->buf_a));
+        else
+            mrc__sb_printf(sb, "%s (last s) / %s", buf_name(in->buf_a),
+                           buf_name(in->buf_b));
+        if (in->local)
+            mrc__sb_printf(sb, ", %s with %s",
+                           p->cfg.op == MRC_AVG ? "sum" : mrc_op_name(p->cfg.op),
+                           buf_name(in->local));
+        break;
+    case MRC__OP_COPY:
+        mrc__sb_puts(sb, "copy   ");
+        frag_expr(sb, in);
+        mrc__sb_printf(sb, " %s -> %s", buf_name(in->buf_a),
+                       buf_name(in->buf_b));
+        break;
+    case MRC__OP_SCALE:
+        mrc__sb_puts(sb, "scale  ");
+        frag_expr(sb, in);
+        mrc__sb_printf(sb, " of %s by 1/N (avg only)", buf_name(in->buf_b));
+        break;
+    default:
+        mrc__sb_printf(sb, "?%d", in->op);
+    }
+    pred_text(sb, in);
+    mrc__sb_puts(sb, "\n");
+}
+
+mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
+                               uint8_t **active)
+{
+    *port_first = calloc((size_t)p->num_nodes + 1, sizeof **port_first);
+    if (!*port_first)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int u = 0; u < p->num_nodes; u++)
+        (*port_first)[u + 1] = (*port_first)[u] + p->nodes[u].num_ports;
+    *active = calloc((size_t)(*port_first)[p->num_nodes] + 1, 1);
+    if (!*active) {
+        free(*port_first);
+        *port_first = NULL;
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int u = 0; u < p->num_nodes; u++) {
+        mrc__plan_t plan;
+        mrc_status_t st = mrc__plan_build(p, u, UINT64_MAX, 0, &plan);
+        if (st != MRC_OK) {
+            free(*port_first);
+            free(*active);
+            *port_first = NULL;
+            *active = NULL;
+            return st;
+        }
+        for (int i = 0; i < plan.num_ops; i++) {
+            const mrc__op_t *op = &plan.ops[i];
+            if (op->kind != MRC__SEND)
+                continue;
+            int r = mrc__node_stream(p, u, op->stream)->route;
+            if (r < 0)
+                continue;
+            for (int j = p->route_off[r]; j < p->route_off[r + 1]; j++) {
+                int v = p->route_nodes[j];
+                if (j + 1 < p->route_off[r + 1])
+                    (*active)[(*port_first)[v] + p->route_ports[j]] = 1;
+                if (j > p->route_off[r])
+                    (*active)[(*port_first)[v] + p->route_in_ports[j]] = 1;
+            }
+        }
+        mrc__plan_free(&plan);
+    }
+    return MRC_OK;
+}
+
+mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
+{
+    if (!p || !text)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_listing: NULL");
+    *text = NULL;
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    const mrc_compile_config_t *c = &p->cfg;
+    mrc__sb_printf(&sb, "program  %s of %zu %s", mrc_collective_name(
+                                                       c->collective),
+                   c->count, mrc_dtype_name(c->dtype));
+    if (c->collective != MRC_ALLGATHER && c->collective != MRC_BROADCAST)
+        mrc__sb_printf(&sb, " (%s)", mrc_op_name(c->op));
+    if (c->collective == MRC_REDUCE || c->collective == MRC_BROADCAST)
+        mrc__sb_printf(&sb, ", root rank %d", c->root);
+    mrc__sb_printf(&sb, "\n         %d nodes, %d groups, %d streams, chunks "
+                        "of %zu bytes\n\n",
+                   p->num_nodes, p->num_groups, p->num_streams,
+                   c->chunk_bytes);
+    mrc__sb_printf(&sb, "shared code (%d instructions, the same for every "
+                        "node; N = the group's size, pos = the node's\n"
+                        "position in the stream's ring, rel = (pos - "
+                        "root_pos) mod N):\n",
+                   p->code_len);
+    int depth = 0;
+    for (int i = 0; i < p->code_len; i++) {
+        depth -= p->code[i].op == MRC__OP_END;
+        insn_text(&sb, p, i, depth < 0 ? 0 : depth);
+        depth += p->code[i].op == MRC__OP_LOOP;
+    }
+    static const char *const addressing[] = {
+        "the stream's slice cut in N parts",
+        "block of the node at pos f-1 (it ends up holding it)",
+        "block of the node at pos f", "the whole slice"};
+    mrc__sb_printf(&sb, "fragment f = %s\n\n", addressing[p->addressing]);
+
+    enum { SHOWN = 16 };
+    mrc__sb_puts(&sb, "streams (rings, each way round):\n"
+                      "     k  group  ring  dir  elements        ring order"
+                      " (node at pos 0, 1, ...)\n");
+    for (int k = 0; k < p->num_streams && k < 4 * SHOWN; k++) {
+        const mrc__stream_t *s = &p->streams[k];
+        char range[48];
+        snprintf(range, sizeof range, "[%llu, %llu)",
+                 (unsigned long long)s->slice_off,
+                 (unsigned long long)(s->slice_off + s->slice_len));
+        mrc__sb_printf(&sb, "  %4d  %5d  %4d  %-3s  %-14s ", k, s->group,
+                       s->ring, s->reversed ? "rev" : "fwd", range);
+        int n = mrc__stream_size(p, k);
+        for (int i = 0; i < n && i < SHOWN; i++)
+            mrc__sb_printf(&sb, " %d", mrc__stream_node(p, k, i));
+        mrc__sb_puts(&sb, n > SHOWN ? " ...\n" : "\n");
+    }
+    if (p->num_streams > 4 * SHOWN)
+        mrc__sb_printf(&sb, "  ... %d more streams\n",
+                       p->num_streams - 4 * SHOWN);
+
+    int32_t *first = NULL;
+    uint8_t *active = NULL;
+    mrc_status_t st = mrc__active_ports(p, &first, &active);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
+    mrc__sb_puts(&sb, "\nnode table (per stream of the node's group: pos "
+                      "next prev out_port in_port):\n"
+                      "  node  group  rank  idle ports   streams\n");
+    for (int u = 0; u < p->num_nodes && u < SHOWN; u++) {
+        const mrc__node_t *nd = &p->nodes[u];
+        int idle = 0;
+        for (int q = 0; q < nd->num_ports; q++)
+            idle += !active[first[u] + q];
+        mrc__sb_printf(&sb, "  %4d  %5d  %4d  %4d of %-3d ", u, nd->group,
+                       nd->rank, idle, nd->num_ports);
+        if (nd->group >= 0) {
+            const mrc__group_t *g = &p->groups[nd->group];
+            for (int j = 0; j < g->num_streams && j < 8; j++) {
+                const mrc__node_stream_t *e =
+                    mrc__node_stream(p, u, g->first_stream + j);
+                mrc__sb_printf(&sb, " [%d %d %d p%d p%d]", e->pos, e->next,
+                               e->prev, e->out_port, e->in_port);
+            }
+            if (g->num_streams > 8)
+                mrc__sb_puts(&sb, " ...");
+        }
+        mrc__sb_puts(&sb, "\n");
+    }
+    if (p->num_nodes > SHOWN)
+        mrc__sb_printf(&sb, "  ... %d more nodes\n", p->num_nodes - SHOWN);
+    free(first);
+    free(active);
+
+    /* One node's first steps, spelled out. */
+    mrc__plan_t plan;
+    int u0 = p->num_groups > 0 ? p->members[p->groups[0].first_member] : 0;
+    if (mrc__plan_build(p, u0, UINT64_MAX, 0, &plan) == MRC_OK) {
+        mrc__sb_printf(&sb, "\nnode %d, first stream, whole fragments:\n",
+                       u0);
+        int shown = 0;
+        for (int i = 0; i < plan.num_ops && shown < 8; i++) {
+            const mrc__op_t *op = &plan.ops[i];
+            if (op->stream != plan.ops[0].stream)
+                break;
+            shown++;
+            if (op->kind == MRC__SEND)
+                mrc__sb_printf(&sb, "  step %d: send frag %d (%llu elements "
+                                    "of %s at %llu) to node %d by port %d\n",
+                               op->step, op->frag,
+                               (unsigned long long)op->count,
+                               buf_name(op->src),
+                               (unsigned long long)op->src_off, op->peer,
+                               op->port);
+            else if (op->kind == MRC__RECV)
+                mrc__sb_printf(&sb, "  step %d: recv frag %d from node %d "
+                                    "on port %d into %s at %llu%s\n",
+                               op->step, op->frag, op->peer, op->port,
+                               buf_name(op->dst),
+                               (unsigned long long)op->dst_off,
+                               op->local ? ", reduced" : "");
+            else
+                mrc__sb_printf(&sb, "  %s frag %d\n",
+                               op->kind == MRC__COPY ? "copy" : "scale",
+                               op->frag);
+        }
+        mrc__plan_free(&plan);
+    }
+    *text = mrc__sb_take(&sb);
+    if (!*text)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    return MRC_OK;
+}

@@ -1,0 +1,179 @@
+/*
+ * Inside the program module: the instruction format, the tables, and the
+ * expansion of the shared code into one node's operations, which the
+ * checker, the executor and the simulator all use, so that what is checked
+ * is exactly what runs and what is simulated.
+ */
+#ifndef MRC_PROGRAM_INTERNAL_H
+#define MRC_PROGRAM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "common/common.h"
+#include "mrc/program.h"
+
+/* ---- instructions (shared by every node) ------------------------------ */
+
+enum mrc__opcode {
+    MRC__OP_LOOP = 1, /* repeat the body up to OP_END N-1 times, s = 0.. */
+    MRC__OP_END,
+    MRC__OP_SEND,  /* fragment from buffer to the next node of the ring */
+    MRC__OP_RECV,  /* fragment from the previous node: copy, or reduce */
+    MRC__OP_COPY,  /* local copy of a fragment between buffers */
+    MRC__OP_SCALE, /* avg: divide a fragment by the group's size */
+    MRC__OP_PORTS, /* a phase starts: switch off this node's idle ports */
+    MRC__NUM_OPCODES
+};
+
+enum mrc__buffer { MRC__BUF_NONE, MRC__BUF_SEND, MRC__BUF_RECV,
+                   MRC__BUF_SCRATCH };
+
+/* Which nodes execute an instruction, by rel = (pos - root_pos) mod N;
+ * a negative argument means N + arg. */
+enum mrc__pred { MRC__PRED_ALWAYS, MRC__PRED_REL_EQ, MRC__PRED_REL_IN,
+                 MRC__PRED_ALONE /* only in a group of one node */ };
+
+enum mrc__insn_flags {
+    MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
+};
+
+typedef struct mrc__insn {
+    uint8_t op;
+    uint8_t pred;
+    int16_t pred_lo, pred_hi; /* REL_EQ: lo; REL_IN: lo..hi */
+    /* fragment = (frag_pos * pos + frag_step * s + frag_const) mod N */
+    int8_t frag_pos, frag_step;
+    int16_t frag_const;
+    /* SEND: source at s = 0 / later; RECV: destination at the last step /
+     * earlier; COPY: source / destination. */
+    uint8_t buf_a, buf_b;
+    uint8_t local; /* RECV: local operand of the reduction; NONE: copy */
+    uint8_t flags;
+} mrc__insn_t;
+
+/* How fragment numbers map to elements. */
+enum mrc__addressing {
+    MRC__ADDR_SPLIT,     /* the stream's slice cut in N near-equal parts */
+    MRC__ADDR_BLOCK_OWN, /* the slice of the block of the node at pos f-1 */
+    MRC__ADDR_BLOCK_POS, /* the slice of the block of the node at pos f */
+    MRC__ADDR_WHOLE,     /* one fragment: the whole slice */
+};
+
+/* ---- tables ------------------------------------------------------------- */
+
+typedef struct mrc__stream {
+    int32_t group;
+    int32_t ring;     /* ring of the group */
+    int32_t reversed; /* 1: the ring's other direction */
+    int32_t root_pos; /* reduce, broadcast: the root's position; else 0 */
+    uint64_t slice_off, slice_len; /* elements of the segment */
+} mrc__stream_t;
+
+typedef struct mrc__group {
+    int32_t size;
+    int32_t first_stream, num_streams;
+    int32_t first_member; /* into members[]: rank -> node */
+} mrc__group_t;
+
+/* One node's view of one stream of its group. */
+typedef struct mrc__node_stream {
+    int32_t pos;      /* ring position */
+    int32_t next, prev;
+    int32_t out_port; /* port of the first step of the hop to next */
+    int32_t in_port;  /* port of the last step of the hop from prev */
+    int32_t route;    /* the hop to next, in the route pool; -1 if none */
+} mrc__node_stream_t;
+
+typedef struct mrc__node {
+    int32_t group; /* -1: in no group */
+    int32_t rank;
+    int32_t num_ports;
+    int32_t first_entry; /* into node_streams[] */
+} mrc__node_t;
+
+struct mrc_program {
+    mrc_compile_config_t cfg;
+    uint8_t addressing;
+    int num_nodes, num_groups, num_streams, code_len, num_members;
+    int num_entries, num_routes, route_pool_len;
+    mrc__insn_t *code;
+    mrc__group_t *groups;
+    int32_t *members;      /* [num_members] */
+    mrc__stream_t *streams;
+    int32_t *ring_order;   /* per stream, group size entries: pos -> node */
+    int32_t *ring_first;   /* [num_streams]: into ring_order */
+    mrc__node_t *nodes;
+    mrc__node_stream_t *node_streams; /* [num_entries] */
+    int32_t *route_off;    /* [num_routes + 1] into route_nodes/ports */
+    int32_t *route_nodes;  /* [route_pool_len] */
+    int32_t *route_ports;  /* out-port at each node but the last */
+    int32_t *route_in_ports; /* port at each node but the first it
+                                arrives on */
+};
+
+/* ---- expansion: one node's operations ---------------------------------- */
+
+enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE };
+
+typedef struct mrc__op {
+    uint8_t kind;
+    uint8_t src;     /* SEND, COPY: buffer read */
+    uint8_t dst;     /* RECV, COPY, SCALE: buffer written */
+    uint8_t local;   /* RECV: local operand buffer, NONE for a copy */
+    int32_t peer;    /* SEND: next node; RECV: previous node */
+    int32_t port;    /* SEND: out-port; RECV: in-port */
+    int32_t stream;
+    int32_t step;    /* global step: loop iterations over the phases */
+    int32_t frag;    /* fragment number (0 for whole-slice ops) */
+    int32_t chunk;
+    uint64_t tag;    /* (stream, step, chunk): unique on its link */
+    /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
+    uint64_t src_off, dst_off, local_off, count;
+} mrc__op_t;
+
+/* A node's operations as independent chains, one per (stream, chunk):
+ * each chain runs in order; a RECV waits for its data, a SEND does not
+ * wait. Chains share nothing but the transport. */
+typedef struct mrc__plan {
+    int node;
+    int num_chains;
+    int32_t *chain_off; /* [num_chains + 1] into ops */
+    int num_ops;
+    mrc__op_t *ops;
+    int in_place;       /* the executor's alias of send and recv buffers */
+} mrc__plan_t;
+
+/* Expands node's program. `chunk_elems` overrides the program's chunking
+ * (the checker uses whole fragments); 0 keeps it. `in_place` drops the
+ * copies that in-place buffers make unnecessary. */
+mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
+                             uint64_t chunk_elems, int in_place,
+                             mrc__plan_t *plan);
+void mrc__plan_free(mrc__plan_t *plan);
+
+/* Elements of each buffer of a node: SEND and RECV as the C API defines
+ * them for the collective, SCRATCH as the executor must provide. */
+void mrc__buffer_elems(const mrc_program_t *p, int node, uint64_t *send,
+                       uint64_t *recv, uint64_t *scratch);
+
+/* Chunk size in elements for the program's dtype and chunk bytes. */
+uint64_t mrc__chunk_elems(const mrc_program_t *p);
+
+/* Group size of stream k, and the node at position pos of stream k. */
+int mrc__stream_size(const mrc_program_t *p, int k);
+int mrc__stream_node(const mrc_program_t *p, int k, int pos);
+
+/* The entry of node u for stream k (k must be a stream of u's group). */
+const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u,
+                                           int k);
+
+/* The ports each node uses in the program (as sender, receiver or on a
+ * forwarded route): active[u] is filled with a 0/1 byte per port of u,
+ * laid out from port_first[u]; port_first has num_nodes + 1 entries. */
+mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
+                               uint8_t **active);
+
+/* Frees a program's arrays (used by load on failure). */
+void mrc__program_free_arrays(mrc_program_t *p);
+
+#endif /* MRC_PROGRAM_INTERNAL_H */
