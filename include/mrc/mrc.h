@@ -9,6 +9,7 @@
 #ifndef MRC_MRC_H
 #define MRC_MRC_H
 
+#include "mrc/comm.h"
 #include "mrc/embed.h"
 #include "mrc/program.h"
 #include "mrc/status.h"

@@ -193,6 +193,13 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
                                  const mrc_compile_config_t *cfg,
                                  mrc_program_t **out)
 {
+    return mrc__program_compile_group(e, cfg, -1, out);
+}
+
+mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
+                                        const mrc_compile_config_t *cfg,
+                                        int only, mrc_program_t **out)
+{
     if (!out)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
                                                "NULL");
@@ -213,10 +220,15 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
         return mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
                           cfg->count);
     const mrc_topo_t *t = mrc_embed_topology(e);
-    int ng = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
+    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
+    int ng = only >= 0 ? 1 : eg;
+    if (only >= eg)
+        return mrc__error(MRC_ERR_INVALID_ARG, "no group %d", only);
     int rooted = cfg->collective == MRC_REDUCE ||
                  cfg->collective == MRC_BROADCAST;
-    for (int g = 0; g < ng; g++) {
+    for (int g = 0; g < eg; g++) {
+        if (only >= 0 && g != only)
+            continue;
         int size = mrc_embed_group_nodes(e, g, NULL);
         if (rooted && (cfg->root < 0 || cfg->root >= size))
             return mrc__error(MRC_ERR_INVALID_ARG,
@@ -239,7 +251,9 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
 
     /* Sizes first: streams, members, node entries, route pool. */
     int ns = 0, members = 0, entries = 0, pool = 0, routes = 0, order = 0;
-    for (int g = 0; g < ng; g++) {
+    for (int g = 0; g < eg; g++) {
+        if (only >= 0 && g != only)
+            continue;
         int size = mrc_embed_group_nodes(e, g, NULL);
         members += size;
         int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
@@ -289,9 +303,11 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
     }
 
     int k = 0, m = 0, entry = 0, ord = 0;
-    for (int g = 0; g < ng; g++) {
+    for (int eg_i = 0, g = 0; eg_i < eg; eg_i++) {
+        if (only >= 0 && eg_i != only)
+            continue;
         const int *gnodes;
-        int size = mrc_embed_group_nodes(e, g, &gnodes);
+        int size = mrc_embed_group_nodes(e, eg_i, &gnodes);
         mrc__group_t *gr = &p->groups[g];
         gr->size = size;
         gr->first_stream = k;
@@ -303,10 +319,10 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
             p->nodes[gnodes[i]].first_entry = entry + i;
         }
         m += size;
-        split_slices(e, g, cfg->count, &p->streams[k]);
+        split_slices(e, eg_i, cfg->count, &p->streams[k]);
         int first = k;
-        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
-            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+        for (int r = 0; r < mrc_embed_num_rings(e, eg_i); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, eg_i, r);
             for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, k++) {
                 mrc__stream_t *st = &p->streams[k];
                 st->group = g;
@@ -362,6 +378,7 @@ mrc_status_t mrc_program_compile(const mrc_embedding_t *e,
         }
         gr->num_streams = k - first;
         entry += gr->num_streams * size;
+        g++;
     }
     mrc_status_t st = mrc_program_check(p);
     if (st != MRC_OK) {

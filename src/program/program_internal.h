@@ -111,6 +111,12 @@ struct mrc_program {
                                 arrives on */
 };
 
+/* Compiles only group `only` of the embedding (-1: every group); the
+ * nodes of other groups are in no group of the program. */
+mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
+                                        const mrc_compile_config_t *cfg,
+                                        int only, mrc_program_t **out);
+
 /* ---- expansion: one node's operations ---------------------------------- */
 
 enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE };

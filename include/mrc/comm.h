@@ -1,0 +1,91 @@
+/*
+ * Communicators and collectives: the C API, with NCCL's conventions for
+ * counts and in-place operation.
+ *
+ *   mrc_comm_t *comms[8];
+ *   mrc_config_t cfg = {.topology = "hcm8"};        (zeroed = defaults)
+ *   mrc_comm_init_all(comms, 8, &cfg);              (one per thread)
+ *   ... in thread r:
+ *   mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, comms[r]);
+ *
+ * Every rank of a group must call the same collectives in the same order
+ * with the same count, type, operator and root. Each call blocks until the
+ * rank's part is done, or until the timeout (then MRC_ERR_TIMEOUT names
+ * the node and step it waited at).
+ */
+#ifndef MRC_COMM_H
+#define MRC_COMM_H
+
+#include <stddef.h>
+
+#include "mrc/status.h"
+#include "mrc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mrc_comm mrc_comm_t;
+
+typedef struct mrc_config {
+    /* Topology spec or file; NULL: ring:<nranks> (line:1 for one rank).
+     * Its node count must equal nranks; rank r runs on node r. */
+    const char *topology;
+    /* Ring strategy (see `mrc help rings`); NULL: auto. */
+    const char *strategy;
+    /* Groups "A+B+..." of consecutive ranks; NULL: one group. Each
+     * communicator's collectives run within its own group, all groups at
+     * once; mrc_comm_rank and mrc_comm_size are within the group. */
+    const char *groups;
+    /* Seconds any call may wait; 0: $MRC_TIMEOUT, else 60. */
+    double timeout_s;
+    /* Pipelining chunk in bytes; 0: $MRC_CHUNK_BYTES, else 256 KiB. */
+    size_t chunk_bytes;
+    /* GCL replica size (instead of groups); 0: none. */
+    int replica_size;
+    /* At most this many rings per group (see mrc_embed_config_t). */
+    int max_rings;
+} mrc_config_t;
+
+/* Creates nranks communicators that talk through threads of this
+ * process: comms[r] is rank r, to be used by one thread at a time. */
+MRC_EXTERN mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
+                                          const mrc_config_t *cfg);
+/* Destroys a communicator (after every rank has finished its calls);
+ * NULL is a no-op. */
+MRC_EXTERN mrc_status_t mrc_comm_destroy(mrc_comm_t *comm);
+
+/* Rank within the communicator's group, and the group's size. */
+MRC_EXTERN int mrc_comm_rank(const mrc_comm_t *comm);
+MRC_EXTERN int mrc_comm_size(const mrc_comm_t *comm);
+
+/* recvbuf[i] = op over the group of sendbuf[i], i < count, on every rank.
+ * In place: sendbuf == recvbuf. */
+MRC_EXTERN mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf,
+                                      size_t count, mrc_dtype_t dtype,
+                                      mrc_op_t op, mrc_comm_t *comm);
+/* sendbuf holds size x recvcount elements; rank r receives block r of the
+ * reduction. In place: recvbuf == sendbuf + rank * recvcount. */
+MRC_EXTERN mrc_status_t mrc_reduce_scatter(const void *sendbuf,
+                                           void *recvbuf, size_t recvcount,
+                                           mrc_dtype_t dtype, mrc_op_t op,
+                                           mrc_comm_t *comm);
+/* recvbuf holds size x sendcount elements: block r from rank r. In place:
+ * sendbuf == recvbuf + rank * sendcount. */
+MRC_EXTERN mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf,
+                                      size_t sendcount, mrc_dtype_t dtype,
+                                      mrc_comm_t *comm);
+/* The reduction lands in the root's recvbuf (others may pass NULL). */
+MRC_EXTERN mrc_status_t mrc_reduce(const void *sendbuf, void *recvbuf,
+                                   size_t count, mrc_dtype_t dtype,
+                                   mrc_op_t op, int root, mrc_comm_t *comm);
+/* The root's sendbuf lands in every recvbuf (others' sendbuf is unused). */
+MRC_EXTERN mrc_status_t mrc_broadcast(const void *sendbuf, void *recvbuf,
+                                      size_t count, mrc_dtype_t dtype,
+                                      int root, mrc_comm_t *comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRC_COMM_H */

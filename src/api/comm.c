@@ -1,0 +1,437 @@
+/*
+ * Communicators and the collective entry points. mrc_comm_init_all builds
+ * the topology, the rings and the threads fabric once, shared by every
+ * rank; each call then finds (or compiles, once for all ranks) the
+ * program for its collective, count, type, operator and root, expands its
+ * node's part (cached per communicator), and runs it.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "mrc/mrc.h"
+#include "program/program_internal.h"
+#include "transport/transport.h"
+
+/* Each rank keeps the plans of its last PLAN_CACHE shapes of call; the
+ * shared programs stay while any plan holds them, and up to PROGRAM_KEEP
+ * unused ones are kept for later calls. */
+enum { PROGRAM_KEEP = 32, PLAN_CACHE = 8 };
+
+typedef struct program_key {
+    mrc_collective_t collective;
+    size_t count;
+    mrc_dtype_t dtype;
+    mrc_op_t op;
+    int root;
+    int group;
+} program_key_t;
+
+typedef struct cached_program {
+    program_key_t key;
+    mrc_program_t *program;
+    int refs;      /* plans (of any rank) built on it */
+    uint64_t used; /* for evicting the least recently used */
+} cached_program_t;
+
+/* What all ranks of one mrc_comm_init_all share. */
+typedef struct shared {
+    pthread_mutex_t lock;
+    int refs;
+    int nranks;
+    mrc_topo_t *topo;
+    mrc_embedding_t *embedding;
+    mrc__threads_fabric_t *fabric;
+    size_t chunk_bytes;
+    cached_program_t *programs;
+    int num_programs, cap_programs;
+    uint64_t clock;
+} shared_t;
+
+typedef struct cached_plan {
+    const mrc_program_t *program;
+    int in_place;
+    mrc__exec_t exec;
+    uint64_t used;
+} cached_plan_t;
+
+struct mrc_comm {
+    shared_t *shared;
+    int node, group, rank, size;
+    mrc__transport_t transport;
+    uint64_t seq;
+    double timeout_s;
+    cached_plan_t plans[PLAN_CACHE];
+    uint64_t clock;
+    void *scratch;
+    size_t scratch_bytes;
+};
+
+static void put_program(shared_t *s, const mrc_program_t *p);
+
+static void shared_release(shared_t *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    int last = --s->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (!last)
+        return;
+    for (int i = 0; i < s->num_programs; i++)
+        mrc_program_destroy(s->programs[i].program);
+    free(s->programs);
+    mrc__threads_fabric_destroy(s->fabric);
+    mrc_embed_destroy(s->embedding);
+    mrc_topo_destroy(s->topo);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static double env_double(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    double d;
+    return v && mrc__parse_double(v, &d) == 0 && d > 0 ? d : dflt;
+}
+
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *v = getenv(name);
+    uint64_t s;
+    return v && mrc__parse_size(v, &s) == 0 && s > 0 ? (size_t)s : dflt;
+}
+
+mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
+                               const mrc_config_t *cfg)
+{
+    if (!comms)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_all: comms is NULL");
+    if (nranks < 1 || nranks > MRC_TOPO_MAX_NODES)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_all: nranks %d (must be 1..%d)",
+                          nranks, MRC_TOPO_MAX_NODES);
+    for (int r = 0; r < nranks; r++)
+        comms[r] = NULL;
+    mrc_config_t zero = {0};
+    if (!cfg)
+        cfg = &zero;
+    shared_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    pthread_mutex_init(&s->lock, NULL);
+    s->refs = 1;
+    s->nranks = nranks;
+    s->chunk_bytes = cfg->chunk_bytes
+                         ? cfg->chunk_bytes
+                         : env_size("MRC_CHUNK_BYTES",
+                                    MRC_DEFAULT_CHUNK_BYTES);
+    double timeout = cfg->timeout_s > 0 ? cfg->timeout_s
+                                        : env_double("MRC_TIMEOUT", 60);
+    char spec[32];
+    snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
+    mrc_status_t st = mrc_topo_create(cfg->topology ? cfg->topology : spec,
+                                      &s->topo);
+    if (st == MRC_OK && mrc_topo_num_nodes(s->topo) != nranks)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "topology %s has %d nodes but there are %d ranks",
+                        mrc_topo_name(s->topo), mrc_topo_num_nodes(s->topo),
+                        nranks);
+    mrc_embed_config_t ec = {.strategy = cfg->strategy,
+                             .groups = cfg->groups,
+                             .replica_size = cfg->replica_size,
+                             .max_rings = cfg->max_rings};
+    if (st == MRC_OK)
+        st = mrc_embed_create(s->topo, &ec, &s->embedding);
+    if (st == MRC_OK)
+        st = mrc__threads_fabric_create(nranks, &s->fabric);
+    for (int r = 0; r < nranks && st == MRC_OK; r++) {
+        mrc_comm_t *c = calloc(1, sizeof *c);
+        if (!c) {
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        c->shared = s;
+        s->refs++;
+        c->node = r;
+        c->group = mrc_embed_node_group(s->embedding, r);
+        const int *nodes;
+        c->size = mrc_embed_group_nodes(s->embedding, c->group, &nodes);
+        for (int i = 0; i < c->size; i++)
+            if (nodes[i] == r)
+                c->rank = i;
+        c->transport = mrc__threads_transport(s->fabric, r);
+        c->timeout_s = timeout;
+        comms[r] = c;
+    }
+    if (st != MRC_OK)
+        for (int r = 0; r < nranks; r++) {
+            mrc_comm_destroy(comms[r]);
+            comms[r] = NULL;
+        }
+    shared_release(s); /* the comms hold their own references */
+    return st;
+}
+
+mrc_status_t mrc_comm_destroy(mrc_comm_t *c)
+{
+    if (!c)
+        return MRC_OK;
+    for (int i = 0; i < PLAN_CACHE; i++)
+        if (c->plans[i].program) {
+            mrc__exec_release(&c->plans[i].exec);
+            put_program(c->shared, c->plans[i].program);
+        }
+    free(c->scratch);
+    shared_release(c->shared);
+    free(c);
+    return MRC_OK;
+}
+
+int mrc_comm_rank(const mrc_comm_t *c)
+{
+    return c ? c->rank : -1;
+}
+
+int mrc_comm_size(const mrc_comm_t *c)
+{
+    return c ? c->size : -1;
+}
+
+/* The program for a call, compiled once for all ranks of the group, and
+ * held (refs) until the caller's plan lets go of it. */
+static mrc_status_t get_program(mrc_comm_t *c, const program_key_t *key,
+                                const mrc_program_t **out)
+{
+    shared_t *s = c->shared;
+    mrc_status_t st = MRC_OK;
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->num_programs; i++)
+        if (memcmp(&s->programs[i].key, key, sizeof *key) == 0) {
+            s->programs[i].refs++;
+            s->programs[i].used = ++s->clock;
+            *out = s->programs[i].program;
+            pthread_mutex_unlock(&s->lock);
+            return MRC_OK;
+        }
+    /* Drop the oldest unused programs beyond the ones kept. */
+    for (int unused = PROGRAM_KEEP + 1; unused > PROGRAM_KEEP;) {
+        int victim = -1;
+        unused = 0;
+        for (int i = 0; i < s->num_programs; i++)
+            if (s->programs[i].refs == 0) {
+                unused++;
+                if (victim < 0 || s->programs[i].used < s->programs[victim].used)
+                    victim = i;
+            }
+        if (unused > PROGRAM_KEEP) {
+            mrc_program_destroy(s->programs[victim].program);
+            s->programs[victim] = s->programs[--s->num_programs];
+        }
+    }
+    if (s->num_programs == s->cap_programs) {
+        int cap = s->cap_programs ? 2 * s->cap_programs : 16;
+        cached_program_t *q = realloc(s->programs, (size_t)cap * sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&s->lock);
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        }
+        s->programs = q;
+        s->cap_programs = cap;
+    }
+    mrc_compile_config_t cc = {key->collective, key->count, key->dtype,
+                               key->op, key->root, s->chunk_bytes};
+    mrc_program_t *p = NULL;
+    st = mrc__program_compile_group(s->embedding, &cc, key->group, &p);
+    if (st == MRC_OK) {
+        cached_program_t *e = &s->programs[s->num_programs++];
+        e->key = *key;
+        e->program = p;
+        e->refs = 1;
+        e->used = ++s->clock;
+        *out = p;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static void put_program(shared_t *s, const mrc_program_t *p)
+{
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->num_programs; i++)
+        if (s->programs[i].program == p)
+            s->programs[i].refs--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The plan of this rank for a program; takes over the caller's reference
+ * on the program (or drops it when the plan was cached already). */
+static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
+                             int in_place, mrc__exec_t **out)
+{
+    int victim = 0;
+    for (int i = 0; i < PLAN_CACHE; i++) {
+        cached_plan_t *cp = &c->plans[i];
+        if (cp->program == p && cp->in_place == in_place) {
+            cp->used = ++c->clock;
+            *out = &cp->exec;
+            put_program(c->shared, p);
+            return MRC_OK;
+        }
+        if (cp->used < c->plans[victim].used)
+            victim = i;
+    }
+    cached_plan_t *cp = &c->plans[victim];
+    if (cp->program) {
+        mrc__exec_release(&cp->exec);
+        put_program(c->shared, cp->program);
+    }
+    cp->program = NULL;
+    cp->used = 0;
+    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place);
+    if (st != MRC_OK) {
+        put_program(c->shared, p);
+        return st;
+    }
+    cp->program = p;
+    cp->in_place = in_place;
+    cp->used = ++c->clock;
+    *out = &cp->exec;
+    return MRC_OK;
+}
+
+static int overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return an && bn && x < y + bn && y < x + an;
+}
+
+/* The checks and the run shared by every collective. */
+static mrc_status_t collective(const char *fn, mrc_collective_t coll,
+                               const void *sendbuf, void *recvbuf,
+                               size_t count, mrc_dtype_t dtype, mrc_op_t op,
+                               int root, mrc_comm_t *c)
+{
+    if (!c)
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    size_t esize = mrc_dtype_size(dtype);
+    if (esize == 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: dtype %d is not a data type (rank %d)", fn,
+                          (int)dtype, c->rank);
+    if ((unsigned)op >= MRC_NUM_OPS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: op %d is not an operator (rank %d)", fn,
+                          (int)op, c->rank);
+    int rooted = coll == MRC_REDUCE || coll == MRC_BROADCAST;
+    if (rooted && (root < 0 || root >= c->size))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: root %d out of range (the group has %d ranks; "
+                          "rank %d)",
+                          fn, root, c->size, c->rank);
+    if (count == 0)
+        return MRC_OK;
+    if (count > SIZE_MAX / esize / (size_t)c->size)
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s: count %zu is too large",
+                          fn, count);
+    /* Buffer sizes in bytes, as the C API defines them. */
+    size_t n = (size_t)c->size, sbytes = count * esize, rbytes = sbytes;
+    if (coll == MRC_REDUCE_SCATTER)
+        sbytes *= n;
+    if (coll == MRC_ALLGATHER)
+        rbytes *= n;
+    int need_send = !(coll == MRC_BROADCAST && c->rank != root);
+    int need_recv = !(coll == MRC_REDUCE && c->rank != root);
+    if (need_send && !sendbuf)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: sendbuf is NULL with count %zu (rank %d)", fn,
+                          count, c->rank);
+    if (need_recv && !recvbuf)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: recvbuf is NULL with count %zu (rank %d)", fn,
+                          count, c->rank);
+    int in_place = 0;
+    if (need_send && need_recv) {
+        const char *s = sendbuf;
+        char *r = recvbuf;
+        if (coll == MRC_REDUCE_SCATTER)
+            in_place = r == s + (size_t)c->rank * count * esize;
+        else if (coll == MRC_ALLGATHER)
+            in_place = s == r + (size_t)c->rank * count * esize;
+        else
+            in_place = s == r;
+        if (!in_place && overlap(sendbuf, sbytes, recvbuf, rbytes))
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "%s: sendbuf and recvbuf overlap but are not "
+                              "the in-place form (rank %d)",
+                              fn, c->rank);
+    }
+    program_key_t key = {coll, count, dtype, op, rooted ? root : 0, c->group};
+    if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
+        key.op = MRC_SUM;
+    const mrc_program_t *p = NULL;
+    mrc__exec_t *x = NULL;
+    mrc_status_t st = get_program(c, &key, &p);
+    if (st == MRC_OK)
+        st = get_plan(c, p, in_place, &x);
+    if (st != MRC_OK)
+        return st;
+    uint64_t se, re, xe;
+    mrc__buffer_elems(p, c->node, &se, &re, &xe);
+    if (xe * esize > c->scratch_bytes) {
+        void *q = realloc(c->scratch, xe * esize);
+        if (!q)
+            return mrc__error(MRC_ERR_NO_MEMORY,
+                              "%s: out of memory for %llu bytes of scratch",
+                              fn, (unsigned long long)(xe * esize));
+        c->scratch = q;
+        c->scratch_bytes = xe * esize;
+    }
+    st = mrc__exec_run(x, &c->transport, c->seq++, sendbuf, recvbuf,
+                       c->scratch, c->timeout_s);
+    if (st != MRC_OK)
+        mrc__error_prefix("%s (rank %d)", fn, c->rank);
+    return st;
+}
+
+mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                           mrc_dtype_t dtype, mrc_op_t op, mrc_comm_t *comm)
+{
+    return collective("mrc_allreduce", MRC_ALLREDUCE, sendbuf, recvbuf,
+                      count, dtype, op, 0, comm);
+}
+
+mrc_status_t mrc_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                size_t recvcount, mrc_dtype_t dtype,
+                                mrc_op_t op, mrc_comm_t *comm)
+{
+    return collective("mrc_reduce_scatter", MRC_REDUCE_SCATTER, sendbuf,
+                      recvbuf, recvcount, dtype, op, 0, comm);
+}
+
+mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf,
+                           size_t sendcount, mrc_dtype_t dtype,
+                           mrc_comm_t *comm)
+{
+    return collective("mrc_allgather", MRC_ALLGATHER, sendbuf, recvbuf,
+                      sendcount, dtype, MRC_SUM, 0, comm);
+}
+
+mrc_status_t mrc_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                        mrc_dtype_t dtype, mrc_op_t op, int root,
+                        mrc_comm_t *comm)
+{
+    return collective("mrc_reduce", MRC_REDUCE, sendbuf, recvbuf, count,
+                      dtype, op, root, comm);
+}
+
+mrc_status_t mrc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
+                           mrc_dtype_t dtype, int root, mrc_comm_t *comm)
+{
+    return collective("mrc_broadcast", MRC_BROADCAST, sendbuf, recvbuf,
+                      count, dtype, MRC_SUM, root, comm);
+}

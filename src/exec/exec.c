@@ -1,0 +1,235 @@
+/* The executor (see exec.h). */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec.h"
+#include "kernels.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void mrc__exec_release(mrc__exec_t *x)
+{
+    mrc__plan_free(&x->plan);
+    free(x->xfers);
+    free(x->recvs);
+    free(x->recv_of);
+    free(x->send_list);
+    free(x->cursor);
+    memset(x, 0, sizeof *x);
+}
+
+mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
+                               int node, int in_place)
+{
+    memset(x, 0, sizeof *x);
+    x->program = p;
+    x->elem = mrc_dtype_size(p->cfg.dtype);
+    mrc_status_t st = mrc__plan_build(p, node, 0, in_place, &x->plan);
+    if (st != MRC_OK)
+        return st;
+    int g = p->nodes[node].group;
+    x->group_size = g >= 0 ? p->groups[g].size : 1;
+    size_t n = (size_t)x->plan.num_ops;
+    x->xfers = calloc(n + 1, sizeof *x->xfers);
+    x->recvs = calloc(n + 1, sizeof *x->recvs);
+    x->recv_of = malloc((n + 1) * sizeof *x->recv_of);
+    x->send_list = malloc((n + 1) * sizeof *x->send_list);
+    x->cursor = calloc((size_t)x->plan.num_chains + 1, sizeof *x->cursor);
+    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list ||
+        !x->cursor) {
+        mrc__exec_release(x);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                          node);
+    }
+    for (size_t i = 0; i < n; i++) {
+        const mrc__op_t *op = &x->plan.ops[i];
+        x->recv_of[i] = -1;
+        if (op->kind == MRC__RECV) {
+            x->recv_of[i] = (int32_t)x->num_recvs;
+            x->recvs[x->num_recvs].peer = op->peer;
+            x->recvs[x->num_recvs].tag = op->tag;
+            x->num_recvs++;
+        } else if (op->kind == MRC__SEND) {
+            x->send_list[x->num_sends++] = (int32_t)i;
+        }
+    }
+    return MRC_OK;
+}
+
+static char *buffer(int which, const void *sendbuf, void *recvbuf,
+                    void *scratch)
+{
+    switch (which) {
+    case MRC__BUF_SEND: return (char *)sendbuf;
+    case MRC__BUF_RECV: return recvbuf;
+    case MRC__BUF_SCRATCH: return scratch;
+    default: return NULL;
+    }
+}
+
+/* Advances one chain as far as it can go; sets *moved if it did. */
+static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
+                            int ch, const void *sb, void *rb, void *xb,
+                            int *moved)
+{
+    const mrc__plan_t *pl = &x->plan;
+    int begin = pl->chain_off[ch], end = pl->chain_off[ch + 1];
+    mrc_status_t st;
+    while (begin + x->cursor[ch] < end) {
+        int i = begin + x->cursor[ch];
+        const mrc__op_t *op = &pl->ops[i];
+        mrc__xfer_t *xf = &x->xfers[i];
+        switch (op->kind) {
+        case MRC__SEND:
+            if (!xf->posted) {
+                xf->peer = op->peer;
+                xf->tag = op->tag;
+                xf->count = op->count;
+                xf->bytes = op->count * x->elem;
+                st = t->ops->isend(t->ctx,
+                                   buffer(op->src, sb, rb, xb) +
+                                       op->src_off * x->elem,
+                                   xf);
+                if (st == MRC_INPROGRESS)
+                    return MRC_OK;
+                if (st != MRC_OK)
+                    return st;
+            }
+            break;
+        case MRC__RECV:
+            if (!xf->posted) {
+                xf->peer = op->peer;
+                xf->tag = op->tag;
+                xf->count = op->count;
+                xf->bytes = op->count * x->elem;
+                xf->dtype = x->program->cfg.dtype;
+                xf->op = x->program->cfg.op == MRC_AVG ? MRC_SUM
+                                                       : x->program->cfg.op;
+                xf->dst = buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem;
+                xf->local = op->local ? buffer(op->local, sb, rb, xb) +
+                                            op->local_off * x->elem
+                                      : NULL;
+                st = t->ops->irecv(t->ctx, xf);
+                if (st == MRC_INPROGRESS)
+                    return MRC_OK;
+                if (st != MRC_OK)
+                    return st;
+            }
+            st = t->ops->test(t->ctx, xf);
+            if (st != MRC_OK)
+                return st;
+            if (!__atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
+                return MRC_OK;
+            break;
+        case MRC__COPY:
+            memcpy(buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+                   buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                   op->count * x->elem);
+            break;
+        case MRC__SCALE:
+            mrc__scale(buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+                       op->count, x->program->cfg.dtype, x->group_size);
+            break;
+        default:
+            return mrc__error(MRC_ERR_INTERNAL, "unknown operation %d",
+                              op->kind);
+        }
+        x->cursor[ch]++;
+        *moved = 1;
+    }
+    return MRC_OK;
+}
+
+/* What the node waits for, for the timeout message. */
+static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
+{
+    const mrc__plan_t *pl = &x->plan;
+    for (int ch = 0; ch < pl->num_chains; ch++) {
+        int i = pl->chain_off[ch] + x->cursor[ch];
+        if (i < pl->chain_off[ch + 1]) {
+            const mrc__op_t *op = &pl->ops[i];
+            return mrc__error(MRC_ERR_TIMEOUT,
+                              "node %d timed out after %g s at stream %d, "
+                              "step %d, %s node %d",
+                              pl->node, timeout_s, op->stream, op->step,
+                              op->kind == MRC__SEND ? "sending to"
+                                                    : "waiting for",
+                              op->peer);
+        }
+    }
+    for (size_t k = 0; k < x->num_sends; k++) {
+        const mrc__op_t *op = &pl->ops[x->send_list[k]];
+        if (!x->xfers[x->send_list[k]].done)
+            return mrc__error(MRC_ERR_TIMEOUT,
+                              "node %d timed out after %g s: node %d has not "
+                              "taken its data of stream %d, step %d",
+                              pl->node, timeout_s, op->peer, op->stream,
+                              op->step);
+    }
+    return mrc__error(MRC_ERR_TIMEOUT, "node %d timed out after %g s",
+                      pl->node, timeout_s);
+}
+
+mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
+                           uint64_t seq, const void *sendbuf, void *recvbuf,
+                           void *scratch, double timeout_s)
+{
+    const mrc__plan_t *pl = &x->plan;
+    memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
+    memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);
+    mrc_status_t st = t->ops->begin(t->ctx, seq, x->recvs, x->num_recvs);
+    if (st != MRC_OK)
+        return st;
+    double start = 0;
+    size_t sends_left = x->num_sends, idle = 0;
+    int chains_left = pl->num_chains;
+    while (chains_left > 0 || sends_left > 0) {
+        int moved = 0;
+        chains_left = 0;
+        for (int ch = 0; ch < pl->num_chains; ch++) {
+            if (pl->chain_off[ch] + x->cursor[ch] >= pl->chain_off[ch + 1])
+                continue;
+            st = advance(x, t, ch, sendbuf, recvbuf, scratch, &moved);
+            if (st != MRC_OK)
+                return st;
+            chains_left +=
+                pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1];
+        }
+        while (sends_left > 0) {
+            mrc__xfer_t *xf = &x->xfers[x->send_list[sends_left - 1]];
+            if (!xf->posted)
+                break;
+            if (!__atomic_load_n(&xf->done, __ATOMIC_ACQUIRE)) {
+                st = t->ops->test(t->ctx, xf);
+                if (st != MRC_OK)
+                    return st;
+                if (!__atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
+                    break;
+            }
+            sends_left--;
+            moved = 1;
+        }
+        if (moved) {
+            idle = 0;
+            start = 0; /* the timeout counts time without progress */
+            continue;
+        }
+        /* Nothing moved: let the other ranks run, and watch the clock. */
+        if (++idle % 64 == 0) {
+            double now = now_s();
+            if (start == 0)
+                start = now;
+            else if (timeout_s > 0 && now - start > timeout_s)
+                return timed_out(x, timeout_s);
+        }
+        sched_yield();
+    }
+    return t->ops->end(t->ctx);
+}

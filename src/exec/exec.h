@@ -1,0 +1,39 @@
+/*
+ * The executor: one node's expanded program run over a transport, as a
+ * non-blocking state machine. Each chain (stream x chunk) has a cursor; a
+ * pass over the chains posts what can be posted, completes what has
+ * arrived, and never waits. The caller's loop repeats passes until the
+ * collective is done or the timeout expires.
+ */
+#ifndef MRC_EXEC_H
+#define MRC_EXEC_H
+
+#include "program/program_internal.h"
+#include "transport/transport.h"
+
+typedef struct mrc__exec {
+    const mrc_program_t *program;
+    mrc__plan_t plan;
+    mrc__xfer_t *xfers;   /* [num_ops]: one per op (sends and receives) */
+    mrc__xfer_t *recvs;   /* the receives, announced to the transport */
+    int32_t *recv_of;     /* [num_ops]: index into recvs, or -1 */
+    int32_t *send_list;   /* op indices of the sends */
+    int32_t *cursor;      /* [num_chains] */
+    size_t num_recvs, num_sends;
+    size_t elem;
+    int group_size;
+} mrc__exec_t;
+
+/* Expands the program for `node` (in_place: send and receive buffers are
+ * one, as the C API defines it per collective) and takes all the memory
+ * the runs will need. */
+mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
+                               int node, int in_place);
+void mrc__exec_release(mrc__exec_t *x);
+
+/* Runs the collective once: call number `seq` of the communicator. */
+mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
+                           uint64_t seq, const void *sendbuf, void *recvbuf,
+                           void *scratch, double timeout_s);
+
+#endif /* MRC_EXEC_H */

@@ -1,0 +1,282 @@
+/* The reduction kernels (see kernels.h). */
+#include <string.h>
+
+#include "kernels.h"
+
+/* ---- 16-bit floats ----------------------------------------------------- */
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+float mrc__bf16_to_float(uint16_t b)
+{
+    return bits_float((uint32_t)b << 16);
+}
+
+uint16_t mrc__float_to_bf16(float f)
+{
+    uint32_t u = float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep it quiet and NaN */
+        return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+float mrc__half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) /* inf, NaN */
+        return bits_float(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        if (man == 0)
+            return bits_float(sign);
+        /* Subnormal: value = man * 2^-24. */
+        float v = (float)man * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    return bits_float(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+uint16_t mrc__float_to_half(float f)
+{
+    uint32_t u = float_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t abs = u & 0x7fffffffu;
+    if (abs > 0x7f800000u) /* NaN */
+        return (uint16_t)(sign | 0x7e00);
+    if (abs >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (abs < 0x38800000u) { /* below 2^-14: subnormal or zero */
+        /* Scale so that the half's least bit is the float's unit, and let
+         * the float addition round to nearest even. */
+        float v = bits_float(abs) + 0.5f;
+        return (uint16_t)(sign | (float_bits(v) - 0x3f000000u));
+    }
+    uint32_t mant_odd = (abs >> 13) & 1;
+    abs += 0xc8000fffu + mant_odd; /* rebias exponent, round to even */
+    return (uint16_t)(sign | (abs >> 13));
+}
+
+/* ---- kernels ----------------------------------------------------------- */
+
+#define SUM(x, y) ((x) + (y))
+#define PROD(x, y) ((x) * (y))
+#define MIN(x, y) ((y) < (x) ? (y) : (x))
+#define MAX(x, y) ((y) > (x) ? (y) : (x))
+
+/* Integers reduce in their unsigned type: wrapping, never undefined. */
+#define INT_KERNELS(name, T, U)                                              \
+    static void name##_sum(T *restrict d, const T *restrict a,               \
+                           const T *restrict b, size_t n)                    \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = (T)((U)a[i] + (U)b[i]);                                   \
+    }                                                                        \
+    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)  \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = (T)((U)d[i] + (U)b[i]);                                   \
+    }                                                                        \
+    static void name##_prod(T *restrict d, const T *restrict a,              \
+                            const T *restrict b, size_t n)                   \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = (T)((U)a[i] * (U)b[i]);                                   \
+    }                                                                        \
+    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n) \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = (T)((U)d[i] * (U)b[i]);                                   \
+    }                                                                        \
+    MINMAX_KERNELS(name, T)
+
+#define MINMAX_KERNELS(name, T)                                              \
+    static void name##_min(T *restrict d, const T *restrict a,               \
+                           const T *restrict b, size_t n)                    \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = MIN(a[i], b[i]);                                          \
+    }                                                                        \
+    static void name##_min_in(T *restrict d, const T *restrict b, size_t n)  \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = MIN(d[i], b[i]);                                          \
+    }                                                                        \
+    static void name##_max(T *restrict d, const T *restrict a,               \
+                           const T *restrict b, size_t n)                    \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = MAX(a[i], b[i]);                                          \
+    }                                                                        \
+    static void name##_max_in(T *restrict d, const T *restrict b, size_t n)  \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = MAX(d[i], b[i]);                                          \
+    }
+
+#define FLOAT_KERNELS(name, T)                                               \
+    static void name##_sum(T *restrict d, const T *restrict a,               \
+                           const T *restrict b, size_t n)                    \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = a[i] + b[i];                                              \
+    }                                                                        \
+    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)  \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] += b[i];                                                    \
+    }                                                                        \
+    static void name##_prod(T *restrict d, const T *restrict a,              \
+                            const T *restrict b, size_t n)                   \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = a[i] * b[i];                                              \
+    }                                                                        \
+    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n) \
+    {                                                                        \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] *= b[i];                                                    \
+    }                                                                        \
+    MINMAX_KERNELS(name, T)
+
+INT_KERNELS(i8, int8_t, uint8_t)
+INT_KERNELS(u8, uint8_t, uint8_t)
+INT_KERNELS(i32, int32_t, uint32_t)
+INT_KERNELS(u32, uint32_t, uint32_t)
+INT_KERNELS(i64, int64_t, uint64_t)
+INT_KERNELS(u64, uint64_t, uint64_t)
+FLOAT_KERNELS(f32, float)
+FLOAT_KERNELS(f64, double)
+
+/* 16-bit floats: widen, operate, round back; in blocks so the widened
+ * values stay in cache. */
+#define HALF_KERNEL(name, TO, FROM)                                          \
+    static void name(uint16_t *d, const uint16_t *a, const uint16_t *b,      \
+                     size_t n, mrc_op_t op)                                  \
+    {                                                                        \
+        float x[256], y[256];                                                \
+        for (size_t base = 0; base < n; base += 256) {                       \
+            size_t m = n - base < 256 ? n - base : 256;                      \
+            for (size_t i = 0; i < m; i++) {                                 \
+                x[i] = TO(a[base + i]);                                      \
+                y[i] = TO(b[base + i]);                                      \
+            }                                                                \
+            switch (op) {                                                    \
+            case MRC_PROD:                                                   \
+                for (size_t i = 0; i < m; i++)                               \
+                    x[i] *= y[i];                                            \
+                break;                                                       \
+            case MRC_MIN:                                                    \
+                for (size_t i = 0; i < m; i++)                               \
+                    x[i] = MIN(x[i], y[i]);                                  \
+                break;                                                       \
+            case MRC_MAX:                                                    \
+                for (size_t i = 0; i < m; i++)                               \
+                    x[i] = MAX(x[i], y[i]);                                  \
+                break;                                                       \
+            default:                                                         \
+                for (size_t i = 0; i < m; i++)                               \
+                    x[i] += y[i];                                            \
+            }                                                                \
+            for (size_t i = 0; i < m; i++)                                   \
+                d[base + i] = FROM(x[i]);                                    \
+        }                                                                    \
+    }
+
+HALF_KERNEL(f16_any, mrc__half_to_float, mrc__float_to_half)
+HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
+
+#define DISPATCH(name, T)                                                    \
+    do {                                                                     \
+        T *d = dst;                                                          \
+        const T *x = a, *y = b;                                              \
+        int in = (const void *)d == a;                                       \
+        switch (op) {                                                        \
+        case MRC_PROD:                                                       \
+            in ? name##_prod_in(d, y, n) : name##_prod(d, x, y, n);          \
+            return;                                                          \
+        case MRC_MIN:                                                        \
+            in ? name##_min_in(d, y, n) : name##_min(d, x, y, n);            \
+            return;                                                          \
+        case MRC_MAX:                                                        \
+            in ? name##_max_in(d, y, n) : name##_max(d, x, y, n);            \
+            return;                                                          \
+        default:                                                             \
+            in ? name##_sum_in(d, y, n) : name##_sum(d, x, y, n);            \
+            return;                                                          \
+        }                                                                    \
+    } while (0)
+
+void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
+                 mrc_dtype_t dtype, mrc_op_t op)
+{
+    switch (dtype) {
+    case MRC_INT8: DISPATCH(i8, int8_t);
+    case MRC_UINT8: DISPATCH(u8, uint8_t);
+    case MRC_INT32: DISPATCH(i32, int32_t);
+    case MRC_UINT32: DISPATCH(u32, uint32_t);
+    case MRC_INT64: DISPATCH(i64, int64_t);
+    case MRC_UINT64: DISPATCH(u64, uint64_t);
+    case MRC_FLOAT32: DISPATCH(f32, float);
+    case MRC_FLOAT64: DISPATCH(f64, double);
+    case MRC_FLOAT16:
+        f16_any(dst, a, b, n, op);
+        return;
+    case MRC_BFLOAT16:
+        bf16_any(dst, a, b, n, op);
+        return;
+    default:
+        return;
+    }
+}
+
+/* Integers divide in a 64-bit type, so that a divisor wider than the
+ * element type (avg over 300 int8 values) stays exact. */
+#define SCALE(T, W)                                                          \
+    do {                                                                     \
+        T *d = dst;                                                          \
+        for (size_t i = 0; i < n; i++)                                       \
+            d[i] = (T)((W)d[i] / (W)divisor);                                \
+    } while (0)
+
+void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
+{
+    switch (dtype) {
+    case MRC_INT8: SCALE(int8_t, int64_t); break;
+    case MRC_UINT8: SCALE(uint8_t, uint64_t); break;
+    case MRC_INT32: SCALE(int32_t, int64_t); break;
+    case MRC_UINT32: SCALE(uint32_t, uint64_t); break;
+    case MRC_INT64: SCALE(int64_t, int64_t); break;
+    case MRC_UINT64: SCALE(uint64_t, uint64_t); break;
+    case MRC_FLOAT32: SCALE(float, float); break;
+    case MRC_FLOAT64: SCALE(double, double); break;
+    case MRC_FLOAT16: {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = mrc__float_to_half(mrc__half_to_float(d[i]) /
+                                      (float)divisor);
+        break;
+    }
+    case MRC_BFLOAT16: {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = mrc__float_to_bf16(mrc__bf16_to_float(d[i]) /
+                                      (float)divisor);
+        break;
+    }
+    default:
+        break;
+    }
+}

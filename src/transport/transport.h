@@ -1,0 +1,70 @@
+/*
+ * The transport interface: what the executor needs to move a node's data,
+ * as a const table of operations over an opaque context (one per rank).
+ *
+ * A receive names what to do with the data on arrival: copy it, or reduce
+ * it with a local operand into the destination. A transport that can read
+ * the sender's memory (threads) does that straight from the sender's
+ * buffer, with no copy; others receive into staging and reduce from there.
+ * Nothing here blocks: posting may be refused for now (MRC_INPROGRESS,
+ * post again later), and completion is polled with test.
+ */
+#ifndef MRC_TRANSPORT_H
+#define MRC_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrc/status.h"
+#include "mrc/types.h"
+
+/* One posted transfer. The executor owns the memory (allocated with the
+ * plan) and keeps it in place until `done`; the transport may use the
+ * private words. */
+typedef struct mrc__xfer {
+    volatile int done; /* set by the transport (with release ordering) */
+    int posted;
+    int peer;
+    uint64_t tag;
+    void *dst;         /* receive: destination */
+    const void *local; /* receive: local operand, or NULL to copy */
+    size_t count;      /* elements */
+    size_t bytes;
+    mrc_dtype_t dtype;
+    mrc_op_t op;
+    uintptr_t priv[4];
+} mrc__xfer_t;
+
+typedef struct mrc__transport_ops {
+    const char *name;
+    /* A collective starts: seq numbers the calls of a communicator (the
+     * same on every rank), recvs[0..n) are all the receives this rank will
+     * post in it (peer and tag set). Posts may start once begin returns. */
+    mrc_status_t (*begin)(void *ctx, uint64_t seq, const mrc__xfer_t *recvs,
+                          size_t n);
+    /* Posts a send of x->bytes at buf to x->peer: MRC_OK once posted,
+     * MRC_INPROGRESS to try again later. The buffer is borrowed until
+     * x->done. */
+    mrc_status_t (*isend)(void *ctx, const void *buf, mrc__xfer_t *x);
+    /* Posts a receive described by x; the same return values. */
+    mrc_status_t (*irecv)(void *ctx, mrc__xfer_t *x);
+    /* Advances x (a posted transfer) and sets x->done when it is. */
+    mrc_status_t (*test)(void *ctx, mrc__xfer_t *x);
+    /* The collective is over: every transfer of this rank is done. */
+    mrc_status_t (*end)(void *ctx);
+} mrc__transport_ops_t;
+
+typedef struct mrc__transport {
+    const mrc__transport_ops_t *ops;
+    void *ctx;
+} mrc__transport_t;
+
+/* The threads transport: all ranks in one process. The fabric is shared;
+ * each rank gets its own context. */
+typedef struct mrc__threads_fabric mrc__threads_fabric_t;
+mrc_status_t mrc__threads_fabric_create(int nranks,
+                                        mrc__threads_fabric_t **out);
+void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f);
+mrc__transport_t mrc__threads_transport(mrc__threads_fabric_t *f, int rank);
+
+#endif /* MRC_TRANSPORT_H */

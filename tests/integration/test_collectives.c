@@ -1,0 +1,341 @@
+/*
+ * The differential sweep: every collective on real buffers in threads,
+ * checked element by element against a plain sequential reduction, over
+ * node counts, the seed topologies and their strategies and groups,
+ * counts 0, 1, < N, not divisible by N and large, every dtype and op, in
+ * place and not. Inputs are small integers (or +-1 for products) so that
+ * every result is exact whatever the order of reduction.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/kernels.h"
+#include "mrc/mrc.h"
+
+/* ---- exact inputs and the reference -------------------------------------- */
+
+static int is_signed_or_float(mrc_dtype_t d)
+{
+    return d != MRC_UINT8 && d != MRC_UINT32 && d != MRC_UINT64;
+}
+
+/* The input of group rank r at element i. */
+static double input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
+{
+    if (op == MRC_PROD) {
+        if (is_signed_or_float(d))
+            return (r + i) % 3 == 0 ? -1 : 1;
+        return (r + i) % 4 == 0 ? 2 : 1;
+    }
+    long v = (long)((r * 7 + i * 3) % 5);
+    return is_signed_or_float(d) ? (double)(v - 2) : (double)v;
+}
+
+static void store(void *buf, size_t i, mrc_dtype_t d, double v)
+{
+    switch (d) {
+    case MRC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case MRC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
+    case MRC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
+    case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case MRC_FLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_half((float)v); break;
+    case MRC_BFLOAT16:
+        ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v);
+        break;
+    case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    default: ((double *)buf)[i] = v; break;
+    }
+}
+
+/* The expected reduction at element i over ranks 0..n-1, written into a
+ * one-element buffer of the dtype (so the comparison is bitwise). */
+static void expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op)
+{
+    double acc = input(0, i, d, op);
+    uint64_t uacc = (uint64_t)acc;
+    for (int r = 1; r < n; r++) {
+        double v = input(r, i, d, op);
+        switch (op) {
+        case MRC_PROD: acc *= v; uacc *= (uint64_t)v; break;
+        case MRC_MIN: acc = v < acc ? v : acc; break;
+        case MRC_MAX: acc = v > acc ? v : acc; break;
+        default: acc += v; break;
+        }
+    }
+    if (op == MRC_PROD && !is_signed_or_float(d)) {
+        store(out, 0, d, 0);
+        if (d == MRC_UINT8)
+            *(uint8_t *)out = (uint8_t)uacc;
+        else if (d == MRC_UINT32)
+            *(uint32_t *)out = (uint32_t)uacc;
+        else
+            *(uint64_t *)out = uacc;
+        return;
+    }
+    if (op == MRC_AVG) {
+        switch (d) {
+        case MRC_FLOAT32: acc = (double)((float)acc / (float)n); break;
+        case MRC_FLOAT64: acc = acc / n; break;
+        case MRC_FLOAT16:
+        case MRC_BFLOAT16: acc = (double)((float)acc / (float)n); break;
+        default: acc = (double)((int64_t)acc / n); break; /* toward 0 */
+        }
+    }
+    store(out, 0, d, acc);
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+typedef struct sweep {
+    const char *name;
+    mrc_config_t cfg;
+    int nranks;
+    int full; /* every dtype x op, or a sample */
+} sweep_t;
+
+typedef struct worker {
+    const sweep_t *sw;
+    mrc_comm_t *comm;
+    long cases, wrong, failures;
+    char first[512];
+} worker_t;
+
+static const size_t count_kinds = 5;
+
+static size_t count_of(int kind, int n)
+{
+    switch (kind) {
+    case 0: return 0;
+    case 1: return 1;
+    case 2: return n > 1 ? (size_t)(n - 1) : 1; /* fewer than N */
+    case 3: return (size_t)(3 * n + 1);          /* not divisible */
+    default: return 20011;                       /* large: many chunks */
+    }
+}
+
+static void note(worker_t *w, const char *fmt, ...)
+{
+    if (w->first[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->first, sizeof w->first, fmt, ap);
+    va_end(ap);
+}
+
+static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
+                     mrc_dtype_t d, mrc_op_t op, int in_place, int root)
+{
+    mrc_comm_t *c = w->comm;
+    int r = mrc_comm_rank(c), n = mrc_comm_size(c);
+    size_t es = mrc_dtype_size(d);
+    size_t in_elems = coll == MRC_REDUCE_SCATTER ? count * (size_t)n : count;
+    size_t out_elems = coll == MRC_ALLGATHER ? count * (size_t)n : count;
+    size_t big = (in_elems > out_elems ? in_elems : out_elems) + 1;
+    char *a = malloc(big * es), *b = malloc(big * es);
+    unsigned char want[8];
+    memset(a, 0xab, big * es);
+    memset(b, 0xcd, big * es);
+    void *send = a, *recv = b;
+    if (coll == MRC_ALLGATHER) {
+        /* block r holds rank r's elements input(r, j) */
+        if (in_place) {
+            send = a + (size_t)r * count * es;
+            recv = a;
+        }
+        for (size_t j = 0; j < count; j++)
+            store(send, j, d, input(r, j, d, op));
+    } else {
+        for (size_t j = 0; j < in_elems; j++)
+            store(a, j, d, input(r, j, d, op));
+        if (in_place)
+            recv = coll == MRC_REDUCE_SCATTER ? a + (size_t)r * count * es
+                                              : a;
+    }
+    mrc_status_t st;
+    switch (coll) {
+    case MRC_ALLREDUCE:
+        st = mrc_allreduce(send, recv, count, d, op, c);
+        break;
+    case MRC_REDUCE_SCATTER:
+        st = mrc_reduce_scatter(send, recv, count, d, op, c);
+        break;
+    case MRC_ALLGATHER:
+        st = mrc_allgather(send, recv, count, d, c);
+        break;
+    case MRC_REDUCE:
+        st = mrc_reduce(send, r == root || in_place ? recv : NULL, count, d,
+                        op, root, c);
+        break;
+    default:
+        st = mrc_broadcast(r == root ? send : NULL, recv, count, d, root, c);
+        break;
+    }
+    w->cases++;
+    if (st != MRC_OK) {
+        w->failures++;
+        note(w, "%s: %s %s %s count %zu%s: %s", w->sw->name,
+             mrc_collective_name(coll), mrc_dtype_name(d), mrc_op_name(op),
+             count, in_place ? " in place" : "", mrc_last_error());
+        goto done;
+    }
+    for (size_t j = 0; j < out_elems; j++) {
+        size_t src;
+        int owner = -1;
+        switch (coll) {
+        case MRC_REDUCE_SCATTER:
+            src = (size_t)r * count + j;
+            expect(want, src, n, d, op);
+            break;
+        case MRC_ALLGATHER:
+            owner = (int)(j / (count ? count : 1));
+            store(want, 0, d, input(owner, j % count, d, op));
+            break;
+        case MRC_BROADCAST:
+            store(want, 0, d, input(root, j, d, op));
+            break;
+        case MRC_REDUCE:
+            if (r != root)
+                goto done;
+            expect(want, j, n, d, op);
+            break;
+        default:
+            expect(want, j, n, d, op);
+        }
+        if (memcmp((char *)recv + j * es, want, es) != 0) {
+            w->wrong++;
+            note(w, "%s: %s %s %s count %zu%s root %d: rank %d element %zu "
+                    "wrong",
+                 w->sw->name, mrc_collective_name(coll), mrc_dtype_name(d),
+                 mrc_op_name(op), count, in_place ? " in place" : "", root,
+                 r, j);
+        }
+    }
+done:
+    free(a);
+    free(b);
+}
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    int n = mrc_comm_size(w->comm);
+    for (int coll = 0; coll < MRC_NUM_COLLECTIVES; coll++)
+        for (size_t kind = 0; kind < count_kinds; kind++)
+            for (int d = 0; d < MRC_NUM_DTYPES; d++)
+                for (int op = 0; op < MRC_NUM_OPS; op++)
+                    for (int in_place = 0; in_place < 2; in_place++) {
+                        int reducing = coll != MRC_ALLGATHER &&
+                                       coll != MRC_BROADCAST;
+                        if (!reducing && op != MRC_SUM)
+                            continue;
+                        /* The large count on a sample of types and ops;
+                         * the sample sweeps when not full. */
+                        int sample = (d == MRC_FLOAT32 || d == MRC_INT8 ||
+                                      d == MRC_BFLOAT16) &&
+                                     (op == MRC_SUM || op == MRC_MAX ||
+                                      !reducing);
+                        if ((kind == 4 || !w->sw->full) && !sample &&
+                            !(d == MRC_FLOAT16 && op == MRC_AVG))
+                            continue;
+                        int root = (int)((kind + (size_t)d) % (size_t)n);
+                        run_case(w, (mrc_collective_t)coll,
+                                 count_of((int)kind, n), (mrc_dtype_t)d,
+                                 (mrc_op_t)op, in_place, root);
+                    }
+    return NULL;
+}
+
+static void run_sweep(const sweep_t *sw)
+{
+    mrc_comm_t *comms[64];
+    assert_true(sw->nranks <= 64);
+    mrc_status_t st = mrc_comm_init_all(comms, sw->nranks, &sw->cfg);
+    if (st != MRC_OK)
+        fail_msg("%s: init: %s", sw->name, mrc_last_error());
+    worker_t w[64];
+    pthread_t th[64];
+    memset(w, 0, sizeof w);
+    for (int r = 0; r < sw->nranks; r++) {
+        w[r].sw = sw;
+        w[r].comm = comms[r];
+        assert_int_equal(pthread_create(&th[r], NULL, work, &w[r]), 0);
+    }
+    long cases = 0, wrong = 0, failures = 0;
+    const char *first = NULL;
+    for (int r = 0; r < sw->nranks; r++) {
+        pthread_join(th[r], NULL);
+        cases += w[r].cases;
+        wrong += w[r].wrong;
+        failures += w[r].failures;
+        if (!first && w[r].first[0])
+            first = w[r].first;
+    }
+    for (int r = 0; r < sw->nranks; r++)
+        mrc_comm_destroy(comms[r]);
+    printf("%-32s %6ld rank-cases, %ld wrong elements, %ld failed calls\n",
+           sw->name, cases, wrong, failures);
+    if (wrong || failures)
+        fail_msg("%s", first);
+}
+
+static void test_ring_sizes(void **state)
+{
+    (void)state;
+    const int sizes[] = {1, 2, 3, 5, 8, 13, 16};
+    for (int i = 0; i < 7; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "ring:%d auto, 1 KiB chunks", sizes[i]);
+        sweep_t sw = {name, {.chunk_bytes = 1024}, sizes[i], sizes[i] <= 5};
+        run_sweep(&sw);
+    }
+}
+
+static void test_seed_topologies(void **state)
+{
+    (void)state;
+    const sweep_t sweeps[] = {
+        {"hcm8 hcm8 (3 rings)", {.topology = "hcm8", .strategy = "hcm8"}, 8,
+         1},
+        {"hcm8 hcm8 4+2+2", {.topology = "hcm8", .strategy = "hcm8",
+                             .groups = "4+2+2", .chunk_bytes = 512}, 8, 0},
+        {"hcm8 auto 2+2+2+2", {.topology = "hcm8", .groups = "2+2+2+2"}, 8,
+         0},
+        {"hcm8 auto (routed, one-way)", {.topology = "hcm8",
+                                         .chunk_bytes = 2048}, 8, 0},
+        {"torus-ladder:8 barley-twist", {.topology = "torus-ladder:8",
+                                         .strategy = "barley-twist"}, 8, 0},
+        {"ladder:8 ring-on-line", {.topology = "ladder:8",
+                                   .strategy = "ring-on-line",
+                                   .replica_size = 2}, 8, 0},
+        {"ladder:16 rung-ring-4", {.topology = "ladder:16",
+                                   .strategy = "rung-ring-4",
+                                   .replica_size = 4, .chunk_bytes = 256},
+         16, 0},
+        {"prism:3,3 prism-faces", {.topology = "prism:3,3",
+                                   .strategy = "prism-faces"}, 9, 0},
+        {"torus2d:3,3 auto", {.topology = "torus2d:3,3"}, 9, 0},
+    };
+    for (size_t i = 0; i < sizeof sweeps / sizeof sweeps[0]; i++)
+        run_sweep(&sweeps[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ring_sizes),
+        cmocka_unit_test(test_seed_topologies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
