@@ -13,10 +13,11 @@ WERROR     ?= ON
 CMAKE_ARGS ?=
 MRC        := $(BUILD)/tools/mrc/mrc
 
+TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup build run test test-sanitize fuzz format clean
+.PHONY: all setup build run test test-sanitize test-tsan fuzz format clean
 
 all: build
 
@@ -50,6 +51,18 @@ test-sanitize: setup
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --output-on-failure -j $(JOBS)
 
+# ThreadSanitizer (clang) over the multi-rank tests: the threads transport
+# is lock-free, and this is what proves its ordering.
+test-tsan:
+	@sh scripts/setup-deps.sh clang
+	@CC=clang cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_C_FLAGS="-fsanitize=thread" \
+	    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
+	    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_collectives
+	@cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+	    ctest --output-on-failure -R 'collectives'
+
 # Coverage-guided fuzzing of the topology parsers (clang's libFuzzer), seeded
 # with the generators' output; crashes are written to $(FUZZ_BUILD)/.
 fuzz: build
@@ -66,4 +79,4 @@ format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

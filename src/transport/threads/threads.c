@@ -112,8 +112,10 @@ static mrc_status_t th_begin(void *vctx, uint64_t seq, const mrc__xfer_t *recvs,
         t->keys[i].peer = recvs[i].peer;
         t->keys[i].tag = recvs[i].tag;
     }
-    qsort(t->keys, n, sizeof *t->keys, key_cmp);
-    memset(t->slots, 0, n * sizeof *t->slots);
+    if (n > 0) {
+        qsort(t->keys, n, sizeof *t->keys, key_cmp);
+        memset(t->slots, 0, n * sizeof *t->slots);
+    }
     t->n = n;
     r->seq = seq;
     __atomic_store_n(&t->stamp, seq + 1, __ATOMIC_RELEASE);
@@ -160,8 +162,8 @@ static mrc_status_t th_irecv(void *vctx, mrc__xfer_t *x)
 static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
 {
     ctx_t *c = vctx;
-    if (x->done || x->dst == NULL) /* a send: the receiver completes it */
-        return MRC_OK;
+    if (x->dst == NULL || __atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+        return MRC_OK; /* a send (the receiver completes it), or done */
     rank_state_t *r = &c->f->ranks[c->rank];
     slot_t *s = &r->tables[r->seq & 1].slots[x->priv[0]];
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != 1)
@@ -176,7 +178,7 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
     else
         memcpy(x->dst, s->buf, x->bytes);
     __atomic_store_n(s->sender_done, 1, __ATOMIC_RELEASE);
-    x->done = 1;
+    __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
 
