@@ -15,13 +15,20 @@
  * or for allgather and broadcast the one owner): the count catches
  * missing and doubled contributions, the signature which ones. Chunks
  * repeat their fragment's dataflow, so the run uses whole fragments.
+ *
+ * Operations are generated lazily, chain by chain, and a send is held only
+ * until it is received, so memory grows with nodes x streams, not with
+ * the number of messages: a 4096-node ring checks in about a second. The
+ * contribution states are per node and fragment (N^2); they are kept for
+ * groups up to DATAFLOW_MAX_GROUP nodes, and larger programs are checked
+ * for matching and deadlock only.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "program_internal.h"
 
-enum { DATAFLOW_MAX_GROUP = 1024 };
+enum { DATAFLOW_MAX_GROUP = 512 };
 
 typedef struct contrib {
     uint64_t sig;
@@ -36,41 +43,93 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* A posted send: who, to whom, which tag, what it carries. */
+/* A posted send not yet received: who, to whom, which tag, what. */
 typedef struct posting {
     int32_t src, dst;
     uint64_t tag;
     uint64_t count;
     contrib_t data;
     int32_t step, stream;
-    uint8_t used, consumed;
+    int32_t next; /* bucket chain, or free list */
 } posting_t;
 
-typedef struct table {
-    posting_t *slots;
+typedef struct postings {
+    int32_t *bucket; /* [cap] heads, -1 empty */
     size_t cap;
-} table_t;
+    posting_t *pool;
+    int32_t num, alloc, free_head;
+    size_t live;
+} postings_t;
 
-static size_t slot_of(const table_t *t, int src, int dst, uint64_t tag)
+static size_t bucket_of(const postings_t *t, int src, int dst, uint64_t tag)
 {
-    uint64_t h = mix(((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) ^
-                     mix(tag));
-    size_t i = (size_t)h & (t->cap - 1);
-    while (t->slots[i].used &&
-           !(t->slots[i].src == src && t->slots[i].dst == dst &&
-             t->slots[i].tag == tag))
-        i = (i + 1) & (t->cap - 1);
-    return i;
+    return (size_t)mix(((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) ^
+                       mix(tag)) &
+           (t->cap - 1);
 }
+
+static int32_t *find_post(postings_t *t, int src, int dst, uint64_t tag)
+{
+    int32_t *link = &t->bucket[bucket_of(t, src, dst, tag)];
+    while (*link >= 0) {
+        posting_t *e = &t->pool[*link];
+        if (e->src == src && e->dst == dst && e->tag == tag)
+            return link;
+        link = &e->next;
+    }
+    return link; /* points at the -1 ending the chain */
+}
+
+/* Adds an entry at the head of its bucket (not at a link found earlier:
+ * growing the pool would move it). */
+static posting_t *add_post(postings_t *t, int src, int dst, uint64_t tag)
+{
+    int32_t i = t->free_head;
+    if (i >= 0) {
+        t->free_head = t->pool[i].next;
+    } else {
+        if (t->num == t->alloc) {
+            int32_t cap = t->alloc ? 2 * t->alloc : 256;
+            posting_t *q = realloc(t->pool, (size_t)cap * sizeof *q);
+            if (!q)
+                return NULL;
+            t->pool = q;
+            t->alloc = cap;
+        }
+        i = t->num++;
+    }
+    size_t b = bucket_of(t, src, dst, tag);
+    t->pool[i].next = t->bucket[b];
+    t->bucket[b] = i;
+    t->live++;
+    return &t->pool[i];
+}
+
+static void remove_post(postings_t *t, int32_t *link)
+{
+    int32_t i = *link;
+    *link = t->pool[i].next;
+    t->pool[i].next = t->free_head;
+    t->free_head = i;
+    t->live--;
+}
+
+typedef struct chain {
+    mrc__chain_iter_t it;
+    mrc__op_t op;
+    int has_op, done;
+} chain_t;
 
 typedef struct checker {
     const mrc_program_t *p;
-    mrc__plan_t *plans; /* [num_nodes] */
-    int32_t *cursor;    /* per node per chain, flattened */
-    int32_t *cursor_off;
-    contrib_t **state;  /* per node: [streams of group][N][2 buffers] */
+    chain_t *chains;
+    int num_chains;
+    postings_t waiting; /* blocked receives: key -> chain (in `step`) */
+    int32_t *ready;     /* chains to run: a stack */
+    int num_ready;
+    contrib_t **state; /* per node: [streams of group][N][2 buffers] */
     int dataflow;
-    table_t sent;
+    postings_t sent;
 } checker_t;
 
 /* The state cell of (node, stream, fragment, buffer); NULL for the send
@@ -95,26 +154,24 @@ static contrib_t read_buf(checker_t *c, int u, int k, int f, int buf)
 
 static void free_checker(checker_t *c)
 {
-    if (c->plans)
-        for (int u = 0; u < c->p->num_nodes; u++)
-            mrc__plan_free(&c->plans[u]);
     if (c->state)
         for (int u = 0; u < c->p->num_nodes; u++)
             free(c->state[u]);
-    free(c->plans);
     free(c->state);
-    free(c->cursor);
-    free(c->cursor_off);
-    free(c->sent.slots);
+    free(c->chains);
+    free(c->ready);
+    free(c->sent.bucket);
+    free(c->sent.pool);
+    free(c->waiting.bucket);
+    free(c->waiting.pool);
 }
 
 /* Runs one op if it can; 1 if it ran, 0 if it must wait, -1 on error. */
 static int step_op(checker_t *c, int u, const mrc__op_t *op)
 {
     if (op->kind == MRC__SEND) {
-        size_t i = slot_of(&c->sent, u, op->peer, op->tag);
-        posting_t *s = &c->sent.slots[i];
-        if (s->used) {
+        int32_t *link = find_post(&c->sent, u, op->peer, op->tag);
+        if (*link >= 0) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "node %d, stream %d, step %d: sends tag %llx to node "
                        "%d twice",
@@ -122,23 +179,28 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
                        op->peer);
             return -1;
         }
+        posting_t *s = add_post(&c->sent, u, op->peer, op->tag);
+        if (!s) {
+            mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+            return -1;
+        }
+        int32_t next = s->next;
         *s = (posting_t){u, op->peer, op->tag, op->count,
                          read_buf(c, u, op->stream, op->frag, op->src),
-                         op->step, op->stream, 1, 0};
+                         op->step, op->stream, next};
+        /* Wake the chain that waits for this message, if one does. */
+        int32_t *w = find_post(&c->waiting, u, op->peer, op->tag);
+        if (*w >= 0) {
+            c->ready[c->num_ready++] = c->waiting.pool[*w].step;
+            remove_post(&c->waiting, w);
+        }
         return 1;
     }
     if (op->kind == MRC__RECV) {
-        size_t i = slot_of(&c->sent, op->peer, u, op->tag);
-        posting_t *s = &c->sent.slots[i];
-        if (!s->used)
+        int32_t *link = find_post(&c->sent, op->peer, u, op->tag);
+        if (*link < 0)
             return 0;
-        if (s->consumed) {
-            mrc__error(MRC_ERR_INVALID_PROGRAM,
-                       "node %d, stream %d, step %d: receives node %d's "
-                       "message twice",
-                       u, op->stream, op->step, op->peer);
-            return -1;
-        }
+        posting_t *s = &c->sent.pool[*link];
         if (s->count != op->count) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "node %d, stream %d, step %d: receives %llu elements "
@@ -148,7 +210,6 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
                        (unsigned long long)s->count);
             return -1;
         }
-        s->consumed = 1;
         contrib_t *dst = cell(c, u, op->stream, op->frag, op->dst);
         if (dst) {
             contrib_t v = s->data;
@@ -159,6 +220,7 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
             }
             *dst = v;
         }
+        remove_post(&c->sent, link);
         return 1;
     }
     if (op->kind == MRC__COPY) {
@@ -253,26 +315,32 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     c.p = p;
     mrc_status_t st = MRC_OK;
     int n = p->num_nodes;
-    c.plans = calloc((size_t)n, sizeof *c.plans);
     c.state = calloc((size_t)n, sizeof *c.state);
-    c.cursor_off = calloc((size_t)n + 1, sizeof *c.cursor_off);
-    if (!c.plans || !c.state || !c.cursor_off)
+    if (!c.state)
         goto oom;
     c.dataflow = 1;
     for (int g = 0; g < p->num_groups; g++)
         if (p->groups[g].size > DATAFLOW_MAX_GROUP)
             c.dataflow = 0;
-    size_t sends = 0;
+    /* One chain per node and stream (whole fragments: one chunk). */
+    size_t chains = 0;
+    for (int u = 0; u < n; u++)
+        if (p->nodes[u].group >= 0)
+            chains += (size_t)p->groups[p->nodes[u].group].num_streams;
+    c.chains = calloc(chains + 1, sizeof *c.chains);
+    if (!c.chains)
+        goto oom;
     for (int u = 0; u < n; u++) {
-        st = mrc__plan_build(p, u, UINT64_MAX, 0, &c.plans[u]);
-        if (st != MRC_OK)
-            goto done;
-        c.cursor_off[u + 1] = c.cursor_off[u] + c.plans[u].num_chains;
-        for (int i = 0; i < c.plans[u].num_ops; i++)
-            sends += c.plans[u].ops[i].kind == MRC__SEND;
         int gi = p->nodes[u].group;
-        if (c.dataflow && gi >= 0) {
-            const mrc__group_t *g = &p->groups[gi];
+        if (gi < 0)
+            continue;
+        const mrc__group_t *g = &p->groups[gi];
+        for (int k = g->first_stream; k < g->first_stream + g->num_streams;
+             k++)
+            if (mrc__stream_chunks(p, k, UINT64_MAX) > 0)
+                mrc__chain_begin(&c.chains[c.num_chains++].it, p, u, k, 0, 1,
+                                 0);
+        if (c.dataflow) {
             c.state[u] = calloc((size_t)g->num_streams * (size_t)g->size * 2 +
                                     1,
                                 sizeof(contrib_t));
@@ -280,61 +348,79 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
                 goto oom;
         }
     }
-    c.sent.cap = 16;
-    while (c.sent.cap < 2 * sends + 2)
+    c.sent.cap = 64;
+    while (c.sent.cap < 2 * chains + 2)
         c.sent.cap *= 2;
-    c.sent.slots = calloc(c.sent.cap, sizeof *c.sent.slots);
-    c.cursor = calloc((size_t)c.cursor_off[n] + 1, sizeof *c.cursor);
-    if (!c.sent.slots || !c.cursor)
+    c.waiting.cap = c.sent.cap;
+    c.sent.bucket = malloc(c.sent.cap * sizeof *c.sent.bucket);
+    c.waiting.bucket = malloc(c.waiting.cap * sizeof *c.waiting.bucket);
+    c.ready = malloc((chains + 1) * sizeof *c.ready);
+    if (!c.sent.bucket || !c.waiting.bucket || !c.ready)
         goto oom;
+    memset(c.sent.bucket, 0xff, c.sent.cap * sizeof *c.sent.bucket);
+    memset(c.waiting.bucket, 0xff, c.waiting.cap * sizeof *c.waiting.bucket);
+    c.sent.free_head = c.waiting.free_head = -1;
 
-    for (int moved = 1; moved;) {
-        moved = 0;
-        for (int u = 0; u < n; u++) {
-            const mrc__plan_t *pl = &c.plans[u];
-            for (int ch = 0; ch < pl->num_chains; ch++) {
-                int32_t *cur = &c.cursor[c.cursor_off[u] + ch];
-                int end = pl->chain_off[ch + 1] - pl->chain_off[ch];
-                while (*cur < end) {
-                    int r = step_op(&c, u, &pl->ops[pl->chain_off[ch] + *cur]);
-                    if (r < 0) {
-                        st = MRC_ERR_INVALID_PROGRAM;
-                        goto done;
-                    }
-                    if (r == 0)
-                        break;
-                    (*cur)++;
-                    moved = 1;
+    /* Run ready chains until each is done or waits for a message; a send
+     * wakes its receiver's chain. */
+    for (int i = 0; i < c.num_chains; i++)
+        c.ready[c.num_ready++] = i;
+    while (c.num_ready > 0) {
+        int i = c.ready[--c.num_ready];
+        chain_t *ch = &c.chains[i];
+        while (!ch->done) {
+            if (!ch->has_op) {
+                int r = mrc__chain_next(&ch->it, &ch->op, &st);
+                if (r < 0)
+                    goto done;
+                if (r == 0) {
+                    ch->done = 1;
+                    break;
                 }
+                ch->has_op = 1;
             }
-        }
-    }
-    for (int u = 0; u < n; u++) {
-        const mrc__plan_t *pl = &c.plans[u];
-        for (int ch = 0; ch < pl->num_chains; ch++) {
-            int cur = c.cursor[c.cursor_off[u] + ch];
-            if (cur < pl->chain_off[ch + 1] - pl->chain_off[ch]) {
-                const mrc__op_t *op = &pl->ops[pl->chain_off[ch] + cur];
-                st = mrc__error(MRC_ERR_INVALID_PROGRAM,
-                                "deadlock: node %d, stream %d, step %d waits "
-                                "for node %d, which never sends it (tag "
-                                "%llx)",
-                                u, op->stream, op->step, op->peer,
-                                (unsigned long long)op->tag);
+            int r = step_op(&c, ch->it.node, &ch->op);
+            if (r < 0) {
+                st = MRC_ERR_INVALID_PROGRAM;
                 goto done;
             }
+            if (r == 0) { /* wait for the message */
+                posting_t *w = add_post(&c.waiting, ch->op.peer, ch->it.node,
+                                        ch->op.tag);
+                if (!w)
+                    goto oom;
+                int32_t next = w->next;
+                *w = (posting_t){ch->op.peer, ch->it.node, ch->op.tag, 0,
+                                 {0, 0}, i, 0, next};
+                break;
+            }
+            ch->has_op = 0;
         }
     }
-    for (size_t i = 0; i < c.sent.cap; i++) {
-        const posting_t *s = &c.sent.slots[i];
-        if (s->used && !s->consumed) {
+    for (int i = 0; i < c.num_chains; i++) {
+        const chain_t *ch = &c.chains[i];
+        if (!ch->done) {
             st = mrc__error(MRC_ERR_INVALID_PROGRAM,
-                            "node %d, stream %d, step %d: sends to node %d, "
-                            "which never receives it",
-                            s->src, s->stream, s->step, s->dst);
+                            "deadlock: node %d, stream %d, step %d waits for "
+                            "node %d, which never sends it (tag %llx)",
+                            ch->it.node, ch->op.stream, ch->op.step,
+                            ch->op.peer, (unsigned long long)ch->op.tag);
             goto done;
         }
     }
+    if (c.sent.live > 0)
+        for (int32_t i = 0; i < c.sent.num; i++) {
+            /* Live entries are the ones reachable from a bucket. */
+            const posting_t *s = &c.sent.pool[i];
+            int32_t *link = find_post(&c.sent, s->src, s->dst, s->tag);
+            if (*link == i) {
+                st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                                "node %d, stream %d, step %d: sends to node "
+                                "%d, which never receives it",
+                                s->src, s->stream, s->step, s->dst);
+                goto done;
+            }
+        }
     if (c.dataflow)
         st = check_outputs(&c);
 done:

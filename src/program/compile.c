@@ -200,6 +200,21 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
                                         const mrc_compile_config_t *cfg,
                                         int only, mrc_program_t **out)
 {
+    mrc_status_t st = mrc__program_build(e, cfg, only, out);
+    if (st != MRC_OK)
+        return st;
+    st = mrc_program_check(*out);
+    if (st != MRC_OK) {
+        mrc_program_destroy(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+mrc_status_t mrc__program_build(const mrc_embedding_t *e,
+                                const mrc_compile_config_t *cfg, int only,
+                                mrc_program_t **out)
+{
     if (!out)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
                                                "NULL");
@@ -379,11 +394,6 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
         gr->num_streams = k - first;
         entry += gr->num_streams * size;
         g++;
-    }
-    mrc_status_t st = mrc_program_check(p);
-    if (st != MRC_OK) {
-        mrc_program_destroy(p);
-        return st;
     }
     *out = p;
     return MRC_OK;

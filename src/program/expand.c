@@ -14,12 +14,24 @@ typedef struct frag_map {
     int k, node, rank, n;
     uint64_t count; /* elements per node (block size for RS/AG) */
     uint64_t off, len;
+    uint64_t q, r; /* len = q * n + r: split fragments */
 } frag_map_t;
 
+/* a mod n; operands are within a few multiples of n, so a subtraction
+ * or two beats a 64-bit division (which dominated the checker). */
 static int mod(long a, int n)
 {
-    long r = a % n;
-    return (int)(r < 0 ? r + n : r);
+    if (a >= 0 && a < n)
+        return (int)a;
+    if (a < -4L * n || a >= 4L * n) {
+        long r = a % n;
+        return (int)(r < 0 ? r + n : r);
+    }
+    while (a < 0)
+        a += n;
+    while (a >= n)
+        a -= n;
+    return (int)a;
 }
 
 /* Fragment f of the stream: its first element within the segment space
@@ -35,7 +47,7 @@ static void fragment(const frag_map_t *m, int f, int whole, uint64_t *start,
     }
     switch (m->p->addressing) {
     case MRC__ADDR_SPLIT: {
-        uint64_t q = m->len / (uint64_t)m->n, r = m->len % (uint64_t)m->n;
+        uint64_t q = m->q, r = m->r;
         *start = m->off + (uint64_t)f * q + ((uint64_t)f < r ? (uint64_t)f : r);
         *len = q + ((uint64_t)f < r);
         return;
@@ -110,18 +122,46 @@ static mrc__op_t *push(opbuf_t *b)
     return op;
 }
 
-/* Runs the code for one (stream, chunk) chain, appending its ops. */
-static mrc_status_t run_chain(const mrc_program_t *p, const frag_map_t *m,
-                              const mrc__node_stream_t *ns, int chunk,
-                              int chunks, int in_place, opbuf_t *out)
+void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
+                      int node, int k, int chunk, int chunks, int in_place)
 {
-    int n = m->n, pos = ns->pos;
-    int rel = mod(pos - p->streams[m->k].root_pos, n);
-    int loop_pc = -1, s = 0, step = 0, iters = n - 1;
-    for (int pc = 0; pc < p->code_len; pc++) {
+    memset(it, 0, sizeof *it);
+    const mrc__node_t *nd = &p->nodes[node];
+    const mrc__stream_t *sk = &p->streams[k];
+    int n = p->groups[nd->group].size;
+    it->p = p;
+    it->node = node;
+    it->rank = nd->rank;
+    it->k = k;
+    it->n = n;
+    it->off = sk->slice_off;
+    it->len = sk->slice_len;
+    it->ns = mrc__node_stream(p, node, k);
+    it->chunk = chunk;
+    it->chunks = chunks;
+    it->in_place = in_place;
+    it->rel = mod(it->ns->pos - sk->root_pos, n);
+    it->q = sk->slice_len / (uint64_t)n;
+    it->r = sk->slice_len % (uint64_t)n;
+    it->loop_pc = -1;
+    it->pc = 0;
+}
+
+/* Interprets instructions from it->pc until one yields an operation. */
+int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
+{
+    const mrc_program_t *p = it->p;
+    frag_map_t m = {p, it->k, it->node, it->rank, it->n, p->cfg.count,
+                    it->off, it->len, it->q, it->r};
+    int n = it->n, pos = it->ns->pos, iters = n - 1;
+    /* The interpreter state lives in locals and is stored back on exit:
+     * through the pointer, every pc++ waited on the store before it. */
+    int pc = it->pc, loop_pc = it->loop_pc, s = it->s, step = it->step;
+    *st = MRC_OK;
+    for (; pc < p->code_len; pc++) {
         const mrc__insn_t *in = &p->code[pc];
         if (in->op == MRC__OP_LOOP) {
-            if (iters <= 0) { /* skip to after the matching END */
+            if (iters <= 0) { /* skip to the matching END */
                 while (pc < p->code_len && p->code[pc].op != MRC__OP_END)
                     pc++;
                 continue;
@@ -132,19 +172,20 @@ static mrc_status_t run_chain(const mrc_program_t *p, const frag_map_t *m,
         }
         if (in->op == MRC__OP_END) {
             step++;
-            if (++s < iters)
+            if (++s < iters) {
                 pc = loop_pc;
-            else
-                loop_pc = -1, s = 0;
+            } else {
+                loop_pc = -1;
+                s = 0;
+            }
             continue;
         }
-        if (in->op == MRC__OP_PORTS || !pred_holds(in, rel, n))
+        if (in->op == MRC__OP_PORTS || !pred_holds(in, it->rel, n))
             continue;
         int comm = in->op == MRC__OP_SEND || in->op == MRC__OP_RECV;
         if (comm && n == 1)
             continue;
-        if (in->op == MRC__OP_SCALE &&
-            (p->cfg.op != MRC_AVG || n == 1))
+        if (in->op == MRC__OP_SCALE && (p->cfg.op != MRC_AVG || n == 1))
             continue;
         int whole = (in->flags & MRC__INSN_WHOLE) != 0;
         int f = whole ? 0 : mod((long)in->frag_pos * pos +
@@ -152,81 +193,117 @@ static mrc_status_t run_chain(const mrc_program_t *p, const frag_map_t *m,
                                 n);
         uint64_t fstart, flen;
         int block;
-        fragment(m, f, whole, &fstart, &flen, &block);
-        uint64_t q = flen / (uint64_t)chunks, r = flen % (uint64_t)chunks;
-        uint64_t cstart = fstart + (uint64_t)chunk * q +
-                          ((uint64_t)chunk < r ? (uint64_t)chunk : r);
-        uint64_t clen = q + ((uint64_t)chunk < r);
+        fragment(&m, f, whole, &fstart, &flen, &block);
+        uint64_t cstart = fstart, clen = flen;
+        if (it->chunks > 1) {
+            uint64_t chunks = (uint64_t)it->chunks, c = (uint64_t)it->chunk;
+            uint64_t q = flen / chunks, r = flen % chunks;
+            cstart = fstart + c * q + (c < r ? c : r);
+            clen = q + (c < r);
+        }
         if (clen == 0)
             continue;
         int in_loop = loop_pc >= 0;
         int last = in_loop && s == iters - 1;
         mrc__op_t op;
         memset(&op, 0, sizeof op);
-        op.stream = m->k;
+        op.stream = it->k;
         op.step = step;
         op.frag = f;
-        op.chunk = chunk;
+        op.chunk = it->chunk;
         op.count = clen;
-        op.tag = ((uint64_t)m->k << 44) | ((uint64_t)step << 24) |
-                 (uint64_t)chunk;
+        op.tag = ((uint64_t)it->k << 44) | ((uint64_t)step << 24) |
+                 (uint64_t)it->chunk;
         int bad = 0;
         switch (in->op) {
         case MRC__OP_SEND:
             op.kind = MRC__SEND;
             op.src = (!in_loop || s == 0) ? in->buf_a : in->buf_b;
-            op.peer = ns->next;
-            op.port = ns->out_port;
-            bad = place(m, op.src, cstart, block, &op.src_off);
+            op.peer = it->ns->next;
+            op.port = it->ns->out_port;
+            bad = place(&m, op.src, cstart, block, &op.src_off);
             break;
         case MRC__OP_RECV:
             op.kind = MRC__RECV;
             op.dst = (!in_loop || last) ? in->buf_a : in->buf_b;
             op.local = in->local;
-            op.peer = ns->prev;
-            op.port = ns->in_port;
-            bad = place(m, op.dst, cstart, block, &op.dst_off);
+            op.peer = it->ns->prev;
+            op.port = it->ns->in_port;
+            bad = place(&m, op.dst, cstart, block, &op.dst_off);
             if (op.local)
-                bad |= place(m, op.local, cstart, block, &op.local_off);
+                bad |= place(&m, op.local, cstart, block, &op.local_off);
             break;
         case MRC__OP_COPY:
-            if (in_place && in->buf_a == MRC__BUF_SEND &&
+            if (it->in_place && in->buf_a == MRC__BUF_SEND &&
                 in->buf_b == MRC__BUF_RECV)
                 continue; /* the buffers are one */
             op.kind = MRC__COPY;
             op.src = in->buf_a;
             op.dst = in->buf_b;
-            bad = place(m, op.src, cstart, block, &op.src_off) |
-                  place(m, op.dst, cstart, block, &op.dst_off);
+            bad = place(&m, op.src, cstart, block, &op.src_off) |
+                  place(&m, op.dst, cstart, block, &op.dst_off);
             break;
         case MRC__OP_SCALE:
             op.kind = MRC__SCALE;
             op.dst = in->buf_b;
-            bad = place(m, op.dst, cstart, block, &op.dst_off);
+            bad = place(&m, op.dst, cstart, block, &op.dst_off);
             break;
         default:
-            return mrc__error(MRC_ERR_INVALID_PROGRAM,
-                              "instruction %d: unknown opcode %d", pc, in->op);
+            *st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                             "instruction %d: unknown opcode %d", pc,
+                             in->op);
+            return -1;
         }
-        if (bad)
-            return mrc__error(MRC_ERR_INVALID_PROGRAM,
-                              "node %d, stream %d, step %d: instruction %d "
-                              "touches block %d, which its buffer does not "
-                              "hold",
-                              m->node, m->k, step, pc, block);
+        if (bad) {
+            *st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                             "node %d, stream %d, step %d: instruction %d "
+                             "touches block %d, which its buffer does not "
+                             "hold",
+                             it->node, it->k, step, pc, block);
+            return -1;
+        }
+        it->pc = pc + 1;
+        it->loop_pc = loop_pc;
+        it->s = s;
+        it->step = step;
+        *out = op;
+        return 1;
+    }
+    it->pc = pc;
+    it->loop_pc = loop_pc;
+    it->s = s;
+    it->step = step;
+    return 0;
+}
+
+/* Runs the code for one (stream, chunk) chain, appending its ops. */
+static mrc_status_t run_chain(const mrc_program_t *p, int node, int k,
+                              int chunk, int chunks, int in_place,
+                              opbuf_t *out)
+{
+    mrc__chain_iter_t it;
+    mrc__chain_begin(&it, p, node, k, chunk, chunks, in_place);
+    mrc__op_t op;
+    mrc_status_t st;
+    int r;
+    while ((r = mrc__chain_next(&it, &op, &st)) > 0) {
         mrc__op_t *slot = push(out);
         if (!slot)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory expanding");
         *slot = op;
     }
-    return MRC_OK;
+    return r < 0 ? st : MRC_OK;
 }
 
-static uint64_t max_fragment(const mrc_program_t *p, uint64_t len, int n)
+int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
 {
-    if (p->addressing == MRC__ADDR_SPLIT)
-        return (len + (uint64_t)n - 1) / (uint64_t)n;
-    return len;
+    uint64_t len = p->streams[k].slice_len;
+    uint64_t n = (uint64_t)mrc__stream_size(p, k);
+    uint64_t maxf = p->addressing == MRC__ADDR_SPLIT ? (len + n - 1) / n : len;
+    if (len == 0)
+        return 0;
+    uint64_t c = (maxf + chunk_elems - 1) / chunk_elems;
+    return c < 1 ? 1 : c > (1u << 23) ? (1 << 23) : (int)c;
 }
 
 mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
@@ -253,18 +330,10 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
     mrc_status_t st = MRC_OK;
     for (int k = g->first_stream;
          k < g->first_stream + g->num_streams && st == MRC_OK; k++) {
-        const mrc__stream_t *sk = &p->streams[k];
-        if (sk->slice_len == 0)
-            continue;
-        frag_map_t m = {p, k, node, nd->rank, g->size, p->cfg.count,
-                        sk->slice_off, sk->slice_len};
-        uint64_t maxf = max_fragment(p, sk->slice_len, g->size);
-        uint64_t c64 = (maxf + chunk - 1) / chunk;
-        int chunks = c64 < 1 ? 1 : c64 > (1u << 23) ? (1 << 23) : (int)c64;
-        const mrc__node_stream_t *ns = mrc__node_stream(p, node, k);
+        int chunks = mrc__stream_chunks(p, k, chunk);
         for (int c = 0; c < chunks && st == MRC_OK; c++) {
             int before = ops.num;
-            st = run_chain(p, &m, ns, c, chunks, in_place, &ops);
+            st = run_chain(p, node, k, c, chunks, in_place, &ops);
             if (st != MRC_OK || ops.num == before)
                 continue;
             if (plan->num_chains == cap_chains) {

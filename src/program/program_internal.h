@@ -117,6 +117,12 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
                                         const mrc_compile_config_t *cfg,
                                         int only, mrc_program_t **out);
 
+/* The compiler without the checker (compile_group = build + check); for
+ * timing the two apart. */
+mrc_status_t mrc__program_build(const mrc_embedding_t *e,
+                                const mrc_compile_config_t *cfg, int only,
+                                mrc_program_t **out);
+
 /* ---- expansion: one node's operations ---------------------------------- */
 
 enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE };
@@ -148,6 +154,24 @@ typedef struct mrc__plan {
     mrc__op_t *ops;
     int in_place;       /* the executor's alias of send and recv buffers */
 } mrc__plan_t;
+
+/* Lazy expansion, one chain at a time (the checker and the simulator walk
+ * programs of many thousands of nodes without holding every operation). */
+typedef struct mrc__chain_iter {
+    const mrc_program_t *p;
+    const mrc__node_stream_t *ns;
+    int node, rank, k, n;
+    uint64_t off, len, q, r; /* len = q * n + r */
+    int chunk, chunks, in_place;
+    int pc, s, step, loop_pc, rel;
+} mrc__chain_iter_t;
+
+void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
+                      int node, int k, int chunk, int chunks, int in_place);
+/* The chain's next op: 1 and *op, 0 at the end, -1 on an error (*st). */
+int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *op, mrc_status_t *st);
+/* Chunks of stream k for a chunk size (0 if the stream carries nothing). */
+int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems);
 
 /* Expands node's program. `chunk_elems` overrides the program's chunking
  * (the checker uses whole fragments); 0 keeps it. `in_place` drops the
