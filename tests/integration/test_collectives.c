@@ -18,83 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/kernels.h"
+#include "exec/reference.h"
 #include "mrc/mrc.h"
 
-/* ---- exact inputs and the reference -------------------------------------- */
-
-static int is_signed_or_float(mrc_dtype_t d)
-{
-    return d != MRC_UINT8 && d != MRC_UINT32 && d != MRC_UINT64;
-}
-
-/* The input of group rank r at element i. */
-static double input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
-{
-    if (op == MRC_PROD) {
-        if (is_signed_or_float(d))
-            return (r + i) % 3 == 0 ? -1 : 1;
-        return (r + i) % 4 == 0 ? 2 : 1;
-    }
-    long v = (long)((r * 7 + i * 3) % 5);
-    return is_signed_or_float(d) ? (double)(v - 2) : (double)v;
-}
-
-static void store(void *buf, size_t i, mrc_dtype_t d, double v)
-{
-    switch (d) {
-    case MRC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case MRC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
-    case MRC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
-    case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case MRC_FLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_half((float)v); break;
-    case MRC_BFLOAT16:
-        ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v);
-        break;
-    case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    default: ((double *)buf)[i] = v; break;
-    }
-}
-
-/* The expected reduction at element i over ranks 0..n-1, written into a
- * one-element buffer of the dtype (so the comparison is bitwise). */
-static void expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op)
-{
-    double acc = input(0, i, d, op);
-    uint64_t uacc = (uint64_t)acc;
-    for (int r = 1; r < n; r++) {
-        double v = input(r, i, d, op);
-        switch (op) {
-        case MRC_PROD: acc *= v; uacc *= (uint64_t)v; break;
-        case MRC_MIN: acc = v < acc ? v : acc; break;
-        case MRC_MAX: acc = v > acc ? v : acc; break;
-        default: acc += v; break;
-        }
-    }
-    if (op == MRC_PROD && !is_signed_or_float(d)) {
-        store(out, 0, d, 0);
-        if (d == MRC_UINT8)
-            *(uint8_t *)out = (uint8_t)uacc;
-        else if (d == MRC_UINT32)
-            *(uint32_t *)out = (uint32_t)uacc;
-        else
-            *(uint64_t *)out = uacc;
-        return;
-    }
-    if (op == MRC_AVG) {
-        switch (d) {
-        case MRC_FLOAT32: acc = (double)((float)acc / (float)n); break;
-        case MRC_FLOAT64: acc = acc / n; break;
-        case MRC_FLOAT16:
-        case MRC_BFLOAT16: acc = (double)((float)acc / (float)n); break;
-        default: acc = (double)((int64_t)acc / n); break; /* toward 0 */
-        }
-    }
-    store(out, 0, d, acc);
-}
-
+/* Exact inputs and the sequential reference live in exec/reference.c,
+ * shared with `mrc run`. */
 /* ---- the cases ----------------------------------------------------------- */
 
 typedef struct sweep {
@@ -149,16 +77,16 @@ static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
     memset(b, 0xcd, big * es);
     void *send = a, *recv = b;
     if (coll == MRC_ALLGATHER) {
-        /* block r holds rank r's elements input(r, j) */
+        /* block r holds rank r's elements mrc__ref_input(r, j) */
         if (in_place) {
             send = a + (size_t)r * count * es;
             recv = a;
         }
         for (size_t j = 0; j < count; j++)
-            store(send, j, d, input(r, j, d, op));
+            mrc__ref_store(send, j, d, mrc__ref_input(r, j, d, op));
     } else {
         for (size_t j = 0; j < in_elems; j++)
-            store(a, j, d, input(r, j, d, op));
+            mrc__ref_store(a, j, d, mrc__ref_input(r, j, d, op));
         if (in_place)
             recv = coll == MRC_REDUCE_SCATTER ? a + (size_t)r * count * es
                                               : a;
@@ -196,22 +124,22 @@ static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
         switch (coll) {
         case MRC_REDUCE_SCATTER:
             src = (size_t)r * count + j;
-            expect(want, src, n, d, op);
+            mrc__ref_expect(want, src, n, d, op);
             break;
         case MRC_ALLGATHER:
             owner = (int)(j / (count ? count : 1));
-            store(want, 0, d, input(owner, j % count, d, op));
+            mrc__ref_store(want, 0, d, mrc__ref_input(owner, j % count, d, op));
             break;
         case MRC_BROADCAST:
-            store(want, 0, d, input(root, j, d, op));
+            mrc__ref_store(want, 0, d, mrc__ref_input(root, j, d, op));
             break;
         case MRC_REDUCE:
             if (r != root)
                 goto done;
-            expect(want, j, n, d, op);
+            mrc__ref_expect(want, j, n, d, op);
             break;
         default:
-            expect(want, j, n, d, op);
+            mrc__ref_expect(want, j, n, d, op);
         }
         if (memcmp((char *)recv + j * es, want, es) != 0) {
             w->wrong++;

@@ -56,5 +56,9 @@ int cmd_topo(int argc, char **argv);
 void help_topo(void);
 int cmd_rings(int argc, char **argv);
 void help_rings(void);
+int cmd_compile(int argc, char **argv);
+void help_compile(void);
+int cmd_run(int argc, char **argv);
+void help_run(void);
 
 #endif /* MRC_CLI_H */

@@ -20,6 +20,11 @@ static void usage(FILE *out)
             "  topo draw SPEC -o OUT         draw a topology (.svg or .dot)\n"
             "  rings SPEC [--strategy S]     embed rings, show loads and "
             "figures\n"
+            "  compile SPEC --collective C   one program for every node\n"
+            "  run                           collectives on real data in "
+            "threads,\n"
+            "                                checked and timed (the main "
+            "job)\n"
             "  help [COMMAND]                show help for a command\n"
             "\n"
             "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
@@ -47,7 +52,16 @@ static int cmd_help(int argc, char **argv)
         help_rings();
         return CLI_OK;
     }
-    fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings)\n",
+    if (argc == 1 && strcmp(argv[0], "compile") == 0) {
+        help_compile();
+        return CLI_OK;
+    }
+    if (argc == 1 && strcmp(argv[0], "run") == 0) {
+        help_run();
+        return CLI_OK;
+    }
+    fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
+                    "compile, run)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -73,6 +87,10 @@ int main(int argc, char **argv)
         return cmd_topo(argc - 2, argv + 2);
     if (strcmp(cmd, "rings") == 0)
         return cmd_rings(argc - 2, argv + 2);
+    if (strcmp(cmd, "compile") == 0)
+        return cmd_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

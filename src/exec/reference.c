@@ -1,0 +1,114 @@
+/* Exact inputs and the sequential reference (see reference.h). */
+#include <string.h>
+
+#include "kernels.h"
+#include "reference.h"
+
+static int signed_or_float(mrc_dtype_t d)
+{
+    return d != MRC_UINT8 && d != MRC_UINT32 && d != MRC_UINT64;
+}
+
+double mrc__ref_input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
+{
+    if (op == MRC_PROD) {
+        if (signed_or_float(d))
+            return ((size_t)r + i) % 3 == 0 ? -1 : 1;
+        return ((size_t)r + i) % 4 == 0 ? 2 : 1;
+    }
+    long v = (long)(((size_t)r * 7 + i * 3) % 5);
+    return signed_or_float(d) ? (double)(v - 2) : (double)v;
+}
+
+void mrc__ref_store(void *buf, size_t i, mrc_dtype_t d, double v)
+{
+    switch (d) {
+    case MRC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case MRC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
+    case MRC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
+    case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case MRC_FLOAT16:
+        ((uint16_t *)buf)[i] = mrc__float_to_half((float)v);
+        break;
+    case MRC_BFLOAT16:
+        ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v);
+        break;
+    case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    default: ((double *)buf)[i] = v; break;
+    }
+}
+
+void mrc__ref_expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op)
+{
+    double acc = mrc__ref_input(0, i, d, op);
+    uint64_t uacc = (uint64_t)acc;
+    for (int r = 1; r < n; r++) {
+        double v = mrc__ref_input(r, i, d, op);
+        switch (op) {
+        case MRC_PROD:
+            acc *= v;
+            uacc *= (uint64_t)v;
+            break;
+        case MRC_MIN: acc = v < acc ? v : acc; break;
+        case MRC_MAX: acc = v > acc ? v : acc; break;
+        default: acc += v; break;
+        }
+    }
+    if (op == MRC_PROD && !signed_or_float(d)) { /* wraps like the type */
+        if (d == MRC_UINT8)
+            *(uint8_t *)out = (uint8_t)uacc;
+        else if (d == MRC_UINT32)
+            *(uint32_t *)out = (uint32_t)uacc;
+        else
+            *(uint64_t *)out = uacc;
+        return;
+    }
+    if (op == MRC_AVG) {
+        switch (d) {
+        case MRC_FLOAT64: acc = acc / n; break;
+        case MRC_FLOAT32:
+        case MRC_FLOAT16:
+        case MRC_BFLOAT16: acc = (double)((float)acc / (float)n); break;
+        default: acc = (double)((int64_t)acc / n); break; /* toward 0 */
+        }
+    }
+    mrc__ref_store(out, 0, d, acc);
+}
+
+void mrc__ref_fill(void *sendbuf, mrc_collective_t c, size_t count, int rank,
+                   int n, mrc_dtype_t d, mrc_op_t op)
+{
+    size_t elems = c == MRC_REDUCE_SCATTER ? count * (size_t)n : count;
+    for (size_t j = 0; j < elems; j++)
+        mrc__ref_store(sendbuf, j, d, mrc__ref_input(rank, j, d, op));
+}
+
+size_t mrc__ref_check(const void *recvbuf, mrc_collective_t c, size_t count,
+                      int rank, int n, int root, mrc_dtype_t d, mrc_op_t op)
+{
+    size_t es = mrc_dtype_size(d), wrong = 0;
+    size_t elems = c == MRC_ALLGATHER ? count * (size_t)n : count;
+    unsigned char want[8];
+    if (c == MRC_REDUCE && rank != root)
+        return 0;
+    for (size_t j = 0; j < elems; j++) {
+        switch (c) {
+        case MRC_REDUCE_SCATTER:
+            mrc__ref_expect(want, (size_t)rank * count + j, n, d, op);
+            break;
+        case MRC_ALLGATHER:
+            mrc__ref_store(want, 0, d,
+                           mrc__ref_input((int)(j / count), j % count, d, op));
+            break;
+        case MRC_BROADCAST:
+            mrc__ref_store(want, 0, d, mrc__ref_input(root, j, d, op));
+            break;
+        default:
+            mrc__ref_expect(want, j, n, d, op);
+        }
+        wrong += memcmp((const char *)recvbuf + j * es, want, es) != 0;
+    }
+    return wrong;
+}

@@ -1,0 +1,30 @@
+/*
+ * Exact inputs and the plain sequential reduction they are checked
+ * against: small integers (or +-1 for products) so that every result is
+ * exact whatever the order of reduction. Used by `mrc run`, the
+ * benchmarks and the tests.
+ */
+#ifndef MRC_REFERENCE_H
+#define MRC_REFERENCE_H
+
+#include <stddef.h>
+
+#include "mrc/types.h"
+
+/* The input of group rank r at element i. */
+double mrc__ref_input(int r, size_t i, mrc_dtype_t d, mrc_op_t op);
+/* Stores v as element i of a buffer of dtype d. */
+void mrc__ref_store(void *buf, size_t i, mrc_dtype_t d, double v);
+/* The expected reduction at element i over ranks 0..n-1, as one element
+ * of dtype d in out[] (compare bitwise). */
+void mrc__ref_expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op);
+
+/* Fills a rank's send buffer for a collective (count as the C API counts
+ * it); checks its receive buffer and returns the number of wrong
+ * elements. */
+void mrc__ref_fill(void *sendbuf, mrc_collective_t c, size_t count, int rank,
+                   int n, mrc_dtype_t d, mrc_op_t op);
+size_t mrc__ref_check(const void *recvbuf, mrc_collective_t c, size_t count,
+                      int rank, int n, int root, mrc_dtype_t d, mrc_op_t op);
+
+#endif /* MRC_REFERENCE_H */

@@ -1,0 +1,211 @@
+/* mrc compile: one program for every node; its listing, image and size. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "program/program_internal.h"
+
+void help_compile(void)
+{
+    printf(
+        "usage: mrc compile SPEC [--strategy S] [--groups G | --replica-size "
+        "R]\n"
+        "                   --collective C --count N --dtype T [--op O] "
+        "[--root R]\n"
+        "                   [--chunk BYTES] [--listing] [-o FILE] [--json]\n"
+        "       mrc compile --load FILE [--listing] [--json]\n"
+        "\n"
+        "Compiles a collective on the rings of SPEC (see 'mrc help rings')\n"
+        "into one program that every node runs with its own index, checks it\n"
+        "(matched sends and receives, no deadlock, one contribution from each\n"
+        "node to every output element), and prints its size. --listing "
+        "prints\n"
+        "the shared code and the index tables; -o writes the binary image;\n"
+        "--load reads and checks an image.\n"
+        "\n"
+        "collectives  allreduce reduce-scatter allgather reduce broadcast\n"
+        "types        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
+        "             float32 float64 (or i8 u8 i32 u32 i64 u64 f16 bf16 f32 "
+        "f64)\n"
+        "ops          sum prod min max avg\n"
+        "--count      elements per node (per block for reduce-scatter and\n"
+        "             allgather); K/M/G suffixes\n"
+        "--chunk      pipelining unit in bytes (default 256K)\n");
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+static int report(const char *cmd, const mrc_program_t *p, const char *what,
+                  double compile_ms, double check_ms, int json, int listing)
+{
+    mrc_program_info_t info;
+    mrc_status_t st = mrc_program_info(p, &info);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    const mrc_compile_config_t *c = &info.config;
+    if (listing) {
+        char *text = NULL;
+        st = mrc_program_listing(p, &text);
+        if (st != MRC_OK)
+            return cli_fail(cmd, st);
+        fputs(text, stdout);
+        mrc_free(text);
+        if (!json)
+            return CLI_OK;
+        printf("\n");
+    }
+    if (json) {
+        printf("{\"source\": \"%s\", \"collective\": \"%s\", \"count\": %zu, "
+               "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
+               "\"chunk_bytes\": %zu, \"num_nodes\": %d, \"num_groups\": %d, "
+               "\"num_streams\": %d, \"code_instructions\": %d, "
+               "\"table_bytes\": %zu, \"image_bytes\": %zu, \"compile_ms\": "
+               "%.4f, \"check_ms\": %.4f}\n",
+               what, mrc_collective_name(c->collective), c->count,
+               mrc_dtype_name(c->dtype), mrc_op_name(c->op), c->root,
+               c->chunk_bytes, info.num_nodes, info.num_groups,
+               info.num_streams, info.code_instructions, info.table_bytes,
+               info.image_bytes, compile_ms, check_ms);
+        return CLI_OK;
+    }
+    printf("program  %s of %zu %s (%s) from %s\n",
+           mrc_collective_name(c->collective), c->count,
+           mrc_dtype_name(c->dtype), mrc_op_name(c->op), what);
+    printf("  shared code   %d instructions (the same for every node)\n",
+           info.code_instructions);
+    printf("  tables        %zu bytes: %d nodes, %d groups, %d streams\n",
+           info.table_bytes, info.num_nodes, info.num_groups,
+           info.num_streams);
+    printf("  image         %zu bytes\n", info.image_bytes);
+    if (compile_ms >= 0)
+        printf("  compile       %.3f ms, check %.3f ms\n", compile_ms,
+               check_ms);
+    else
+        printf("  check         %.3f ms\n", check_ms);
+    return CLI_OK;
+}
+
+static int load_image(const char *cmd, const char *path, int json,
+                      int listing)
+{
+    char *data = NULL;
+    size_t len = 0;
+    mrc_status_t st = mrc__read_file(path, (size_t)1 << 30, &data, &len);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    mrc_program_t *p = NULL;
+    double t0 = now_ms();
+    st = mrc_program_load(data, len, &p);
+    double t1 = now_ms();
+    free(data);
+    if (st != MRC_OK) {
+        mrc__error_prefix("%s", path);
+        return cli_fail(cmd, st);
+    }
+    int rc = report(cmd, p, path, -1, t1 - t0, json, listing);
+    mrc_program_destroy(p);
+    return rc;
+}
+
+int cmd_compile(int argc, char **argv)
+{
+    const char *cmd = "mrc compile";
+    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
+                        *coll = NULL, *count = NULL, *dtype = NULL,
+                        *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
+                        *load = NULL;
+    int json = 0, listing = 0, npos = 0;
+    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
+                              {"groups", 'g', &groups, NULL},
+                              {"replica-size", 'r', &replica, NULL},
+                              {"collective", 'c', &coll, NULL},
+                              {"count", 'n', &count, NULL},
+                              {"dtype", 'd', &dtype, NULL},
+                              {"op", 0, &op, NULL},
+                              {"root", 0, &root, NULL},
+                              {"chunk", 0, &chunk, NULL},
+                              {"output", 'o', &out, NULL},
+                              {"load", 0, &load, NULL},
+                              {"listing", 0, NULL, &listing},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    if (load)
+        return npos ? cli_usage(cmd, "compile", "--load takes no SPEC")
+                    : load_image(cmd, load, json, listing);
+    if (npos == 0)
+        return cli_usage(cmd, "compile", "missing SPEC");
+    if (!coll || !count || !dtype)
+        return cli_usage(cmd, "compile",
+                         "--collective, --count and --dtype are required");
+    mrc_compile_config_t cc = {0};
+    uint64_t n = 0, cb = 0;
+    long rs = 0, rt = 0;
+    mrc_status_t st = mrc_collective_parse(coll, &cc.collective);
+    if (st == MRC_OK)
+        st = mrc_dtype_parse(dtype, &cc.dtype);
+    if (st == MRC_OK && op)
+        st = mrc_op_parse(op, &cc.op);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    if (mrc__parse_size(count, &n) != 0)
+        return cli_usage(cmd, "compile", "--count '%s' is not a count",
+                         count);
+    if (chunk && (mrc__parse_size(chunk, &cb) != 0 || cb == 0))
+        return cli_usage(cmd, "compile", "--chunk '%s' is not a size", chunk);
+    if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs))
+        return cli_usage(cmd, "compile", "--replica-size '%s' is not a "
+                         "positive integer", replica);
+    if (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES, &rt))
+        return cli_usage(cmd, "compile", "--root '%s' is not a rank", root);
+    cc.count = (size_t)n;
+    cc.chunk_bytes = (size_t)cb;
+    cc.root = (int)rt;
+
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    st = mrc_topo_create(pos[0], &t);
+    mrc_embed_config_t ec = {.strategy = strategy,
+                             .groups = groups,
+                             .replica_size = (int)rs};
+    if (st == MRC_OK)
+        st = mrc_embed_create(t, &ec, &e);
+    double t0 = now_ms(), t1 = t0, t2 = t0;
+    if (st == MRC_OK) {
+        st = mrc__program_build(e, &cc, -1, &p);
+        t1 = now_ms();
+    }
+    if (st == MRC_OK) {
+        st = mrc_program_check(p);
+        t2 = now_ms();
+    }
+    if (st == MRC_OK && out) {
+        void *img = NULL;
+        size_t len = 0;
+        st = mrc_program_save(p, &img, &len);
+        if (st == MRC_OK) {
+            rc = cli_write_file(cmd, out, img, len);
+            if (rc == CLI_OK)
+                fprintf(stderr, "wrote %s (%zu bytes)\n", out, len);
+        }
+        mrc_free(img);
+    }
+    if (st == MRC_OK && rc == CLI_OK)
+        rc = report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing);
+    else if (st != MRC_OK)
+        rc = cli_fail(cmd, st);
+    mrc_program_destroy(p);
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return rc;
+}

@@ -1,0 +1,361 @@
+/*
+ * mrc run: collectives on real data in threads, checked element by element
+ * against a sequential reduction, timed, and printed as nccl-tests rows.
+ * With no arguments it is the main job: every collective on hcm8 for each
+ * strategy that applies.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "exec/reference.h"
+
+void help_run(void)
+{
+    printf(
+        "usage: mrc run [--topology SPEC] [--strategy S] [--groups G | "
+        "--replica-size R]\n"
+        "               [--collective C|all] [--count N] [--dtype T] [--op "
+        "O]\n"
+        "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
+        "\n"
+        "Runs collectives on real data with one thread per node, checks every\n"
+        "element exactly against a sequential reduction, and prints a row per\n"
+        "strategy and collective, as nccl-tests does:\n"
+        "  size (bytes of the largest buffer), count (its elements), type,\n"
+        "  redop, root, time (us per call), algbw = size / time, busbw = algbw\n"
+        "  x 2(n-1)/n for allreduce, (n-1)/n for reduce-scatter and allgather,\n"
+        "  1 for reduce and broadcast, #wrong, and the embedding's efficiency.\n"
+        "Defaults: --topology hcm8, every strategy that applies, every\n"
+        "collective, --count 1M elements (per node; reduce-scatter and\n"
+        "allgather blocks are count/n), float32, sum, 5 iterations after 1\n"
+        "warm-up. Any wrong element or failed call makes the exit status 1.\n");
+}
+
+typedef struct run_cfg {
+    mrc_collective_t coll;
+    size_t count; /* API count: per node, or per block for RS/AG */
+    mrc_dtype_t dtype;
+    mrc_op_t op;
+    int root, iters, warmup;
+} run_cfg_t;
+
+typedef struct shared_run {
+    pthread_barrier_t barrier;
+    const run_cfg_t *rc;
+    double t0, t1;
+} shared_run_t;
+
+typedef struct worker {
+    shared_run_t *sh;
+    mrc_comm_t *comm;
+    mrc_status_t st;
+    char error[512];
+    size_t wrong;
+} worker_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static mrc_status_t call(const run_cfg_t *rc, const void *s, void *r,
+                         mrc_comm_t *c)
+{
+    switch (rc->coll) {
+    case MRC_ALLREDUCE:
+        return mrc_allreduce(s, r, rc->count, rc->dtype, rc->op, c);
+    case MRC_REDUCE_SCATTER:
+        return mrc_reduce_scatter(s, r, rc->count, rc->dtype, rc->op, c);
+    case MRC_ALLGATHER:
+        return mrc_allgather(s, r, rc->count, rc->dtype, c);
+    case MRC_REDUCE:
+        return mrc_reduce(s, r, rc->count, rc->dtype, rc->op, rc->root, c);
+    default:
+        return mrc_broadcast(s, r, rc->count, rc->dtype, rc->root, c);
+    }
+}
+
+static void *work(void *arg)
+{
+    worker_t *w = arg;
+    const run_cfg_t *rc = w->sh->rc;
+    int n = mrc_comm_size(w->comm), rank = mrc_comm_rank(w->comm);
+    size_t es = mrc_dtype_size(rc->dtype), big = rc->count * (size_t)n + 1;
+    char *send = malloc(big * es), *recv = malloc(big * es);
+    w->st = send && recv ? MRC_OK : MRC_ERR_NO_MEMORY;
+    if (w->st == MRC_OK) {
+        mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
+        memset(recv, 0, big * es); /* touch every page before timing */
+    }
+    for (int i = 0; i < rc->warmup && w->st == MRC_OK; i++)
+        w->st = call(rc, send, recv, w->comm);
+    pthread_barrier_wait(&w->sh->barrier);
+    if (rank == 0 && mrc_comm_rank(w->comm) == 0)
+        w->sh->t0 = now_s();
+    for (int i = 0; i < rc->iters && w->st == MRC_OK; i++)
+        w->st = call(rc, send, recv, w->comm);
+    pthread_barrier_wait(&w->sh->barrier);
+    if (rank == 0)
+        w->sh->t1 = now_s();
+    /* The checked run: fresh inputs, a cleared output, every element. */
+    if (w->st == MRC_OK) {
+        mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
+        memset(recv, 0x5a, big * es);
+        w->st = call(rc, send, recv, w->comm);
+    }
+    if (w->st == MRC_OK)
+        w->wrong = mrc__ref_check(recv, rc->coll, rc->count, rank, n,
+                                  rc->root, rc->dtype, rc->op);
+    else
+        snprintf(w->error, sizeof w->error, "%s", mrc_last_error());
+    free(send);
+    free(recv);
+    return NULL;
+}
+
+typedef struct row {
+    const char *strategy;
+    double efficiency;
+    run_cfg_t rc;
+    size_t bytes, elems;
+    double time_us, algbw, busbw;
+    size_t wrong;
+    int failed;
+} row_t;
+
+/* Runs one collective on all ranks; fills the row. */
+static int run_one(mrc_comm_t **comms, int nranks, row_t *row, char *error,
+                   size_t errlen)
+{
+    shared_run_t sh;
+    memset(&sh, 0, sizeof sh);
+    sh.rc = &row->rc;
+    pthread_barrier_init(&sh.barrier, NULL, (unsigned)nranks);
+    worker_t *w = calloc((size_t)nranks, sizeof *w);
+    pthread_t *th = calloc((size_t)nranks, sizeof *th);
+    if (!w || !th) {
+        free(w);
+        free(th);
+        pthread_barrier_destroy(&sh.barrier);
+        return -1;
+    }
+    for (int r = 0; r < nranks; r++) {
+        w[r].sh = &sh;
+        w[r].comm = comms[r];
+        pthread_create(&th[r], NULL, work, &w[r]);
+    }
+    row->wrong = 0;
+    row->failed = 0;
+    for (int r = 0; r < nranks; r++) {
+        pthread_join(th[r], NULL);
+        row->wrong += w[r].wrong;
+        if (w[r].st != MRC_OK && !row->failed) {
+            row->failed = 1;
+            snprintf(error, errlen, "rank %d: %s", r, w[r].error);
+        }
+    }
+    int n = mrc_comm_size(comms[0]);
+    size_t es = mrc_dtype_size(row->rc.dtype);
+    int block = row->rc.coll == MRC_REDUCE_SCATTER ||
+                row->rc.coll == MRC_ALLGATHER;
+    row->elems = row->rc.count * (block ? (size_t)n : 1);
+    row->bytes = row->elems * es;
+    double t = row->rc.iters > 0 ? (sh.t1 - sh.t0) / row->rc.iters : 0;
+    row->time_us = t * 1e6;
+    row->algbw = t > 0 ? (double)row->bytes / t / 1e9 : 0;
+    double f = 1;
+    if (row->rc.coll == MRC_ALLREDUCE)
+        f = 2.0 * (n - 1) / n;
+    else if (block)
+        f = (double)(n - 1) / n;
+    row->busbw = row->algbw * f;
+    free(w);
+    free(th);
+    pthread_barrier_destroy(&sh.barrier);
+    return 0;
+}
+
+static void print_header(void)
+{
+    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s  %-16s %s\n", "size",
+           "count", "type", "redop", "root", "time(us)", "algbw", "busbw",
+           "#wrong", "strategy", "efficiency");
+    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s\n", "(B)", "(elements)",
+           "", "", "", "", "(GB/s)", "(GB/s)", "");
+}
+
+static void print_row(const row_t *r)
+{
+    int reducing = r->rc.coll != MRC_ALLGATHER &&
+                   r->rc.coll != MRC_BROADCAST;
+    int rooted = r->rc.coll == MRC_REDUCE || r->rc.coll == MRC_BROADCAST;
+    char root[16], wrong[24];
+    snprintf(root, sizeof root, "%d", r->rc.root);
+    snprintf(wrong, sizeof wrong, "%zu", r->wrong);
+    printf("%12zu %12zu %8s %6s %5s %10.1f %8.2f %8.2f %7s  %-16s %.4f  %s\n",
+           r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
+           reducing ? mrc_op_name(r->rc.op) : "none", rooted ? root : "-1",
+           r->time_us, r->algbw, r->busbw,
+           r->failed ? "FAIL" : wrong, r->strategy, r->efficiency,
+           mrc_collective_name(r->rc.coll));
+}
+
+int cmd_run(int argc, char **argv)
+{
+    const char *cmd = "mrc run";
+    const char *topology = "hcm8", *strategy = NULL, *groups = NULL,
+               *replica = NULL, *coll = "all", *count = "1M",
+               *dtype = "float32", *op = "sum", *iters = "5", *warmup = "1",
+               *chunk = NULL;
+    const char *pos[1];
+    int json = 0, npos = 0;
+    const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
+                              {"strategy", 's', &strategy, NULL},
+                              {"groups", 'g', &groups, NULL},
+                              {"replica-size", 'r', &replica, NULL},
+                              {"collective", 'c', &coll, NULL},
+                              {"count", 'n', &count, NULL},
+                              {"dtype", 'd', &dtype, NULL},
+                              {"op", 0, &op, NULL},
+                              {"iters", 0, &iters, NULL},
+                              {"warmup", 0, &warmup, NULL},
+                              {"chunk", 0, &chunk, NULL},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    run_cfg_t base = {0};
+    uint64_t n64 = 0, cb = 0;
+    long it = 0, wu = 0, rs = 0;
+    mrc_status_t st = mrc_dtype_parse(dtype, &base.dtype);
+    if (st == MRC_OK)
+        st = mrc_op_parse(op, &base.op);
+    int all = strcmp(coll, "all") == 0;
+    mrc_collective_t only = MRC_ALLREDUCE;
+    if (st == MRC_OK && !all)
+        st = mrc_collective_parse(coll, &only);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    if (mrc__parse_size(count, &n64) != 0)
+        return cli_usage(cmd, "run", "--count '%s' is not a count", count);
+    if (mrc__parse_long(iters, 1, 1000000, &it) ||
+        mrc__parse_long(warmup, 0, 1000000, &wu))
+        return cli_usage(cmd, "run", "--iters and --warmup take counts");
+    if (chunk && (mrc__parse_size(chunk, &cb) != 0 || cb == 0))
+        return cli_usage(cmd, "run", "--chunk '%s' is not a size", chunk);
+    if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs))
+        return cli_usage(cmd, "run", "--replica-size '%s' is not a positive "
+                         "integer", replica);
+    base.iters = (int)it;
+    base.warmup = (int)wu;
+
+    mrc_topo_t *t = NULL;
+    st = mrc_topo_create(topology, &t);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    int nranks = mrc_topo_num_nodes(t);
+    if (nranks > 256) {
+        mrc_topo_destroy(t);
+        return cli_usage(cmd, "run", "%s has %d nodes: threads run at most "
+                         "256", topology, nranks);
+    }
+    mrc_comm_t **comms = calloc((size_t)nranks, sizeof *comms);
+    row_t *rows = calloc(64 * MRC_NUM_COLLECTIVES, sizeof *rows);
+    int nrows = 0, bad = 0;
+    if (!comms || !rows) {
+        free(comms);
+        free(rows);
+        mrc_topo_destroy(t);
+        return cli_fail(cmd, mrc__error(MRC_ERR_NO_MEMORY, "out of memory"));
+    }
+    int header = json; /* printed with the first row */
+    const char *const *names = mrc_embed_strategies();
+    for (int si = 0; names[si] && !bad; si++) {
+        const char *name = strategy ? strategy : names[si];
+        if (strategy && si > 0)
+            break;
+        mrc_embed_config_t ec = {.strategy = name, .groups = groups,
+                                 .replica_size = (int)rs};
+        mrc_embedding_t *e = NULL;
+        st = mrc_embed_create(t, &ec, &e);
+        if (st == MRC_ERR_NOT_APPLICABLE && !strategy)
+            continue; /* not for this topology: the others */
+        if (st != MRC_OK) {
+            rc = cli_fail(cmd, st);
+            bad = 1;
+            break;
+        }
+        mrc_embed_figures_t fig;
+        mrc_embed_figures(e, &fig);
+        mrc_embed_destroy(e);
+        mrc_config_t cfg = {.topology = topology, .strategy = name,
+                            .groups = groups, .replica_size = (int)rs,
+                            .chunk_bytes = (size_t)cb};
+        st = mrc_comm_init_all(comms, nranks, &cfg);
+        if (st != MRC_OK) {
+            rc = cli_fail(cmd, st);
+            bad = 1;
+            break;
+        }
+        int n = mrc_comm_size(comms[0]);
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+            if (!all && c != (int)only)
+                continue;
+            row_t *row = &rows[nrows++];
+            row->strategy = name;
+            row->efficiency = fig.efficiency;
+            row->rc = base;
+            row->rc.coll = (mrc_collective_t)c;
+            int block = c == MRC_REDUCE_SCATTER || c == MRC_ALLGATHER;
+            row->rc.count = block ? (size_t)n64 / (size_t)n : (size_t)n64;
+            char error[600] = "";
+            if (run_one(comms, nranks, row, error, sizeof error) != 0) {
+                row->failed = 1;
+                snprintf(error, sizeof error, "out of memory");
+            }
+            if (!header) {
+                print_header();
+                header = 1;
+            }
+            if (!json)
+                print_row(row);
+            if (row->failed)
+                fprintf(stderr, "mrc run: %s %s: %s\n", name,
+                        mrc_collective_name(row->rc.coll), error);
+            bad |= row->failed || row->wrong > 0;
+        }
+        for (int r = 0; r < nranks; r++)
+            mrc_comm_destroy(comms[r]);
+    }
+    if (json) {
+        printf("{\"topology\": \"%s\", \"nodes\": %d, \"results\": [\n",
+               mrc_topo_name(t), nranks);
+        for (int i = 0; i < nrows; i++) {
+            const row_t *r = &rows[i];
+            printf("  {\"strategy\": \"%s\", \"efficiency\": %.6f, "
+                   "\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
+                   "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
+                   "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
+                   "%.4f, \"wrong\": %zu, \"ok\": %s}%s\n",
+                   r->strategy, r->efficiency,
+                   mrc_collective_name(r->rc.coll), r->bytes, r->elems,
+                   mrc_dtype_name(r->rc.dtype), mrc_op_name(r->rc.op),
+                   r->rc.root, r->time_us, r->algbw, r->busbw, r->wrong,
+                   r->failed ? "false" : "true", i + 1 < nrows ? "," : "");
+        }
+        printf("]}\n");
+    }
+    free(comms);
+    free(rows);
+    mrc_topo_destroy(t);
+    if (rc != CLI_OK)
+        return rc;
+    return bad ? CLI_FAIL : CLI_OK;
+}
