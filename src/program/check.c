@@ -306,10 +306,54 @@ static mrc_status_t check_outputs(checker_t *c)
     return MRC_OK;
 }
 
+/* The streams of each group must cut its segment [0, count) into slices
+ * that cover every element exactly once; otherwise an element would get no
+ * contributions (or two sets) without any message going astray. */
+static mrc_status_t check_slices(const mrc_program_t *p)
+{
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        uint64_t at = 0;
+        int used = 0;
+        while (at < p->cfg.count) {
+            int found = 0;
+            for (int k = gr->first_stream;
+                 k < gr->first_stream + gr->num_streams; k++) {
+                const mrc__stream_t *s = &p->streams[k];
+                if (s->slice_len > 0 && s->slice_off == at) {
+                    at += s->slice_len;
+                    used++;
+                    found = 1;
+                    break;
+                }
+            }
+            if (!found)
+                return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                                  "group %d (node %d first): elements from "
+                                  "%llu on are in no stream",
+                                  g, p->members[gr->first_member],
+                                  (unsigned long long)at);
+        }
+        int nonempty = 0;
+        for (int k = gr->first_stream; k < gr->first_stream + gr->num_streams;
+             k++)
+            nonempty += p->streams[k].slice_len > 0;
+        if (at != p->cfg.count || used != nonempty)
+            return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                              "group %d (node %d first): stream slices "
+                              "overlap or run past the %zu elements",
+                              g, p->members[gr->first_member], p->cfg.count);
+    }
+    return MRC_OK;
+}
+
 mrc_status_t mrc_program_check(const mrc_program_t *p)
 {
     if (!p)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_check: NULL");
+    mrc_status_t sl = check_slices(p);
+    if (sl != MRC_OK)
+        return sl;
     checker_t c;
     memset(&c, 0, sizeof c);
     c.p = p;

@@ -1,0 +1,161 @@
+/* Reduction kernels and the 16-bit float conversions. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/kernels.h"
+
+static void test_half(void **state)
+{
+    (void)state;
+    static const struct {
+        float f;
+        uint16_t h;
+    } exact[] = {{0.0f, 0x0000},    {-0.0f, 0x8000}, {1.0f, 0x3c00},
+                 {-2.0f, 0xc000},   {0.5f, 0x3800},  {65504.0f, 0x7bff},
+                 {6.1035156e-5f, 0x0400}, /* smallest normal */
+                 {5.9604645e-8f, 0x0001}, /* smallest subnormal */
+                 {1024.0f, 0x6400}, {3.0f, 0x4200}};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        assert_int_equal(mrc__float_to_half(exact[i].f), exact[i].h);
+        assert_true(mrc__half_to_float(exact[i].h) == exact[i].f);
+    }
+    /* Rounding to nearest even: 2049 lies between 2048 and 2050. */
+    assert_int_equal(mrc__float_to_half(2049.0f), mrc__float_to_half(2048.0f));
+    assert_int_equal(mrc__float_to_half(2051.0f), mrc__float_to_half(2052.0f));
+    assert_int_equal(mrc__float_to_half(65520.0f), 0x7c00); /* to inf */
+    assert_int_equal(mrc__float_to_half(INFINITY), 0x7c00);
+    assert_true(isnan(mrc__half_to_float(mrc__float_to_half(NAN))));
+    /* Every half converts to float and back unchanged. */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* NaN payloads */
+        assert_int_equal(mrc__float_to_half(mrc__half_to_float((uint16_t)h)),
+                         h);
+    }
+}
+
+static void test_bf16(void **state)
+{
+    (void)state;
+    assert_int_equal(mrc__float_to_bf16(1.0f), 0x3f80);
+    assert_true(mrc__bf16_to_float(0x3f80) == 1.0f);
+    assert_int_equal(mrc__float_to_bf16(-3.0f), 0xc040);
+    /* 257 lies between 256 and 258 (ties to even: 256). */
+    assert_true(mrc__bf16_to_float(mrc__float_to_bf16(257.0f)) == 256.0f);
+    assert_true(mrc__bf16_to_float(mrc__float_to_bf16(259.0f)) == 260.0f);
+    assert_true(isnan(mrc__bf16_to_float(mrc__float_to_bf16(NAN))));
+    for (uint32_t b = 0; b < 0x10000; b++) {
+        if ((b & 0x7f80) == 0x7f80 && (b & 0x7f))
+            continue;
+        assert_int_equal(mrc__float_to_bf16(mrc__bf16_to_float((uint16_t)b)),
+                         b);
+    }
+}
+
+/* Each dtype x op against a scalar loop, three-operand and in place, on
+ * lengths that exercise the vector loops' remainders. */
+static double get(const void *buf, size_t i, mrc_dtype_t d)
+{
+    switch (d) {
+    case MRC_INT8: return ((const int8_t *)buf)[i];
+    case MRC_UINT8: return ((const uint8_t *)buf)[i];
+    case MRC_INT32: return ((const int32_t *)buf)[i];
+    case MRC_UINT32: return ((const uint32_t *)buf)[i];
+    case MRC_INT64: return (double)((const int64_t *)buf)[i];
+    case MRC_UINT64: return (double)((const uint64_t *)buf)[i];
+    case MRC_FLOAT16: return mrc__half_to_float(((const uint16_t *)buf)[i]);
+    case MRC_BFLOAT16: return mrc__bf16_to_float(((const uint16_t *)buf)[i]);
+    case MRC_FLOAT32: return ((const float *)buf)[i];
+    default: return ((const double *)buf)[i];
+    }
+}
+
+static void put(void *buf, size_t i, mrc_dtype_t d, double v)
+{
+    switch (d) {
+    case MRC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case MRC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case MRC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case MRC_FLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_half((float)v); break;
+    case MRC_BFLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v); break;
+    case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    default: ((double *)buf)[i] = v; break;
+    }
+}
+
+static void test_reduce_all(void **state)
+{
+    (void)state;
+    const size_t lens[] = {0, 1, 7, 31, 257, 1000};
+    for (int d = 0; d < MRC_NUM_DTYPES; d++)
+        for (int op = 0; op < MRC_NUM_OPS; op++)
+            for (size_t li = 0; li < 6; li++) {
+                size_t n = lens[li], es = mrc_dtype_size((mrc_dtype_t)d);
+                char *a = malloc(n * es + 1), *b = malloc(n * es + 1),
+                     *out = malloc(n * es + 1);
+                for (size_t i = 0; i < n; i++) {
+                    put(a, i, (mrc_dtype_t)d, (double)(i % 7) + 1);
+                    put(b, i, (mrc_dtype_t)d, (double)((i * 3) % 5) + 1);
+                }
+                mrc__reduce(out, a, b, n, (mrc_dtype_t)d, (mrc_op_t)op);
+                for (size_t i = 0; i < n; i++) {
+                    double x = (double)(i % 7) + 1, y = (double)((i * 3) % 5) + 1;
+                    double want = op == MRC_PROD  ? x * y
+                                  : op == MRC_MIN ? (x < y ? x : y)
+                                  : op == MRC_MAX ? (x > y ? x : y)
+                                                  : x + y;
+                    assert_true(get(out, i, (mrc_dtype_t)d) == want);
+                }
+                /* In place: a op= b gives the same. */
+                mrc__reduce(a, a, b, n, (mrc_dtype_t)d, (mrc_op_t)op);
+                assert_memory_equal(a, out, n * es);
+                free(a);
+                free(b);
+                free(out);
+            }
+}
+
+static void test_scale_and_wrap(void **state)
+{
+    (void)state;
+    int8_t v[4] = {-7, 7, 100, -128};
+    mrc__scale(v, 4, MRC_INT8, 2); /* toward zero */
+    assert_int_equal(v[0], -3);
+    assert_int_equal(v[1], 3);
+    assert_int_equal(v[2], 50);
+    assert_int_equal(v[3], -64);
+    int8_t w[1] = {100};
+    mrc__scale(w, 1, MRC_INT8, 300); /* a divisor wider than the type */
+    assert_int_equal(w[0], 0);
+    /* Integer sums wrap, never trap (this also runs under UBSan). */
+    int8_t a[1] = {127}, b[1] = {1}, o[1];
+    mrc__reduce(o, a, b, 1, MRC_INT8, MRC_SUM);
+    assert_int_equal(o[0], -128);
+    int64_t c[1] = {INT64_MAX}, d[1] = {2}, e[1];
+    mrc__reduce(e, c, d, 1, MRC_INT64, MRC_PROD);
+    assert_true(e[0] == -2);
+    float f[2] = {3.0f, 1.0f};
+    mrc__scale(f, 2, MRC_FLOAT32, 3);
+    assert_true(f[0] == 1.0f && f[1] == 1.0f / 3.0f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_reduce_all),
+        cmocka_unit_test(test_scale_and_wrap),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,248 @@
+/* The program: constant code length, listing, image round trip, refused
+ * images, and the checker against deliberately broken programs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrc/mrc.h"
+#include "program/program_internal.h"
+
+static mrc_program_t *compile(const char *spec, const char *strategy,
+                              mrc_collective_t c, size_t count, int root)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    mrc_embed_config_t ec = {.strategy = strategy};
+    if (mrc_topo_create(spec, &t) != MRC_OK ||
+        mrc_embed_create(t, &ec, &e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    mrc_compile_config_t cc = {.collective = c, .count = count,
+                               .dtype = MRC_FLOAT32, .op = MRC_SUM,
+                               .root = root};
+    if (mrc_program_compile(e, &cc, &p) != MRC_OK)
+        fail_msg("%s %s: %s", spec, mrc_collective_name(c), mrc_last_error());
+    /* The program keeps no pointer into the embedding or topology. */
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return p;
+}
+
+static void test_code_length_constant(void **state)
+{
+    (void)state;
+    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+        int len = -1;
+        const char *specs[] = {"ring:2", "ring:8", "ring:64", "ring:512",
+                               "torus2d:8,8", "hcm8"};
+        for (int i = 0; i < 6; i++) {
+            mrc_program_t *p = compile(specs[i], "auto", (mrc_collective_t)c,
+                                       1000, 1);
+            mrc_program_info_t info;
+            assert_int_equal(mrc_program_info(p, &info), MRC_OK);
+            if (len < 0)
+                len = info.code_instructions;
+            assert_int_equal(info.code_instructions, len);
+            assert_true(info.table_bytes > 0);
+            mrc_program_destroy(p);
+        }
+    }
+}
+
+static void test_listing(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("hcm8", "hcm8", MRC_ALLREDUCE, 1000, 0);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    assert_non_null(strstr(text, "send   frag (pos - s) mod N"));
+    assert_non_null(strstr(text, "recv   frag (pos - s - 1) mod N"));
+    assert_non_null(strstr(text, "by out_port[node]"));
+    assert_non_null(strstr(text, "node table"));
+    assert_non_null(strstr(text, "idle ports"));
+    assert_non_null(strstr(text, "step 0: send frag 0"));
+    mrc_free(text);
+    mrc_program_destroy(p);
+}
+
+static void test_image_round_trip(void **state)
+{
+    (void)state;
+    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+        mrc_program_t *p = compile("prism:3,3", "prism-faces",
+                                   (mrc_collective_t)c, 777, 2);
+        void *img = NULL, *img2 = NULL;
+        size_t len = 0, len2 = 0;
+        assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+        mrc_program_t *q = NULL;
+        assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
+        assert_int_equal(mrc_program_save(q, &img2, &len2), MRC_OK);
+        assert_int_equal(len, len2);
+        assert_memory_equal(img, img2, len);
+        mrc_free(img);
+        mrc_free(img2);
+        mrc_program_destroy(p);
+        mrc_program_destroy(q);
+    }
+}
+
+static uint64_t fnv1a(const uint8_t *d, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= d[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* Rewrites the checksum so that a corruption reaches the validation. */
+static void reseal(uint8_t *img, size_t len)
+{
+    uint64_t sum = fnv1a(img + 32, len - 32);
+    for (int i = 0; i < 8; i++)
+        img[24 + i] = (uint8_t)(sum >> (8 * i));
+}
+
+static void test_refused_images(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("hcm8", "hcm8", MRC_ALLREDUCE, 1000, 0);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    uint8_t *copy = malloc(len);
+    mrc_program_t *q = (mrc_program_t *)(uintptr_t)1;
+    /* Every truncation. */
+    for (size_t n = 0; n < len; n++) {
+        assert_int_equal(mrc_program_load(img, n, &q),
+                         MRC_ERR_INVALID_PROGRAM);
+        assert_null(q);
+    }
+    /* Every single flipped byte: the checksum or the header catches it. */
+    for (size_t i = 0; i < len; i++) {
+        memcpy(copy, img, len);
+        copy[i] ^= 0x40;
+        assert_int_equal(mrc_program_load(copy, len, &q),
+                         MRC_ERR_INVALID_PROGRAM);
+        assert_null(q);
+    }
+    assert_non_null(strstr(mrc_last_error(), "checksum"));
+    /* Corruptions behind a valid checksum: validation and the checker
+     * refuse every one, and nothing crashes (this runs under ASan). */
+    int refused = 0;
+    for (size_t i = 32; i < len; i++)
+        for (int bit = 0; bit < 8; bit += 3) {
+            memcpy(copy, img, len);
+            copy[i] ^= (uint8_t)(1 << bit);
+            reseal(copy, len);
+            if (mrc_program_load(copy, len, &q) != MRC_OK)
+                refused++;
+            else
+                mrc_program_destroy(q); /* a harmless bit (a spare one) */
+            q = NULL;
+        }
+    assert_true(refused > 0);
+    memcpy(copy, img, len);
+    copy[8] = 9; /* version */
+    assert_int_equal(mrc_program_load(copy, len, &q),
+                     MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "version 9"));
+    assert_int_equal(mrc_program_load("not an image at all, no magic", 30,
+                                      &q),
+                     MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "not an mrc program image"));
+    free(copy);
+    mrc_free(img);
+    mrc_program_destroy(p);
+}
+
+/* Breaks a compiled program in memory and expects the checker to name
+ * the fault. */
+static void expect_broken(mrc_program_t *p, const char *says)
+{
+    mrc_status_t st = mrc_program_check(p);
+    if (st != MRC_ERR_INVALID_PROGRAM || !strstr(mrc_last_error(), says))
+        fail_msg("status %d, '%s' (wanted '%s')", st, mrc_last_error(), says);
+    assert_non_null(strstr(mrc_last_error(), "node "));
+}
+
+static int find_op(const mrc_program_t *p, int op, int nth)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op == op && nth-- == 0)
+            return i;
+    return -1;
+}
+
+static void test_checker_refuses_broken(void **state)
+{
+    (void)state;
+    /* A receive of the wrong fragment: contributions go missing. */
+    mrc_program_t *p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
+    p->code[find_op(p, MRC__OP_RECV, 0)].frag_const = 0;
+    expect_broken(p, "contributions");
+    mrc_program_destroy(p);
+
+    /* A send that reads the send buffer at every step: a partial sum is
+     * lost and a node's input counted twice. */
+    p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
+    int s = find_op(p, MRC__OP_SEND, 0);
+    p->code[s].buf_b = MRC__BUF_SEND;
+    expect_broken(p, "contributions");
+    mrc_program_destroy(p);
+
+    /* A copy where the allgather needed a reduction... */
+    p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
+    p->code[find_op(p, MRC__OP_RECV, 0)].local = MRC__BUF_NONE;
+    expect_broken(p, "contributions");
+    mrc_program_destroy(p);
+
+    /* A node that sends to the wrong neighbour: its data is never
+     * received, and its real successor waits forever. */
+    p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
+    mrc__node_stream_t *ns =
+        (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
+    ns->next = 0;
+    expect_broken(p, "deadlock: node");
+    mrc_program_destroy(p);
+
+    /* A missing send: deadlock, named by node and step. */
+    p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
+    s = find_op(p, MRC__OP_SEND, 1); /* the allgather's send */
+    p->code[s].pred = MRC__PRED_REL_EQ;
+    p->code[s].pred_lo = 3;
+    expect_broken(p, "deadlock: node");
+    mrc_program_destroy(p);
+
+    /* Sizes that disagree: a fragment from another stream's slice. */
+    p = compile("ring:5", "ring", MRC_ALLREDUCE, 1003, 0);
+    p->streams[1].slice_len -= 1;
+    expect_broken(p, "elements");
+    mrc_program_destroy(p);
+
+    /* A reduce whose chain skips a node. */
+    p = compile("ring:6", "ring", MRC_REDUCE, 100, 2);
+    int r = find_op(p, MRC__OP_RECV, 0);
+    p->code[r].pred_lo = 3;
+    expect_broken(p, "node");
+    mrc_program_destroy(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_code_length_constant),
+        cmocka_unit_test(test_listing),
+        cmocka_unit_test(test_image_round_trip),
+        cmocka_unit_test(test_refused_images),
+        cmocka_unit_test(test_checker_refuses_broken),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
