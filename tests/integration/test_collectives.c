@@ -259,9 +259,71 @@ static void test_seed_topologies(void **state)
         run_sweep(&sweeps[i]);
 }
 
+static void expect_bad(mrc_status_t st, const char *says)
+{
+    if (st != MRC_ERR_INVALID_ARG || !strstr(mrc_last_error(), says))
+        fail_msg("status %d, '%s' (wanted '%s')", st, mrc_last_error(), says);
+}
+
+/* Bad arguments are refused on the calling rank before anything moves, so
+ * a single thread can make every mistake in turn. */
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    mrc_comm_t *comms[4];
+    mrc_config_t cfg = {.timeout_s = 5};
+    assert_int_equal(mrc_comm_init_all(comms, 4, &cfg), MRC_OK);
+    assert_int_equal(mrc_comm_rank(comms[2]), 2);
+    assert_int_equal(mrc_comm_size(comms[2]), 4);
+    mrc_comm_t *c = comms[1];
+    float buf[64] = {0};
+    expect_bad(mrc_allreduce(NULL, buf, 4, MRC_FLOAT32, MRC_SUM, c),
+               "sendbuf is NULL");
+    expect_bad(mrc_allreduce(buf, NULL, 4, MRC_FLOAT32, MRC_SUM, c),
+               "recvbuf is NULL");
+    expect_bad(mrc_allreduce(buf, buf, 4, (mrc_dtype_t)77, MRC_SUM, c),
+               "dtype 77");
+    expect_bad(mrc_allreduce(buf, buf, 4, MRC_FLOAT32, (mrc_op_t)9, c),
+               "op 9");
+    expect_bad(mrc_allreduce(buf, buf + 1, 4, MRC_FLOAT32, MRC_SUM, c),
+               "overlap but are not the in-place form");
+    expect_bad(mrc_reduce_scatter(buf, buf, 4, MRC_FLOAT32, MRC_SUM, c),
+               "overlap"); /* in place is buf + rank*4 */
+    expect_bad(mrc_allgather(buf, buf, 4, MRC_FLOAT32, c), "overlap");
+    expect_bad(mrc_reduce(buf, buf, 4, MRC_FLOAT32, MRC_SUM, 4, c),
+               "root 4 out of range");
+    expect_bad(mrc_broadcast(buf, buf, 4, MRC_FLOAT32, -1, c),
+               "root -1 out of range");
+    expect_bad(mrc_allreduce(buf, buf, 4, MRC_FLOAT32, MRC_SUM, NULL),
+               "comm is NULL");
+    /* Count 0 succeeds at once, whatever the buffers. */
+    assert_int_equal(mrc_allreduce(NULL, NULL, 0, MRC_FLOAT32, MRC_SUM, c),
+                     MRC_OK);
+    assert_int_equal(mrc_broadcast(NULL, NULL, 0, MRC_INT8, 0, c), MRC_OK);
+    /* A rank left alone times out, naming where it waited. */
+    mrc_status_t st = mrc_allreduce(buf, buf, 64, MRC_FLOAT32, MRC_SUM, c);
+    assert_int_equal(st, MRC_ERR_TIMEOUT);
+    assert_non_null(strstr(mrc_last_error(), "timed out"));
+    assert_non_null(strstr(mrc_last_error(), "at stream 0, step 0"));
+    for (int r = 0; r < 4; r++)
+        assert_int_equal(mrc_comm_destroy(comms[r]), MRC_OK);
+    assert_int_equal(mrc_comm_destroy(NULL), MRC_OK);
+
+    mrc_config_t wrong = {.topology = "hcm8"};
+    expect_bad(mrc_comm_init_all(comms, 4, &wrong),
+               "hcm8 has 8 nodes but there are 4 ranks");
+    assert_null(comms[0]);
+    expect_bad(mrc_comm_init_all(comms, 0, NULL), "nranks 0");
+    mrc_config_t bad_strategy = {.strategy = "twist"};
+    assert_int_equal(mrc_comm_init_all(comms, 4, &bad_strategy),
+                     MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "unknown strategy"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_ring_sizes),
         cmocka_unit_test(test_seed_topologies),
     };
