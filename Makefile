@@ -17,7 +17,7 @@ TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all setup build run test test-sanitize test-tsan fuzz format clean
+.PHONY: all setup build run test test-sanitize test-tsan bench fuzz format clean
 
 all: build
 
@@ -45,6 +45,12 @@ test-sanitize: setup
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	    ctest --output-on-failure -j $(JOBS)
+
+# Benchmarks (figures for docs/performance.md; not tests).
+bench: build
+	@$(BUILD)/bench/bench_compile
+	@echo
+	@$(BUILD)/bench/bench_threads
 
 # ThreadSanitizer (clang) over the multi-rank tests: the threads transport
 # is lock-free, and this is what proves its ordering.
