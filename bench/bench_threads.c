@@ -8,7 +8,12 @@
  * core) that bounds the bus bandwidth at membw * (P-1) / P^2 (nccl-tests'
  * busbw = algbw * 2(P-1)/P). The table gives busbw beside that floor.
  *
+ * This machine is shared, and its speed drifts by a factor of two from one
+ * second to the next; both figures are therefore measured in alternation,
+ * ROUNDS times each, and the best of each is kept (noise only slows).
+ *
  * Usage: bench_threads [--sizes 1M,16M,64M] [--ranks 2,4,8] [--iters K]
+ *                      [--rounds R]
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -51,7 +56,7 @@ static double memory_bandwidth(int threads, size_t bytes)
          *dst = malloc(bytes * (size_t)threads);
     memset(src, 1, bytes * (size_t)threads);
     memset(dst, 2, bytes * (size_t)threads);
-    for (int trial = 0; trial < 5; trial++) {
+    for (int trial = 0; trial < 2; trial++) {
         pthread_t th[64];
         copy_job_t job[64];
         double t0 = now_s();
@@ -156,7 +161,7 @@ static int parse_list(const char *s, uint64_t *out, int max)
 int main(int argc, char **argv)
 {
     uint64_t sizes[16] = {1 << 20, 16 << 20, 64 << 20}, ranks[16] = {2, 4, 8};
-    int nsizes = 3, nranks = 3, iters = 10;
+    int nsizes = 3, nranks = 3, iters = 10, rounds = 5;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--sizes") == 0)
             nsizes = parse_list(argv[i + 1], sizes, 16);
@@ -164,24 +169,35 @@ int main(int argc, char **argv)
             nranks = parse_list(argv[i + 1], ranks, 16);
         else if (strcmp(argv[i], "--iters") == 0)
             iters = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 10;
+        else if (strcmp(argv[i], "--rounds") == 0)
+            rounds = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 5;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    double membw = memory_bandwidth((int)(cores > 0 ? cores : 1), 64 << 20);
-    printf("# memory bandwidth (parallel copy, %ld cores, read + write): "
-           "%.2f GB/s\n",
-           cores, membw / 1e9);
-    printf("# floor: busbw <= membw * (P-1) / P^2\n");
-    printf("%5s %10s %12s %10s %10s %8s\n", "ranks", "size(B)", "time(us)",
-           "busbw", "floor", "%floor");
+    int threads = (int)(cores > 0 ? cores : 1);
+    printf("# memory bandwidth: a parallel copy on %d cores (read + write), "
+           "best of %d rounds\n# floor: busbw <= membw * (P-1) / P^2; each "
+           "row's membw is measured in alternation with it\n",
+           threads, rounds);
+    printf("%5s %10s %12s %10s %10s %10s %8s\n", "ranks", "size(B)",
+           "time(us)", "busbw", "membw", "floor", "%floor");
     for (int r = 0; r < nranks; r++)
         for (int s = 0; s < nsizes; s++) {
             int P = (int)ranks[r];
-            double us = 0;
-            double bus = allreduce_busbw(P, (size_t)sizes[s], iters, &us);
-            double floor = membw * (P - 1) / ((double)P * P);
-            printf("%5d %10llu %12.1f %10.2f %10.2f %7.0f%%\n", P,
-                   (unsigned long long)sizes[s], us, bus / 1e9, floor / 1e9,
-                   100 * bus / floor);
+            double best_bus = 0, best_mem = 0, best_us = 0;
+            for (int round = 0; round < rounds; round++) {
+                double mem = memory_bandwidth(threads, 64 << 20);
+                double us = 0;
+                double bus = allreduce_busbw(P, (size_t)sizes[s], iters, &us);
+                best_mem = mem > best_mem ? mem : best_mem;
+                if (bus > best_bus) {
+                    best_bus = bus;
+                    best_us = us;
+                }
+            }
+            double floor = best_mem * (P - 1) / ((double)P * P);
+            printf("%5d %10llu %12.1f %10.2f %10.2f %10.2f %7.0f%%\n", P,
+                   (unsigned long long)sizes[s], best_us, best_bus / 1e9,
+                   best_mem / 1e9, floor / 1e9, 100 * best_bus / floor);
             fflush(stdout);
         }
     return 0;

@@ -1,5 +1,6 @@
 /* The executor (see exec.h). */
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,17 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
         return st;
     int g = p->nodes[node].group;
     x->group_size = g >= 0 ? p->groups[g].size : 1;
+    /* Buffers this large overflow the caches anyway, so writes bypass
+     * them: no read-for-ownership of each line before it is overwritten.
+     * (Streaming only the final writes, and keeping partial sums cached
+     * for the next hop, measured slower here: docs/performance.md.) */
+    uint64_t se, re, xe;
+    mrc__buffer_elems(p, node, &se, &re, &xe);
+    const char *env = getenv("MRC_STREAM_BYTES");
+    uint64_t threshold = (uint64_t)8 << 20;
+    if (env)
+        mrc__parse_size(env, &threshold);
+    x->stream = re * x->elem >= threshold;
     size_t n = (size_t)x->plan.num_ops;
     x->xfers = calloc(n + 1, sizeof *x->xfers);
     x->recvs = calloc(n + 1, sizeof *x->recvs);
@@ -72,6 +84,11 @@ static char *buffer(int which, const void *sendbuf, void *recvbuf,
     case MRC__BUF_SCRATCH: return scratch;
     default: return NULL;
     }
+}
+
+static void copy_plain(void *dst, const void *src, size_t bytes)
+{
+    memcpy(dst, src, bytes);
 }
 
 /* Advances one chain as far as it can go; sets *moved if it did. */
@@ -116,6 +133,7 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 xf->local = op->local ? buffer(op->local, sb, rb, xb) +
                                             op->local_off * x->elem
                                       : NULL;
+                xf->stream = x->stream;
                 st = t->ops->irecv(t->ctx, xf);
                 if (st == MRC_INPROGRESS)
                     return MRC_OK;
@@ -129,9 +147,10 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 return MRC_OK;
             break;
         case MRC__COPY:
-            memcpy(buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
-                   buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
-                   op->count * x->elem);
+            (x->stream ? mrc__copy_stream : copy_plain)(
+                buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+                buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                op->count * x->elem);
             break;
         case MRC__SCALE:
             mrc__scale(buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,

@@ -22,6 +22,7 @@ typedef struct mrc__exec {
     size_t num_recvs, num_sends;
     size_t elem;
     int group_size;
+    int stream; /* large outputs: final writes bypass the cache */
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are

@@ -3,6 +3,71 @@
 
 #include "kernels.h"
 
+/* ---- streaming stores --------------------------------------------------- */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define MRC_HAVE_STREAM 1
+#endif
+
+/* Large outputs that no one reads soon are written around the cache: a
+ * normal store first reads the line it writes (read-for-ownership), which
+ * is a third more memory traffic for a copy and a quarter for a reduction. */
+void mrc__copy_stream(void *dst, const void *src, size_t bytes)
+{
+#ifdef MRC_HAVE_STREAM
+    char *d = dst;
+    const char *s = src;
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (bytes < 4096 || head > bytes) {
+        memcpy(dst, src, bytes);
+        return;
+    }
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    bytes -= head;
+    size_t n = bytes / 64;
+    for (size_t i = 0; i < n; i++) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(s + 64 * i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 64 * i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 64 * i + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + 64 * i + 48));
+        _mm_stream_si128((__m128i *)(d + 64 * i), a);
+        _mm_stream_si128((__m128i *)(d + 64 * i + 16), b);
+        _mm_stream_si128((__m128i *)(d + 64 * i + 32), c);
+        _mm_stream_si128((__m128i *)(d + 64 * i + 48), e);
+    }
+    memcpy(d + 64 * n, s + 64 * n, bytes - 64 * n);
+    _mm_sfence();
+#else
+    memcpy(dst, src, bytes);
+#endif
+}
+
+/* f32 sum into a separate output, streamed (the hot path of allreduce). */
+static int f32_sum_stream(float *d, const float *a, const float *b, size_t n)
+{
+#ifdef MRC_HAVE_STREAM
+    size_t head = ((16 - ((uintptr_t)d & 15)) & 15) / 4;
+    if (((uintptr_t)d & 3) || n < 1024)
+        return 0;
+    size_t i = 0;
+    for (; i < head; i++)
+        d[i] = a[i] + b[i];
+    for (; i + 4 <= n; i += 4)
+        _mm_stream_ps(d + i, _mm_add_ps(_mm_loadu_ps(a + i),
+                                        _mm_loadu_ps(b + i)));
+    for (; i < n; i++)
+        d[i] = a[i] + b[i];
+    _mm_sfence();
+    return 1;
+#else
+    (void)d, (void)a, (void)b, (void)n;
+    return 0;
+#endif
+}
+
 /* ---- 16-bit floats ----------------------------------------------------- */
 
 static uint32_t float_bits(float f)
@@ -218,6 +283,15 @@ HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
             return;                                                          \
         }                                                                    \
     } while (0)
+
+void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
+                        mrc_dtype_t dtype, mrc_op_t op)
+{
+    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
+        dst != a && f32_sum_stream(dst, a, b, n))
+        return;
+    mrc__reduce(dst, a, b, n, dtype, op);
+}
 
 void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
                  mrc_dtype_t dtype, mrc_op_t op)

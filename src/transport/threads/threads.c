@@ -173,8 +173,13 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
                           "rank %d: %zu bytes arrived from rank %d where %zu "
                           "were expected",
                           c->rank, s->bytes, x->peer, x->bytes);
-    if (x->local)
+    if (x->local && x->stream)
+        mrc__reduce_stream(x->dst, x->local, s->buf, x->count, x->dtype,
+                           x->op);
+    else if (x->local)
         mrc__reduce(x->dst, x->local, s->buf, x->count, x->dtype, x->op);
+    else if (x->stream)
+        mrc__copy_stream(x->dst, s->buf, x->bytes);
     else
         memcpy(x->dst, s->buf, x->bytes);
     __atomic_store_n(s->sender_done, 1, __ATOMIC_RELEASE);
