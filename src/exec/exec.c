@@ -18,12 +18,114 @@ static double now_s(void)
 void mrc__exec_release(mrc__exec_t *x)
 {
     mrc__plan_free(&x->plan);
+    free(x->stage_of);
+    free(x->slot_user);
+    free(x->staging);
+    free(x->chain_rank);
+    free(x->chain_group);
+    free(x->first_open);
+    free(x->complete);
     free(x->xfers);
     free(x->recvs);
     free(x->recv_of);
     free(x->send_list);
     free(x->cursor);
     memset(x, 0, sizeof *x);
+}
+
+static int same_region(int buf, uint64_t off, int buf2, uint64_t off2)
+{
+    return buf == buf2 && off == off2;
+}
+
+/* Is op i (a RECV) a transient partial: forwarded by a later SEND of its
+ * chain, then overwritten (or in scratch, never output), with nothing else
+ * reading it? Returns the forwarding SEND, or -1. */
+static int transient(const mrc__plan_t *pl, int i, int end)
+{
+    const mrc__op_t *op = &pl->ops[i];
+    int fwd = -1;
+    for (int j = i + 1; j < end; j++) {
+        const mrc__op_t *q = &pl->ops[j];
+        int reads = (q->kind == MRC__SEND || q->kind == MRC__COPY) &&
+                    same_region(q->src, q->src_off, op->dst, op->dst_off);
+        int writes = (q->kind == MRC__RECV || q->kind == MRC__COPY ||
+                      q->kind == MRC__SCALE) &&
+                     same_region(q->dst, q->dst_off, op->dst, op->dst_off);
+        reads |= q->kind == MRC__RECV && q->local &&
+                 same_region(q->local, q->local_off, op->dst, op->dst_off);
+        if (q->kind == MRC__SCALE && writes)
+            return -1; /* scaled: an output */
+        if (reads) {
+            if (fwd >= 0 || q->kind != MRC__SEND)
+                return -1;
+            fwd = j;
+            continue;
+        }
+        if (writes)
+            return fwd; /* overwritten after its one forward */
+    }
+    return op->dst == MRC__BUF_SCRATCH ? fwd : -1;
+}
+
+/* Chooses the staged operations and sizes the slots. */
+static mrc_status_t plan_staging(mrc__exec_t *x)
+{
+    const mrc__plan_t *pl = &x->plan;
+    int nc = pl->num_chains, n = pl->num_ops;
+    const char *env = getenv("MRC_WINDOW");
+    x->window = env && atoi(env) > 0 ? atoi(env) : 2;
+    x->stage_of = malloc(((size_t)n + 1) * sizeof *x->stage_of);
+    x->chain_rank = calloc((size_t)nc + 1, sizeof *x->chain_rank);
+    x->chain_group = calloc((size_t)nc + 1, sizeof *x->chain_group);
+    x->complete = calloc((size_t)nc + 1, 1);
+    x->first_open = calloc((size_t)nc + 1, sizeof *x->first_open);
+    if (!x->stage_of || !x->chain_rank || !x->chain_group || !x->complete ||
+        !x->first_open)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning");
+    for (int i = 0; i < n; i++)
+        x->stage_of[i] = -1;
+    /* Chains come stream by stream; number them within their stream. */
+    int ids = 0, prev_stream = -1, rank = 0;
+    for (int ch = 0; ch < nc; ch++) {
+        int k = pl->ops[pl->chain_off[ch]].stream;
+        if (k != prev_stream) {
+            ids++;
+            rank = 0;
+            prev_stream = k;
+        }
+        x->chain_group[ch] = ids - 1;
+        x->chain_rank[ch] = rank++;
+    }
+    x->num_stream_ids = ids;
+    if (!x->stream || getenv("MRC_NO_STAGING")) /* small buffers stay in cache */
+        return MRC_OK;
+    uint64_t biggest = 0;
+    for (int ch = 0; ch < nc; ch++) {
+        int toggle = 0, end = pl->chain_off[ch + 1];
+        int base = (x->chain_group[ch] * x->window +
+                    x->chain_rank[ch] % x->window) * 2;
+        for (int i = pl->chain_off[ch]; i < end; i++) {
+            if (pl->ops[i].kind != MRC__RECV)
+                continue;
+            int j = transient(pl, i, end);
+            if (j < 0)
+                continue;
+            x->stage_of[i] = x->stage_of[j] = base + toggle;
+            toggle ^= 1;
+            if (pl->ops[i].count > biggest)
+                biggest = pl->ops[i].count;
+        }
+    }
+    if (biggest == 0)
+        return MRC_OK;
+    x->num_slots = ids * x->window * 2;
+    x->slot_bytes = ((size_t)biggest * x->elem + 63) / 64 * 64;
+    x->staging = aligned_alloc(64, (size_t)x->num_slots * x->slot_bytes);
+    x->slot_user = malloc((size_t)x->num_slots * sizeof *x->slot_user);
+    if (!x->staging || !x->slot_user)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for staging");
+    return MRC_OK;
 }
 
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
@@ -59,6 +161,11 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
         mrc__exec_release(x);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
                           node);
+    }
+    st = plan_staging(x);
+    if (st != MRC_OK) {
+        mrc__exec_release(x);
+        return st;
     }
     for (size_t i = 0; i < n; i++) {
         const mrc__op_t *op = &x->plan.ops[i];
@@ -110,18 +217,27 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 xf->tag = op->tag;
                 xf->count = op->count;
                 xf->bytes = op->count * x->elem;
-                st = t->ops->isend(t->ctx,
-                                   buffer(op->src, sb, rb, xb) +
-                                       op->src_off * x->elem,
-                                   xf);
+                int slot = x->stage_of[i];
+                const char *src = slot >= 0
+                                      ? x->staging + (size_t)slot * x->slot_bytes
+                                      : buffer(op->src, sb, rb, xb) +
+                                            op->src_off * x->elem;
+                st = t->ops->isend(t->ctx, src, xf);
                 if (st == MRC_INPROGRESS)
                     return MRC_OK;
                 if (st != MRC_OK)
                     return st;
+                if (slot >= 0)
+                    x->slot_user[slot] = i;
             }
             break;
         case MRC__RECV:
             if (!xf->posted) {
+                int slot = x->stage_of[i];
+                if (slot >= 0 && x->slot_user[slot] >= 0 &&
+                    !__atomic_load_n(&x->xfers[x->slot_user[slot]].done,
+                                     __ATOMIC_ACQUIRE))
+                    return MRC_OK; /* the slot's last send is still read */
                 xf->peer = op->peer;
                 xf->tag = op->tag;
                 xf->count = op->count;
@@ -134,6 +250,10 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                                             op->local_off * x->elem
                                       : NULL;
                 xf->stream = x->stream;
+                if (slot >= 0) { /* a partial: into a cached slot */
+                    xf->dst = x->staging + (size_t)slot * x->slot_bytes;
+                    xf->stream = 0;
+                }
                 st = t->ops->irecv(t->ctx, xf);
                 if (st == MRC_INPROGRESS)
                     return MRC_OK;
@@ -164,6 +284,25 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
         *moved = 1;
     }
     return MRC_OK;
+}
+
+/* A chain is complete when its last op has run and every send it made has
+ * been taken (so its staging slots are free for the next chain). */
+static int chain_complete(mrc__exec_t *x, const mrc__transport_t *t, int ch)
+{
+    const mrc__plan_t *pl = &x->plan;
+    if (pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1])
+        return 0;
+    for (int i = pl->chain_off[ch]; i < pl->chain_off[ch + 1]; i++) {
+        mrc__xfer_t *xf = &x->xfers[i];
+        if (pl->ops[i].kind != MRC__SEND ||
+            __atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
+            continue;
+        if (t->ops->test(t->ctx, xf) != MRC_OK ||
+            !__atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
+            return 0;
+    }
+    return 1;
 }
 
 /* What the node waits for, for the timeout message. */
@@ -203,6 +342,10 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
     memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);
+    memset(x->complete, 0, (size_t)pl->num_chains);
+    memset(x->first_open, 0, (size_t)x->num_stream_ids * sizeof *x->first_open);
+    for (int i = 0; i < x->num_slots; i++)
+        x->slot_user[i] = -1;
     mrc_status_t st = t->ops->begin(t->ctx, seq, x->recvs, x->num_recvs);
     if (st != MRC_OK)
         return st;
@@ -213,13 +356,31 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
         int moved = 0;
         chains_left = 0;
         for (int ch = 0; ch < pl->num_chains; ch++) {
-            if (pl->chain_off[ch] + x->cursor[ch] >= pl->chain_off[ch + 1])
+            if (x->complete[ch])
                 continue;
-            st = advance(x, t, ch, sendbuf, recvbuf, scratch, &moved);
-            if (st != MRC_OK)
-                return st;
-            chains_left +=
-                pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1];
+            int sid = x->chain_group[ch];
+            if (x->staging &&
+                x->chain_rank[ch] >= x->first_open[sid] + x->window) {
+                chains_left++; /* outside its stream's window for now */
+                continue;
+            }
+            if (pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1]) {
+                st = advance(x, t, ch, sendbuf, recvbuf, scratch, &moved);
+                if (st != MRC_OK)
+                    return st;
+            }
+            if (chain_complete(x, t, ch)) {
+                x->complete[ch] = 1;
+                moved = 1;
+                /* The window starts at the stream's first open chain. */
+                int first = ch - x->chain_rank[ch];
+                while (first + x->first_open[sid] < pl->num_chains &&
+                       x->chain_group[first + x->first_open[sid]] == sid &&
+                       x->complete[first + x->first_open[sid]])
+                    x->first_open[sid]++;
+                continue;
+            }
+            chains_left++;
         }
         while (sends_left > 0) {
             mrc__xfer_t *xf = &x->xfers[x->send_list[sends_left - 1]];

@@ -23,6 +23,22 @@ typedef struct mrc__exec {
     size_t elem;
     int group_size;
     int stream; /* large outputs: final writes bypass the cache */
+
+    /* Staging: a partial sum that a chain receives only to send it on
+     * (and that is overwritten or never output afterwards) goes through a
+     * small slot that stays in cache instead of the caller's buffer. Slots
+     * are reused by a window of chains per stream: at most `window` chains
+     * of a stream run at once. */
+    int32_t *stage_of;   /* [num_ops]: slot of a staged RECV/SEND, or -1 */
+    int32_t *slot_user;  /* [num_slots]: the SEND reading it, or -1 */
+    char *staging;
+    size_t slot_bytes;
+    int num_slots, window;
+    int32_t *chain_rank;   /* [num_chains]: index among its stream's chains */
+    int32_t *chain_group;  /* [num_chains]: dense index of its stream */
+    int32_t *first_open;   /* per stream: lowest chain not yet complete */
+    uint8_t *complete;     /* [num_chains] */
+    int num_stream_ids;
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are
