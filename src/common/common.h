@@ -65,6 +65,11 @@ int mrc__parse_size(const char *s, uint64_t *out);
 mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
                             size_t *len);
 
+/* Makes room for at least `need` elements of `size` bytes in *array,
+ * doubling its capacity *cap (from 16); 0 on success, -1 (array
+ * untouched) when out of memory. */
+int mrc__grow(void **array, int *cap, int need, size_t size);
+
 /* Duplicates a string; NULL on allocation failure (or NULL input). */
 char *mrc__strdup(const char *s);
 

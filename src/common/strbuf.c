@@ -218,6 +218,23 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     return MRC_OK;
 }
 
+int mrc__grow(void **array, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    long c = *cap > 0 ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    if ((size_t)c > SIZE_MAX / size || c > INT32_MAX)
+        return -1;
+    void *p = realloc(*array, (size_t)c * size);
+    if (!p)
+        return -1;
+    *array = p;
+    *cap = (int)c;
+    return 0;
+}
+
 char *mrc__strdup(const char *s)
 {
     if (!s)

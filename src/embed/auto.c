@@ -199,14 +199,8 @@ static void column_free(column_t *c)
 
 static column_t *colset_new(colset_t *s)
 {
-    if (s->num == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        column_t *p = realloc(s->cols, (size_t)cap * sizeof *p);
-        if (!p)
-            return NULL;
-        s->cols = p;
-        s->cap = cap;
-    }
+    if (mrc__grow((void **)&s->cols, &s->cap, s->num + 1, sizeof *s->cols))
+        return NULL;
     column_t *c = &s->cols[s->num++];
     memset(c, 0, sizeof *c);
     return c;

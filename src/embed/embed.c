@@ -79,15 +79,10 @@ int mrc__eb_add_ring(mrc__embed_builder_t *b, int g, const int *order,
 {
     if (b->failed)
         return -1;
-    if (b->num_rings == b->cap_rings) {
-        int cap = b->cap_rings ? 2 * b->cap_rings : 8;
-        mrc__draft_ring_t *p = realloc(b->rings, (size_t)cap * sizeof *p);
-        if (!p) {
-            b->failed = 1;
-            return -1;
-        }
-        b->rings = p;
-        b->cap_rings = cap;
+    if (mrc__grow((void **)&b->rings, &b->cap_rings, b->num_rings + 1,
+                  sizeof *b->rings)) {
+        b->failed = 1;
+        return -1;
     }
     mrc__draft_ring_t *r = &b->rings[b->num_rings];
     memset(r, 0, sizeof *r);

@@ -88,14 +88,9 @@ static posting_t *add_post(postings_t *t, int src, int dst, uint64_t tag)
     if (i >= 0) {
         t->free_head = t->pool[i].next;
     } else {
-        if (t->num == t->alloc) {
-            int32_t cap = t->alloc ? 2 * t->alloc : 256;
-            posting_t *q = realloc(t->pool, (size_t)cap * sizeof *q);
-            if (!q)
-                return NULL;
-            t->pool = q;
-            t->alloc = cap;
-        }
+        if (mrc__grow((void **)&t->pool, &t->alloc, t->num + 1,
+                      sizeof *t->pool))
+            return NULL;
         i = t->num++;
     }
     size_t b = bucket_of(t, src, dst, tag);

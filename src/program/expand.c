@@ -109,14 +109,8 @@ typedef struct opbuf {
 
 static mrc__op_t *push(opbuf_t *b)
 {
-    if (b->num == b->cap) {
-        int cap = b->cap ? 2 * b->cap : 64;
-        mrc__op_t *q = realloc(b->ops, (size_t)cap * sizeof *q);
-        if (!q)
-            return NULL;
-        b->ops = q;
-        b->cap = cap;
-    }
+    if (mrc__grow((void **)&b->ops, &b->cap, b->num + 1, sizeof *b->ops))
+        return NULL;
     mrc__op_t *op = &b->ops[b->num++];
     memset(op, 0, sizeof *op);
     return op;
@@ -322,9 +316,9 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
     const mrc__group_t *g = &p->groups[nd->group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
     opbuf_t ops = {0};
-    int cap_chains = 8;
-    plan->chain_off = malloc((size_t)(cap_chains + 1) * sizeof(int32_t));
-    if (!plan->chain_off)
+    int cap_chains = 0;
+    if (mrc__grow((void **)&plan->chain_off, &cap_chains, 2,
+                  sizeof *plan->chain_off))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     plan->chain_off[0] = 0;
     mrc_status_t st = MRC_OK;
@@ -336,15 +330,10 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
             st = run_chain(p, node, k, c, chunks, in_place, &ops);
             if (st != MRC_OK || ops.num == before)
                 continue;
-            if (plan->num_chains == cap_chains) {
-                cap_chains *= 2;
-                int32_t *q = realloc(plan->chain_off,
-                                     (size_t)(cap_chains + 1) * sizeof *q);
-                if (!q) {
-                    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-                    break;
-                }
-                plan->chain_off = q;
+            if (mrc__grow((void **)&plan->chain_off, &cap_chains,
+                          plan->num_chains + 2, sizeof *plan->chain_off)) {
+                st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                break;
             }
             plan->chain_off[++plan->num_chains] = ops.num;
         }

@@ -14,7 +14,7 @@
 enum { IMAGE_VERSION = 1, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
        INSN_BYTES = 14 };
 
-static uint64_t fnv1a(const uint8_t *d, size_t n)
+uint64_t mrc__fnv1a(const uint8_t *d, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
@@ -118,7 +118,7 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
     size_t total = sb.len;
     uint8_t *d = (uint8_t *)sb.data;
     uint64_t payload = total - HEADER_BYTES;
-    uint64_t sum = fnv1a(d + HEADER_BYTES, payload);
+    uint64_t sum = mrc__fnv1a(d + HEADER_BYTES, payload);
     for (int i = 0; i < 8; i++) {
         d[16 + i] = (uint8_t)(payload >> (8 * i));
         d[24 + i] = (uint8_t)(sum >> (8 * i));
@@ -299,7 +299,7 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
                           "program image is truncated or padded: %zu payload "
                           "bytes, the header says %llu",
                           len - HEADER_BYTES, (unsigned long long)payload);
-    if (fnv1a(d + HEADER_BYTES, (size_t)payload) != sum)
+    if (mrc__fnv1a(d + HEADER_BYTES, (size_t)payload) != sum)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "program image is corrupted (checksum mismatch)");
 

@@ -203,6 +203,9 @@ const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u,
 mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
                                uint8_t **active);
 
+/* FNV-1a 64 over n bytes: the image checksum. */
+uint64_t mrc__fnv1a(const uint8_t *d, size_t n);
+
 /* Frees a program's arrays (used by load on failure). */
 void mrc__program_free_arrays(mrc_program_t *p);
 

@@ -92,20 +92,10 @@ static void test_image_round_trip(void **state)
     }
 }
 
-static uint64_t fnv1a(const uint8_t *d, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= d[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 /* Rewrites the checksum so that a corruption reaches the validation. */
 static void reseal(uint8_t *img, size_t len)
 {
-    uint64_t sum = fnv1a(img + 32, len - 32);
+    uint64_t sum = mrc__fnv1a(img + 32, len - 32);
     for (int i = 0; i < 8; i++)
         img[24 + i] = (uint8_t)(sum >> (8 * i));
 }
