@@ -1,0 +1,493 @@
+/*
+ * The link-level simulator, bulk-synchronous mode.
+ *
+ * The program's own expansion gives every node's sends, step by step. A
+ * step's messages form flows over channels (link directions); the step is
+ * a fluid simulation: rates are max-min fair over channel capacities,
+ * recomputed whenever a flow finishes; each message also pays the latency
+ * of every link on its route (cut-through). The step ends when its last
+ * message has arrived, and the next starts (the barrier of BSP).
+ *
+ * For a ring of N nodes with bandwidth B and latency A, an allreduce of S
+ * bytes on one bidirectional ring and one chunk is 2(N-1) steps of
+ * A + S/(2NB) each: the unit tests hold the simulator to that exactly.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrc/sim.h"
+#include "program/program_internal.h"
+
+typedef struct route {
+    int32_t first, len; /* into chan_pool / phys_pool */
+    double latency;     /* ns, sum over its links */
+} route_t;
+
+typedef struct sim {
+    const mrc_program_t *p;
+    const mrc_topo_t *t;
+    int num_chan, num_phys;
+    double *cap; /* bytes per ns */
+    double *lat; /* ns */
+    int32_t *phys_base; /* [links]: first physical link of the entry */
+    route_t *routes;    /* [num_entries]: node-stream -> its hop */
+    int32_t *chan_pool, *phys_pool;
+    int pool_len, chan_cap, phys_cap;
+} sim_t;
+
+typedef struct flow {
+    double remaining; /* bytes */
+    double rate;      /* bytes per ns */
+    double bytes;
+    int32_t route;
+    int done;
+} flow_t;
+
+static void sim_free(sim_t *s)
+{
+    free(s->cap);
+    free(s->lat);
+    free(s->phys_base);
+    free(s->routes);
+    free(s->chan_pool);
+    free(s->phys_pool);
+}
+
+/* Channels and, for every node and stream, the channels and physical
+ * links of its hop to the next node (from the program's route pool). */
+static mrc_status_t build(sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    const mrc_topo_t *t = s->t;
+    int nl = mrc_topo_num_links(t);
+    s->num_chan = 2 * nl;
+    s->cap = malloc(((size_t)s->num_chan + 1) * sizeof *s->cap);
+    s->lat = malloc(((size_t)s->num_chan + 1) * sizeof *s->lat);
+    s->phys_base = malloc(((size_t)nl + 1) * sizeof *s->phys_base);
+    s->routes = calloc((size_t)p->num_entries + 1, sizeof *s->routes);
+    if (!s->cap || !s->lat || !s->phys_base || !s->routes)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int i = 0; i < nl; i++) {
+        const mrc_link_t *l = mrc_topo_link(t, i);
+        s->cap[2 * i] = s->cap[2 * i + 1] = l->count * l->bandwidth_gbps;
+        s->lat[2 * i] = s->lat[2 * i + 1] = l->latency_ns;
+        s->phys_base[i] = s->num_phys;
+        s->num_phys += l->count;
+    }
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group;
+        if (g < 0)
+            continue;
+        for (int j = 0; j < p->groups[g].num_streams; j++) {
+            int k = p->groups[g].first_stream + j;
+            const mrc__node_stream_t *ns = mrc__node_stream(p, u, k);
+            route_t *rt = &s->routes[ns - p->node_streams];
+            rt->first = s->pool_len;
+            if (ns->route < 0)
+                continue;
+            for (int q = p->route_off[ns->route];
+                 q + 1 < p->route_off[ns->route + 1]; q++) {
+                int v = p->route_nodes[q], link = -1, peer = -1;
+                if (mrc_topo_port(t, v, p->route_ports[q], &link, &peer,
+                                  NULL) != MRC_OK ||
+                    peer != p->route_nodes[q + 1])
+                    return mrc__error(MRC_ERR_INVALID_ARG,
+                                      "the program's route leaves node %d by "
+                                      "port %d, which %s does not lead to "
+                                      "node %d (is it compiled for this "
+                                      "topology?)",
+                                      v, p->route_ports[q], mrc_topo_name(t),
+                                      p->route_nodes[q + 1]);
+                const mrc_link_t *l = mrc_topo_link(t, link);
+                int dir = l->a == v ? 0 : 1;
+                int first_port = dir ? l->port_b : l->port_a;
+                if (mrc__grow((void **)&s->chan_pool, &s->chan_cap,
+                              s->pool_len + 1, sizeof *s->chan_pool) ||
+                    mrc__grow((void **)&s->phys_pool, &s->phys_cap,
+                              s->pool_len + 1, sizeof *s->phys_pool))
+                    return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                s->chan_pool[s->pool_len] = 2 * link + dir;
+                s->phys_pool[s->pool_len] =
+                    s->phys_base[link] + (p->route_ports[q] - first_port);
+                s->pool_len++;
+                rt->latency += l->latency_ns;
+            }
+            rt->len = s->pool_len - rt->first;
+        }
+    }
+    return MRC_OK;
+}
+
+/* ---- one step: max-min fair fluid flows --------------------------------- */
+
+typedef struct step_ws {
+    double *residual; /* per channel */
+    int32_t *count;   /* unfrozen flows per channel */
+    int32_t *chan_start, *chan_fill, *chan_flows; /* channel -> flows */
+    int32_t *touched; /* channels in use this step */
+    int num_touched;
+    uint8_t *frozen;
+    int cap_flows;
+} step_ws_t;
+
+/* Max-min fair rates for the unfinished flows: repeatedly the channel with
+ * the smallest fair share freezes its flows at that share. */
+static void allocate(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
+{
+    for (int i = 0; i < w->num_touched; i++) {
+        int c = w->touched[i];
+        w->residual[c] = s->cap[c];
+        w->count[c] = 0;
+    }
+    for (int f = 0; f < nf; f++) {
+        w->frozen[f] = fl[f].done;
+        if (fl[f].done)
+            continue;
+        const route_t *rt = &s->routes[fl[f].route];
+        for (int q = 0; q < rt->len; q++)
+            w->count[s->chan_pool[rt->first + q]]++;
+    }
+    for (;;) {
+        int best = -1;
+        double share = INFINITY;
+        for (int i = 0; i < w->num_touched; i++) {
+            int c = w->touched[i];
+            if (w->count[c] > 0 && w->residual[c] / w->count[c] < share) {
+                share = w->residual[c] / w->count[c];
+                best = c;
+            }
+        }
+        if (best < 0)
+            break;
+        for (int j = w->chan_start[best]; j < w->chan_fill[best]; j++) {
+            int f = w->chan_flows[j];
+            if (w->frozen[f])
+                continue;
+            w->frozen[f] = 1;
+            fl[f].rate = share;
+            const route_t *rt = &s->routes[fl[f].route];
+            for (int q = 0; q < rt->len; q++) {
+                int c = s->chan_pool[rt->first + q];
+                w->residual[c] -= share;
+                w->count[c]--;
+            }
+        }
+    }
+}
+
+/* Runs a step's flows to completion; returns its duration (ns). */
+static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
+{
+    /* Channel -> flows, for this step (chan_fill counts, then fills). */
+    w->num_touched = 0;
+    for (int f = 0; f < nf; f++) {
+        const route_t *rt = &s->routes[fl[f].route];
+        for (int q = 0; q < rt->len; q++) {
+            int c = s->chan_pool[rt->first + q];
+            if (w->chan_fill[c]++ == 0)
+                w->touched[w->num_touched++] = c;
+        }
+    }
+    int total = 0;
+    for (int i = 0; i < w->num_touched; i++) {
+        int c = w->touched[i];
+        w->chan_start[c] = total;
+        total += w->chan_fill[c];
+        w->chan_fill[c] = w->chan_start[c];
+    }
+    for (int f = 0; f < nf; f++) {
+        const route_t *rt = &s->routes[fl[f].route];
+        for (int q = 0; q < rt->len; q++) {
+            int c = s->chan_pool[rt->first + q];
+            w->chan_flows[w->chan_fill[c]++] = f;
+        }
+    }
+    double now = 0, end = 0;
+    int left = 0;
+    for (int f = 0; f < nf; f++) {
+        const route_t *rt = &s->routes[fl[f].route];
+        if (fl[f].remaining <= 0 || rt->len == 0) {
+            fl[f].done = 1;
+            end = fmax(end, rt->latency);
+        } else {
+            left++;
+        }
+    }
+    while (left > 0) {
+        allocate(s, fl, nf, w);
+        double dt = INFINITY;
+        for (int f = 0; f < nf; f++)
+            if (!fl[f].done && fl[f].rate > 0)
+                dt = fmin(dt, fl[f].remaining / fl[f].rate);
+        now += dt;
+        for (int f = 0; f < nf; f++) {
+            if (fl[f].done)
+                continue;
+            fl[f].remaining -= fl[f].rate * dt;
+            /* Finished, allowing for rounding in the subtraction. */
+            if (fl[f].remaining <= 1e-9 * fl[f].bytes) {
+                fl[f].done = 1;
+                left--;
+                end = fmax(end, now + s->routes[fl[f].route].latency);
+            }
+        }
+    }
+    for (int i = 0; i < w->num_touched; i++)
+        w->chan_fill[w->touched[i]] = 0;
+    return end;
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+typedef struct chain {
+    mrc__chain_iter_t it;
+    mrc__op_t op;
+    int has_op, done;
+} chain_t;
+
+static double bound_share(mrc_collective_t c, int n)
+{
+    switch (c) {
+    case MRC_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case MRC_REDUCE_SCATTER:
+    case MRC_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1;
+    }
+}
+
+mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
+                         const mrc_sim_config_t *cfg, mrc_sim_result_t **out)
+{
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_sim_run: out is NULL");
+    *out = NULL;
+    if (!p || !t)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_sim_run: NULL argument");
+    if (mrc_topo_num_nodes(t) != p->num_nodes)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "the program has %d nodes, %s has %d",
+                          p->num_nodes, mrc_topo_name(t),
+                          mrc_topo_num_nodes(t));
+    mrc_sim_config_t c = cfg ? *cfg : (mrc_sim_config_t){0};
+    if (c.mode != MRC_SIM_BSP)
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "pipelined simulation is not implemented yet; use "
+                          "--mode bsp");
+    double pj = c.pj_per_bit > 0 ? c.pj_per_bit : 5;
+    double watts = c.link_power_w > 0 ? c.link_power_w : 0.5;
+    double wake_ns = (c.wake_us > 0 ? c.wake_us : 1) * 1e3;
+
+    sim_t s;
+    memset(&s, 0, sizeof s);
+    s.p = p;
+    s.t = t;
+    mrc_sim_result_t *r = calloc(1, sizeof *r);
+    chain_t *chains = NULL;
+    flow_t *flows = NULL;
+    step_ws_t w;
+    memset(&w, 0, sizeof w);
+    double *phys_on = NULL, *phys_last = NULL;
+    uint8_t *phys_used = NULL;
+    mrc_status_t st = r ? build(&s) : MRC_ERR_NO_MEMORY;
+    if (!r)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    if (st != MRC_OK)
+        goto done;
+    int nl = mrc_topo_num_links(t);
+    r->num_links = nl;
+    r->link_bytes = calloc((size_t)2 * nl + 1, sizeof *r->link_bytes);
+    r->link_utilisation = calloc((size_t)2 * nl + 1, sizeof(double));
+    phys_on = calloc((size_t)s.num_phys + 1, sizeof *phys_on);
+    phys_last = calloc((size_t)s.num_phys + 1, sizeof *phys_last);
+    phys_used = calloc((size_t)s.num_phys + 1, 1);
+    w.residual = malloc(((size_t)s.num_chan + 1) * sizeof *w.residual);
+    w.count = calloc((size_t)s.num_chan + 1, sizeof *w.count);
+    w.chan_start = calloc((size_t)s.num_chan + 1, sizeof *w.chan_start);
+    w.chan_fill = calloc((size_t)s.num_chan + 1, sizeof *w.chan_fill);
+    w.touched = malloc(((size_t)s.num_chan + 1) * sizeof *w.touched);
+    if (!r->link_bytes || !r->link_utilisation || !phys_on || !phys_last ||
+        !phys_used || !w.residual || !w.count || !w.chan_start ||
+        !w.chan_fill || !w.touched)
+        goto oom;
+
+    /* One chain per node, stream and chunk; they are walked in lockstep. */
+    int nchains = 0, cap_chains = 0;
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group;
+        if (g < 0)
+            continue;
+        for (int j = 0; j < p->groups[g].num_streams; j++) {
+            int k = p->groups[g].first_stream + j;
+            uint64_t len = p->streams[k].slice_len;
+            uint64_t n = (uint64_t)p->groups[g].size;
+            uint64_t maxf = p->addressing == MRC__ADDR_SPLIT
+                                ? (len + n - 1) / n
+                                : len;
+            uint64_t ce = c.chunks > 0
+                              ? (maxf + (uint64_t)c.chunks - 1) /
+                                    (uint64_t)c.chunks
+                              : mrc__chunk_elems(p);
+            int chunks = mrc__stream_chunks(p, k, ce ? ce : 1);
+            for (int ch = 0; ch < chunks; ch++) {
+                if (mrc__grow((void **)&chains, &cap_chains, nchains + 1,
+                              sizeof *chains))
+                    goto oom;
+                memset(&chains[nchains], 0, sizeof *chains);
+                mrc__chain_begin(&chains[nchains].it, p, u, k, ch, chunks,
+                                 0);
+                nchains++;
+            }
+        }
+    }
+    size_t esize = mrc_dtype_size(p->cfg.dtype);
+    double total_ns = 0, move_j = 0;
+    int cap_flows = 0, live = nchains;
+    for (int step = 0; live > 0; step++) {
+        int nf = 0;
+        live = 0;
+        for (int i = 0; i < nchains; i++) {
+            chain_t *ch = &chains[i];
+            while (!ch->done) {
+                if (!ch->has_op) {
+                    int rr = mrc__chain_next(&ch->it, &ch->op, &st);
+                    if (rr < 0)
+                        goto done;
+                    if (rr == 0) {
+                        ch->done = 1;
+                        break;
+                    }
+                    ch->has_op = 1;
+                }
+                if (ch->op.step > step)
+                    break;
+                ch->has_op = 0;
+                if (ch->op.kind != MRC__SEND)
+                    continue;
+                if (mrc__grow((void **)&flows, &cap_flows, nf + 1,
+                              sizeof *flows))
+                    goto oom;
+                double bytes = (double)ch->op.count * (double)esize;
+                const mrc__node_stream_t *ns =
+                    mrc__node_stream(p, ch->it.node, ch->op.stream);
+                flows[nf++] = (flow_t){bytes, 0, bytes,
+                                       (int32_t)(ns - p->node_streams), 0};
+            }
+            live += !ch->done;
+        }
+        if (nf == 0)
+            continue;
+        if (nf > w.cap_flows) {
+            free(w.frozen);
+            free(w.chan_flows);
+            w.cap_flows = cap_flows;
+            w.frozen = malloc((size_t)cap_flows);
+            w.chan_flows = NULL;
+            if (!w.frozen)
+                goto oom;
+        }
+        size_t hops = 0;
+        for (int f = 0; f < nf; f++)
+            hops += (size_t)s.routes[flows[f].route].len;
+        free(w.chan_flows);
+        w.chan_flows = malloc((hops + 1) * sizeof *w.chan_flows);
+        if (!w.chan_flows)
+            goto oom;
+        double dur = run_step(&s, flows, nf, &w);
+        /* Accounting: bytes per channel; physical links in use. A link
+         * idle for a gap is switched off only if the gap is longer than
+         * its wake-up (the schedule is known in advance), so gating never
+         * costs more than leaving it on. */
+        for (int f = 0; f < nf; f++) {
+            const route_t *rt = &s.routes[flows[f].route];
+            for (int q = 0; q < rt->len; q++) {
+                int ch = s.chan_pool[rt->first + q];
+                int ph = s.phys_pool[rt->first + q];
+                r->link_bytes[ch] += flows[f].bytes;
+                r->link_utilisation[ch] += flows[f].bytes / s.cap[ch];
+                move_j += flows[f].bytes * 8 * pj * 1e-12;
+                if (phys_used[ph])
+                    continue;
+                phys_used[ph] = 1;
+                double gap = total_ns - phys_last[ph];
+                phys_on[ph] += fmin(gap, wake_ns) + dur;
+                phys_last[ph] = total_ns + dur;
+            }
+        }
+        for (int f = 0; f < nf; f++) { /* clear the marks */
+            const route_t *rt = &s.routes[flows[f].route];
+            for (int q = 0; q < rt->len; q++)
+                phys_used[s.phys_pool[rt->first + q]] = 0;
+        }
+        total_ns += dur;
+        r->steps++;
+    }
+    double on_ns = 0;
+    for (int ph = 0; ph < s.num_phys; ph++)
+        on_ns += phys_on[ph];
+    r->time_us = total_ns / 1e3;
+    for (int ch = 0; ch < 2 * nl; ch++) {
+        r->bytes_moved += r->link_bytes[ch];
+        r->link_utilisation[ch] =
+            total_ns > 0 ? r->link_utilisation[ch] / total_ns : 0;
+    }
+    r->energy_j = move_j + watts * on_ns * 1e-9;
+    r->energy_no_gating_j = move_j + watts * s.num_phys * total_ns * 1e-9;
+    /* Figures against the slowest node of the first group. */
+    double data = (double)p->cfg.count * (double)esize;
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        data *= p->num_groups ? p->groups[0].size : 1;
+    int n = p->num_groups ? p->groups[0].size : 1;
+    r->algbw_gbps = total_ns > 0 ? data / total_ns : 0;
+    r->busbw_gbps = r->algbw_gbps * (p->cfg.collective == MRC_ALLREDUCE
+                                         ? 2.0 * (n - 1) / n
+                                         : p->cfg.collective ==
+                                                   MRC_REDUCE_SCATTER ||
+                                               p->cfg.collective ==
+                                                   MRC_ALLGATHER
+                                               ? (double)(n - 1) / n
+                                               : 1);
+    double minbw = INFINITY;
+    for (int g = 0; g < p->num_groups; g++)
+        for (int i = 0; i < p->groups[g].size; i++)
+            minbw = fmin(minbw, mrc_topo_node_bandwidth_gbps(
+                                    t, p->members[p->groups[g].first_member +
+                                                  i]));
+    r->bound_gbps = n > 1 && isfinite(minbw)
+                        ? minbw / bound_share(p->cfg.collective, n)
+                        : 0;
+    r->efficiency = r->bound_gbps > 0 ? r->algbw_gbps / r->bound_gbps : 0;
+    goto done;
+oom:
+    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+done:
+    free(chains);
+    free(flows);
+    free(w.residual);
+    free(w.count);
+    free(w.chan_start);
+    free(w.chan_fill);
+    free(w.chan_flows);
+    free(w.touched);
+    free(w.frozen);
+    free(phys_on);
+    free(phys_last);
+    free(phys_used);
+    sim_free(&s);
+    if (st != MRC_OK) {
+        mrc_sim_result_destroy(r);
+        return st;
+    }
+    *out = r;
+    return MRC_OK;
+}
+
+void mrc_sim_result_destroy(mrc_sim_result_t *r)
+{
+    if (!r)
+        return;
+    free(r->link_bytes);
+    free(r->link_utilisation);
+    free(r);
+}

@@ -1,0 +1,181 @@
+/* The simulator against closed forms, conservation and energy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mrc/mrc.h"
+
+typedef struct setup {
+    mrc_topo_t *topo;
+    mrc_embedding_t *e;
+    mrc_program_t *p;
+} setup_t;
+
+static setup_t make(const char *spec, const char *strategy,
+                    mrc_collective_t c, size_t count, mrc_dtype_t d)
+{
+    setup_t s = {0};
+    mrc_embed_config_t ec = {.strategy = strategy};
+    mrc_compile_config_t cc = {.collective = c, .count = count, .dtype = d};
+    if (mrc_topo_create(spec, &s.topo) != MRC_OK ||
+        mrc_embed_create(s.topo, &ec, &s.e) != MRC_OK ||
+        mrc_program_compile(s.e, &cc, &s.p) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    return s;
+}
+
+static void drop(setup_t *s)
+{
+    mrc_program_destroy(s->p);
+    mrc_embed_destroy(s->e);
+    mrc_topo_destroy(s->topo);
+}
+
+static mrc_sim_result_t *sim(const setup_t *s, int chunks)
+{
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP, .chunks = chunks};
+    mrc_sim_result_t *r = NULL;
+    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
+        fail_msg("%s", mrc_last_error());
+    return r;
+}
+
+static void expect_close(double got, double want, const char *what)
+{
+    if (fabs(got - want) > 1e-9 * fmax(1, fabs(want)))
+        fail_msg("%s: %.12g, expected %.12g", what, got, want);
+}
+
+/* ring:N,bw=B,lat=A, one bidirectional ring, BSP, one chunk: an allreduce
+ * of S bytes takes 2(N-1)(A + S/(2NB)); reduce-scatter and allgather take
+ * half the steps. */
+static void test_closed_forms(void **state)
+{
+    (void)state;
+    const int ns[] = {2, 3, 4, 5, 8, 13};
+    const double bws[] = {1, 12.5, 50}, lats[] = {0, 100, 1500};
+    for (int i = 0; i < 6; i++)
+        for (int b = 0; b < 3; b++)
+            for (int a = 0; a < 3; a++) {
+                int N = ns[i];
+                char spec[64];
+                snprintf(spec, sizeof spec, "ring:%d,bw=%g,lat=%g", N,
+                         bws[b], lats[a]);
+                /* float32, count divisible by 2N: every fragment equal */
+                size_t count = (size_t)(2 * N) * 1000 * (size_t)(b + 1);
+                double S = 4.0 * (double)count, B = bws[b], A = lats[a];
+                setup_t s = make(spec, "ring", MRC_ALLREDUCE, count,
+                                 MRC_FLOAT32);
+                mrc_sim_result_t *r = sim(&s, 1);
+                expect_close(r->time_us * 1e3,
+                             2.0 * (N - 1) * (A + S / (2.0 * N * B)),
+                             "allreduce");
+                assert_int_equal(r->steps, 2 * (N - 1));
+                mrc_sim_result_destroy(r);
+                drop(&s);
+                /* reduce-scatter and allgather: count per block, so the
+                 * ring moves S = N * count * 4 bytes in N-1 steps. */
+                for (int c = 0; c < 2; c++) {
+                    mrc_collective_t coll =
+                        c ? MRC_ALLGATHER : MRC_REDUCE_SCATTER;
+                    size_t block = 2 * 500 * (size_t)(a + 1);
+                    setup_t t = make(spec, "ring", coll, block, MRC_FLOAT32);
+                    r = sim(&t, 1);
+                    double Sb = 4.0 * (double)block;
+                    expect_close(r->time_us * 1e3,
+                                 (N - 1) * (A + Sb / (2.0 * B)),
+                                 c ? "allgather" : "reduce-scatter");
+                    mrc_sim_result_destroy(r);
+                    drop(&t);
+                }
+            }
+}
+
+/* Bytes on every channel equal the bytes the program sends over it, and
+ * no link direction carries more than it could in the time. */
+static void test_conservation(void **state)
+{
+    (void)state;
+    const char *specs[] = {"hcm8", "torus-ladder:8", "prism:3,3",
+                           "torus2d:4,4"};
+    for (int i = 0; i < 4; i++) {
+        setup_t s = make(specs[i], "auto", MRC_ALLREDUCE, 100000,
+                         MRC_FLOAT32);
+        mrc_sim_result_t *r = sim(&s, 0);
+        double sum = 0;
+        for (int l = 0; l < r->num_links; l++) {
+            const mrc_link_t *link = mrc_topo_link(s.topo, l);
+            for (int d = 0; d < 2; d++) {
+                sum += r->link_bytes[2 * l + d];
+                assert_true(r->link_utilisation[2 * l + d] <= 1 + 1e-9);
+                assert_true(r->link_bytes[2 * l + d] <=
+                            link->count * link->bandwidth_gbps *
+                                    r->time_us * 1e3 * (1 + 1e-9));
+            }
+        }
+        expect_close(sum, r->bytes_moved, "bytes moved");
+        assert_true(r->energy_j <= r->energy_no_gating_j);
+        /* The same run twice gives the same figures. */
+        mrc_sim_result_t *again = sim(&s, 0);
+        assert_true(again->time_us == r->time_us);
+        assert_true(again->energy_j == r->energy_j);
+        mrc_sim_result_destroy(again);
+        mrc_sim_result_destroy(r);
+        drop(&s);
+    }
+}
+
+/* A strategy that leaves links idle saves energy with gating; one that
+ * uses every link saves (almost) nothing. */
+static void test_energy_gating(void **state)
+{
+    (void)state;
+    /* The peripheral ring uses 16 of torus-ladder:16's 24 links in every
+     * step: gating saves exactly 8 links' power for the whole time. */
+    setup_t idle = make("torus-ladder:16", "peripheral-ring", MRC_ALLREDUCE,
+                        1 << 20, MRC_FLOAT32);
+    mrc_sim_result_t *r = sim(&idle, 0);
+    expect_close(r->energy_no_gating_j - r->energy_j,
+                 0.5 * 8 * r->time_us * 1e-6, "energy saved");
+    mrc_sim_result_destroy(r);
+    drop(&idle);
+
+    setup_t ring = make("ring:8", "ring", MRC_ALLREDUCE, 1 << 20,
+                        MRC_FLOAT32);
+    r = sim(&ring, 0);
+    /* Every link busy in every step: nothing to switch off. */
+    expect_close(r->energy_j, r->energy_no_gating_j, "nothing saved");
+    mrc_sim_result_destroy(r);
+    drop(&ring);
+}
+
+static void test_refusals(void **state)
+{
+    (void)state;
+    setup_t s = make("ring:4", "ring", MRC_ALLREDUCE, 1000, MRC_FLOAT32);
+    mrc_topo_t *other = NULL;
+    assert_int_equal(mrc_topo_create("ring:5", &other), MRC_OK);
+    mrc_sim_result_t *r = NULL;
+    assert_int_equal(mrc_sim_run(s.p, other, NULL, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "4 nodes"));
+    assert_null(r);
+    mrc_topo_destroy(other);
+    drop(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_closed_forms),
+        cmocka_unit_test(test_conservation),
+        cmocka_unit_test(test_energy_gating),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
