@@ -121,6 +121,11 @@ static mrc_status_t build(sim_t *s)
 
 /* ---- one step: max-min fair fluid flows --------------------------------- */
 
+typedef struct hent {
+    double key;
+    int32_t chan, version;
+} hent_t;
+
 typedef struct step_ws {
     double *residual; /* per channel */
     int32_t *count;   /* unfrozen flows per channel */
@@ -129,37 +134,75 @@ typedef struct step_ws {
     int num_touched;
     uint8_t *frozen;
     int cap_flows;
+    int32_t *version;  /* per channel */
+    hent_t *heap;      /* room for every channel push of a step */
+    int heap_n, heap_cap;
 } step_ws_t;
 
-/* Max-min fair rates for the unfinished flows: repeatedly the channel with
- * the smallest fair share freezes its flows at that share. */
+/* A min-heap of (fair share, channel); entries go stale when a channel's
+ * share changes, and carry the version they were pushed with. */
+static void hpush(step_ws_t *w, double key, int chan)
+{
+    hent_t e = {key, chan, w->version[chan]};
+    int i = w->heap_n++;
+    while (i > 0 && w->heap[(i - 1) / 2].key > key) {
+        w->heap[i] = w->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    w->heap[i] = e;
+}
+
+static hent_t hpop(step_ws_t *w)
+{
+    hent_t top = w->heap[0], last = w->heap[--w->heap_n];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= w->heap_n)
+            break;
+        if (c + 1 < w->heap_n && w->heap[c + 1].key < w->heap[c].key)
+            c++;
+        if (w->heap[c].key >= last.key)
+            break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    w->heap[i] = last;
+    return top;
+}
+
+/* Max-min fair rates for the unfinished flows (progressive filling): the
+ * channel with the smallest fair share freezes its flows at that share,
+ * which lowers the others' residual capacity; repeat. A heap keeps it
+ * O((channels + flow hops) log channels). */
 static void allocate(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
 {
     for (int i = 0; i < w->num_touched; i++) {
         int c = w->touched[i];
         w->residual[c] = s->cap[c];
         w->count[c] = 0;
+        w->version[c]++;
     }
     for (int f = 0; f < nf; f++) {
-        w->frozen[f] = fl[f].done;
+        w->frozen[f] = (uint8_t)fl[f].done;
         if (fl[f].done)
             continue;
         const route_t *rt = &s->routes[fl[f].route];
         for (int q = 0; q < rt->len; q++)
             w->count[s->chan_pool[rt->first + q]]++;
     }
-    for (;;) {
-        int best = -1;
-        double share = INFINITY;
-        for (int i = 0; i < w->num_touched; i++) {
-            int c = w->touched[i];
-            if (w->count[c] > 0 && w->residual[c] / w->count[c] < share) {
-                share = w->residual[c] / w->count[c];
-                best = c;
-            }
-        }
-        if (best < 0)
-            break;
+    w->heap_n = 0;
+    for (int i = 0; i < w->num_touched; i++) {
+        int c = w->touched[i];
+        if (w->count[c] > 0)
+            hpush(w, w->residual[c] / w->count[c], c);
+    }
+    while (w->heap_n > 0) {
+        hent_t e = hpop(w);
+        int best = e.chan;
+        if (e.version != w->version[best] || w->count[best] == 0)
+            continue;
+        double share = e.key;
         for (int j = w->chan_start[best]; j < w->chan_fill[best]; j++) {
             int f = w->chan_flows[j];
             if (w->frozen[f])
@@ -171,6 +214,9 @@ static void allocate(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
                 int c = s->chan_pool[rt->first + q];
                 w->residual[c] -= share;
                 w->count[c]--;
+                w->version[c]++;
+                if (c != best && w->count[c] > 0)
+                    hpush(w, w->residual[c] / w->count[c], c);
             }
         }
     }
@@ -306,9 +352,10 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     w.chan_start = calloc((size_t)s.num_chan + 1, sizeof *w.chan_start);
     w.chan_fill = calloc((size_t)s.num_chan + 1, sizeof *w.chan_fill);
     w.touched = malloc(((size_t)s.num_chan + 1) * sizeof *w.touched);
+    w.version = calloc((size_t)s.num_chan + 1, sizeof *w.version);
     if (!r->link_bytes || !r->link_utilisation || !phys_on || !phys_last ||
         !phys_used || !w.residual || !w.count || !w.chan_start ||
-        !w.chan_fill || !w.touched)
+        !w.chan_fill || !w.touched || !w.version)
         goto oom;
 
     /* One chain per node, stream and chunk; they are walked in lockstep. */
@@ -391,7 +438,9 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
             hops += (size_t)s.routes[flows[f].route].len;
         free(w.chan_flows);
         w.chan_flows = malloc((hops + 1) * sizeof *w.chan_flows);
-        if (!w.chan_flows)
+        if (!w.chan_flows ||
+            mrc__grow((void **)&w.heap, &w.heap_cap,
+                      (int)(hops + (size_t)s.num_chan + 1), sizeof *w.heap))
             goto oom;
         double dur = run_step(&s, flows, nf, &w);
         /* Accounting: bytes per channel; physical links in use. A link
@@ -471,6 +520,8 @@ done:
     free(w.chan_flows);
     free(w.touched);
     free(w.frozen);
+    free(w.version);
+    free(w.heap);
     free(phys_on);
     free(phys_last);
     free(phys_used);
