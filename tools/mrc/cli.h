@@ -60,5 +60,7 @@ int cmd_compile(int argc, char **argv);
 void help_compile(void);
 int cmd_run(int argc, char **argv);
 void help_run(void);
+int cmd_sim(int argc, char **argv);
+void help_sim(void);
 
 #endif /* MRC_CLI_H */

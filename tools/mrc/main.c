@@ -25,6 +25,9 @@ static void usage(FILE *out)
             "threads,\n"
             "                                checked and timed (the main "
             "job)\n"
+            "  sim SPEC --collective C       simulate the program on the "
+            "links:\n"
+            "                                time, utilisation, energy\n"
             "  help [COMMAND]                show help for a command\n"
             "\n"
             "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
@@ -60,8 +63,12 @@ static int cmd_help(int argc, char **argv)
         help_run();
         return CLI_OK;
     }
+    if (argc == 1 && strcmp(argv[0], "sim") == 0) {
+        help_sim();
+        return CLI_OK;
+    }
     fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run)\n",
+                    "compile, run, sim)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -91,6 +98,8 @@ int main(int argc, char **argv)
         return cmd_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "sim") == 0)
+        return cmd_sim(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

@@ -1,0 +1,32 @@
+#!/bin/sh
+# mrc sim as a user meets it. Usage: test_cli_sim.sh MRC
+set -u
+MRC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+expect 0 "--compare" "$MRC" help sim
+# The closed form: ring:4, 2 GB/s, 100 ns, 64000 bytes: 6 x (100 + 64000/16).
+expect 0 "time     24.600 us in 6 steps" \
+    "$MRC" sim "ring:4,bw=2,lat=100" --strategy ring --collective allreduce \
+    --size 64000 --chunks 1
+expect 0 '"energy_no_gating_j"' "$MRC" sim hcm8 --strategy hcm8 \
+    --collective allreduce --size 1M --json
+expect 0 '"utilisation"' "$MRC" sim torus-ladder:8 --strategy barley-twist \
+    --collective reduce-scatter --size 64K --json
+expect 0 "hcm8 " "$MRC" sim hcm8 --compare --collective allreduce --size 16M
+expect 0 "peripheral-ring" "$MRC" sim torus-ladder:16 --compare \
+    --collective broadcast --size 1M
+expect 0 "wrote $tmp/s.csv" "$MRC" sim ring:6 --sweep 1K:1M \
+    --collective allgather -o "$tmp/s"
+expect 0 "ring,1048576," cat "$tmp/s.csv"
+expect 0 '"results"' cat "$tmp/s.json"
+expect 2 "--collective and --size" "$MRC" sim hcm8
+expect 2 "pipelined is not implemented" "$MRC" sim hcm8 --collective \
+    allreduce --size 1M --mode pipelined
+expect 2 "MIN:MAX" "$MRC" sim hcm8 --collective allreduce --sweep 1K
+expect 2 "barley-twist does not apply" "$MRC" sim ring:8 \
+    --strategy barley-twist --collective allreduce --size 1M
+
+expect_summary

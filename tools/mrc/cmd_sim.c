@@ -1,0 +1,367 @@
+/* mrc sim: the compiled program played on the topology's links. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void help_sim(void)
+{
+    printf(
+        "usage: mrc sim SPEC [--strategy S] [--groups G | --replica-size R]\n"
+        "               --collective C --size BYTES [--dtype T] [--mode bsp]\n"
+        "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
+        "               [--wake-us U] [--json]\n"
+        "       mrc sim SPEC --compare ...     every strategy that applies\n"
+        "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
+        "\n"
+        "Compiles the collective (see 'mrc help compile') and simulates the\n"
+        "program on the topology: every link direction is a channel of\n"
+        "count x bandwidth with its latency; messages that share a channel\n"
+        "share it fairly; in bsp mode every step ends with a barrier.\n"
+        "Reports time, algbw and busbw (nccl-tests factors), the bound and\n"
+        "efficiency, link utilisation, and energy with idle links switched\n"
+        "off (seed 000, claim 7) and with every link on.\n"
+        "\n"
+        "--size       bytes per node (per block for reduce-scatter and\n"
+        "             allgather); K/M/G suffixes\n"
+        "--chunks     chunks per fragment (default: the program's 256 KiB)\n"
+        "--pj-per-bit energy per bit moved over one link (default 5 pJ)\n"
+        "--link-power power of one physical link while on (default 0.5 W)\n"
+        "--wake-us    wake-up time of a switched-off link (default 1 us)\n"
+        "--compare    one row per strategy, side by side with the bound\n"
+        "--sweep      sizes MIN..MAX in powers of two, for each strategy;\n"
+        "             writes PREFIX.csv and PREFIX.json (default prefix\n"
+        "             'sweep'), and PREFIX.svg (busbw against size) with\n"
+        "             gnuplot when it is installed\n");
+}
+
+typedef struct sim_args {
+    const char *spec, *strategy, *groups;
+    int replica;
+    mrc_collective_t coll;
+    mrc_dtype_t dtype;
+    uint64_t size;
+    mrc_sim_config_t cfg;
+} sim_args_t;
+
+/* One simulation: topology, rings, program, run. *rings gets the rings
+ * of the first group. */
+static mrc_status_t simulate(const sim_args_t *a, const mrc_topo_t *t,
+                             const char *strategy, uint64_t size,
+                             mrc_sim_result_t **out, int *rings)
+{
+    mrc_embed_config_t ec = {.strategy = strategy, .groups = a->groups,
+                             .replica_size = a->replica};
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    mrc_status_t st = mrc_embed_create(t, &ec, &e);
+    size_t es = mrc_dtype_size(a->dtype);
+    mrc_compile_config_t cc = {.collective = a->coll,
+                               .count = (size_t)(size / es),
+                               .dtype = a->dtype};
+    if (st == MRC_OK) {
+        *rings = mrc_embed_num_rings(e, 0);
+        st = mrc_program_compile(e, &cc, &p);
+    }
+    if (st == MRC_OK)
+        st = mrc_sim_run(p, t, &a->cfg, out);
+    mrc_program_destroy(p);
+    mrc_embed_destroy(e);
+    return st;
+}
+
+static void print_one(const sim_args_t *a, const mrc_topo_t *t,
+                      const char *strategy, const mrc_sim_result_t *r,
+                      int json)
+{
+    int idle = 0;
+    double busiest = 0;
+    for (int i = 0; i < 2 * r->num_links; i++) {
+        idle += r->link_bytes[i] == 0;
+        busiest = r->link_utilisation[i] > busiest ? r->link_utilisation[i]
+                                                   : busiest;
+    }
+    if (json) {
+        printf("{\"topology\": \"%s\", \"strategy\": \"%s\", \"collective\": "
+               "\"%s\", \"bytes\": %llu, \"dtype\": \"%s\", \"mode\": "
+               "\"bsp\", \"steps\": %d, \"time_us\": %.6f, \"algbw_gbps\": "
+               "%.6f, \"busbw_gbps\": %.6f, \"bound_gbps\": %.6f, "
+               "\"efficiency\": %.6f, \"energy_j\": %.9g, "
+               "\"energy_no_gating_j\": %.9g, \"bytes_moved\": %.0f, "
+               "\"idle_link_directions\": %d,\n \"links\": [\n",
+               mrc_topo_name(t), strategy, mrc_collective_name(a->coll),
+               (unsigned long long)a->size, mrc_dtype_name(a->dtype),
+               r->steps, r->time_us, r->algbw_gbps, r->busbw_gbps,
+               r->bound_gbps, r->efficiency, r->energy_j,
+               r->energy_no_gating_j, r->bytes_moved, idle);
+        for (int i = 0; i < r->num_links; i++) {
+            const mrc_link_t *l = mrc_topo_link(t, i);
+            printf("  {\"link\": %d, \"a\": %d, \"b\": %d, \"bytes\": [%.0f, "
+                   "%.0f], \"utilisation\": [%.6f, %.6f]}%s\n",
+                   i, l->a, l->b, r->link_bytes[2 * i],
+                   r->link_bytes[2 * i + 1], r->link_utilisation[2 * i],
+                   r->link_utilisation[2 * i + 1],
+                   i + 1 < r->num_links ? "," : "");
+        }
+        printf(" ]}\n");
+        return;
+    }
+    printf("sim      %s of %llu bytes (%s) on %s, strategy %s, bsp\n",
+           mrc_collective_name(a->coll), (unsigned long long)a->size,
+           mrc_dtype_name(a->dtype), mrc_topo_name(t), strategy);
+    printf("time     %.3f us in %d steps\n", r->time_us, r->steps);
+    printf("algbw    %.3f GB/s   busbw %.3f GB/s\n", r->algbw_gbps,
+           r->busbw_gbps);
+    printf("bound    %.3f GB/s   efficiency %.4f\n", r->bound_gbps,
+           r->efficiency);
+    printf("energy   %.6g J with idle links off, %.6g J with every link on "
+           "(%.1f%% saved)\n",
+           r->energy_j, r->energy_no_gating_j,
+           r->energy_no_gating_j > 0
+               ? 100 * (1 - r->energy_j / r->energy_no_gating_j)
+               : 0);
+    printf("links    busiest direction %.0f%% busy; %d of %d directions "
+           "idle\n",
+           100 * busiest, idle, 2 * r->num_links);
+}
+
+static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
+                   int json)
+{
+    const char *const *names = mrc_embed_strategies();
+    int rows = 0;
+    if (!json)
+        printf("%-16s %5s %12s %10s %10s %10s %8s %12s %12s\n", "strategy",
+               "rings", "time(us)", "algbw", "busbw", "bound", "eff",
+               "energy(J)", "no-gating(J)");
+    else
+        printf("{\"topology\": \"%s\", \"results\": [", mrc_topo_name(t));
+    for (int i = 0; names[i]; i++) {
+        mrc_sim_result_t *r = NULL;
+        int rings = 0;
+        mrc_status_t st = simulate(a, t, names[i], a->size, &r, &rings);
+        if (st == MRC_ERR_NOT_APPLICABLE)
+            continue;
+        if (st != MRC_OK)
+            return cli_fail(cmd, st);
+        if (json)
+            printf("%s\n  {\"strategy\": \"%s\", \"rings\": %d, \"time_us\": "
+                   "%.6f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
+                   "\"bound_gbps\": %.6f, \"efficiency\": %.6f, "
+                   "\"energy_j\": %.9g, \"energy_no_gating_j\": %.9g}",
+                   rows ? "," : "", names[i], rings, r->time_us,
+                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
+                   r->efficiency, r->energy_j, r->energy_no_gating_j);
+        else
+            printf("%-16s %5d %12.3f %10.3f %10.3f %10.3f %8.4f %12.6g "
+                   "%12.6g\n",
+                   names[i], rings, r->time_us, r->algbw_gbps, r->busbw_gbps,
+                   r->bound_gbps, r->efficiency, r->energy_j,
+                   r->energy_no_gating_j);
+        rows++;
+        mrc_sim_result_destroy(r);
+    }
+    if (json)
+        printf("\n]}\n");
+    return CLI_OK;
+}
+
+static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
+                 const char *range, const char *prefix)
+{
+    uint64_t lo = 0, hi = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", range);
+    char *colon = strchr(buf, ':');
+    if (!colon)
+        return cli_usage(cmd, "sim", "--sweep takes MIN:MAX, such as 1K:1G");
+    *colon = '\0';
+    if (mrc__parse_size(buf, &lo) || mrc__parse_size(colon + 1, &hi) ||
+        lo == 0 || hi < lo)
+        return cli_usage(cmd, "sim", "--sweep '%s': sizes MIN <= MAX, > 0",
+                         range);
+    const char *const *names = mrc_embed_strategies();
+    int nsizes = 0;
+    for (uint64_t s = lo; s <= hi && nsizes < 64; s *= 2)
+        nsizes++;
+    mrc__strbuf_t csv, js;
+    mrc__sb_init(&csv);
+    mrc__sb_init(&js);
+    mrc__sb_puts(&csv, "strategy,bytes,time_us,algbw_gbps,busbw_gbps,"
+                       "bound_gbps,efficiency,energy_j,energy_no_gating_j\n");
+    mrc__sb_printf(&js, "{\"topology\": \"%s\", \"collective\": \"%s\", "
+                        "\"results\": [",
+                   mrc_topo_name(t), mrc_collective_name(a->coll));
+    int tty = isatty(STDERR_FILENO), total = 0, done = 0, rows = 0;
+    for (int i = 0; names[i]; i++)
+        total += !a->strategy || strcmp(a->strategy, names[i]) == 0;
+    total *= nsizes;
+    char *strategies[16];
+    int nstrat = 0;
+    for (int i = 0; names[i]; i++) {
+        if (a->strategy && strcmp(a->strategy, names[i]) != 0)
+            continue;
+        int any = 0;
+        uint64_t size = lo;
+        for (int k = 0; k < nsizes; k++, size *= 2, done++) {
+            if (tty) {
+                int w = total ? 40 * (done + 1) / total : 40;
+                fprintf(stderr, "\r[%-40.*s] %d/%d %s %llu B   ", w,
+                        "########################################",
+                        done + 1, total, names[i], (unsigned long long)size);
+            }
+            mrc_sim_result_t *r = NULL;
+            int rings = 0;
+            mrc_status_t st = simulate(a, t, names[i], size, &r, &rings);
+            if (st == MRC_ERR_NOT_APPLICABLE)
+                continue;
+            if (st != MRC_OK) {
+                if (tty)
+                    fprintf(stderr, "\n");
+                mrc__sb_free(&csv);
+                mrc__sb_free(&js);
+                return cli_fail(cmd, st);
+            }
+            any = 1;
+            mrc__sb_printf(&csv, "%s,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.9g,"
+                                 "%.9g\n",
+                           names[i], (unsigned long long)size, r->time_us,
+                           r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
+                           r->efficiency, r->energy_j, r->energy_no_gating_j);
+            mrc__sb_printf(&js, "%s\n  {\"strategy\": \"%s\", \"bytes\": "
+                                "%llu, \"time_us\": %.6f, \"busbw_gbps\": "
+                                "%.6f, \"efficiency\": %.6f, \"energy_j\": "
+                                "%.9g, \"energy_no_gating_j\": %.9g}",
+                           rows++ ? "," : "", names[i],
+                           (unsigned long long)size, r->time_us,
+                           r->busbw_gbps, r->efficiency, r->energy_j,
+                           r->energy_no_gating_j);
+            mrc_sim_result_destroy(r);
+        }
+        if (any && nstrat < 16)
+            strategies[nstrat++] = (char *)names[i];
+    }
+    if (tty)
+        fprintf(stderr, "\n");
+    mrc__sb_puts(&js, "\n]}\n");
+    char path[512];
+    int rc = CLI_OK;
+    snprintf(path, sizeof path, "%s.csv", prefix);
+    if (!csv.failed)
+        rc = cli_write_file(cmd, path, csv.data, csv.len);
+    snprintf(path, sizeof path, "%s.json", prefix);
+    if (rc == CLI_OK && !js.failed)
+        rc = cli_write_file(cmd, path, js.data, js.len);
+    mrc__sb_free(&csv);
+    mrc__sb_free(&js);
+    if (rc != CLI_OK)
+        return rc;
+    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix, rows);
+    /* The picture: busbw against size, one line per strategy. */
+    mrc__strbuf_t gp;
+    mrc__sb_init(&gp);
+    mrc__sb_printf(&gp, "set terminal svg size 800,500 dynamic font "
+                        "'Helvetica,11'\nset output '%s.svg'\nset datafile "
+                        "separator ','\nset logscale x 2\nset format x "
+                        "'%%.0s%%cB'\nset xlabel 'size per node'\nset ylabel "
+                        "'busbw (GB/s)'\nset key left top\nset grid\nset "
+                        "title '%s on %s (simulated, bsp)'\nplot ",
+                   prefix, mrc_collective_name(a->coll), mrc_topo_name(t));
+    for (int i = 0; i < nstrat; i++)
+        mrc__sb_printf(&gp, "%s'%s.csv' using (strcol(1) eq '%s' ? $2 : 1/0):5 "
+                            "with linespoints title '%s'",
+                       i ? ", " : "", prefix, strategies[i], strategies[i]);
+    mrc__sb_puts(&gp, "\n");
+    FILE *g = gp.failed ? NULL : popen("gnuplot 2>/dev/null", "w");
+    if (g) {
+        fputs(gp.data, g);
+        snprintf(path, sizeof path, "%s.svg", prefix);
+        if (pclose(g) == 0) {
+            printf("wrote %s\n", path);
+        } else {
+            unlink(path); /* no half-written picture */
+            fprintf(stderr, "%s: gnuplot failed; the CSV has the data\n",
+                    cmd);
+        }
+    }
+    mrc__sb_free(&gp);
+    return CLI_OK;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    const char *cmd = "mrc sim";
+    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
+                        *coll = NULL, *size = NULL, *dtype = "float32",
+                        *mode = "bsp", *chunks = NULL, *pj = NULL,
+                        *power = NULL, *wake = NULL, *sweep_range = NULL,
+                        *prefix = "sweep";
+    int json = 0, cmp = 0, npos = 0;
+    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
+                              {"groups", 'g', &groups, NULL},
+                              {"replica-size", 'r', &replica, NULL},
+                              {"collective", 'c', &coll, NULL},
+                              {"size", 0, &size, NULL},
+                              {"dtype", 'd', &dtype, NULL},
+                              {"mode", 0, &mode, NULL},
+                              {"chunks", 0, &chunks, NULL},
+                              {"pj-per-bit", 0, &pj, NULL},
+                              {"link-power", 0, &power, NULL},
+                              {"wake-us", 0, &wake, NULL},
+                              {"sweep", 0, &sweep_range, NULL},
+                              {"output", 'o', &prefix, NULL},
+                              {"compare", 0, NULL, &cmp},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
+    long rs = 0, ck = 0;
+    double e = 0, w = 0, u = 0;
+    if (!coll || (!size && !sweep_range))
+        return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
+                                     "are required");
+    mrc_status_t st = mrc_collective_parse(coll, &a.coll);
+    if (st == MRC_OK)
+        st = mrc_dtype_parse(dtype, &a.dtype);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    if (size && (mrc__parse_size(size, &a.size) || a.size == 0))
+        return cli_usage(cmd, "sim", "--size '%s' is not a size", size);
+    if (strcmp(mode, "bsp") != 0)
+        return cli_usage(cmd, "sim", "--mode '%s': this mrc simulates bsp "
+                         "(pipelined is not implemented yet)", mode);
+    if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
+        (chunks && mrc__parse_long(chunks, 1, 1 << 20, &ck)) ||
+        (pj && (mrc__parse_double(pj, &e) || e <= 0)) ||
+        (power && (mrc__parse_double(power, &w) || w <= 0)) ||
+        (wake && (mrc__parse_double(wake, &u) || u <= 0)))
+        return cli_usage(cmd, "sim", "a numeric option is not a positive "
+                                     "number");
+    a.replica = (int)rs;
+    a.cfg = (mrc_sim_config_t){MRC_SIM_BSP, e, w, u, (int)ck};
+    mrc_topo_t *t = NULL;
+    st = mrc_topo_create(pos[0], &t);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    if (sweep_range) {
+        rc = sweep(cmd, &a, t, sweep_range, prefix);
+    } else if (cmp) {
+        rc = compare(cmd, &a, t, json);
+    } else {
+        mrc_sim_result_t *r = NULL;
+        int rings = 0;
+        st = simulate(&a, t, strategy ? strategy : "auto", a.size, &r,
+                      &rings);
+        if (st != MRC_OK)
+            rc = cli_fail(cmd, st);
+        else
+            print_one(&a, t, strategy ? strategy : "auto", r, json);
+        mrc_sim_result_destroy(r);
+    }
+    mrc_topo_destroy(t);
+    return rc;
+}
