@@ -35,79 +35,6 @@ typedef struct contrib {
     uint64_t count;
 } contrib_t;
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
-/* A posted send not yet received: who, to whom, which tag, what. */
-typedef struct posting {
-    int32_t src, dst;
-    uint64_t tag;
-    uint64_t count;
-    contrib_t data;
-    int32_t step, stream;
-    int32_t next; /* bucket chain, or free list */
-} posting_t;
-
-typedef struct postings {
-    int32_t *bucket; /* [cap] heads, -1 empty */
-    size_t cap;
-    posting_t *pool;
-    int32_t num, alloc, free_head;
-    size_t live;
-} postings_t;
-
-static size_t bucket_of(const postings_t *t, int src, int dst, uint64_t tag)
-{
-    return (size_t)mix(((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) ^
-                       mix(tag)) &
-           (t->cap - 1);
-}
-
-static int32_t *find_post(postings_t *t, int src, int dst, uint64_t tag)
-{
-    int32_t *link = &t->bucket[bucket_of(t, src, dst, tag)];
-    while (*link >= 0) {
-        posting_t *e = &t->pool[*link];
-        if (e->src == src && e->dst == dst && e->tag == tag)
-            return link;
-        link = &e->next;
-    }
-    return link; /* points at the -1 ending the chain */
-}
-
-/* Adds an entry at the head of its bucket (not at a link found earlier:
- * growing the pool would move it). */
-static posting_t *add_post(postings_t *t, int src, int dst, uint64_t tag)
-{
-    int32_t i = t->free_head;
-    if (i >= 0) {
-        t->free_head = t->pool[i].next;
-    } else {
-        if (mrc__grow((void **)&t->pool, &t->alloc, t->num + 1,
-                      sizeof *t->pool))
-            return NULL;
-        i = t->num++;
-    }
-    size_t b = bucket_of(t, src, dst, tag);
-    t->pool[i].next = t->bucket[b];
-    t->bucket[b] = i;
-    t->live++;
-    return &t->pool[i];
-}
-
-static void remove_post(postings_t *t, int32_t *link)
-{
-    int32_t i = *link;
-    *link = t->pool[i].next;
-    t->pool[i].next = t->free_head;
-    t->free_head = i;
-    t->live--;
-}
 
 typedef struct chain {
     mrc__chain_iter_t it;
@@ -119,12 +46,14 @@ typedef struct checker {
     const mrc_program_t *p;
     chain_t *chains;
     int num_chains;
-    postings_t waiting; /* blocked receives: key -> chain (in `step`) */
+    mrc__msgmap_t waiting; /* blocked receives: key -> chain (i[0]) */
     int32_t *ready;     /* chains to run: a stack */
     int num_ready;
     contrib_t **state; /* per node: [streams of group][N][2 buffers] */
     int dataflow;
-    postings_t sent;
+    /* Posted sends not yet received: w[0] elements, w[1] signature,
+     * w[2] contribution count, i[0] step, i[1] stream. */
+    mrc__msgmap_t sent;
 } checker_t;
 
 /* The state cell of (node, stream, fragment, buffer); NULL for the send
@@ -142,7 +71,7 @@ static contrib_t *cell(checker_t *c, int u, int k, int f, int buf)
 
 static contrib_t read_buf(checker_t *c, int u, int k, int f, int buf)
 {
-    contrib_t own = {mix((uint64_t)c->p->nodes[u].rank), 1};
+    contrib_t own = {mrc__mix64((uint64_t)c->p->nodes[u].rank), 1};
     contrib_t *x = cell(c, u, k, f, buf);
     return x ? *x : own;
 }
@@ -155,18 +84,15 @@ static void free_checker(checker_t *c)
     free(c->state);
     free(c->chains);
     free(c->ready);
-    free(c->sent.bucket);
-    free(c->sent.pool);
-    free(c->waiting.bucket);
-    free(c->waiting.pool);
+    mrc__msgmap_free(&c->sent);
+    mrc__msgmap_free(&c->waiting);
 }
 
 /* Runs one op if it can; 1 if it ran, 0 if it must wait, -1 on error. */
 static int step_op(checker_t *c, int u, const mrc__op_t *op)
 {
     if (op->kind == MRC__SEND) {
-        int32_t *link = find_post(&c->sent, u, op->peer, op->tag);
-        if (*link >= 0) {
+        if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "node %d, stream %d, step %d: sends tag %llx to node "
                        "%d twice",
@@ -174,40 +100,42 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
                        op->peer);
             return -1;
         }
-        posting_t *s = add_post(&c->sent, u, op->peer, op->tag);
+        mrc__msg_t *s = mrc__msgmap_add(&c->sent, u, op->peer, op->tag);
         if (!s) {
             mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
             return -1;
         }
-        int32_t next = s->next;
-        *s = (posting_t){u, op->peer, op->tag, op->count,
-                         read_buf(c, u, op->stream, op->frag, op->src),
-                         op->step, op->stream, next};
+        contrib_t data = read_buf(c, u, op->stream, op->frag, op->src);
+        s->w[0] = op->count;
+        s->w[1] = data.sig;
+        s->w[2] = data.count;
+        s->i[0] = op->step;
+        s->i[1] = op->stream;
         /* Wake the chain that waits for this message, if one does. */
-        int32_t *w = find_post(&c->waiting, u, op->peer, op->tag);
+        int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
         if (*w >= 0) {
-            c->ready[c->num_ready++] = c->waiting.pool[*w].step;
-            remove_post(&c->waiting, w);
+            c->ready[c->num_ready++] = c->waiting.pool[*w].i[0];
+            mrc__msgmap_remove(&c->waiting, w);
         }
         return 1;
     }
     if (op->kind == MRC__RECV) {
-        int32_t *link = find_post(&c->sent, op->peer, u, op->tag);
+        int32_t *link = mrc__msgmap_find(&c->sent, op->peer, u, op->tag);
         if (*link < 0)
             return 0;
-        posting_t *s = &c->sent.pool[*link];
-        if (s->count != op->count) {
+        mrc__msg_t *s = &c->sent.pool[*link];
+        if (s->w[0] != op->count) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "node %d, stream %d, step %d: receives %llu elements "
                        "from node %d, which sends %llu",
                        u, op->stream, op->step,
                        (unsigned long long)op->count, op->peer,
-                       (unsigned long long)s->count);
+                       (unsigned long long)s->w[0]);
             return -1;
         }
         contrib_t *dst = cell(c, u, op->stream, op->frag, op->dst);
         if (dst) {
-            contrib_t v = s->data;
+            contrib_t v = {s->w[1], s->w[2]};
             if (op->local) {
                 contrib_t l = read_buf(c, u, op->stream, op->frag, op->local);
                 v.sig += l.sig;
@@ -215,7 +143,7 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
             }
             *dst = v;
         }
-        remove_post(&c->sent, link);
+        mrc__msgmap_remove(&c->sent, link);
         return 1;
     }
     if (op->kind == MRC__COPY) {
@@ -236,7 +164,7 @@ static int expected(const checker_t *c, int u, int k, int f, contrib_t *want)
     const mrc__node_stream_t *ns = mrc__node_stream(p, u, k);
     uint64_t all = 0;
     for (int r = 0; r < n; r++)
-        all += mix((uint64_t)r);
+        all += mrc__mix64((uint64_t)r);
     switch (p->cfg.collective) {
     case MRC_ALLREDUCE:
         *want = (contrib_t){all, (uint64_t)n};
@@ -246,14 +174,14 @@ static int expected(const checker_t *c, int u, int k, int f, contrib_t *want)
         return f == (ns->pos + 1) % n;
     case MRC_ALLGATHER: {
         int owner = p->nodes[mrc__stream_node(p, k, f)].rank;
-        *want = (contrib_t){mix((uint64_t)owner), 1};
+        *want = (contrib_t){mrc__mix64((uint64_t)owner), 1};
         return 1;
     }
     case MRC_REDUCE:
         *want = (contrib_t){all, (uint64_t)n};
         return p->nodes[u].rank == p->cfg.root && f == 0;
     default: /* broadcast */
-        *want = (contrib_t){mix((uint64_t)p->cfg.root), 1};
+        *want = (contrib_t){mrc__mix64((uint64_t)p->cfg.root), 1};
         return f == 0;
     }
 }
@@ -387,18 +315,10 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
                 goto oom;
         }
     }
-    c.sent.cap = 64;
-    while (c.sent.cap < 2 * chains + 2)
-        c.sent.cap *= 2;
-    c.waiting.cap = c.sent.cap;
-    c.sent.bucket = malloc(c.sent.cap * sizeof *c.sent.bucket);
-    c.waiting.bucket = malloc(c.waiting.cap * sizeof *c.waiting.bucket);
     c.ready = malloc((chains + 1) * sizeof *c.ready);
-    if (!c.sent.bucket || !c.waiting.bucket || !c.ready)
+    if (!c.ready || mrc__msgmap_init(&c.sent, chains) ||
+        mrc__msgmap_init(&c.waiting, chains))
         goto oom;
-    memset(c.sent.bucket, 0xff, c.sent.cap * sizeof *c.sent.bucket);
-    memset(c.waiting.bucket, 0xff, c.waiting.cap * sizeof *c.waiting.bucket);
-    c.sent.free_head = c.waiting.free_head = -1;
 
     /* Run ready chains until each is done or waits for a message; a send
      * wakes its receiver's chain. */
@@ -424,13 +344,11 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
                 goto done;
             }
             if (r == 0) { /* wait for the message */
-                posting_t *w = add_post(&c.waiting, ch->op.peer, ch->it.node,
-                                        ch->op.tag);
+                mrc__msg_t *w = mrc__msgmap_add(&c.waiting, ch->op.peer,
+                                                ch->it.node, ch->op.tag);
                 if (!w)
                     goto oom;
-                int32_t next = w->next;
-                *w = (posting_t){ch->op.peer, ch->it.node, ch->op.tag, 0,
-                                 {0, 0}, i, 0, next};
+                w->i[0] = i;
                 break;
             }
             ch->has_op = 0;
@@ -450,13 +368,13 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     if (c.sent.live > 0)
         for (int32_t i = 0; i < c.sent.num; i++) {
             /* Live entries are the ones reachable from a bucket. */
-            const posting_t *s = &c.sent.pool[i];
-            int32_t *link = find_post(&c.sent, s->src, s->dst, s->tag);
+            const mrc__msg_t *s = &c.sent.pool[i];
+            int32_t *link = mrc__msgmap_find(&c.sent, s->src, s->dst, s->tag);
             if (*link == i) {
                 st = mrc__error(MRC_ERR_INVALID_PROGRAM,
                                 "node %d, stream %d, step %d: sends to node "
                                 "%d, which never receives it",
-                                s->src, s->stream, s->step, s->dst);
+                                s->src, s->i[1], s->i[0], s->dst);
                 goto done;
             }
         }

@@ -203,6 +203,35 @@ const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u,
 mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
                                uint8_t **active);
 
+/* Messages in flight by (sender, receiver, tag), for the checker and the
+ * simulator: a chained hash over a pool. Links returned by find point at
+ * the slot that holds the entry's index (-1 when absent); they stay valid
+ * until the next add. */
+typedef struct mrc__msg {
+    int32_t src, dst;
+    uint64_t tag;
+    uint64_t w[3]; /* the user's payload */
+    int32_t i[2];
+    int32_t next;
+} mrc__msg_t;
+
+typedef struct mrc__msgmap {
+    int32_t *bucket;
+    size_t cap;
+    mrc__msg_t *pool;
+    int32_t num, alloc, free_head;
+    size_t live;
+} mrc__msgmap_t;
+
+int mrc__msgmap_init(mrc__msgmap_t *m, size_t expected);
+/* A 64-bit mixer (splitmix64's finaliser): hashing, and the checker's
+ * per-rank signatures. */
+uint64_t mrc__mix64(uint64_t x);
+void mrc__msgmap_free(mrc__msgmap_t *m);
+int32_t *mrc__msgmap_find(mrc__msgmap_t *m, int src, int dst, uint64_t tag);
+mrc__msg_t *mrc__msgmap_add(mrc__msgmap_t *m, int src, int dst, uint64_t tag);
+void mrc__msgmap_remove(mrc__msgmap_t *m, int32_t *link);
+
 /* FNV-1a 64 over n bytes: the image checksum. */
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n);
 
