@@ -26,7 +26,10 @@
 
 #define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
     {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
-     (flags_)}
+     (flags_), 0, 0}
+/* A chain's transfer at step (rel + st_) mod N. */
+#define C(op_, pred_, lo_, hi_, a_, b_, local_, st_)                         \
+    {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_)}
 
 enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
        SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
@@ -65,25 +68,28 @@ static const mrc__insn_t code_allgather[] = {
     I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
 };
 
+/* The reduce chain: rel x sends at step x-1, receives at step x-2. */
 static const mrc__insn_t code_reduce[] = {
     I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, EQ, 1, 0, 0, 0, 0, SB, SB, NB, W),
-    I(MRC__OP_RECV, IN, 2, -1, 0, 0, 0, XB, XB, SB, W),
-    I(MRC__OP_SEND, IN, 2, -1, 0, 0, 0, XB, XB, NB, W),
-    I(MRC__OP_RECV, EQ, 0, 0, 0, 0, 0, RB, RB, SB, W),
+    C(MRC__OP_SEND, EQ, 1, 0, SB, SB, NB, -1),
+    C(MRC__OP_RECV, IN, 2, -1, XB, XB, SB, -2),
+    C(MRC__OP_SEND, IN, 2, -1, XB, XB, NB, -1),
+    C(MRC__OP_RECV, EQ, 0, 0, RB, RB, SB, -2),
     I(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
     I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
 };
 
+/* The broadcast chain: rel x sends at step x, receives at step x-1. */
 static const mrc__insn_t code_broadcast[] = {
     I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
     I(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    I(MRC__OP_SEND, EQ, 0, 0, 0, 0, 0, SB, SB, NB, W),
-    I(MRC__OP_RECV, IN, 1, -1, 0, 0, 0, RB, RB, NB, W),
-    I(MRC__OP_SEND, IN, 1, -2, 0, 0, 0, RB, RB, NB, W),
+    C(MRC__OP_SEND, EQ, 0, 0, SB, SB, NB, 0),
+    C(MRC__OP_RECV, IN, 1, -1, RB, RB, NB, -1),
+    C(MRC__OP_SEND, IN, 1, -2, RB, RB, NB, 0),
 };
 
 #undef I
+#undef C
 
 static const struct {
     const mrc__insn_t *code;

@@ -202,11 +202,12 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         mrc__op_t op;
         memset(&op, 0, sizeof op);
         op.stream = it->k;
-        op.step = step;
+        op.step = in->step_rel ? mod((long)it->rel + in->step_const, n)
+                               : step;
         op.frag = f;
         op.chunk = it->chunk;
         op.count = clen;
-        op.tag = ((uint64_t)it->k << 44) | ((uint64_t)step << 24) |
+        op.tag = ((uint64_t)it->k << 44) | ((uint64_t)op.step << 24) |
                  (uint64_t)it->chunk;
         int bad = 0;
         switch (in->op) {

@@ -12,7 +12,7 @@
 
 #define IMAGE_MAGIC "MRCPROG"
 enum { IMAGE_VERSION = 1, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
-       INSN_BYTES = 14 };
+       INSN_BYTES = 17 };
 
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n)
 {
@@ -79,6 +79,8 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
         put(&sb, in->buf_b, 1);
         put(&sb, in->local, 1);
         put(&sb, in->flags, 1);
+        put(&sb, in->step_rel, 1);
+        put(&sb, (uint16_t)in->step_const, 2);
     }
     for (int i = 0; i < p->num_groups; i++) {
         const mrc__group_t *g = &p->groups[i];
@@ -184,7 +186,8 @@ static const char *validate(const mrc_program_t *p)
         const mrc__insn_t *in = &p->code[i];
         if (in->op < MRC__OP_LOOP || in->op >= MRC__NUM_OPCODES ||
             in->pred > MRC__PRED_ALONE || in->buf_a > MRC__BUF_SCRATCH ||
-            in->buf_b > MRC__BUF_SCRATCH || in->local > MRC__BUF_SCRATCH)
+            in->buf_b > MRC__BUF_SCRATCH || in->local > MRC__BUF_SCRATCH ||
+            in->step_rel > 1)
             return "an instruction with an unknown opcode or operand";
         depth += in->op == MRC__OP_LOOP;
         depth -= in->op == MRC__OP_END;
@@ -357,6 +360,8 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
         in->buf_b = (uint8_t)get(&r, 1);
         in->local = (uint8_t)get(&r, 1);
         in->flags = (uint8_t)get(&r, 1);
+        in->step_rel = (uint8_t)get(&r, 1);
+        in->step_const = (int16_t)(uint16_t)get(&r, 2);
     }
     for (int i = 0; i < p->num_groups; i++) {
         mrc__group_t *g = &p->groups[i];

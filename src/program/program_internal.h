@@ -49,6 +49,12 @@ typedef struct mrc__insn {
     uint8_t buf_a, buf_b;
     uint8_t local; /* RECV: local operand of the reduction; NONE: copy */
     uint8_t flags;
+    /* The step of a chain's transfer, where there is no loop: step_rel 1
+     * gives step = (rel + step_const) mod N, so that the hops of a chain
+     * are consecutive steps (the simulator's barriers fall between them);
+     * 0 takes the loop count. */
+    uint8_t step_rel;
+    int16_t step_const;
 } mrc__insn_t;
 
 /* How fragment numbers map to elements. */

@@ -133,7 +133,7 @@ typedef struct step_ws {
     int32_t *touched; /* channels in use this step */
     int num_touched;
     uint8_t *frozen;
-    int cap_flows;
+    int cap_flows, cap_chan_flows;
     int32_t *version;  /* per channel */
     hent_t *heap;      /* room for every channel push of a step */
     int heap_n, heap_cap;
@@ -223,9 +223,11 @@ static void allocate(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
 }
 
 /* Runs a step's flows to completion; returns its duration (ns). */
-static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
+/* Channel -> flows for the flows fl[0..nf) (chan_fill counts, then
+ * fills); the channels used are listed in touched. */
+static void index_channels(const sim_t *s, const flow_t *fl, int nf,
+                           step_ws_t *w)
 {
-    /* Channel -> flows, for this step (chan_fill counts, then fills). */
     w->num_touched = 0;
     for (int f = 0; f < nf; f++) {
         const route_t *rt = &s->routes[fl[f].route];
@@ -249,6 +251,37 @@ static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
             w->chan_flows[w->chan_fill[c]++] = f;
         }
     }
+}
+
+static void clear_index(step_ws_t *w)
+{
+    for (int i = 0; i < w->num_touched; i++)
+        w->chan_fill[w->touched[i]] = 0;
+    w->num_touched = 0;
+}
+
+/* Room in the work space for nf flows over `hops` channel crossings. */
+static int reserve(step_ws_t *w, int nf, size_t hops, int num_chan)
+{
+    if (nf > w->cap_flows) {
+        uint8_t *q = realloc(w->frozen, (size_t)nf);
+        if (!q)
+            return -1;
+        w->frozen = q;
+        w->cap_flows = nf;
+    }
+    int cap = w->cap_chan_flows;
+    if (mrc__grow((void **)&w->chan_flows, &cap, (int)hops + 1,
+                  sizeof *w->chan_flows))
+        return -1;
+    w->cap_chan_flows = cap;
+    return mrc__grow((void **)&w->heap, &w->heap_cap,
+                     (int)(hops + (size_t)num_chan + 1), sizeof *w->heap);
+}
+
+static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
+{
+    index_channels(s, fl, nf, w);
     double now = 0, end = 0;
     int left = 0;
     for (int f = 0; f < nf; f++) {
@@ -279,18 +312,362 @@ static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
             }
         }
     }
-    for (int i = 0; i < w->num_touched; i++)
-        w->chan_fill[w->touched[i]] = 0;
+    clear_index(w);
     return end;
 }
-
-/* ---- the run ---------------------------------------------------------- */
 
 typedef struct chain {
     mrc__chain_iter_t it;
     mrc__op_t op;
     int has_op, done;
 } chain_t;
+
+/* ---- pipelined: every chunk moves as soon as its data is ready --------- */
+
+typedef struct pipe_acct {
+    mrc_sim_result_t *r;
+    double *phys_on;   /* ns a physical link was on */
+    double *phys_last; /* end of its last busy period */
+    double pj, wake_ns;
+    double total_ns, move_j;
+} pipe_acct_t;
+
+typedef struct pmeta {
+    double start;
+    int32_t src, dst;
+    uint64_t tag;
+} pmeta_t;
+
+typedef struct arrival {
+    double time;
+    int32_t src, dst;
+    uint64_t tag;
+} arrival_t;
+
+/* A message waiting for its sender's link: a node sends on one link in
+ * the order it posted (its chunks pipeline instead of all sharing the
+ * link at once). */
+typedef struct queued {
+    flow_t f;
+    pmeta_t m;
+    int32_t next;
+} queued_t;
+
+typedef struct pipe {
+    const sim_t *s;
+    queued_t *queue; /* pool of waiting messages */
+    int nqueue, cap_queue;
+    int32_t *q_head, *q_tail; /* per first channel, -1 empty */
+    uint8_t *q_busy;          /* a message of this queue is in flight */
+    chain_t *chains;
+    size_t esize;
+    double now;
+    flow_t *act;   /* the flows in flight, compact */
+    pmeta_t *meta; /* beside them */
+    int nact, cap_act, cap_meta;
+    arrival_t *heap; /* arrivals, by time */
+    int nheap, cap_heap;
+    mrc__msgmap_t msgs; /* arrived and unclaimed, or awaited: w[0] = 1
+                           once arrived, i[0] = the waiting chain or -1 */
+    int32_t *ready;
+    int nready;
+    int32_t *phys_active; /* flows in flight per physical link */
+    double *busy_from;    /* start of its current busy period */
+    pipe_acct_t *acct;
+    int dirty;
+} pipe_t;
+
+static void arrival_push(pipe_t *pp, arrival_t a)
+{
+    int i = pp->nheap++;
+    while (i > 0 && pp->heap[(i - 1) / 2].time > a.time) {
+        pp->heap[i] = pp->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    pp->heap[i] = a;
+}
+
+static arrival_t arrival_pop(pipe_t *pp)
+{
+    arrival_t top = pp->heap[0], last = pp->heap[--pp->nheap];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= pp->nheap)
+            break;
+        if (c + 1 < pp->nheap && pp->heap[c + 1].time < pp->heap[c].time)
+            c++;
+        if (pp->heap[c].time >= last.time)
+            break;
+        pp->heap[i] = pp->heap[c];
+        i = c;
+    }
+    pp->heap[i] = last;
+    return top;
+}
+
+/* A message arrives: the chain that waits for it runs on, or it waits
+ * for its receiver. */
+static mrc_status_t deliver(pipe_t *pp, const arrival_t *a)
+{
+    int32_t *link = mrc__msgmap_find(&pp->msgs, a->src, a->dst, a->tag);
+    if (*link >= 0) {
+        mrc__msg_t *m = &pp->msgs.pool[*link];
+        pp->ready[pp->nready++] = m->i[0];
+        pp->chains[m->i[0]].has_op = 0; /* its RECV is satisfied */
+        mrc__msgmap_remove(&pp->msgs, link);
+        return MRC_OK;
+    }
+    mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, a->src, a->dst, a->tag);
+    if (!m)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    m->w[0] = 1;
+    m->i[0] = -1;
+    return MRC_OK;
+}
+
+static mrc_status_t activate(pipe_t *pp, const flow_t *f, const pmeta_t *m);
+
+/* Posts a message at the current time: on the wire, or queued behind the
+ * sender's earlier message on the same link. */
+static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
+{
+    const mrc_program_t *p = pp->s->p;
+    const mrc__op_t *op = &ch->op;
+    const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
+                                                    op->stream);
+    int route = (int)(ns - p->node_streams);
+    double bytes = (double)op->count * (double)pp->esize;
+    const route_t *rt = &pp->s->routes[route];
+    if (rt->len == 0 || bytes == 0) {
+        arrival_t a = {pp->now + rt->latency, ch->it.node, op->peer,
+                       op->tag};
+        if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
+                      sizeof *pp->heap))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        arrival_push(pp, a);
+        return MRC_OK;
+    }
+    flow_t f = {bytes, 0, bytes, route, 0};
+    pmeta_t m = {pp->now, ch->it.node, op->peer, op->tag};
+    int q = pp->s->chan_pool[rt->first];
+    if (pp->q_busy[q]) { /* the link is sending an earlier message */
+        if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
+                      sizeof *pp->queue))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        int i = pp->nqueue++;
+        pp->queue[i] = (queued_t){f, m, -1};
+        if (pp->q_tail[q] >= 0)
+            pp->queue[pp->q_tail[q]].next = i;
+        else
+            pp->q_head[q] = i;
+        pp->q_tail[q] = i;
+        return MRC_OK;
+    }
+    return activate(pp, &f, &m);
+}
+
+/* Puts a message on the wire now. */
+static mrc_status_t activate(pipe_t *pp, const flow_t *f, const pmeta_t *m)
+{
+    const route_t *rt = &pp->s->routes[f->route];
+    if (mrc__grow((void **)&pp->act, &pp->cap_act, pp->nact + 1,
+                  sizeof *pp->act) ||
+        mrc__grow((void **)&pp->meta, &pp->cap_meta, pp->nact + 1,
+                  sizeof *pp->meta))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    pp->act[pp->nact] = *f;
+    pp->meta[pp->nact] = *m;
+    pp->meta[pp->nact].start = pp->now;
+    pp->nact++;
+    pp->dirty = 1;
+    pp->q_busy[pp->s->chan_pool[rt->first]] = 1;
+    /* A physical link whose busy period starts now pays for its gap: on
+     * throughout, or off and woken (whichever costs less). */
+    for (int q = 0; q < rt->len; q++) {
+        int ph = pp->s->phys_pool[rt->first + q];
+        if (pp->phys_active[ph]++ == 0) {
+            double gap = pp->now - pp->acct->phys_last[ph];
+            pp->acct->phys_on[ph] += fmin(gap, pp->acct->wake_ns);
+            pp->busy_from[ph] = pp->now;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Runs a chain until it waits for a message or ends. */
+static mrc_status_t run_chain_now(pipe_t *pp, int i)
+{
+    chain_t *ch = &pp->chains[i];
+    mrc_status_t st = MRC_OK;
+    while (!ch->done) {
+        if (!ch->has_op) {
+            int rr = mrc__chain_next(&ch->it, &ch->op, &st);
+            if (rr < 0)
+                return st;
+            if (rr == 0) {
+                ch->done = 1;
+                break;
+            }
+            ch->has_op = 1;
+        }
+        if (ch->op.kind == MRC__SEND) {
+            st = start_flow(pp, ch);
+            if (st != MRC_OK)
+                return st;
+        } else if (ch->op.kind == MRC__RECV) {
+            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.peer,
+                                             ch->it.node, ch->op.tag);
+            if (*link < 0) { /* not here yet: wait for it */
+                mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.peer,
+                                                ch->it.node, ch->op.tag);
+                if (!m)
+                    return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                m->i[0] = i;
+                return MRC_OK;
+            }
+            mrc__msgmap_remove(&pp->msgs, link);
+        }
+        ch->has_op = 0;
+    }
+    return MRC_OK;
+}
+
+static mrc_status_t finish_flow(pipe_t *pp, int f)
+{
+    const flow_t *fl = &pp->act[f];
+    const route_t *rt = &pp->s->routes[fl->route];
+    pipe_acct_t *a = pp->acct;
+    double dur = pp->now - pp->meta[f].start;
+    for (int q = 0; q < rt->len; q++) {
+        int ch = pp->s->chan_pool[rt->first + q];
+        int ph = pp->s->phys_pool[rt->first + q];
+        a->r->link_bytes[ch] += fl->bytes;
+        a->r->link_utilisation[ch] += fl->bytes / pp->s->cap[ch];
+        a->move_j += fl->bytes * 8 * a->pj * 1e-12;
+        if (--pp->phys_active[ph] == 0) {
+            a->phys_on[ph] += pp->now - pp->busy_from[ph];
+            a->phys_last[ph] = pp->now;
+        }
+    }
+    (void)dur;
+    arrival_t arr = {pp->now + rt->latency, pp->meta[f].src, pp->meta[f].dst,
+                     pp->meta[f].tag};
+    arrival_push(pp, arr);
+    int q = pp->s->chan_pool[rt->first];
+    pp->act[f] = pp->act[pp->nact - 1];
+    pp->meta[f] = pp->meta[pp->nact - 1];
+    pp->nact--;
+    pp->dirty = 1;
+    pp->q_busy[q] = 0;
+    int next = pp->q_head[q];
+    if (next < 0)
+        return MRC_OK;
+    pp->q_head[q] = pp->queue[next].next;
+    if (pp->q_head[q] < 0)
+        pp->q_tail[q] = -1;
+    queued_t item = pp->queue[next]; /* activate may grow nothing here */
+    return activate(pp, &item.f, &item.m);
+}
+
+static mrc_status_t run_pipelined(const sim_t *s, chain_t *chains,
+                                  int nchains, size_t esize, step_ws_t *w,
+                                  pipe_acct_t *acct)
+{
+    pipe_t pp;
+    memset(&pp, 0, sizeof pp);
+    pp.s = s;
+    pp.chains = chains;
+    pp.esize = esize;
+    pp.acct = acct;
+    mrc_status_t st = MRC_OK;
+    pp.ready = malloc(((size_t)nchains + 1) * sizeof *pp.ready);
+    pp.phys_active = calloc((size_t)s->num_phys + 1, sizeof *pp.phys_active);
+    pp.busy_from = calloc((size_t)s->num_phys + 1, sizeof *pp.busy_from);
+    pp.q_head = malloc(((size_t)s->num_chan + 1) * sizeof *pp.q_head);
+    pp.q_tail = malloc(((size_t)s->num_chan + 1) * sizeof *pp.q_tail);
+    pp.q_busy = calloc((size_t)s->num_chan + 1, 1);
+    if (pp.q_head && pp.q_tail)
+        for (int c = 0; c <= s->num_chan; c++)
+            pp.q_head[c] = pp.q_tail[c] = -1;
+    if (!pp.ready || !pp.phys_active || !pp.busy_from || !pp.q_head ||
+        !pp.q_tail || !pp.q_busy ||
+        mrc__msgmap_init(&pp.msgs, (size_t)nchains)) {
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+        goto done;
+    }
+    for (int i = 0; i < nchains; i++)
+        pp.ready[pp.nready++] = i;
+    for (;;) {
+        while (pp.nready > 0 && st == MRC_OK)
+            st = run_chain_now(&pp, pp.ready[--pp.nready]);
+        if (st != MRC_OK || (pp.nact == 0 && pp.nheap == 0))
+            break;
+        double next = pp.nheap ? pp.heap[0].time : INFINITY;
+        if (pp.nact > 0) {
+            if (pp.dirty) {
+                size_t hops = 0;
+                for (int f = 0; f < pp.nact; f++)
+                    hops += (size_t)s->routes[pp.act[f].route].len;
+                if (reserve(w, pp.nact, hops, s->num_chan)) {
+                    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                    break;
+                }
+                index_channels(s, pp.act, pp.nact, w);
+                allocate(s, pp.act, pp.nact, w);
+                clear_index(w);
+                pp.dirty = 0;
+            }
+            for (int f = 0; f < pp.nact; f++)
+                if (pp.act[f].rate > 0)
+                    next = fmin(next,
+                                pp.now + pp.act[f].remaining / pp.act[f].rate);
+        }
+        double dt = next - pp.now;
+        for (int f = 0; f < pp.nact; f++)
+            pp.act[f].remaining -= pp.act[f].rate * dt;
+        pp.now = next;
+        for (int f = pp.nact - 1; f >= 0; f--)
+            if (pp.act[f].remaining <= 1e-9 * pp.act[f].bytes) {
+                if (mrc__grow((void **)&pp.heap, &pp.cap_heap, pp.nheap + 1,
+                              sizeof *pp.heap)) {
+                    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                    goto done;
+                }
+                st = finish_flow(&pp, f);
+                if (st != MRC_OK)
+                    goto done;
+            }
+        while (st == MRC_OK && pp.nheap > 0 &&
+               pp.heap[0].time <= pp.now * (1 + 1e-12)) {
+            arrival_t a = arrival_pop(&pp);
+            st = deliver(&pp, &a);
+        }
+    }
+    for (int i = 0; st == MRC_OK && i < nchains; i++)
+        if (!chains[i].done)
+            st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                            "simulation stalled: node %d waits at stream %d, "
+                            "step %d",
+                            chains[i].it.node, chains[i].op.stream,
+                            chains[i].op.step);
+    acct->total_ns = pp.now;
+done:
+    free(pp.act);
+    free(pp.meta);
+    free(pp.heap);
+    free(pp.ready);
+    free(pp.phys_active);
+    free(pp.busy_from);
+    free(pp.queue);
+    free(pp.q_head);
+    free(pp.q_tail);
+    free(pp.q_busy);
+    mrc__msgmap_free(&pp.msgs);
+    return st;
+}
+
+/* ---- the run ---------------------------------------------------------- */
 
 static double bound_share(mrc_collective_t c, int n)
 {
@@ -316,10 +693,9 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                           p->num_nodes, mrc_topo_name(t),
                           mrc_topo_num_nodes(t));
     mrc_sim_config_t c = cfg ? *cfg : (mrc_sim_config_t){0};
-    if (c.mode != MRC_SIM_BSP)
-        return mrc__error(MRC_ERR_UNSUPPORTED,
-                          "pipelined simulation is not implemented yet; use "
-                          "--mode bsp");
+    if (c.mode != MRC_SIM_BSP && c.mode != MRC_SIM_PIPELINED)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown simulation mode %d",
+                          (int)c.mode);
     double pj = c.pj_per_bit > 0 ? c.pj_per_bit : 5;
     double watts = c.link_power_w > 0 ? c.link_power_w : 0.5;
     double wake_ns = (c.wake_us > 0 ? c.wake_us : 1) * 1e3;
@@ -390,6 +766,15 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     size_t esize = mrc_dtype_size(p->cfg.dtype);
     double total_ns = 0, move_j = 0;
     int cap_flows = 0, live = nchains;
+    if (c.mode == MRC_SIM_PIPELINED) {
+        pipe_acct_t acct = {r, phys_on, phys_last, pj, wake_ns, 0, 0};
+        st = run_pipelined(&s, chains, nchains, esize, &w, &acct);
+        if (st != MRC_OK)
+            goto done;
+        total_ns = acct.total_ns;
+        move_j = acct.move_j;
+        live = 0;
+    }
     for (int step = 0; live > 0; step++) {
         int nf = 0;
         live = 0;
@@ -424,23 +809,10 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
         }
         if (nf == 0)
             continue;
-        if (nf > w.cap_flows) {
-            free(w.frozen);
-            free(w.chan_flows);
-            w.cap_flows = cap_flows;
-            w.frozen = malloc((size_t)cap_flows);
-            w.chan_flows = NULL;
-            if (!w.frozen)
-                goto oom;
-        }
         size_t hops = 0;
         for (int f = 0; f < nf; f++)
             hops += (size_t)s.routes[flows[f].route].len;
-        free(w.chan_flows);
-        w.chan_flows = malloc((hops + 1) * sizeof *w.chan_flows);
-        if (!w.chan_flows ||
-            mrc__grow((void **)&w.heap, &w.heap_cap,
-                      (int)(hops + (size_t)s.num_chan + 1), sizeof *w.heap))
+        if (reserve(&w, nf, hops, s.num_chan))
             goto oom;
         double dur = run_step(&s, flows, nf, &w);
         /* Accounting: bytes per channel; physical links in use. A link

@@ -23,8 +23,13 @@ expect 0 "wrote $tmp/s.csv" "$MRC" sim ring:6 --sweep 1K:1M \
 expect 0 "ring,1048576," cat "$tmp/s.csv"
 expect 0 '"results"' cat "$tmp/s.json"
 expect 2 "--collective and --size" "$MRC" sim hcm8
-expect 2 "pipelined is not implemented" "$MRC" sim hcm8 --collective \
-    allreduce --size 1M --mode pipelined
+expect 0 "time     24.600 us" \
+    "$MRC" sim "ring:4,bw=2,lat=100" --strategy ring --collective allreduce \
+    --size 64000 --chunks 1 --mode pipelined
+expect 0 '"mode": "pipelined"' "$MRC" sim hcm8 --collective reduce \
+    --size 4M --mode pipelined --chunks 8 --json
+expect 2 "bsp or pipelined" "$MRC" sim hcm8 --collective allreduce \
+    --size 1M --mode async
 expect 2 "MIN:MAX" "$MRC" sim hcm8 --collective allreduce --sweep 1K
 expect 2 "barley-twist does not apply" "$MRC" sim ring:8 \
     --strategy barley-twist --collective allreduce --size 1M

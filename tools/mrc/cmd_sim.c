@@ -10,7 +10,8 @@ void help_sim(void)
 {
     printf(
         "usage: mrc sim SPEC [--strategy S] [--groups G | --replica-size R]\n"
-        "               --collective C --size BYTES [--dtype T] [--mode bsp]\n"
+        "               --collective C --size BYTES [--dtype T]\n"
+        "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
         "               [--wake-us U] [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
@@ -19,7 +20,8 @@ void help_sim(void)
         "Compiles the collective (see 'mrc help compile') and simulates the\n"
         "program on the topology: every link direction is a channel of\n"
         "count x bandwidth with its latency; messages that share a channel\n"
-        "share it fairly; in bsp mode every step ends with a barrier.\n"
+        "share it fairly; in bsp mode every step ends with a barrier, in\n"
+        "pipelined mode each chunk moves as soon as its data is ready.\n"
         "Reports time, algbw and busbw (nccl-tests factors), the bound and\n"
         "efficiency, link utilisation, and energy with idle links switched\n"
         "off (seed 000, claim 7) and with every link on.\n"
@@ -86,14 +88,15 @@ static void print_one(const sim_args_t *a, const mrc_topo_t *t,
     if (json) {
         printf("{\"topology\": \"%s\", \"strategy\": \"%s\", \"collective\": "
                "\"%s\", \"bytes\": %llu, \"dtype\": \"%s\", \"mode\": "
-               "\"bsp\", \"steps\": %d, \"time_us\": %.6f, \"algbw_gbps\": "
+               "\"%s\", \"steps\": %d, \"time_us\": %.6f, \"algbw_gbps\": "
                "%.6f, \"busbw_gbps\": %.6f, \"bound_gbps\": %.6f, "
                "\"efficiency\": %.6f, \"energy_j\": %.9g, "
                "\"energy_no_gating_j\": %.9g, \"bytes_moved\": %.0f, "
                "\"idle_link_directions\": %d,\n \"links\": [\n",
                mrc_topo_name(t), strategy, mrc_collective_name(a->coll),
                (unsigned long long)a->size, mrc_dtype_name(a->dtype),
-               r->steps, r->time_us, r->algbw_gbps, r->busbw_gbps,
+               a->cfg.mode == MRC_SIM_BSP ? "bsp" : "pipelined", r->steps,
+               r->time_us, r->algbw_gbps, r->busbw_gbps,
                r->bound_gbps, r->efficiency, r->energy_j,
                r->energy_no_gating_j, r->bytes_moved, idle);
         for (int i = 0; i < r->num_links; i++) {
@@ -108,10 +111,14 @@ static void print_one(const sim_args_t *a, const mrc_topo_t *t,
         printf(" ]}\n");
         return;
     }
-    printf("sim      %s of %llu bytes (%s) on %s, strategy %s, bsp\n",
+    printf("sim      %s of %llu bytes (%s) on %s, strategy %s, %s\n",
            mrc_collective_name(a->coll), (unsigned long long)a->size,
-           mrc_dtype_name(a->dtype), mrc_topo_name(t), strategy);
-    printf("time     %.3f us in %d steps\n", r->time_us, r->steps);
+           mrc_dtype_name(a->dtype), mrc_topo_name(t), strategy,
+           a->cfg.mode == MRC_SIM_BSP ? "bsp" : "pipelined");
+    if (a->cfg.mode == MRC_SIM_BSP)
+        printf("time     %.3f us in %d steps\n", r->time_us, r->steps);
+    else
+        printf("time     %.3f us\n", r->time_us);
     printf("algbw    %.3f GB/s   busbw %.3f GB/s\n", r->algbw_gbps,
            r->busbw_gbps);
     printf("bound    %.3f GB/s   efficiency %.4f\n", r->bound_gbps,
@@ -267,7 +274,7 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
                         "separator ','\nset logscale x 2\nset format x "
                         "'%%.0s%%cB'\nset xlabel 'size per node'\nset ylabel "
                         "'busbw (GB/s)'\nset key left top\nset grid\nset "
-                        "title '%s on %s (simulated, bsp)'\nplot ",
+                        "title '%s on %s (simulated)'\nplot ",
                    prefix, mrc_collective_name(a->coll), mrc_topo_name(t));
     for (int i = 0; i < nstrat; i++)
         mrc__sb_printf(&gp, "%s'%s.csv' using (strcol(1) eq '%s' ? $2 : 1/0):5 "
@@ -331,9 +338,9 @@ int cmd_sim(int argc, char **argv)
         return cli_fail(cmd, st);
     if (size && (mrc__parse_size(size, &a.size) || a.size == 0))
         return cli_usage(cmd, "sim", "--size '%s' is not a size", size);
-    if (strcmp(mode, "bsp") != 0)
-        return cli_usage(cmd, "sim", "--mode '%s': this mrc simulates bsp "
-                         "(pipelined is not implemented yet)", mode);
+    int pipelined = strcmp(mode, "pipelined") == 0;
+    if (!pipelined && strcmp(mode, "bsp") != 0)
+        return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined", mode);
     if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
         (chunks && mrc__parse_long(chunks, 1, 1 << 20, &ck)) ||
         (pj && (mrc__parse_double(pj, &e) || e <= 0)) ||
@@ -342,7 +349,8 @@ int cmd_sim(int argc, char **argv)
         return cli_usage(cmd, "sim", "a numeric option is not a positive "
                                      "number");
     a.replica = (int)rs;
-    a.cfg = (mrc_sim_config_t){MRC_SIM_BSP, e, w, u, (int)ck};
+    a.cfg = (mrc_sim_config_t){pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
+                               e, w, u, (int)ck};
     mrc_topo_t *t = NULL;
     st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
