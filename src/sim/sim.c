@@ -18,6 +18,7 @@
 
 #include "mrc/sim.h"
 #include "program/program_internal.h"
+#include "sim/sim_internal.h"
 
 typedef struct route {
     int32_t first, len; /* into chan_pool / phys_pool */
@@ -667,6 +668,128 @@ done:
     return st;
 }
 
+/* ---- large groups: one representative step per ring phase ------------- */
+
+mrc__sim_fast_t mrc__sim_fast = MRC__SIM_FAST_AUTO;
+
+enum { FAST_MIN_GROUP = 4096 };
+
+enum { PIPELINED_MAX_GROUP = 4096 };
+
+/* Books one step's flows: bytes on channels, bits moved, and the physical
+ * links in use (on for the step, after their gap or a wake-up). `times`
+ * repeats the step (a ring phase's identical steps). */
+static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
+                      double dur, double times, pipe_acct_t *a,
+                      uint8_t *used)
+{
+    for (int f = 0; f < nf; f++) {
+        const route_t *rt = &s->routes[fl[f].route];
+        for (int q = 0; q < rt->len; q++) {
+            int ch = s->chan_pool[rt->first + q];
+            int ph = s->phys_pool[rt->first + q];
+            a->r->link_bytes[ch] += fl[f].bytes * times;
+            a->r->link_utilisation[ch] += fl[f].bytes * times / s->cap[ch];
+            a->move_j += fl[f].bytes * times * 8 * a->pj * 1e-12;
+            if (used[ph])
+                continue;
+            used[ph] = 1;
+            double gap = start - a->phys_last[ph];
+            a->phys_on[ph] += fmin(gap, a->wake_ns) + dur * times;
+            a->phys_last[ph] = start + dur * times;
+        }
+    }
+    for (int f = 0; f < nf; f++) {
+        const route_t *rt = &s->routes[fl[f].route];
+        for (int q = 0; q < rt->len; q++)
+            used[s->phys_pool[rt->first + q]] = 0;
+    }
+}
+
+/* BSP for a program of one group, without walking every message (N^2 per
+ * ring). The steps of a ring loop move the same fragments over the same
+ * routes, each node one per stream: one step is simulated, with every
+ * fragment at the stream's largest size, and counted N-1 times per loop.
+ * A chain (reduce, broadcast) is walked hop by hop: one sender per stream
+ * and step. Exact when a stream's fragments are all one size (and always
+ * for chains); otherwise the smaller fragments (one element less) are
+ * counted at the larger size, which the full walk does only above
+ * FAST_MIN_GROUP nodes, where it is out of reach. */
+static mrc_status_t fast_bsp(const sim_t *s, step_ws_t *w, size_t esize,
+                             pipe_acct_t *a, int *steps)
+{
+    const mrc_program_t *p = s->p;
+    const mrc__group_t *g = &p->groups[0];
+    int n = g->size, nf = 0, cap = 0;
+    flow_t *fl = NULL;
+    uint8_t *used = calloc((size_t)s->num_phys + 1, 1);
+    mrc_status_t st = MRC_OK;
+    if (!used)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    int whole = p->addressing == MRC__ADDR_WHOLE;
+    int loops = 0;
+    for (int i = 0; i < p->code_len; i++)
+        loops += p->code[i].op == MRC__OP_LOOP;
+    for (int step = 0; step < (whole ? n - 1 : 1) && st == MRC_OK; step++) {
+        nf = 0;
+        for (int k = g->first_stream; k < g->first_stream + g->num_streams;
+             k++) {
+            uint64_t len = p->streams[k].slice_len;
+            if (len == 0)
+                continue;
+            int first = 0, last = n;
+            uint64_t bytes = len * esize;
+            if (whole) { /* the one sender of this hop */
+                int rel = p->cfg.collective == MRC_REDUCE ? step + 1 : step;
+                first = (p->streams[k].root_pos + rel) % n;
+                last = first + 1;
+            } else if (p->addressing == MRC__ADDR_SPLIT) {
+                bytes = (len + (uint64_t)n - 1) / (uint64_t)n * esize;
+            }
+            for (int pos = first; pos < last; pos++) {
+                int u = mrc__stream_node(p, k, pos % n);
+                const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
+                if (mrc__grow((void **)&fl, &cap, nf + 1, sizeof *fl)) {
+                    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                    break;
+                }
+                fl[nf++] = (flow_t){(double)bytes, 0, (double)bytes,
+                                    (int32_t)(e - p->node_streams), 0};
+            }
+        }
+        if (st != MRC_OK || nf == 0)
+            continue;
+        size_t hops = 0;
+        for (int f = 0; f < nf; f++)
+            hops += (size_t)s->routes[fl[f].route].len;
+        if (reserve(w, nf, hops, s->num_chan)) {
+            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+            break;
+        }
+        double dur = run_step(s, fl, nf, w);
+        double times = whole ? 1 : (double)loops * (n - 1);
+        book_step(s, fl, nf, a->total_ns, dur, times, a, used);
+        a->total_ns += dur * times;
+        *steps += whole ? 1 : loops * (n - 1);
+    }
+    free(fl);
+    free(used);
+    return st;
+}
+
+/* Whether fast_bsp gives exactly what the full walk gives: chains, or
+ * ring loops whose fragments are all one size. */
+static int fast_is_exact(const mrc_program_t *p)
+{
+    if (p->addressing != MRC__ADDR_SPLIT)
+        return 1;
+    const mrc__group_t *g = &p->groups[0];
+    for (int k = g->first_stream; k < g->first_stream + g->num_streams; k++)
+        if (p->streams[k].slice_len % (uint64_t)g->size)
+            return 0;
+    return 1;
+}
+
 /* ---- the run ---------------------------------------------------------- */
 
 static double bound_share(mrc_collective_t c, int n)
@@ -696,6 +819,15 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     if (c.mode != MRC_SIM_BSP && c.mode != MRC_SIM_PIPELINED)
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown simulation mode %d",
                           (int)c.mode);
+    /* Pipelined walks every message, N^2 per ring: 4096 nodes take about
+     * 20 s, 65536 would take hours. */
+    for (int g = 0; c.mode == MRC_SIM_PIPELINED && g < p->num_groups; g++)
+        if (p->groups[g].size > PIPELINED_MAX_GROUP)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "pipelined simulation walks every message and "
+                              "takes groups of at most %d nodes; group %d "
+                              "has %d: use --mode bsp",
+                              PIPELINED_MAX_GROUP, g, p->groups[g].size);
     double pj = c.pj_per_bit > 0 ? c.pj_per_bit : 5;
     double watts = c.link_power_w > 0 ? c.link_power_w : 0.5;
     double wake_ns = (c.wake_us > 0 ? c.wake_us : 1) * 1e3;
@@ -734,9 +866,14 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
         !w.chan_fill || !w.touched || !w.version)
         goto oom;
 
-    /* One chain per node, stream and chunk; they are walked in lockstep. */
+    /* One chain per node, stream and chunk; they are walked in lockstep.
+     * The fast path for one large group needs none. */
+    int fast = c.mode == MRC_SIM_BSP && p->num_groups == 1 &&
+               (mrc__sim_fast == MRC__SIM_FAST_ALWAYS ||
+                (mrc__sim_fast == MRC__SIM_FAST_AUTO &&
+                 (p->groups[0].size > FAST_MIN_GROUP || fast_is_exact(p))));
     int nchains = 0, cap_chains = 0;
-    for (int u = 0; u < p->num_nodes; u++) {
+    for (int u = 0; u < (fast ? 0 : p->num_nodes); u++) {
         int g = p->nodes[u].group;
         if (g < 0)
             continue;
@@ -766,9 +903,10 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     size_t esize = mrc_dtype_size(p->cfg.dtype);
     double total_ns = 0, move_j = 0;
     int cap_flows = 0, live = nchains;
-    if (c.mode == MRC_SIM_PIPELINED) {
+    if (c.mode == MRC_SIM_PIPELINED || fast) {
         pipe_acct_t acct = {r, phys_on, phys_last, pj, wake_ns, 0, 0};
-        st = run_pipelined(&s, chains, nchains, esize, &w, &acct);
+        st = fast ? fast_bsp(&s, &w, esize, &acct, &r->steps)
+                  : run_pipelined(&s, chains, nchains, esize, &w, &acct);
         if (st != MRC_OK)
             goto done;
         total_ns = acct.total_ns;

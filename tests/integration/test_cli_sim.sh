@@ -33,5 +33,10 @@ expect 2 "bsp or pipelined" "$MRC" sim hcm8 --collective allreduce \
 expect 2 "MIN:MAX" "$MRC" sim hcm8 --collective allreduce --sweep 1K
 expect 2 "barley-twist does not apply" "$MRC" sim ring:8 \
     --strategy barley-twist --collective allreduce --size 1M
+# 65536 nodes: one step per ring loop stands for all of them.
+expect 0 "in 131070 steps" "$MRC" sim torus2d:256,256 \
+    --collective allreduce --size 1G
+expect 2 "use --mode bsp" "$MRC" sim torus2d:256,256 \
+    --collective allreduce --size 1G --mode pipelined
 
 expect_summary

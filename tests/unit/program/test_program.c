@@ -223,6 +223,14 @@ static void test_checker_refuses_broken(void **state)
     p->code[r].pred_lo = 3;
     expect_broken(p, "node");
     mrc_program_destroy(p);
+
+    /* Above 4096 nodes the tables are checked against the ring order. */
+    p = compile("ring:5000", "ring", MRC_ALLREDUCE, 5000, 0);
+    assert_int_equal(mrc_program_check(p), MRC_OK);
+    ns = (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
+    ns->next = 0;
+    expect_broken(p, "disagrees with the ring order");
+    mrc_program_destroy(p);
 }
 
 int main(void)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mrc/mrc.h"
+#include "sim/sim_internal.h"
 
 typedef struct setup {
     mrc_topo_t *topo;
@@ -204,6 +205,41 @@ static void test_pipelined(void **state)
     drop(&red);
 }
 
+/* The fast path for large groups (one step per ring loop, a chain hop by
+ * hop) gives what walking every message gives, on groups small enough to
+ * walk: counts divisible so that every fragment has the same size. */
+static void test_fast_path(void **state)
+{
+    (void)state;
+    const char *specs[][2] = {{"ring:8,lat=300", "ring"},
+                              {"torus2d:4,4", "auto"},
+                              {"torus-ladder:16", "peripheral-ring"}};
+    for (int i = 0; i < 3; i++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+            for (int chunks = 0; chunks <= 4; chunks += 4) {
+                setup_t s = make(specs[i][0], specs[i][1],
+                                 (mrc_collective_t)c, 16 * 4096,
+                                 MRC_FLOAT32);
+                mrc__sim_fast = MRC__SIM_FAST_NEVER;
+                mrc_sim_result_t *full = sim(&s, chunks);
+                mrc__sim_fast = MRC__SIM_FAST_ALWAYS;
+                mrc_sim_result_t *fast = sim(&s, chunks);
+                mrc__sim_fast = MRC__SIM_FAST_AUTO;
+                expect_close(fast->time_us, full->time_us, "time");
+                assert_int_equal(fast->steps, full->steps);
+                expect_close(fast->bytes_moved, full->bytes_moved, "bytes");
+                expect_close(fast->energy_j, full->energy_j, "energy");
+                expect_close(fast->energy_no_gating_j,
+                             full->energy_no_gating_j, "energy, no gating");
+                for (int l = 0; l < 2 * full->num_links; l++)
+                    expect_close(fast->link_bytes[l], full->link_bytes[l],
+                                 "link bytes");
+                mrc_sim_result_destroy(full);
+                mrc_sim_result_destroy(fast);
+                drop(&s);
+            }
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -225,6 +261,7 @@ int main(void)
         cmocka_unit_test(test_conservation),
         cmocka_unit_test(test_energy_gating),
         cmocka_unit_test(test_pipelined),
+        cmocka_unit_test(test_fast_path),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
