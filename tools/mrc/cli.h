@@ -58,6 +58,8 @@ int cmd_rings(int argc, char **argv);
 void help_rings(void);
 int cmd_compile(int argc, char **argv);
 void help_compile(void);
+int cmd_launch(int argc, char **argv);
+void help_launch(void);
 int cmd_run(int argc, char **argv);
 void help_run(void);
 int cmd_sim(int argc, char **argv);

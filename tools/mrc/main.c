@@ -28,6 +28,8 @@ static void usage(FILE *out)
             "  sim SPEC --collective C       simulate the program on the "
             "links:\n"
             "                                time, utilisation, energy\n"
+            "  launch -n N -- PROGRAM ...    N processes of PROGRAM as one "
+            "job\n"
             "  help [COMMAND]                show help for a command\n"
             "\n"
             "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
@@ -67,8 +69,12 @@ static int cmd_help(int argc, char **argv)
         help_sim();
         return CLI_OK;
     }
+    if (argc == 1 && strcmp(argv[0], "launch") == 0) {
+        help_launch();
+        return CLI_OK;
+    }
     fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run, sim)\n",
+                    "compile, run, sim, launch)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -100,6 +106,8 @@ int main(int argc, char **argv)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(cmd, "sim") == 0)
         return cmd_sim(argc - 2, argv + 2);
+    if (strcmp(cmd, "launch") == 0)
+        return cmd_launch(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

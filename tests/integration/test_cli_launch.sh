@@ -1,0 +1,57 @@
+#!/bin/sh
+# mrc launch as a user meets it. Usage: test_cli_launch.sh MRC
+set -u
+MRC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+expect 0 "MRC_JOB" "$MRC" help launch
+# Every rank sees its rank, the size and a 32-digit job id.
+expect 0 "" "$MRC" launch -n 3 -- sh -c \
+    'echo "$MRC_RANK/$MRC_NRANKS ${#MRC_JOB}" >> "$0/env"' "$tmp"
+expect 0 "0/3 32" sort "$tmp/env"
+expect 0 "2/3 32" sort "$tmp/env"
+# A failing rank is named with its status.
+expect 1 "rank 1 (pid [0-9]*) exited with status 3" "$MRC" launch -n 3 -- \
+    sh -c '[ "$MRC_RANK" != 1 ] || exit 3'
+# A killed rank is named; the survivors finish and report; the job's
+# shared memory is removed.
+expect 1 "rank 2 (pid [0-9]*) was killed by signal 9" "$MRC" launch -n 3 \
+    -- sh -c 'echo "$MRC_JOB" > "$0/job"
+        if [ "$MRC_RANK" = 2 ]; then : > "/dev/shm/mrc-$MRC_JOB-left"
+            kill -9 $$; fi
+        sleep 0.3; echo "survivor $MRC_RANK"' "$tmp"
+cp "$tmp/out" "$tmp/killed"
+expect 0 "survivor 0" cat "$tmp/killed"
+expect 0 "removed 1 shared-memory object" cat "$tmp/killed"
+job=$(cat "$tmp/job")
+expect 0 "" test ! -e "/dev/shm/mrc-$job-left"
+# Survivors that hang are stopped after the grace time.
+expect 1 "still running 1 s after rank 0 failed" "$MRC" launch -n 2 \
+    --grace 1 -- sh -c '[ "$MRC_RANK" != 0 ] || exit 4; sleep 30'
+expect 1 "timed out after 1 s" "$MRC" launch -n 2 --timeout 1 -- sleep 30
+expect 1 "cannot run '/nonexistent/prog'" "$MRC" launch -n 1 -- \
+    /nonexistent/prog
+# Signals reach the ranks.
+"$MRC" launch -n 2 -- sh -c \
+    'trap "echo \"TERM $MRC_RANK\" >> \"$0/sig\"; exit 0" TERM
+     sleep 30 & wait' "$tmp" > "$tmp/launch.out" 2>&1 &
+pid=$!
+i=0
+while [ "$(pgrep -c -P $pid 2>/dev/null || echo 0)" -lt 2 ] && [ $i -lt 50 ]
+do sleep 0.1; i=$((i + 1)); done
+sleep 0.2
+kill -TERM $pid
+wait $pid
+expect 0 "got signal 15" cat "$tmp/launch.out"
+expect 0 "TERM 1" cat "$tmp/sig"
+# Bad usage.
+expect 2 "-n wants a number of ranks" "$MRC" launch -n 0 -- true
+expect 2 "-n wants a number of ranks" "$MRC" launch -n x -- true
+expect 2 "no program" "$MRC" launch -n 2
+expect 2 "-n N is required" "$MRC" launch -- true
+expect 2 "unknown option '--bogus'" "$MRC" launch -n 2 --bogus -- true
+expect 2 "--timeout wants" "$MRC" launch -n 2 --timeout -1 -- true
+
+expect_summary

@@ -1,0 +1,338 @@
+/*
+ * mrc launch: N processes of one program on this host, as one job.
+ *
+ * Each rank gets MRC_RANK, MRC_NRANKS and MRC_JOB (128 random bits in hex:
+ * the prefix of the job's shared-memory names, so no other job can guess
+ * them). The launcher forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every
+ * rank, reports each rank that fails (exit status or signal), gives the
+ * survivors time to report the lost peer themselves, and when the job is
+ * over removes every shared-memory object the job left behind, even after
+ * a crash. Each rank runs in its own process group (so a signal reaches
+ * what it started too) and dies with the launcher (PR_SET_PDEATHSIG).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define CMD "mrc launch"
+
+enum { LAUNCH_MAX_RANKS = 4096 };
+
+void help_launch(void)
+{
+    printf(
+        "usage: mrc launch -n N [--timeout S] [--grace S] -- PROGRAM "
+        "ARGS...\n"
+        "\n"
+        "Starts N processes of PROGRAM on this host as one job, each with\n"
+        "MRC_RANK (0..N-1), MRC_NRANKS (N) and MRC_JOB (a random job id;\n"
+        "mrc_comm_init_env reads them). Signals (INT, TERM, HUP, QUIT) are\n"
+        "passed to every rank. A rank that fails is reported by rank and\n"
+        "cause; the others get --grace seconds to finish (to report the\n"
+        "lost peer), then are stopped. Shared memory the job left behind\n"
+        "is removed when it ends.\n"
+        "\n"
+        "-n N        number of ranks (1..%d)\n"
+        "--timeout S stop the job after S seconds (default: none)\n"
+        "--grace S   time the survivors of a failed rank get (default:\n"
+        "            twice $MRC_TIMEOUT, else 120 s)\n"
+        "\n"
+        "Exit status: 0 when every rank exits 0; 1 when a rank fails, the\n"
+        "job times out or is stopped by a signal; 2 bad usage.\n",
+        LAUNCH_MAX_RANKS);
+}
+
+typedef struct rank_proc {
+    pid_t pid;
+    int running;
+    int status; /* from waitpid, once it has ended */
+} rank_proc_t;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int make_job_id(char *out, size_t len)
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t r = getrandom(b + got, sizeof b - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    for (size_t i = 0; i < sizeof b && 2 * i + 2 < len; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    return 0;
+}
+
+/* Removes the job's shared-memory objects ("/mrc-JOB-..."): the transport
+ * unlinks its own once every rank has attached, so this finds only what a
+ * crash left. Returns how many it removed. */
+static int remove_job_shm(const char *job)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "mrc-%s-", job);
+    DIR *d = opendir("/dev/shm");
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+            continue;
+        char name[320];
+        snprintf(name, sizeof name, "/%s", e->d_name);
+        if (shm_unlink(name) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
+static pid_t start_rank(int rank, int n, const char *job, char **argv,
+                        const sigset_t *old_mask, pid_t launcher)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* The child: its own process group, gone with the launcher. */
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher)
+        _exit(127); /* the launcher died before the line above */
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    char v[32];
+    snprintf(v, sizeof v, "%d", rank);
+    setenv("MRC_RANK", v, 1);
+    snprintf(v, sizeof v, "%d", n);
+    setenv("MRC_NRANKS", v, 1);
+    setenv("MRC_JOB", job, 1);
+    execvp(argv[0], argv);
+    fprintf(stderr, CMD ": rank %d: cannot run '%s': %s\n", rank, argv[0],
+            strerror(errno));
+    _exit(127);
+}
+
+static void signal_ranks(rank_proc_t *ranks, int n, int sig)
+{
+    for (int r = 0; r < n; r++)
+        if (ranks[r].running)
+            kill(-ranks[r].pid, sig);
+}
+
+/* Reaps every rank that has ended; reports the failures (unless the
+ * launcher is stopping the job). Returns how many ended now and failed. */
+static int reap(rank_proc_t *ranks, int n, int *alive, int *first_failed,
+                int stopping)
+{
+    int failed = 0;
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0)
+            break;
+        for (int r = 0; r < n; r++) {
+            if (ranks[r].pid != pid || !ranks[r].running)
+                continue;
+            ranks[r].running = 0;
+            ranks[r].status = status;
+            (*alive)--;
+            if ((WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopping)
+                break;
+            failed++;
+            if (*first_failed < 0)
+                *first_failed = r;
+            if (WIFSIGNALED(status))
+                fprintf(stderr,
+                        CMD ": rank %d (pid %ld) was killed by signal %d "
+                        "(%s)\n",
+                        r, (long)pid, WTERMSIG(status),
+                        strsignal(WTERMSIG(status)));
+            else
+                fprintf(stderr,
+                        CMD ": rank %d (pid %ld) exited with status %d\n", r,
+                        (long)pid, WEXITSTATUS(status));
+            break;
+        }
+    }
+    return failed;
+}
+
+static int parse_seconds(const char *opt, const char *v, double *out)
+{
+    if (!v || mrc__parse_double(v, out) != 0 || !(*out > 0) || *out > 1e7)
+        return cli_usage(CMD, "launch",
+                         "%s wants a number of seconds > 0, not '%s'", opt,
+                         v ? v : "");
+    return CLI_OK;
+}
+
+int cmd_launch(int argc, char **argv)
+{
+    int n = 0, i = 0;
+    double timeout = 0, grace = 0;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            help_launch();
+            return CLI_OK;
+        }
+        if (strcmp(a, "-n") == 0 || strcmp(a, "--np") == 0) {
+            long long x = 0;
+            char *end = NULL;
+            if (v)
+                x = strtoll(v, &end, 10);
+            if (!v || !*v || *end || x < 1 || x > LAUNCH_MAX_RANKS)
+                return cli_usage(CMD, "launch",
+                                 "-n wants a number of ranks 1..%d, not "
+                                 "'%s'",
+                                 LAUNCH_MAX_RANKS, v ? v : "");
+            n = (int)x;
+        } else if (strcmp(a, "--timeout") == 0) {
+            if (parse_seconds(a, v, &timeout) != CLI_OK)
+                return CLI_USAGE;
+        } else if (strcmp(a, "--grace") == 0) {
+            if (parse_seconds(a, v, &grace) != CLI_OK)
+                return CLI_USAGE;
+        } else {
+            return cli_usage(CMD, "launch", "unknown option '%s'", a);
+        }
+        i++; /* the value */
+    }
+    if (n == 0)
+        return cli_usage(CMD, "launch", "-n N is required");
+    if (i + 1 >= argc)
+        return cli_usage(CMD, "launch", "no program: mrc launch -n N -- "
+                                        "PROGRAM ARGS...");
+    char **prog = argv + i + 1;
+    if (grace == 0) {
+        const char *t = getenv("MRC_TIMEOUT");
+        double d;
+        grace = t && mrc__parse_double(t, &d) == 0 && d > 0 ? 2 * d : 120;
+    }
+    char job[40];
+    if (make_job_id(job, sizeof job) != 0) {
+        fprintf(stderr, CMD ": no random bytes for the job id: %s\n",
+                strerror(errno));
+        return CLI_FAIL;
+    }
+    rank_proc_t *ranks = calloc((size_t)n, sizeof *ranks);
+    if (!ranks) {
+        fprintf(stderr, CMD ": out of memory\n");
+        return CLI_FAIL;
+    }
+
+    /* Signals are taken synchronously (sigtimedwait) from here on. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+    for (size_t k = 0; k < sizeof fwd / sizeof *fwd; k++)
+        sigaddset(&set, fwd[k]);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+
+    int alive = 0, first_failed = -1, failures = 0, got_signal = 0;
+    pid_t self = getpid();
+    for (int r = 0; r < n; r++) {
+        ranks[r].pid = start_rank(r, n, job, prog, &old, self);
+        if (ranks[r].pid < 0) {
+            fprintf(stderr, CMD ": cannot start rank %d: %s\n", r,
+                    strerror(errno));
+            failures++;
+            first_failed = r;
+            break;
+        }
+        ranks[r].running = 1;
+        setpgid(ranks[r].pid, ranks[r].pid); /* as the child does: no race */
+        alive++;
+    }
+
+    double start = now_s(), fail_at = 0, stop_at = 0;
+    int timed_out = 0, stopping = 0;
+    if (failures)
+        fail_at = start;
+    while (alive > 0) {
+        failures += reap(ranks, n, &alive, &first_failed, stopping);
+        if (alive == 0)
+            break;
+        double t = now_s();
+        if (failures && fail_at == 0)
+            fail_at = t;
+        int stop = 0;
+        if (timeout > 0 && t - start >= timeout && !timed_out) {
+            timed_out = 1;
+            fprintf(stderr, CMD ": timed out after %g s; stopping %d "
+                            "rank(s)\n",
+                    timeout, alive);
+            stop = 1;
+        }
+        if (fail_at > 0 && t - fail_at >= grace && !stopping) {
+            fprintf(stderr, CMD ": %d rank(s) still running %g s after "
+                            "rank %d failed; stopping them\n",
+                    alive, grace, first_failed);
+            stop = 1;
+        }
+        if (stop && !stopping) {
+            stopping = 1;
+            stop_at = t;
+            signal_ranks(ranks, n, SIGTERM);
+        }
+        if (stopping && t - stop_at >= 2)
+            signal_ranks(ranks, n, SIGKILL);
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        siginfo_t info;
+        int sig = sigtimedwait(&set, &info, &ts);
+        if (sig > 0 && sig != SIGCHLD) {
+            if (!got_signal)
+                fprintf(stderr, CMD ": got signal %d (%s); passing it to "
+                                "the ranks\n",
+                        sig, strsignal(sig));
+            got_signal = sig;
+            signal_ranks(ranks, n, sig);
+            if (!stopping) { /* a second signal, or 2 s: SIGKILL */
+                stopping = 1;
+                stop_at = now_s();
+            } else {
+                signal_ranks(ranks, n, SIGKILL);
+            }
+        }
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    int removed = remove_job_shm(job);
+    if (removed > 0)
+        fprintf(stderr, CMD ": removed %d shared-memory object(s) the job "
+                        "left behind\n",
+                removed);
+    int rc = CLI_OK;
+    if (failures) {
+        fprintf(stderr, CMD ": %d of %d rank(s) failed; the first was rank "
+                        "%d\n",
+                failures, n, first_failed);
+        rc = CLI_FAIL;
+    }
+    if (timed_out || got_signal)
+        rc = CLI_FAIL;
+    free(ranks);
+    return rc;
+}
