@@ -51,6 +51,21 @@ typedef struct mrc_config {
  * process: comms[r] is rank r, to be used by one thread at a time. */
 MRC_EXTERN mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
                                           const mrc_config_t *cfg);
+/* One rank of a job of processes on this host, joined through shared
+ * memory private to the job (created mode 0600, unlinked once every rank
+ * has attached). `job` (letters, digits, '-', '_'; 1 to 64) names the
+ * job: every rank passes the same, and it should be hard to guess (mrc
+ * launch makes 128 random bits). Waits up to the timeout for every rank;
+ * a rank that dies makes the others' calls fail with MRC_ERR_PEER_LOST,
+ * and the communicator then refuses further calls. */
+MRC_EXTERN mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks,
+                                           int rank, const char *job,
+                                           const mrc_config_t *cfg);
+/* The same, from $MRC_NRANKS, $MRC_RANK and $MRC_JOB (set by `mrc launch
+ * -n N -- PROGRAM`). */
+MRC_EXTERN mrc_status_t mrc_comm_init_env(mrc_comm_t **comm,
+                                          const mrc_config_t *cfg);
+
 /* Destroys a communicator (after every rank has finished its calls);
  * NULL is a no-op. */
 MRC_EXTERN mrc_status_t mrc_comm_destroy(mrc_comm_t *comm);

@@ -38,7 +38,8 @@ extern "C" {
     X(ERR_TIMEOUT, -9, "timed out")                                          \
     X(ERR_TRANSPORT, -10, "transport failure")                               \
     X(ERR_UNSUPPORTED, -11, "not supported")                                 \
-    X(ERR_INTERNAL, -12, "internal error")
+    X(ERR_INTERNAL, -12, "internal error")                                   \
+    X(ERR_PEER_LOST, -13, "a peer process is gone")
 
 typedef enum mrc_status {
 #define MRC_STATUS_ENUM_(name, value, msg) MRC_##name = (value),

@@ -44,7 +44,8 @@ typedef struct shared {
     int nranks;
     mrc_topo_t *topo;
     mrc_embedding_t *embedding;
-    mrc__threads_fabric_t *fabric;
+    mrc__threads_fabric_t *fabric; /* threads: every rank here */
+    mrc__shm_endpoint_t *shm;      /* shm: this process's rank */
     size_t chunk_bytes;
     cached_program_t *programs;
     int num_programs, cap_programs;
@@ -68,6 +69,9 @@ struct mrc_comm {
     uint64_t clock;
     void *scratch;
     size_t scratch_bytes;
+    /* A call that timed out or lost a peer leaves the ranks out of step:
+     * later calls fail at once with this status. */
+    mrc_status_t poisoned;
 };
 
 static void put_program(shared_t *s, const mrc_program_t *p);
@@ -85,6 +89,7 @@ static void shared_release(shared_t *s)
         mrc_program_destroy(s->programs[i].program);
     free(s->programs);
     mrc__threads_fabric_destroy(s->fabric);
+    mrc__shm_detach(s->shm);
     mrc_embed_destroy(s->embedding);
     mrc_topo_destroy(s->topo);
     pthread_mutex_destroy(&s->lock);
@@ -105,21 +110,11 @@ static size_t env_size(const char *name, size_t dflt)
     return v && mrc__parse_size(v, &s) == 0 && s > 0 ? (size_t)s : dflt;
 }
 
-mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
-                               const mrc_config_t *cfg)
+/* What every rank of a job shares: topology, rings, programs. */
+static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
+                                  shared_t **out, double *timeout)
 {
-    if (!comms)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "mrc_comm_init_all: comms is NULL");
-    if (nranks < 1 || nranks > MRC_TOPO_MAX_NODES)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "mrc_comm_init_all: nranks %d (must be 1..%d)",
-                          nranks, MRC_TOPO_MAX_NODES);
-    for (int r = 0; r < nranks; r++)
-        comms[r] = NULL;
-    mrc_config_t zero = {0};
-    if (!cfg)
-        cfg = &zero;
+    *out = NULL;
     shared_t *s = calloc(1, sizeof *s);
     if (!s)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -130,8 +125,8 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
                          ? cfg->chunk_bytes
                          : env_size("MRC_CHUNK_BYTES",
                                     MRC_DEFAULT_CHUNK_BYTES);
-    double timeout = cfg->timeout_s > 0 ? cfg->timeout_s
-                                        : env_double("MRC_TIMEOUT", 60);
+    *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
+                                  : env_double("MRC_TIMEOUT", 60);
     char spec[32];
     snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
     mrc_status_t st = mrc_topo_create(cfg->topology ? cfg->topology : spec,
@@ -147,27 +142,62 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
                              .max_rings = cfg->max_rings};
     if (st == MRC_OK)
         st = mrc_embed_create(s->topo, &ec, &s->embedding);
-    if (st == MRC_OK)
-        st = mrc__threads_fabric_create(nranks, &s->fabric);
-    for (int r = 0; r < nranks && st == MRC_OK; r++) {
-        mrc_comm_t *c = calloc(1, sizeof *c);
-        if (!c) {
-            st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-            break;
-        }
-        c->shared = s;
-        s->refs++;
-        c->node = r;
-        c->group = mrc_embed_node_group(s->embedding, r);
-        const int *nodes;
-        c->size = mrc_embed_group_nodes(s->embedding, c->group, &nodes);
-        for (int i = 0; i < c->size; i++)
-            if (nodes[i] == r)
-                c->rank = i;
-        c->transport = mrc__threads_transport(s->fabric, r);
-        c->timeout_s = timeout;
-        comms[r] = c;
+    if (st != MRC_OK) {
+        shared_release(s);
+        return st;
     }
+    *out = s;
+    return MRC_OK;
+}
+
+/* The communicator of node r; it holds a reference on s. */
+static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
+                                double timeout, mrc_comm_t **out)
+{
+    mrc_comm_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    pthread_mutex_lock(&s->lock);
+    s->refs++;
+    pthread_mutex_unlock(&s->lock);
+    c->shared = s;
+    c->node = r;
+    c->group = mrc_embed_node_group(s->embedding, r);
+    const int *nodes;
+    c->size = mrc_embed_group_nodes(s->embedding, c->group, &nodes);
+    for (int i = 0; i < c->size; i++)
+        if (nodes[i] == r)
+            c->rank = i;
+    c->transport = t;
+    c->timeout_s = timeout;
+    *out = c;
+    return MRC_OK;
+}
+
+mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
+                               const mrc_config_t *cfg)
+{
+    if (!comms)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_all: comms is NULL");
+    if (nranks < 1 || nranks > MRC_TOPO_MAX_NODES)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_all: nranks %d (must be 1..%d)",
+                          nranks, MRC_TOPO_MAX_NODES);
+    for (int r = 0; r < nranks; r++)
+        comms[r] = NULL;
+    mrc_config_t zero = {0};
+    if (!cfg)
+        cfg = &zero;
+    shared_t *s;
+    double timeout;
+    mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
+    if (st != MRC_OK)
+        return st;
+    st = mrc__threads_fabric_create(nranks, &s->fabric);
+    for (int r = 0; r < nranks && st == MRC_OK; r++)
+        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
+                         &comms[r]);
     if (st != MRC_OK)
         for (int r = 0; r < nranks; r++) {
             mrc_comm_destroy(comms[r]);
@@ -175,6 +205,95 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
         }
     shared_release(s); /* the comms hold their own references */
     return st;
+}
+
+/* A job id names shared memory: letters, digits, '-' and '_' only. */
+static int valid_job(const char *job)
+{
+    size_t n = strlen(job);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = job[i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+              (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks, int rank,
+                                const char *job, const mrc_config_t *cfg)
+{
+    if (!comm)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_rank: comm is NULL");
+    *comm = NULL;
+    if (nranks < 1 || nranks > MRC_TOPO_MAX_NODES)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_rank: nranks %d (must be 1..%d)",
+                          nranks, MRC_TOPO_MAX_NODES);
+    if (rank < 0 || rank >= nranks)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_rank: rank %d (must be 0..%d)", rank,
+                          nranks - 1);
+    if (!job || !valid_job(job))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_rank: job id '%s' (1 to 64 letters, "
+                          "digits, '-' or '_')",
+                          job ? job : "(null)");
+    mrc_config_t zero = {0};
+    if (!cfg)
+        cfg = &zero;
+    shared_t *s;
+    double timeout;
+    mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
+    if (st != MRC_OK)
+        return st;
+    st = mrc__shm_attach(nranks, rank, job, timeout, &s->shm);
+    if (st == MRC_OK)
+        st = comm_create(s, rank, mrc__shm_transport(s->shm), timeout, comm);
+    shared_release(s);
+    return st;
+}
+
+static mrc_status_t env_int(const char *name, int *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_env: $%s is not set (start the "
+                          "program with 'mrc launch -n N -- PROGRAM')",
+                          name);
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*end || x < 0 || x > MRC_TOPO_MAX_NODES)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_env: $%s is '%s', not a rank count "
+                          "or rank",
+                          name, v);
+    *out = (int)x;
+    return MRC_OK;
+}
+
+mrc_status_t mrc_comm_init_env(mrc_comm_t **comm, const mrc_config_t *cfg)
+{
+    if (!comm)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_env: comm is NULL");
+    *comm = NULL;
+    int n = 0, r = 0;
+    mrc_status_t st = env_int("MRC_NRANKS", &n);
+    if (st == MRC_OK)
+        st = env_int("MRC_RANK", &r);
+    if (st != MRC_OK)
+        return st;
+    const char *job = getenv("MRC_JOB");
+    if (!job)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_env: $MRC_JOB is not set (start "
+                          "the program with 'mrc launch -n N -- PROGRAM')");
+    return mrc_comm_init_rank(comm, n, r, job, cfg);
 }
 
 mrc_status_t mrc_comm_destroy(mrc_comm_t *c)
@@ -318,6 +437,11 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
 {
     if (!c)
         return mrc__error(MRC_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    if (c->poisoned != MRC_OK)
+        return mrc__error(c->poisoned,
+                          "%s (rank %d): an earlier call failed (%s); the "
+                          "communicator cannot be used",
+                          fn, c->rank, mrc_status_name(c->poisoned));
     size_t esize = mrc_dtype_size(dtype);
     if (esize == 0)
         return mrc__error(MRC_ERR_INVALID_ARG,
@@ -393,6 +517,9 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
     }
     st = mrc__exec_run(x, &c->transport, c->seq++, sendbuf, recvbuf,
                        c->scratch, c->timeout_s);
+    if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
+        st == MRC_ERR_TRANSPORT)
+        c->poisoned = st;
     if (st != MRC_OK)
         mrc__error_prefix("%s (rank %d)", fn, c->rank);
     return st;

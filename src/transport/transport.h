@@ -68,4 +68,13 @@ mrc_status_t mrc__threads_fabric_create(int nranks,
 void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f);
 mrc__transport_t mrc__threads_transport(mrc__threads_fabric_t *f, int rank);
 
+/* The shared-memory transport: ranks are processes of one host, joined
+ * by the job id (its segment is "/mrc-JOB-seg"). Attaching waits up to
+ * timeout_s for every rank. */
+typedef struct mrc__shm_endpoint mrc__shm_endpoint_t;
+mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
+                             double timeout_s, mrc__shm_endpoint_t **out);
+void mrc__shm_detach(mrc__shm_endpoint_t *e);
+mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
+
 #endif /* MRC_TRANSPORT_H */

@@ -1,0 +1,565 @@
+/*
+ * The shared-memory transport: ranks are processes of one host.
+ *
+ * One POSIX shared-memory segment per job, "/mrc-JOB-seg", created by rank
+ * 0 with mode 0600 and unlinked as soon as every rank has attached (the
+ * name is 128 random bits from the launcher, so it cannot be guessed). It
+ * holds a header (the ranks' pids) and one channel per ordered pair of
+ * ranks: a ring of slots, each written by the sender only while empty and
+ * read by the receiver only while full (one writer, one reader, no locks).
+ *
+ * Messages are eager: a send is copied into the channel piece by piece
+ * and is done when its last piece is in; the receiver reduces (or copies)
+ * each piece straight from the slot into its destination. A piece for a
+ * receive not yet posted (the sender may be ahead, even a call ahead) is
+ * kept in private memory until it is. So a channel never stays full and
+ * no order of posting can deadlock.
+ *
+ * A peer that dies is seen directly: a rank that waits checks its peers'
+ * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "exec/kernels.h"
+#include "transport/transport.h"
+
+enum {
+    SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
+    HEADER_BYTES = 4096,
+    SLOT_HEADER = 64,
+    SLOTS = 8,
+};
+/* The channels of a job share this budget (sparse until used: only ring
+ * neighbours touch theirs), within per-slot limits. */
+#define CHANNEL_BUDGET ((size_t)512 << 20)
+#define SLOT_MAX ((size_t)128 << 10)
+#define SLOT_MIN ((size_t)4 << 10)
+
+typedef struct header {
+    uint64_t magic; /* written last by rank 0 (release) */
+    int32_t n;
+    int32_t attached; /* atomic */
+    uint64_t slot_bytes;
+    int32_t pids[]; /* [n]: 0 before attaching, -pid once left cleanly */
+} header_t;
+
+typedef struct slot {
+    int32_t full; /* atomic: 0 empty (sender's), 1 full (receiver's) */
+    uint32_t len;
+    uint64_t seq, tag, total, offset;
+} slot_t;
+
+/* A piece that arrived before its receive was posted. */
+typedef struct early {
+    struct early *next;
+    int peer;
+    uint64_t seq, tag, total, got;
+    char *data;
+} early_t;
+
+struct mrc__shm_endpoint {
+    int n, rank;
+    char name[96];
+    char *base;
+    size_t bytes;
+    size_t slot_bytes;
+    header_t *hdr;
+    uint64_t seq;
+    unsigned *send_slot; /* [n]: next slot of channel rank -> peer */
+    unsigned *recv_slot; /* [n]: next slot of channel peer -> rank */
+    mrc__xfer_t **sends; /* posted, not yet wholly copied in, FIFO */
+    size_t num_sends, cap_sends;
+    mrc__xfer_t **recvs; /* posted, not yet done */
+    size_t num_recvs, cap_recvs;
+    early_t *early;
+    unsigned idle;
+    double last_check;
+    mrc_status_t lost; /* sticky once a peer is gone */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
+                     unsigned k)
+{
+    size_t stride = SLOT_HEADER + e->slot_bytes;
+    size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
+    return e->base + HEADER_BYTES + (chan + k) * stride;
+}
+
+static size_t segment_bytes(int n, size_t slot_bytes)
+{
+    return HEADER_BYTES +
+           (size_t)n * (size_t)n * SLOTS * (SLOT_HEADER + slot_bytes);
+}
+
+static size_t pick_slot_bytes(int n)
+{
+    size_t pairs = (size_t)n * (size_t)(n > 1 ? n - 1 : 1);
+    size_t s = CHANNEL_BUDGET / pairs / SLOTS;
+    s = s > SLOT_MAX ? SLOT_MAX : s < SLOT_MIN ? SLOT_MIN : s;
+    return s & ~(size_t)63;
+}
+
+/* ---- peers ------------------------------------------------------------ */
+
+/* A rank that has left cleanly has sent all it had to: its data stays in
+ * the segment for the others to take. Only a rank that vanished without
+ * leaving is lost. */
+static int peer_alive(const mrc__shm_endpoint_t *e, int r)
+{
+    pid_t pid = __atomic_load_n(&e->hdr->pids[r], __ATOMIC_ACQUIRE);
+    return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+/* Called while waiting: every few ms, checks that the peers are there. */
+static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
+{
+    if (e->lost != MRC_OK)
+        return e->lost;
+    if (++e->idle % 256)
+        return MRC_OK;
+    double t = now_s();
+    if (t - e->last_check < 0.005)
+        return MRC_OK;
+    e->last_check = t;
+    for (int r = 0; r < e->n; r++)
+        if (r != e->rank && !peer_alive(e, r)) {
+            e->lost = mrc__error(MRC_ERR_PEER_LOST,
+                                 "rank %d: rank %d (pid %d) is gone", e->rank,
+                                 r, e->hdr->pids[r]);
+            return e->lost;
+        }
+    return MRC_OK;
+}
+
+/* ---- attaching -------------------------------------------------------- */
+
+static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
+{
+    size_t bytes = segment_bytes(e->n, e->slot_bytes);
+    int fd;
+    if (e->rank == 0) {
+        fd = shm_open(e->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd < 0)
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank 0: cannot create shared memory %s: %s",
+                              e->name, strerror(errno));
+        if (ftruncate(fd, (off_t)bytes) != 0) {
+            int err = errno;
+            close(fd);
+            shm_unlink(e->name);
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank 0: cannot size shared memory %s to %zu "
+                              "bytes: %s",
+                              e->name, bytes, strerror(err));
+        }
+    } else {
+        double start = now_s();
+        struct stat sb;
+        for (;;) {
+            fd = shm_open(e->name, O_RDWR, 0);
+            if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == bytes)
+                break;
+            if (fd >= 0)
+                close(fd);
+            else if (errno != ENOENT)
+                return mrc__error(MRC_ERR_TRANSPORT,
+                                  "rank %d: cannot open shared memory %s: %s",
+                                  e->rank, e->name, strerror(errno));
+            if (now_s() - start > timeout_s)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "rank %d: rank 0 did not create the job's "
+                                  "shared memory within %g s",
+                                  e->rank, timeout_s);
+            usleep(1000);
+        }
+    }
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int err = errno;
+    close(fd);
+    if (m == MAP_FAILED)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: cannot map %zu bytes of shared memory: %s",
+                          e->rank, bytes, strerror(err));
+    e->base = m;
+    e->bytes = bytes;
+    e->hdr = m;
+    return MRC_OK;
+}
+
+mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
+                             double timeout_s, mrc__shm_endpoint_t **out)
+{
+    *out = NULL;
+    if ((size_t)nranks * sizeof(int32_t) + sizeof(header_t) > HEADER_BYTES)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "shared memory takes at most %zu ranks, not %d",
+                          (HEADER_BYTES - sizeof(header_t)) / sizeof(int32_t),
+                          nranks);
+    mrc__shm_endpoint_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    e->n = nranks;
+    e->rank = rank;
+    e->slot_bytes = pick_slot_bytes(nranks);
+    snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
+    e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
+    e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
+    mrc_status_t st = e->send_slot && e->recv_slot
+                          ? open_segment(e, timeout_s)
+                          : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    if (st != MRC_OK) {
+        mrc__shm_detach(e);
+        return st;
+    }
+    header_t *h = e->hdr;
+    if (rank == 0) {
+        h->n = nranks;
+        h->slot_bytes = e->slot_bytes;
+        __atomic_store_n(&h->magic, (uint64_t)SHM_MAGIC, __ATOMIC_RELEASE);
+    } else {
+        double start = now_s();
+        while (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SHM_MAGIC) {
+            if (now_s() - start > timeout_s) {
+                mrc__shm_detach(e);
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "rank %d: the job's shared memory was not "
+                                  "set up within %g s",
+                                  rank, timeout_s);
+            }
+            usleep(1000);
+        }
+        if (h->n != nranks || h->slot_bytes != e->slot_bytes) {
+            int hn = h->n;
+            mrc__shm_detach(e);
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "rank %d: the job has %d ranks, this rank "
+                              "was told %d",
+                              rank, hn, nranks);
+        }
+    }
+    __atomic_store_n(&h->pids[rank], (int32_t)getpid(), __ATOMIC_RELEASE);
+    __atomic_add_fetch(&h->attached, 1, __ATOMIC_ACQ_REL);
+    /* Everybody in: the name goes (nobody else can open it from now on). */
+    double start = now_s();
+    while (__atomic_load_n(&h->attached, __ATOMIC_ACQUIRE) < nranks) {
+        for (int r = 0; r < nranks; r++)
+            if (!peer_alive(e, r)) {
+                st = mrc__error(MRC_ERR_PEER_LOST,
+                                "rank %d: rank %d died while the job started",
+                                rank, r);
+                break;
+            }
+        if (st == MRC_OK && now_s() - start > timeout_s)
+            st = mrc__error(MRC_ERR_TIMEOUT,
+                            "rank %d: %d of %d ranks attached within %g s",
+                            rank, h->attached, nranks, timeout_s);
+        if (st != MRC_OK) {
+            if (rank == 0)
+                shm_unlink(e->name);
+            mrc__shm_detach(e);
+            return st;
+        }
+        usleep(200);
+    }
+    if (rank == 0)
+        shm_unlink(e->name);
+    *out = e;
+    return MRC_OK;
+}
+
+void mrc__shm_detach(mrc__shm_endpoint_t *e)
+{
+    if (!e)
+        return;
+    if (e->base) {
+        if (e->hdr->pids[e->rank] > 0)
+            __atomic_store_n(&e->hdr->pids[e->rank], -e->hdr->pids[e->rank],
+                             __ATOMIC_RELEASE);
+        munmap(e->base, e->bytes);
+    }
+    while (e->early) {
+        early_t *x = e->early;
+        e->early = x->next;
+        free(x->data);
+        free(x);
+    }
+    free(e->send_slot);
+    free(e->recv_slot);
+    free(e->sends);
+    free(e->recvs);
+    free(e);
+}
+
+/* ---- moving data ------------------------------------------------------ */
+
+static int push(void ***list, size_t *n, size_t *cap, void *item)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        void **q = realloc(*list, c * sizeof *q);
+        if (!q)
+            return -1;
+        *list = q;
+        *cap = c;
+    }
+    (*list)[(*n)++] = item;
+    return 0;
+}
+
+/* Applies `len` bytes at `offset` of a message to its receive. */
+static void apply(mrc__xfer_t *x, uint64_t offset, const void *src,
+                  size_t len)
+{
+    size_t esize = mrc_dtype_size(x->dtype);
+    char *dst = (char *)x->dst + offset;
+    if (x->local)
+        mrc__reduce(dst, (const char *)x->local + offset, src, len / esize,
+                    x->dtype, x->op);
+    else
+        memcpy(dst, src, len);
+    x->priv[1] += len;
+    if (x->priv[1] == x->bytes)
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+}
+
+static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
+                                uint64_t seq, uint64_t tag, size_t *at)
+{
+    for (size_t i = 0; i < e->num_recvs; i++) {
+        mrc__xfer_t *x = e->recvs[i];
+        if (x->peer == peer && x->tag == tag && x->priv[2] == seq) {
+            *at = i;
+            return x;
+        }
+    }
+    return NULL;
+}
+
+static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
+                               const slot_t *s, const void *data)
+{
+    early_t *x = e->early;
+    for (; x; x = x->next)
+        if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
+            break;
+    if (!x) {
+        x = calloc(1, sizeof *x);
+        if (!x || !(x->data = malloc(s->total ? s->total : 1))) {
+            free(x);
+            return mrc__error(MRC_ERR_NO_MEMORY,
+                              "rank %d: out of memory for %llu early bytes "
+                              "from rank %d",
+                              e->rank, (unsigned long long)s->total, peer);
+        }
+        x->peer = peer;
+        x->seq = s->seq;
+        x->tag = s->tag;
+        x->total = s->total;
+        x->next = e->early;
+        e->early = x;
+    }
+    if (s->offset + s->len > x->total)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: a piece from rank %d runs past its "
+                          "message (%llu + %u > %llu bytes)",
+                          e->rank, peer, (unsigned long long)s->offset,
+                          s->len, (unsigned long long)x->total);
+    memcpy(x->data + s->offset, data, s->len);
+    x->got += s->len;
+    return MRC_OK;
+}
+
+/* Takes every full slot addressed to this rank. */
+static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
+{
+    for (int p = 0; p < e->n; p++) {
+        if (p == e->rank)
+            continue;
+        for (;;) {
+            char *at = slot_at(e, p, e->rank, e->recv_slot[p]);
+            slot_t *s = (slot_t *)at;
+            if (!__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
+                break;
+            size_t i;
+            mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
+            if (x) {
+                if (s->total != x->bytes ||
+                    s->offset + s->len > x->bytes)
+                    return mrc__error(MRC_ERR_TRANSPORT,
+                                      "rank %d: %llu bytes arrived from "
+                                      "rank %d where %zu were expected",
+                                      e->rank, (unsigned long long)s->total,
+                                      p, x->bytes);
+                apply(x, s->offset, at + SLOT_HEADER, s->len);
+                if (x->done)
+                    e->recvs[i] = e->recvs[--e->num_recvs];
+            } else {
+                mrc_status_t st = keep_early(e, p, s, at + SLOT_HEADER);
+                if (st != MRC_OK)
+                    return st;
+            }
+            __atomic_store_n(&s->full, 0, __ATOMIC_RELEASE);
+            e->recv_slot[p] = (e->recv_slot[p] + 1) % SLOTS;
+            *moved = 1;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Copies pending sends into their channels as far as slots are free. */
+static void fill(mrc__shm_endpoint_t *e, int *moved)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < e->num_sends; i++) {
+        mrc__xfer_t *x = e->sends[i];
+        const char *buf = (const char *)x->priv[0];
+        /* priv[3]: a piece is out (an empty message is one piece too) */
+        while (!x->priv[3] || x->priv[1] < x->bytes) {
+            uint64_t off = x->priv[1];
+            char *at = slot_at(e, e->rank, x->peer, e->send_slot[x->peer]);
+            slot_t *s = (slot_t *)at;
+            if (__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
+                break;
+            size_t len = x->bytes - off;
+            if (len > e->slot_bytes)
+                len = e->slot_bytes;
+            memcpy(at + SLOT_HEADER, buf + off, len);
+            s->len = (uint32_t)len;
+            s->seq = e->seq;
+            s->tag = x->tag;
+            s->total = x->bytes;
+            s->offset = off;
+            __atomic_store_n(&s->full, 1, __ATOMIC_RELEASE);
+            e->send_slot[x->peer] = (e->send_slot[x->peer] + 1) % SLOTS;
+            x->priv[1] = off + len;
+            x->priv[3] = 1;
+            *moved = 1;
+        }
+        if (x->priv[1] >= x->bytes && x->priv[3])
+            __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        else
+            e->sends[keep++] = x;
+    }
+    e->num_sends = keep;
+}
+
+static mrc_status_t progress(mrc__shm_endpoint_t *e)
+{
+    int moved = 0;
+    mrc_status_t st = drain(e, &moved);
+    if (st != MRC_OK)
+        return st;
+    fill(e, &moved);
+    if (moved) {
+        e->idle = 0;
+        return MRC_OK;
+    }
+    return check_peers(e);
+}
+
+/* ---- the transport operations ----------------------------------------- */
+
+static mrc_status_t shm_begin(void *ctx, uint64_t seq,
+                              const mrc__xfer_t *recvs, size_t n)
+{
+    (void)recvs;
+    (void)n;
+    mrc__shm_endpoint_t *e = ctx;
+    if (e->lost != MRC_OK)
+        return e->lost;
+    e->seq = seq;
+    return MRC_OK;
+}
+
+static mrc_status_t shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    x->priv[0] = (uintptr_t)buf;
+    x->priv[1] = 0;
+    x->priv[3] = 0;
+    if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    x->posted = 1;
+    int moved = 0;
+    fill(e, &moved);
+    return MRC_OK;
+}
+
+static mrc_status_t shm_irecv(void *ctx, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    x->priv[1] = 0;
+    x->priv[2] = e->seq;
+    x->posted = 1;
+    /* Pieces that came early are applied now. A channel delivers a
+     * message's pieces in order, so what came is a prefix; the rest will
+     * find the receive posted. */
+    mrc_status_t st = progress(e);
+    if (st != MRC_OK)
+        return st;
+    for (early_t **pp = &e->early; *pp; pp = &(*pp)->next) {
+        early_t *m = *pp;
+        if (m->peer != x->peer || m->seq != e->seq || m->tag != x->tag)
+            continue;
+        if (m->total != x->bytes)
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank %d: %llu bytes arrived from rank %d "
+                              "where %zu were expected",
+                              e->rank, (unsigned long long)m->total, x->peer,
+                              x->bytes);
+        apply(x, 0, m->data, m->got);
+        *pp = m->next;
+        free(m->data);
+        free(m);
+        break;
+    }
+    if (!x->done &&
+        push((void ***)&e->recvs, &e->num_recvs, &e->cap_recvs, x))
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    return MRC_OK;
+}
+
+static mrc_status_t shm_test(void *ctx, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+        return MRC_OK;
+    return progress(e);
+}
+
+static mrc_status_t shm_end(void *ctx)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    return e->lost;
+}
+
+static const mrc__transport_ops_t shm_ops = {
+    "shm", shm_begin, shm_isend, shm_irecv, shm_test, shm_end,
+};
+
+mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
+{
+    mrc__transport_t t = {&shm_ops, e};
+    return t;
+}

@@ -1,0 +1,165 @@
+/*
+ * One rank of the shared-memory tests, started by `mrc launch`:
+ *
+ *   shm_rank sweep [TOPOLOGY]   every collective, dtype and op, counts
+ *                               0, 1, < N, odd and large, in place and
+ *                               not, checked element by element
+ *   shm_rank die                the last rank kills itself in the middle of
+ *                               an allreduce; the others must see the lost
+ *                               peer and then a poisoned communicator
+ *
+ * Prints one line per rank; exits 0 only when everything held.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/reference.h"
+#include "mrc/mrc.h"
+
+static int call(mrc_collective_t c, const void *s, void *r, size_t count,
+                mrc_dtype_t d, mrc_op_t op, int root, mrc_comm_t *comm)
+{
+    switch (c) {
+    case MRC_ALLREDUCE: return mrc_allreduce(s, r, count, d, op, comm);
+    case MRC_REDUCE_SCATTER:
+        return mrc_reduce_scatter(s, r, count, d, op, comm);
+    case MRC_ALLGATHER: return mrc_allgather(s, r, count, d, comm);
+    case MRC_REDUCE: return mrc_reduce(s, r, count, d, op, root, comm);
+    default: return mrc_broadcast(s, r, count, d, root, comm);
+    }
+}
+
+/* One case; returns the number of wrong elements, or -1 if the call
+ * failed. */
+static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
+                     mrc_dtype_t d, mrc_op_t op, int in_place, int root)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t es = mrc_dtype_size(d);
+    size_t in = c == MRC_REDUCE_SCATTER ? count * (size_t)n : count;
+    size_t out = c == MRC_ALLGATHER ? count * (size_t)n : count;
+    size_t big = (in > out ? in : out) + 1;
+    char *a = malloc(big * es), *b = malloc(big * es);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return -1;
+    }
+    memset(a, 0xab, big * es);
+    memset(b, 0xcd, big * es);
+    char *send = a, *recv = b;
+    if (in_place && c == MRC_ALLGATHER) {
+        recv = a;
+        send = a + (size_t)r * count * es;
+    } else if (in_place && c == MRC_REDUCE_SCATTER) {
+        recv = a + (size_t)r * count * es;
+    } else if (in_place) {
+        recv = a;
+    }
+    mrc__ref_fill(send, c, count, r, n, d, op);
+    mrc_status_t st = call(c, send, recv, count, d, op, root, comm);
+    long wrong = st == MRC_OK
+                     ? (long)mrc__ref_check(recv, c, count, r, n, root, d, op)
+                     : -1;
+    if (st != MRC_OK)
+        fprintf(stderr, "rank %d: %s\n", r, mrc_last_error());
+    free(a);
+    free(b);
+    return wrong;
+}
+
+static int sweep(mrc_comm_t *comm)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    const size_t counts[] = {0, 1, (size_t)n - 1 ? (size_t)n - 1 : 1, 1001,
+                             300007};
+    long cases = 0, wrong = 0, failed = 0;
+    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+        for (int k = 0; k < 5; k++)
+            for (int d = 0; d < MRC_NUM_DTYPES; d++)
+                for (int op = 0; op < MRC_NUM_OPS; op++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        int reducing = c != MRC_ALLGATHER &&
+                                       c != MRC_BROADCAST;
+                        if (!reducing && op != MRC_SUM)
+                            continue;
+                        /* the large count on a sample of types and ops */
+                        if (k == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
+                            op != MRC_SUM)
+                            continue;
+                        int root = (k + d) % n;
+                        long w = one_case(comm, (mrc_collective_t)c,
+                                          counts[k], (mrc_dtype_t)d,
+                                          (mrc_op_t)op, ip, root);
+                        cases++;
+                        if (w < 0)
+                            failed++;
+                        else
+                            wrong += w;
+                        if (w != 0 && failed + (w > 0) <= 3)
+                            fprintf(stderr,
+                                    "rank %d: %s %s %s count %zu%s root "
+                                    "%d: %ld wrong\n",
+                                    r, mrc_collective_name(c),
+                                    mrc_dtype_name(d), mrc_op_name(op),
+                                    counts[k], ip ? " in place" : "", root,
+                                    w);
+                        if (failed)
+                            goto out;
+                    }
+out:
+    printf("rank %d of %d: %ld cases, %ld wrong elements, %ld failed\n", r,
+           n, cases, wrong, failed);
+    return wrong || failed;
+}
+
+static int die(mrc_comm_t *comm)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t count = 1 << 20;
+    float *a = calloc(count, sizeof *a);
+    if (!a)
+        return 1;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; i < 1000 && st == MRC_OK; i++) {
+        if (r == n - 1 && i == 5)
+            raise(SIGKILL);
+        st = mrc_allreduce(a, a, count, MRC_FLOAT32, MRC_SUM, comm);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) +
+                  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    int ok = st == MRC_ERR_PEER_LOST || st == MRC_ERR_TIMEOUT;
+    printf("rank %d: %s after %.2f s: %s\n", r, mrc_status_name(st), secs,
+           mrc_last_error());
+    /* The communicator is poisoned: the next call fails at once. */
+    mrc_status_t again = mrc_allreduce(a, a, count, MRC_FLOAT32, MRC_SUM,
+                                       comm);
+    printf("rank %d: then %s: %s\n", r, mrc_status_name(again),
+           mrc_last_error());
+    free(a);
+    return !(ok && again == st);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY] | die\n");
+        return 2;
+    }
+    mrc_config_t cfg = {.topology = argc > 2 ? argv[2] : NULL};
+    mrc_comm_t *comm = NULL;
+    if (mrc_comm_init_env(&comm, &cfg) != MRC_OK) {
+        fprintf(stderr, "shm_rank: %s\n", mrc_last_error());
+        return 1;
+    }
+    int rc = strcmp(argv[1], "die") == 0 ? die(comm) : sweep(comm);
+    mrc_comm_destroy(comm);
+    return rc;
+}
