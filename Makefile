@@ -62,7 +62,7 @@ test-tsan:
 	    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_collectives
 	@cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
-	    ctest --output-on-failure -R 'collectives'
+	    ctest --output-on-failure -R '^test_collectives'
 
 # Coverage-guided fuzzing of the topology parsers (clang's libFuzzer), seeded
 # with the generators' output; crashes are written to $(FUZZ_BUILD)/.
