@@ -1,0 +1,215 @@
+/*
+ * mrc-bench: allreduce between processes, nccl-tests style, beside the
+ * memory-bandwidth floor measured in the same run.
+ *
+ *   mrc launch -n 4 -- mrc-bench -b 1M -e 64M -f 4 [-d float32] [-o sum]
+ *                                [-n 20] [-w 5] [-c 1] [--json]
+ *
+ * Every rank times its own loop; a row reports the slowest rank. The
+ * floor: an allreduce of S bytes on P ranks reads every input and writes
+ * every output at least once, so busbw <= membw * (P-1) / P^2, where
+ * membw is what all ranks copying at once achieve (measured here, before
+ * each row, with the same processes, on at least 64 MiB each).
+ *
+ * Buffers are touched (and the collective run -w times) before timing:
+ * fresh pages fault on first use, which is not the collective's cost.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/common.h"
+#include "exec/reference.h"
+#include "mrc/mrc.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct args {
+    uint64_t min, max, factor;
+    mrc_dtype_t dtype;
+    mrc_op_t op;
+    int iters, warmup, check, json;
+} args_t;
+
+static int usage(const char *msg, const char *v)
+{
+    fprintf(stderr, "mrc-bench: %s%s%s\n", msg, v ? " " : "", v ? v : "");
+    fprintf(stderr, "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
+                    "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] "
+                    "[--json]\n");
+    return 2;
+}
+
+static int parse(int argc, char **argv, args_t *a)
+{
+    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        uint64_t x;
+        if (strcmp(o, "--json") == 0) {
+            a->json = 1;
+            continue;
+        }
+        if (!v)
+            return usage("missing value after", o);
+        i++;
+        if (strcmp(o, "-d") == 0) {
+            if (mrc_dtype_parse(v, &a->dtype) != MRC_OK)
+                return usage("unknown type", v);
+        } else if (strcmp(o, "-o") == 0) {
+            if (mrc_op_parse(v, &a->op) != MRC_OK)
+                return usage("unknown op", v);
+        } else if (mrc__parse_size(v, &x) != 0) {
+            return usage("not a number:", v);
+        } else if (strcmp(o, "-b") == 0) {
+            a->min = x;
+        } else if (strcmp(o, "-e") == 0) {
+            a->max = x;
+        } else if (strcmp(o, "-f") == 0 && x >= 2) {
+            a->factor = x;
+        } else if (strcmp(o, "-n") == 0 && x >= 1 && x < 1000000) {
+            a->iters = (int)x;
+        } else if (strcmp(o, "-w") == 0 && x < 1000000) {
+            a->warmup = (int)x;
+        } else if (strcmp(o, "-c") == 0 && x <= 1) {
+            a->check = (int)x;
+        } else {
+            return usage("bad option or value:", o);
+        }
+    }
+    if (a->min == 0 || a->min > a->max)
+        return usage("wants 0 < -b <= -e", NULL);
+    return 0;
+}
+
+/* The slowest rank's figure (max over ranks). */
+static mrc_status_t slowest(double *v, mrc_comm_t *c)
+{
+    return mrc_allreduce(v, v, 1, MRC_FLOAT64, MRC_MAX, c);
+}
+
+/* Bytes read plus written per second by all ranks copying at once. */
+static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
+{
+    char *src = malloc(bytes), *dst = malloc(bytes);
+    if (!src || !dst) {
+        free(src);
+        free(dst);
+        return MRC_ERR_NO_MEMORY;
+    }
+    memset(src, 1, bytes);
+    memset(dst, 2, bytes);
+    double best = 1e30, zero = 0;
+    mrc_status_t st = MRC_OK;
+    for (int t = 0; t < 3 && st == MRC_OK; t++) {
+        st = mrc_allreduce(&zero, &zero, 1, MRC_FLOAT64, MRC_SUM, c);
+        double t0 = now_s();
+        for (int r = 0; r < 4; r++)
+            memcpy(dst, src, bytes);
+        double dt = now_s() - t0;
+        if (st == MRC_OK)
+            st = slowest(&dt, c);
+        best = dt < best ? dt : best;
+    }
+    *out = 2.0 * 4 * (double)bytes * mrc_comm_size(c) / best;
+    free(src);
+    free(dst);
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    args_t a;
+    if (parse(argc, argv, &a))
+        return 2;
+    mrc_comm_t *c = NULL;
+    if (mrc_comm_init_env(&c, NULL) != MRC_OK) {
+        fprintf(stderr, "mrc-bench: %s\n", mrc_last_error());
+        return 1;
+    }
+    int r = mrc_comm_rank(c), P = mrc_comm_size(c);
+    size_t es = mrc_dtype_size(a.dtype);
+    mrc_status_t st = MRC_OK;
+    if (r == 0 && !a.json)
+        printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
+               "(%d warm-up)\n# floor = membw*(P-1)/P^2, membw measured "
+               "before each row by all ranks at once\n"
+               "%12s %12s %8s %6s %10s %9s %9s %9s %7s %8s\n",
+               P, mrc_dtype_name(a.dtype), mrc_op_name(a.op), a.iters,
+               a.warmup, "size", "count", "type", "redop", "time(us)",
+               "algbw", "busbw", "floor", "%floor", "#wrong");
+    if (r == 0 && a.json)
+        printf("{\"ranks\": %d, \"rows\": [", P);
+    int first = 1;
+    for (uint64_t bytes = a.min; bytes <= a.max && st == MRC_OK;
+         bytes *= a.factor) {
+        size_t count = (size_t)(bytes / es);
+        if (count == 0)
+            continue;
+        char *send = malloc(count * es), *recv = malloc(count * es);
+        if (!send || !recv) {
+            fprintf(stderr, "mrc-bench: rank %d: out of memory for %llu "
+                            "bytes\n",
+                    r, (unsigned long long)bytes);
+            return 1;
+        }
+        mrc__ref_fill(send, MRC_ALLREDUCE, count, r, P, a.dtype, a.op);
+        memset(recv, 0, count * es);
+        double wrong = 0, mem = 0;
+        if (a.check) {
+            st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
+            wrong = (double)mrc__ref_check(recv, MRC_ALLREDUCE, count, r, P,
+                                           0, a.dtype, a.op);
+            if (st == MRC_OK)
+                st = mrc_allreduce(&wrong, &wrong, 1, MRC_FLOAT64, MRC_SUM,
+                                   c);
+        }
+        for (int i = 0; i < a.warmup && st == MRC_OK; i++)
+            st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
+        /* The floor is DRAM's: a buffer past the caches, whatever S. */
+        size_t mem_bytes = count * es > ((size_t)64 << 20) ? count * es
+                                                             : (size_t)64 << 20;
+        if (st == MRC_OK)
+            st = membw(mem_bytes, c, &mem);
+        double t0 = now_s();
+        for (int i = 0; i < a.iters && st == MRC_OK; i++)
+            st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
+        double dt = (now_s() - t0) / a.iters;
+        if (st == MRC_OK)
+            st = slowest(&dt, c);
+        free(send);
+        free(recv);
+        if (st != MRC_OK)
+            break;
+        double S = (double)count * (double)es, algbw = S / dt;
+        double busbw = algbw * 2.0 * (P - 1) / P;
+        double floor = P > 1 ? mem * (P - 1) / ((double)P * P) : mem / 2;
+        if (r == 0 && a.json) {
+            printf("%s\n  {\"bytes\": %.0f, \"time_us\": %.3f, "
+                   "\"mrc_busbw_gbps\": %.3f, \"floor_gbps\": %.3f, "
+                   "\"wrong\": %.0f}",
+                   first ? "" : ",", S, dt * 1e6, busbw / 1e9, floor / 1e9,
+                   wrong);
+        } else if (r == 0) {
+            printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%% "
+                   "%8.0f\n",
+                   S, count, mrc_dtype_name(a.dtype), mrc_op_name(a.op),
+                   dt * 1e6, algbw / 1e9, busbw / 1e9, floor / 1e9,
+                   100 * busbw / floor, wrong);
+        }
+        first = 0;
+        fflush(stdout);
+    }
+    if (r == 0 && a.json)
+        printf("\n]}\n");
+    if (st != MRC_OK)
+        fprintf(stderr, "mrc-bench: rank %d: %s\n", r, mrc_last_error());
+    mrc_comm_destroy(c);
+    return st == MRC_OK ? 0 : 1;
+}
