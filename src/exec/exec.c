@@ -234,10 +234,16 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
         case MRC__RECV:
             if (!xf->posted) {
                 int slot = x->stage_of[i];
-                if (slot >= 0 && x->slot_user[slot] >= 0 &&
-                    !__atomic_load_n(&x->xfers[x->slot_user[slot]].done,
-                                     __ATOMIC_ACQUIRE))
-                    return MRC_OK; /* the slot's last send is still read */
+                if (slot >= 0 && x->slot_user[slot] >= 0) {
+                    /* The slot's last send may still be read; a transport
+                     * may learn that it is done only when asked. */
+                    mrc__xfer_t *last = &x->xfers[x->slot_user[slot]];
+                    if (!__atomic_load_n(&last->done, __ATOMIC_ACQUIRE) &&
+                        (st = t->ops->test(t->ctx, last)) != MRC_OK)
+                        return st;
+                    if (!__atomic_load_n(&last->done, __ATOMIC_ACQUIRE))
+                        return MRC_OK;
+                }
                 xf->peer = op->peer;
                 xf->tag = op->tag;
                 xf->count = op->count;

@@ -15,6 +15,13 @@
  * kept in private memory until it is. So a channel never stays full and
  * no order of posting can deadlock.
  *
+ * Large messages go by rendezvous when the kernel lets ranks read each
+ * other's memory (cross-memory attach, probed when the job starts): the
+ * slot carries only the sender's address, the receiver reads the data
+ * straight from the sender's buffer (into its destination for a copy, or
+ * through a small cache-resident bounce buffer for a reduction) and sets
+ * the sender's completion flag. One copy instead of two.
+ *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
  */
@@ -28,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,9 +45,12 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    HEADER_BYTES = 4096,
+    HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
     SLOTS = 8,
+    TOKENS = 1024, /* rendezvous sends in flight per rank */
+    RDV_MIN = 16 << 10,
+    BOUNCE = 128 << 10,
 };
 /* The channels of a job share this budget (sparse until used: only ring
  * neighbours touch theirs), within per-slot limits. */
@@ -52,13 +63,28 @@ typedef struct header {
     int32_t n;
     int32_t attached; /* atomic */
     uint64_t slot_bytes;
-    int32_t pids[]; /* [n]: 0 before attaching, -pid once left cleanly */
+    int32_t ready;    /* atomic: ranks past the rendezvous probe */
+    int32_t pad;
+    /* then, for each rank: its pid (0 before attaching, -pid once left
+     * cleanly), whether it can read the others' memory, and the address
+     * of its probe word */
 } header_t;
+
+typedef struct rank_info {
+    int32_t pid;
+    int32_t can_read;
+    uint64_t probe;
+} rank_info_t;
+
+static volatile uint64_t probe_word = 0x70726f6265; /* "probe" */
 
 typedef struct slot {
     int32_t full; /* atomic: 0 empty (sender's), 1 full (receiver's) */
     uint32_t len;
     uint64_t seq, tag, total, offset;
+    uint64_t addr;  /* rendezvous: the data in the sender's memory */
+    uint32_t token; /* rendezvous: the sender's completion flag */
+    uint32_t rdv;
 } slot_t;
 
 /* A piece that arrived before its receive was posted. */
@@ -67,6 +93,9 @@ typedef struct early {
     int peer;
     uint64_t seq, tag, total, got;
     char *data;
+    int rdv; /* a rendezvous: addr and token instead of data */
+    uint64_t addr;
+    uint32_t token;
 } early_t;
 
 struct mrc__shm_endpoint {
@@ -76,11 +105,18 @@ struct mrc__shm_endpoint {
     size_t bytes;
     size_t slot_bytes;
     header_t *hdr;
+    rank_info_t *info;      /* [n] */
+    int32_t *tokens;        /* [n][TOKENS] completion flags */
+    uint32_t *free_tokens;  /* this rank's unused tokens */
+    int num_free;
+    char *bounce;
     uint64_t seq;
     unsigned *send_slot; /* [n]: next slot of channel rank -> peer */
     unsigned *recv_slot; /* [n]: next slot of channel peer -> rank */
     mrc__xfer_t **sends; /* posted, not yet wholly copied in, FIFO */
     size_t num_sends, cap_sends;
+    mrc__xfer_t **rdvs;  /* rendezvous sends out, not yet read */
+    size_t num_rdvs, cap_rdvs;
     mrc__xfer_t **recvs; /* posted, not yet done */
     size_t num_recvs, cap_recvs;
     early_t *early;
@@ -96,17 +132,22 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static size_t tokens_bytes(int n)
+{
+    return ((size_t)n * TOKENS * sizeof(int32_t) + 4095) & ~(size_t)4095;
+}
+
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
                      unsigned k)
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
-    return e->base + HEADER_BYTES + (chan + k) * stride;
+    return e->base + HEADER_BYTES + tokens_bytes(e->n) + (chan + k) * stride;
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
 {
-    return HEADER_BYTES +
+    return HEADER_BYTES + tokens_bytes(n) +
            (size_t)n * (size_t)n * SLOTS * (SLOT_HEADER + slot_bytes);
 }
 
@@ -125,7 +166,7 @@ static size_t pick_slot_bytes(int n)
  * leaving is lost. */
 static int peer_alive(const mrc__shm_endpoint_t *e, int r)
 {
-    pid_t pid = __atomic_load_n(&e->hdr->pids[r], __ATOMIC_ACQUIRE);
+    pid_t pid = __atomic_load_n(&e->info[r].pid, __ATOMIC_ACQUIRE);
     return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
 }
 
@@ -144,7 +185,7 @@ static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
         if (r != e->rank && !peer_alive(e, r)) {
             e->lost = mrc__error(MRC_ERR_PEER_LOST,
                                  "rank %d: rank %d (pid %d) is gone", e->rank,
-                                 r, e->hdr->pids[r]);
+                                 r, e->info[r].pid);
             return e->lost;
         }
     return MRC_OK;
@@ -205,14 +246,79 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
     return MRC_OK;
 }
 
+/* Reads `bytes` at `addr` in rank p's memory. */
+static mrc_status_t read_peer(const mrc__shm_endpoint_t *e, int p, void *dst,
+                              uint64_t addr, size_t bytes)
+{
+    while (bytes > 0) {
+        struct iovec l = {dst, bytes}, r = {(void *)(uintptr_t)addr, bytes};
+        ssize_t got = process_vm_readv(e->info[p].pid, &l, 1, &r, 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return mrc__error(errno == ESRCH ? MRC_ERR_PEER_LOST
+                                             : MRC_ERR_TRANSPORT,
+                              "rank %d: cannot read %zu bytes of rank %d: %s",
+                              e->rank, bytes, p,
+                              got < 0 ? strerror(errno) : "nothing read");
+        dst = (char *)dst + got;
+        addr += (uint64_t)got;
+        bytes -= (size_t)got;
+    }
+    return MRC_OK;
+}
+
+/* Can this rank read every peer's memory (process_vm_readv: the kernel
+ * may forbid it, as Yama does)? Each rank says so in the header; senders
+ * use rendezvous only towards ranks that can. Then waits for all. */
+static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
+{
+    int ok = 1;
+    for (int p = 0; p < e->n && ok; p++) {
+        uint64_t v = 0;
+        struct iovec l = {&v, sizeof v},
+                     r = {(void *)(uintptr_t)e->info[p].probe, sizeof v};
+        ok = process_vm_readv(e->info[p].pid, &l, 1, &r, 1, 0) ==
+                 (ssize_t)sizeof v &&
+             v == probe_word;
+    }
+    e->bounce = ok ? malloc(BOUNCE) : NULL;
+    e->free_tokens = malloc(TOKENS * sizeof *e->free_tokens);
+    if (!e->free_tokens)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int t = 0; t < TOKENS; t++)
+        e->free_tokens[e->num_free++] = (uint32_t)(TOKENS - 1 - t);
+    __atomic_store_n(&e->info[e->rank].can_read, ok && e->bounce != NULL,
+                     __ATOMIC_RELEASE);
+    __atomic_add_fetch(&e->hdr->ready, 1, __ATOMIC_ACQ_REL);
+    double start = now_s();
+    while (__atomic_load_n(&e->hdr->ready, __ATOMIC_ACQUIRE) < e->n) {
+        for (int r = 0; r < e->n; r++)
+            if (!peer_alive(e, r))
+                return mrc__error(MRC_ERR_PEER_LOST,
+                                  "rank %d: rank %d died while the job "
+                                  "started",
+                                  e->rank, r);
+        if (now_s() - start > timeout_s)
+            return mrc__error(MRC_ERR_TIMEOUT,
+                              "rank %d: the ranks did not all start within "
+                              "%g s",
+                              e->rank, timeout_s);
+        usleep(200);
+    }
+    return MRC_OK;
+}
+
 mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              double timeout_s, mrc__shm_endpoint_t **out)
 {
     *out = NULL;
-    if ((size_t)nranks * sizeof(int32_t) + sizeof(header_t) > HEADER_BYTES)
+    if ((size_t)nranks * sizeof(rank_info_t) + sizeof(header_t) >
+        HEADER_BYTES)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "shared memory takes at most %zu ranks, not %d",
-                          (HEADER_BYTES - sizeof(header_t)) / sizeof(int32_t),
+                          (HEADER_BYTES - sizeof(header_t)) /
+                              sizeof(rank_info_t),
                           nranks);
     mrc__shm_endpoint_t *e = calloc(1, sizeof *e);
     if (!e)
@@ -231,6 +337,8 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         return st;
     }
     header_t *h = e->hdr;
+    e->info = (rank_info_t *)(e->base + sizeof(header_t));
+    e->tokens = (int32_t *)(e->base + HEADER_BYTES);
     if (rank == 0) {
         h->n = nranks;
         h->slot_bytes = e->slot_bytes;
@@ -256,7 +364,8 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                               rank, hn, nranks);
         }
     }
-    __atomic_store_n(&h->pids[rank], (int32_t)getpid(), __ATOMIC_RELEASE);
+    e->info[rank].probe = (uint64_t)(uintptr_t)&probe_word;
+    __atomic_store_n(&e->info[rank].pid, (int32_t)getpid(), __ATOMIC_RELEASE);
     __atomic_add_fetch(&h->attached, 1, __ATOMIC_ACQ_REL);
     /* Everybody in: the name goes (nobody else can open it from now on). */
     double start = now_s();
@@ -282,6 +391,11 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     }
     if (rank == 0)
         shm_unlink(e->name);
+    st = probe_peers(e, timeout_s);
+    if (st != MRC_OK) {
+        mrc__shm_detach(e);
+        return st;
+    }
     *out = e;
     return MRC_OK;
 }
@@ -290,10 +404,12 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
 {
     if (!e)
         return;
+    if (e->base && e->info) {
+        int32_t pid = e->info[e->rank].pid;
+        if (pid > 0)
+            __atomic_store_n(&e->info[e->rank].pid, -pid, __ATOMIC_RELEASE);
+    }
     if (e->base) {
-        if (e->hdr->pids[e->rank] > 0)
-            __atomic_store_n(&e->hdr->pids[e->rank], -e->hdr->pids[e->rank],
-                             __ATOMIC_RELEASE);
         munmap(e->base, e->bytes);
     }
     while (e->early) {
@@ -304,7 +420,10 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     }
     free(e->send_slot);
     free(e->recv_slot);
+    free(e->free_tokens);
+    free(e->bounce);
     free(e->sends);
+    free(e->rdvs);
     free(e->recvs);
     free(e);
 }
@@ -341,6 +460,34 @@ static void apply(mrc__xfer_t *x, uint64_t offset, const void *src,
         __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
 }
 
+/* A rendezvous: reads the whole message from the sender's buffer (into
+ * the destination for a copy; through the bounce buffer for a reduction)
+ * and raises the sender's completion flag. */
+static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
+                             uint64_t addr, uint32_t token)
+{
+    mrc_status_t st = MRC_OK;
+    if (!x->local) {
+        st = read_peer(e, x->peer, x->dst, addr, x->bytes);
+        x->priv[1] = x->bytes;
+    } else {
+        size_t esize = mrc_dtype_size(x->dtype);
+        size_t step = BOUNCE / esize * esize;
+        for (size_t off = 0; off < x->bytes && st == MRC_OK; off += step) {
+            size_t len = x->bytes - off < step ? x->bytes - off : step;
+            st = read_peer(e, x->peer, e->bounce, addr + off, len);
+            if (st == MRC_OK)
+                apply(x, off, e->bounce, len);
+        }
+    }
+    if (st != MRC_OK)
+        return st;
+    __atomic_store_n(&e->tokens[(size_t)x->peer * TOKENS + token], 1,
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+    return MRC_OK;
+}
+
 static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
                                 uint64_t seq, uint64_t tag, size_t *at)
 {
@@ -363,19 +510,26 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
             break;
     if (!x) {
         x = calloc(1, sizeof *x);
-        if (!x || !(x->data = malloc(s->total ? s->total : 1))) {
+        if (x && !s->rdv && !(x->data = malloc(s->total ? s->total : 1))) {
             free(x);
+            x = NULL;
+        }
+        if (!x)
             return mrc__error(MRC_ERR_NO_MEMORY,
                               "rank %d: out of memory for %llu early bytes "
                               "from rank %d",
                               e->rank, (unsigned long long)s->total, peer);
-        }
         x->peer = peer;
         x->seq = s->seq;
         x->tag = s->tag;
         x->total = s->total;
+        x->rdv = (int)s->rdv;
+        x->addr = s->addr;
+        x->token = s->token;
         x->next = e->early;
         e->early = x;
+        if (s->rdv)
+            return MRC_OK;
     }
     if (s->offset + s->len > x->total)
         return mrc__error(MRC_ERR_TRANSPORT,
@@ -400,23 +554,25 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
             if (!__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
                 break;
             size_t i;
+            mrc_status_t st = MRC_OK;
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
-            if (x) {
-                if (s->total != x->bytes ||
-                    s->offset + s->len > x->bytes)
-                    return mrc__error(MRC_ERR_TRANSPORT,
-                                      "rank %d: %llu bytes arrived from "
-                                      "rank %d where %zu were expected",
-                                      e->rank, (unsigned long long)s->total,
-                                      p, x->bytes);
+            if (x && (s->total != x->bytes ||
+                      s->offset + s->len > x->bytes))
+                return mrc__error(MRC_ERR_TRANSPORT,
+                                  "rank %d: %llu bytes arrived from rank %d "
+                                  "where %zu were expected",
+                                  e->rank, (unsigned long long)s->total, p,
+                                  x->bytes);
+            if (x && s->rdv)
+                st = take_rdv(e, x, s->addr, s->token);
+            else if (x)
                 apply(x, s->offset, at + SLOT_HEADER, s->len);
-                if (x->done)
-                    e->recvs[i] = e->recvs[--e->num_recvs];
-            } else {
-                mrc_status_t st = keep_early(e, p, s, at + SLOT_HEADER);
-                if (st != MRC_OK)
-                    return st;
-            }
+            else
+                st = keep_early(e, p, s, at + SLOT_HEADER);
+            if (st != MRC_OK)
+                return st;
+            if (x && x->done)
+                e->recvs[i] = e->recvs[--e->num_recvs];
             __atomic_store_n(&s->full, 0, __ATOMIC_RELEASE);
             e->recv_slot[p] = (e->recv_slot[p] + 1) % SLOTS;
             *moved = 1;
@@ -425,24 +581,46 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
     return MRC_OK;
 }
 
-/* Copies pending sends into their channels as far as slots are free. */
+/* Sends: priv[0] the buffer, priv[1] bytes out, priv[3] 1 once a piece
+ * (an empty message is one piece too) or the rendezvous is out, priv[2]
+ * the rendezvous token + 1. */
+static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
+{
+    return x->bytes >= RDV_MIN && e->bounce &&
+           __atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE);
+}
+
+/* Puts out what pending sends can: pieces where slots are free, or a
+ * rendezvous (then the send is done when its receiver says so). */
 static void fill(mrc__shm_endpoint_t *e, int *moved)
 {
     size_t keep = 0;
     for (size_t i = 0; i < e->num_sends; i++) {
         mrc__xfer_t *x = e->sends[i];
         const char *buf = (const char *)x->priv[0];
-        /* priv[3]: a piece is out (an empty message is one piece too) */
-        while (!x->priv[3] || x->priv[1] < x->bytes) {
+        int rdv = by_rendezvous(e, x);
+        while (!x->priv[3] || (!rdv && x->priv[1] < x->bytes)) {
             uint64_t off = x->priv[1];
             char *at = slot_at(e, e->rank, x->peer, e->send_slot[x->peer]);
             slot_t *s = (slot_t *)at;
             if (__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
                 break;
+            if (rdv && e->num_free == 0)
+                break; /* every token in flight: later */
             size_t len = x->bytes - off;
-            if (len > e->slot_bytes)
-                len = e->slot_bytes;
-            memcpy(at + SLOT_HEADER, buf + off, len);
+            if (rdv) {
+                uint32_t t = e->free_tokens[--e->num_free];
+                e->tokens[(size_t)e->rank * TOKENS + t] = 0;
+                x->priv[2] = t + 1;
+                s->addr = (uint64_t)(uintptr_t)buf;
+                s->token = t;
+                len = 0;
+            } else {
+                if (len > e->slot_bytes)
+                    len = e->slot_bytes;
+                memcpy(at + SLOT_HEADER, buf + off, len);
+            }
+            s->rdv = (uint32_t)rdv;
             s->len = (uint32_t)len;
             s->seq = e->seq;
             s->tag = x->tag;
@@ -454,12 +632,34 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
             x->priv[3] = 1;
             *moved = 1;
         }
-        if (x->priv[1] >= x->bytes && x->priv[3])
+        if (x->priv[3] && !rdv && x->priv[1] >= x->bytes)
             __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
-        else
+        else if (!x->priv[3] || !rdv)
             e->sends[keep++] = x;
+        else if (push((void ***)&e->rdvs, &e->num_rdvs, &e->cap_rdvs, x))
+            e->sends[keep++] = x; /* no memory: watched from here */
     }
     e->num_sends = keep;
+}
+
+/* Rendezvous sends whose receivers have read them are done. */
+static void reap_rdvs(mrc__shm_endpoint_t *e, int *moved)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < e->num_rdvs; i++) {
+        mrc__xfer_t *x = e->rdvs[i];
+        uint32_t t = (uint32_t)x->priv[2] - 1;
+        if (!__atomic_load_n(&e->tokens[(size_t)e->rank * TOKENS + t],
+                             __ATOMIC_ACQUIRE)) {
+            e->rdvs[keep++] = x;
+            continue;
+        }
+        e->free_tokens[e->num_free++] = t;
+        x->priv[2] = 0;
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        *moved = 1;
+    }
+    e->num_rdvs = keep;
 }
 
 static mrc_status_t progress(mrc__shm_endpoint_t *e)
@@ -468,6 +668,7 @@ static mrc_status_t progress(mrc__shm_endpoint_t *e)
     mrc_status_t st = drain(e, &moved);
     if (st != MRC_OK)
         return st;
+    reap_rdvs(e, &moved);
     fill(e, &moved);
     if (moved) {
         e->idle = 0;
@@ -495,6 +696,7 @@ static mrc_status_t shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
     mrc__shm_endpoint_t *e = ctx;
     x->priv[0] = (uintptr_t)buf;
     x->priv[1] = 0;
+    x->priv[2] = 0;
     x->priv[3] = 0;
     if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
         return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
@@ -511,9 +713,9 @@ static mrc_status_t shm_irecv(void *ctx, mrc__xfer_t *x)
     x->priv[1] = 0;
     x->priv[2] = e->seq;
     x->posted = 1;
-    /* Pieces that came early are applied now. A channel delivers a
-     * message's pieces in order, so what came is a prefix; the rest will
-     * find the receive posted. */
+    /* What came early is taken now. A channel delivers a message's pieces
+     * in order, so what came is a prefix; the rest will find the receive
+     * posted. */
     mrc_status_t st = progress(e);
     if (st != MRC_OK)
         return st;
@@ -527,10 +729,15 @@ static mrc_status_t shm_irecv(void *ctx, mrc__xfer_t *x)
                               "where %zu were expected",
                               e->rank, (unsigned long long)m->total, x->peer,
                               x->bytes);
-        apply(x, 0, m->data, m->got);
+        if (m->rdv)
+            st = take_rdv(e, x, m->addr, m->token);
+        else
+            apply(x, 0, m->data, m->got);
         *pp = m->next;
         free(m->data);
         free(m);
+        if (st != MRC_OK)
+            return st;
         break;
     }
     if (!x->done &&
