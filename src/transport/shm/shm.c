@@ -64,7 +64,7 @@ typedef struct header {
     int32_t attached; /* atomic */
     uint64_t slot_bytes;
     int32_t ready;    /* atomic: ranks past the rendezvous probe */
-    int32_t pad;
+    int32_t lost;     /* atomic: 1 + the first rank seen gone, or 0 */
     /* then, for each rank: its pid (0 before attaching, -pid once left
      * cleanly), whether it can read the others' memory, and the address
      * of its probe word */
@@ -170,11 +170,29 @@ static int peer_alive(const mrc__shm_endpoint_t *e, int r)
     return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+/* The job has lost rank r: every rank fails from now on, naming it (a
+ * survivor that gave up may leave descriptors that can no longer be
+ * read; those failures are this loss too). */
+static mrc_status_t job_lost(mrc__shm_endpoint_t *e, int r)
+{
+    int32_t none = 0;
+    __atomic_compare_exchange_n(&e->hdr->lost, &none, r + 1, 0,
+                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    r = __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE) - 1;
+    int32_t pid = e->info[r].pid;
+    e->lost = mrc__error(MRC_ERR_PEER_LOST, "rank %d: rank %d (pid %d) is gone",
+                         e->rank, r, pid < 0 ? -pid : pid);
+    return e->lost;
+}
+
 /* Called while waiting: every few ms, checks that the peers are there. */
 static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
 {
     if (e->lost != MRC_OK)
         return e->lost;
+    int32_t lost = __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE);
+    if (lost > 0)
+        return job_lost(e, lost - 1);
     if (++e->idle % 256)
         return MRC_OK;
     double t = now_s();
@@ -182,12 +200,8 @@ static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
         return MRC_OK;
     e->last_check = t;
     for (int r = 0; r < e->n; r++)
-        if (r != e->rank && !peer_alive(e, r)) {
-            e->lost = mrc__error(MRC_ERR_PEER_LOST,
-                                 "rank %d: rank %d (pid %d) is gone", e->rank,
-                                 r, e->info[r].pid);
-            return e->lost;
-        }
+        if (r != e->rank && !peer_alive(e, r))
+            return job_lost(e, r);
     return MRC_OK;
 }
 
@@ -247,7 +261,7 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
 }
 
 /* Reads `bytes` at `addr` in rank p's memory. */
-static mrc_status_t read_peer(const mrc__shm_endpoint_t *e, int p, void *dst,
+static mrc_status_t read_peer(mrc__shm_endpoint_t *e, int p, void *dst,
                               uint64_t addr, size_t bytes)
 {
     while (bytes > 0) {
@@ -255,9 +269,12 @@ static mrc_status_t read_peer(const mrc__shm_endpoint_t *e, int p, void *dst,
         ssize_t got = process_vm_readv(e->info[p].pid, &l, 1, &r, 1, 0);
         if (got < 0 && errno == EINTR)
             continue;
+        if (got <= 0 && (errno == ESRCH || !peer_alive(e, p)))
+            return job_lost(e, p);
+        if (got <= 0 && __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE))
+            return job_lost(e, 0); /* names the rank first seen gone */
         if (got <= 0)
-            return mrc__error(errno == ESRCH ? MRC_ERR_PEER_LOST
-                                             : MRC_ERR_TRANSPORT,
+            return mrc__error(MRC_ERR_TRANSPORT,
                               "rank %d: cannot read %zu bytes of rank %d: %s",
                               e->rank, bytes, p,
                               got < 0 ? strerror(errno) : "nothing read");
