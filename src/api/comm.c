@@ -110,11 +110,15 @@ static size_t env_size(const char *name, size_t dflt)
     return v && mrc__parse_size(v, &s) == 0 && s > 0 ? (size_t)s : dflt;
 }
 
-/* What every rank of a job shares: topology, rings, programs. */
+/* What every rank of a job shares: topology, rings, programs. A NULL cfg
+ * takes every default. */
 static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
                                   shared_t **out, double *timeout)
 {
     *out = NULL;
+    static const mrc_config_t defaults = {0};
+    if (!cfg)
+        cfg = &defaults;
     shared_t *s = calloc(1, sizeof *s);
     if (!s)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -186,9 +190,6 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
                           nranks, MRC_TOPO_MAX_NODES);
     for (int r = 0; r < nranks; r++)
         comms[r] = NULL;
-    mrc_config_t zero = {0};
-    if (!cfg)
-        cfg = &zero;
     shared_t *s;
     double timeout;
     mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
@@ -242,9 +243,6 @@ mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks, int rank,
                           "mrc_comm_init_rank: job id '%s' (1 to 64 letters, "
                           "digits, '-' or '_')",
                           job ? job : "(null)");
-    mrc_config_t zero = {0};
-    if (!cfg)
-        cfg = &zero;
     shared_t *s;
     double timeout;
     mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);

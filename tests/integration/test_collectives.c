@@ -296,6 +296,15 @@ static void test_bad_arguments(void **state)
                "root -1 out of range");
     expect_bad(mrc_allreduce(buf, buf, 4, MRC_FLOAT32, MRC_SUM, NULL),
                "comm is NULL");
+    /* Joining a job of processes: bad arguments are named. */
+    mrc_comm_t *one = NULL;
+    expect_bad(mrc_comm_init_rank(&one, 4, 4, "job", NULL), "rank 4");
+    expect_bad(mrc_comm_init_rank(&one, 0, 0, "job", NULL), "nranks 0");
+    expect_bad(mrc_comm_init_rank(&one, 2, 0, "../etc", NULL),
+               "job id '../etc'");
+    expect_bad(mrc_comm_init_rank(&one, 2, 0, "", NULL), "job id ''");
+    expect_bad(mrc_comm_init_rank(NULL, 2, 0, "job", NULL), "comm is NULL");
+    assert_null(one);
     /* Count 0 succeeds at once, whatever the buffers. */
     assert_int_equal(mrc_allreduce(NULL, NULL, 0, MRC_FLOAT32, MRC_SUM, c),
                      MRC_OK);
