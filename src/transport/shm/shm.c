@@ -5,12 +5,12 @@
  * 0 with mode 0600 and unlinked as soon as every rank has attached (the
  * name is 128 random bits from the launcher, so it cannot be guessed). It
  * holds a header (the ranks' pids), each rank's rendezvous completion
- * flags, and one channel per ordered pair of
- * ranks: a ring of slots, each written by the sender only while empty and
- * read by the receiver only while full (one writer, one reader, no locks).
+ * flags, and one channel per ordered pair of ranks: a ring of slots, each
+ * written by the sender only while empty and read by the receiver only
+ * while full (one writer, one reader, no locks).
  *
- * Small messages are eager: a send is copied into the channel piece by piece
- * and is done when its last piece is in; the receiver reduces (or copies)
+ * Small messages are eager: a send is copied into the channel piece by
+ * piece and is done when its last piece is in; the receiver reduces (or copies)
  * each piece straight from the slot into its destination. A piece for a
  * receive not yet posted (the sender may be ahead, even a call ahead) is
  * kept in private memory until it is. So a channel never stays full and
