@@ -13,6 +13,7 @@
  * A + S/(2NB) each: the unit tests hold the simulator to that exactly.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -126,6 +127,8 @@ typedef struct hent {
     double key;
     int32_t chan, version;
 } hent_t;
+_Static_assert(offsetof(hent_t, key) == 0 && sizeof(hent_t) <= 64,
+               "heap elements start with their key");
 
 typedef struct step_ws {
     double *residual; /* per channel */
@@ -142,33 +145,62 @@ typedef struct step_ws {
 
 /* A min-heap of (fair share, channel); entries go stale when a channel's
  * share changes, and carry the version they were pushed with. */
+/* A binary min-heap of `n` elements of `size` bytes whose first member is
+ * their key (a double); shared by the fluid step and the pipelined
+ * events. */
+static double heap_key(const char *heap, int i, size_t size)
+{
+    double k;
+    memcpy(&k, heap + (size_t)i * size, sizeof k);
+    return k;
+}
+
+static void heap_push(void *base, int *n, size_t size, const void *e)
+{
+    char *heap = base;
+    double key;
+    memcpy(&key, e, sizeof key);
+    int i = (*n)++;
+    while (i > 0 && heap_key(heap, (i - 1) / 2, size) > key) {
+        memcpy(heap + (size_t)i * size, heap + (size_t)((i - 1) / 2) * size,
+               size);
+        i = (i - 1) / 2;
+    }
+    memcpy(heap + (size_t)i * size, e, size);
+}
+
+static void heap_pop(void *base, int *n, size_t size, void *top)
+{
+    char *heap = base, last[64];
+    memcpy(top, heap, size);
+    memcpy(last, heap + (size_t)--(*n) * size, size);
+    double key;
+    memcpy(&key, last, sizeof key);
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && heap_key(heap, c + 1, size) < heap_key(heap, c, size))
+            c++;
+        if (heap_key(heap, c, size) >= key)
+            break;
+        memcpy(heap + (size_t)i * size, heap + (size_t)c * size, size);
+        i = c;
+    }
+    memcpy(heap + (size_t)i * size, last, size);
+}
+
 static void hpush(step_ws_t *w, double key, int chan)
 {
     hent_t e = {key, chan, w->version[chan]};
-    int i = w->heap_n++;
-    while (i > 0 && w->heap[(i - 1) / 2].key > key) {
-        w->heap[i] = w->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    w->heap[i] = e;
+    heap_push(w->heap, &w->heap_n, sizeof e, &e);
 }
 
 static hent_t hpop(step_ws_t *w)
 {
-    hent_t top = w->heap[0], last = w->heap[--w->heap_n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= w->heap_n)
-            break;
-        if (c + 1 < w->heap_n && w->heap[c + 1].key < w->heap[c].key)
-            c++;
-        if (w->heap[c].key >= last.key)
-            break;
-        w->heap[i] = w->heap[c];
-        i = c;
-    }
-    w->heap[i] = last;
+    hent_t top;
+    heap_pop(w->heap, &w->heap_n, sizeof top, &top);
     return top;
 }
 
@@ -344,6 +376,8 @@ typedef struct arrival {
     int32_t src, dst;
     uint64_t tag;
 } arrival_t;
+_Static_assert(offsetof(arrival_t, time) == 0 && sizeof(arrival_t) <= 64,
+               "heap elements start with their key");
 
 /* A message waiting for its sender's link: a node sends on one link in
  * the order it posted (its chunks pipeline instead of all sharing the
@@ -380,30 +414,13 @@ typedef struct pipe {
 
 static void arrival_push(pipe_t *pp, arrival_t a)
 {
-    int i = pp->nheap++;
-    while (i > 0 && pp->heap[(i - 1) / 2].time > a.time) {
-        pp->heap[i] = pp->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    pp->heap[i] = a;
+    heap_push(pp->heap, &pp->nheap, sizeof a, &a);
 }
 
 static arrival_t arrival_pop(pipe_t *pp)
 {
-    arrival_t top = pp->heap[0], last = pp->heap[--pp->nheap];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= pp->nheap)
-            break;
-        if (c + 1 < pp->nheap && pp->heap[c + 1].time < pp->heap[c].time)
-            c++;
-        if (pp->heap[c].time >= last.time)
-            break;
-        pp->heap[i] = pp->heap[c];
-        i = c;
-    }
-    pp->heap[i] = last;
+    arrival_t top;
+    heap_pop(pp->heap, &pp->nheap, sizeof top, &top);
     return top;
 }
 
