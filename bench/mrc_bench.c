@@ -101,7 +101,9 @@ static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
     if (!src || !dst) {
         free(src);
         free(dst);
-        return MRC_ERR_NO_MEMORY;
+        return mrc__error(MRC_ERR_NO_MEMORY,
+                          "rank %d: out of memory for the floor's %zu bytes",
+                          mrc_comm_rank(c), 2 * bytes);
     }
     memset(src, 1, bytes);
     memset(dst, 2, bytes);
