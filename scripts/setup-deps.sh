@@ -7,7 +7,7 @@
 # starts half-equipped. Extra packages can be named as arguments.
 set -eu
 
-packages="cmake make gcc pkg-config libcmocka-dev libjansson-dev graphviz gnuplot-nox $*"
+packages="cmake make gcc pkg-config libcmocka-dev libjansson-dev graphviz gnuplot-nox openmpi-bin libopenmpi-dev $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "setup: not a Debian system; make sure these are installed:" \

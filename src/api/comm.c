@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/comm_internal.h"
 #include "exec/exec.h"
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
@@ -38,7 +39,7 @@ typedef struct cached_program {
 } cached_program_t;
 
 /* What all ranks of one mrc_comm_init_all share. */
-typedef struct shared {
+struct mrc__shared {
     pthread_mutex_t lock;
     int refs;
     int nranks;
@@ -46,11 +47,13 @@ typedef struct shared {
     mrc_embedding_t *embedding;
     mrc__threads_fabric_t *fabric; /* threads: every rank here */
     mrc__shm_endpoint_t *shm;      /* shm: this process's rank */
+    void *owner;                   /* another transport's endpoint */
+    void (*owner_free)(void *);
     size_t chunk_bytes;
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
-} shared_t;
+};
 
 typedef struct cached_plan {
     const mrc_program_t *program;
@@ -90,6 +93,8 @@ static void shared_release(shared_t *s)
     free(s->programs);
     mrc__threads_fabric_destroy(s->fabric);
     mrc__shm_detach(s->shm);
+    if (s->owner)
+        s->owner_free(s->owner);
     mrc_embed_destroy(s->embedding);
     mrc_topo_destroy(s->topo);
     pthread_mutex_destroy(&s->lock);
@@ -176,6 +181,28 @@ static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
     c->timeout_s = timeout;
     *out = c;
     return MRC_OK;
+}
+
+mrc_status_t mrc__comm_shared(int nranks, const mrc_config_t *cfg,
+                              shared_t **out, double *timeout)
+{
+    return shared_create(nranks, cfg, out, timeout);
+}
+
+mrc_status_t mrc__comm_attach(shared_t *s, int rank, mrc__transport_t t,
+                              void *owner, void (*owner_free)(void *),
+                              double timeout, mrc_comm_t **out)
+{
+    s->owner = owner;
+    s->owner_free = owner_free;
+    mrc_status_t st = comm_create(s, rank, t, timeout, out);
+    shared_release(s);
+    return st;
+}
+
+void mrc__comm_shared_release(shared_t *s)
+{
+    shared_release(s);
 }
 
 mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,

@@ -1,0 +1,25 @@
+/*
+ * What another transport's set-up (MPI) needs to make a communicator:
+ * the shared part (topology, rings, program cache) for nranks ranks, and
+ * the communicator of one rank over a given transport.
+ */
+#ifndef MRC_COMM_INTERNAL_H
+#define MRC_COMM_INTERNAL_H
+
+#include "mrc/comm.h"
+#include "transport/transport.h"
+
+typedef struct mrc__shared shared_t;
+
+/* The shared part from cfg (NULL: defaults) and the call timeout. */
+mrc_status_t mrc__comm_shared(int nranks, const mrc_config_t *cfg,
+                              shared_t **out, double *timeout);
+/* The communicator of `rank` over t. Takes over the caller's reference
+ * on s and `owner` (freed with owner_free when the last communicator
+ * goes, or now if this fails). */
+mrc_status_t mrc__comm_attach(shared_t *s, int rank, mrc__transport_t t,
+                              void *owner, void (*owner_free)(void *),
+                              double timeout, mrc_comm_t **out);
+void mrc__comm_shared_release(shared_t *s);
+
+#endif /* MRC_COMM_INTERNAL_H */

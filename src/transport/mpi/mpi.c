@@ -1,0 +1,429 @@
+/*
+ * The MPI transport (see mpi_transport.h).
+ *
+ * Towards a peer on another host a message is two MPI messages on the
+ * private communicator: a header (collective, tag, bytes) on CTRL_TAG,
+ * then the data, straight from the sender's buffer, on DATA_TAG (in
+ * pieces of at most 1 GiB, so that counts stay ints). MPI keeps messages
+ * between two ranks with one tag in order, so the k-th data message from
+ * a peer belongs to the k-th header from it. The receiver matches headers
+ * as they come (MPI_Improbe + MPI_Mrecv) and holds the data message
+ * handles (MPI_Improbe) until its receive is posted, then receives them
+ * straight into the destination (MPI_Imrecv), or into a temporary buffer
+ * to reduce from. So no order of posting can deadlock, and a sender may be
+ * a whole collective ahead.
+ *
+ * Peers on this host go through the shared-memory endpoint: their
+ * transfers are handed on with the peer renamed to its index there.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "exec/kernels.h"
+#include "transport/mpi/mpi_transport.h"
+
+enum { CTRL_TAG = 1, DATA_TAG = 2 };
+#define PIECE ((size_t)1 << 30)
+
+typedef struct header {
+    uint64_t seq, tag, bytes;
+} header_t;
+
+/* A message whose header has come; its data handles are probed in order. */
+typedef struct arrival {
+    struct arrival *next;
+    int peer;
+    header_t h;
+    int pieces, probed;
+    MPI_Message *msgs;
+} arrival_t;
+
+/* A remote send or receive in flight. */
+typedef struct flight {
+    struct flight *next;
+    mrc__xfer_t *x;
+    header_t h;           /* sends: the header, sent from here */
+    int nreqs;
+    MPI_Request *reqs;
+    void *tmp;            /* receives that reduce: the data lands here */
+} flight_t;
+
+struct mrc__mpi_endpoint {
+    MPI_Comm comm;
+    int n, rank;
+    int *local_of;
+    mrc__shm_endpoint_t *shm;
+    mrc__transport_t shm_t;
+    uint64_t seq;
+    arrival_t *arrivals;   /* oldest first */
+    mrc__xfer_t **posted;  /* remote receives waiting for their message */
+    size_t num_posted, cap_posted;
+    flight_t *flights;
+};
+
+static int pieces_of(uint64_t bytes)
+{
+    return (int)((bytes + PIECE - 1) / PIECE);
+}
+
+static mrc_status_t mpi_failed(const mrc__mpi_endpoint_t *e, const char *what,
+                               int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (PMPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+        snprintf(msg, sizeof msg, "error %d", rc);
+    return mrc__error(MRC_ERR_TRANSPORT, "rank %d: %s failed: %s", e->rank,
+                      what, msg);
+}
+
+mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
+                                      mrc__shm_endpoint_t *shm,
+                                      mrc__mpi_endpoint_t **out)
+{
+    *out = NULL;
+    mrc__mpi_endpoint_t *e = calloc(1, sizeof *e);
+    if (!e) {
+        mrc__shm_detach(shm);
+        PMPI_Comm_free(&comm);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    e->comm = comm;
+    PMPI_Comm_size(comm, &e->n);
+    PMPI_Comm_rank(comm, &e->rank);
+    e->shm = shm;
+    if (shm)
+        e->shm_t = mrc__shm_transport(shm);
+    e->local_of = malloc((size_t)e->n * sizeof *e->local_of);
+    if (!e->local_of) {
+        mrc__mpi_endpoint_destroy(e);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int r = 0; r < e->n; r++)
+        e->local_of[r] = shm ? local_of[r] : -1;
+    *out = e;
+    return MRC_OK;
+}
+
+void mrc__mpi_endpoint_destroy(mrc__mpi_endpoint_t *e)
+{
+    if (!e)
+        return;
+    while (e->arrivals) {
+        arrival_t *a = e->arrivals;
+        e->arrivals = a->next;
+        free(a->msgs);
+        free(a);
+    }
+    while (e->flights) {
+        flight_t *f = e->flights;
+        e->flights = f->next;
+        for (int i = 0; i < f->nreqs; i++)
+            if (f->reqs[i] != MPI_REQUEST_NULL) {
+                PMPI_Cancel(&f->reqs[i]);
+                PMPI_Request_free(&f->reqs[i]);
+            }
+        free(f->reqs);
+        free(f->tmp);
+        free(f);
+    }
+    free(e->posted);
+    free(e->local_of);
+    mrc__shm_detach(e->shm);
+    int finalized = 0;
+    PMPI_Finalized(&finalized);
+    if (!finalized && e->comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&e->comm);
+    free(e);
+}
+
+/* ---- receiving --------------------------------------------------------- */
+
+static mrc_status_t take_headers(mrc__mpi_endpoint_t *e, int *moved)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status s;
+        int rc = PMPI_Improbe(MPI_ANY_SOURCE, CTRL_TAG, e->comm, &flag, &msg,
+                              &s);
+        if (rc != MPI_SUCCESS)
+            return mpi_failed(e, "MPI_Improbe", rc);
+        if (!flag)
+            return MRC_OK;
+        arrival_t *a = calloc(1, sizeof *a);
+        if (!a)
+            return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                              e->rank);
+        rc = PMPI_Mrecv(&a->h, (int)sizeof a->h, MPI_BYTE, &msg, &s);
+        if (rc != MPI_SUCCESS) {
+            free(a);
+            return mpi_failed(e, "MPI_Mrecv", rc);
+        }
+        a->peer = s.MPI_SOURCE;
+        a->pieces = pieces_of(a->h.bytes);
+        a->msgs = calloc((size_t)(a->pieces ? a->pieces : 1),
+                         sizeof *a->msgs);
+        if (!a->msgs) {
+            free(a);
+            return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                              e->rank);
+        }
+        arrival_t **tail = &e->arrivals;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = a;
+        *moved = 1;
+    }
+}
+
+/* Data messages from each peer belong to its headers in order. */
+static mrc_status_t take_data(mrc__mpi_endpoint_t *e, int *moved)
+{
+    for (arrival_t *a = e->arrivals; a; a = a->next) {
+        if (a->probed == a->pieces)
+            continue;
+        int first = 1; /* only the peer's oldest incomplete arrival */
+        for (arrival_t *b = e->arrivals; b != a; b = b->next)
+            if (b->peer == a->peer && b->probed < b->pieces)
+                first = 0;
+        while (first && a->probed < a->pieces) {
+            int flag = 0;
+            MPI_Status s;
+            int rc = PMPI_Improbe(a->peer, DATA_TAG, e->comm, &flag,
+                                  &a->msgs[a->probed], &s);
+            if (rc != MPI_SUCCESS)
+                return mpi_failed(e, "MPI_Improbe", rc);
+            if (!flag)
+                break;
+            a->probed++;
+            *moved = 1;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Starts receiving a message whose receive is posted. */
+static mrc_status_t start_recv(mrc__mpi_endpoint_t *e, mrc__xfer_t *x,
+                               arrival_t *a)
+{
+    if (a->h.bytes != x->bytes)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: %llu bytes arrived from rank %d where "
+                          "%zu were expected",
+                          e->rank, (unsigned long long)a->h.bytes, a->peer,
+                          x->bytes);
+    flight_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    f->x = x;
+    f->nreqs = a->pieces;
+    f->reqs = malloc((size_t)(a->pieces ? a->pieces : 1) * sizeof *f->reqs);
+    if (x->local && x->bytes)
+        f->tmp = malloc(x->bytes);
+    if (!f->reqs || (x->local && x->bytes && !f->tmp)) {
+        free(f->reqs);
+        free(f);
+        return mrc__error(MRC_ERR_NO_MEMORY,
+                          "rank %d: out of memory for %zu bytes from rank %d",
+                          e->rank, x->bytes, a->peer);
+    }
+    char *into = f->tmp ? f->tmp : x->dst;
+    for (int i = 0; i < a->pieces; i++) {
+        size_t off = (size_t)i * PIECE;
+        size_t len = x->bytes - off < PIECE ? x->bytes - off : PIECE;
+        int rc = PMPI_Imrecv(into + off, (int)len, MPI_BYTE, &a->msgs[i],
+                             &f->reqs[i]);
+        if (rc != MPI_SUCCESS) {
+            f->nreqs = i;
+            f->next = e->flights;
+            e->flights = f;
+            return mpi_failed(e, "MPI_Imrecv", rc);
+        }
+    }
+    f->next = e->flights;
+    e->flights = f;
+    return MRC_OK;
+}
+
+/* Pairs posted receives with complete arrivals. */
+static mrc_status_t match(mrc__mpi_endpoint_t *e, int *moved)
+{
+    for (size_t i = 0; i < e->num_posted;) {
+        mrc__xfer_t *x = e->posted[i];
+        arrival_t **pp = &e->arrivals;
+        while (*pp && !((*pp)->peer == x->peer && (*pp)->h.tag == x->tag &&
+                        (*pp)->h.seq == x->priv[0] &&
+                        (*pp)->probed == (*pp)->pieces))
+            pp = &(*pp)->next;
+        if (!*pp) {
+            i++;
+            continue;
+        }
+        arrival_t *a = *pp;
+        *pp = a->next;
+        mrc_status_t st = start_recv(e, x, a);
+        free(a->msgs);
+        free(a);
+        if (st != MRC_OK)
+            return st;
+        e->posted[i] = e->posted[--e->num_posted];
+        *moved = 1;
+    }
+    return MRC_OK;
+}
+
+/* Completes sends and receives whose requests are done. */
+static mrc_status_t finish(mrc__mpi_endpoint_t *e, int *moved)
+{
+    for (flight_t **pp = &e->flights; *pp;) {
+        flight_t *f = *pp;
+        int flag = 1;
+        if (f->nreqs) {
+            int rc = PMPI_Testall(f->nreqs, f->reqs, &flag,
+                                  MPI_STATUSES_IGNORE);
+            if (rc != MPI_SUCCESS)
+                return mpi_failed(e, "MPI_Testall", rc);
+        }
+        if (!flag) {
+            pp = &f->next;
+            continue;
+        }
+        mrc__xfer_t *x = f->x;
+        if (f->tmp)
+            mrc__reduce(x->dst, x->local, f->tmp,
+                        x->bytes / mrc_dtype_size(x->dtype), x->dtype, x->op);
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        *pp = f->next;
+        free(f->reqs);
+        free(f->tmp);
+        free(f);
+        *moved = 1;
+    }
+    return MRC_OK;
+}
+
+static mrc_status_t progress(mrc__mpi_endpoint_t *e)
+{
+    int moved = 0;
+    mrc_status_t st = take_headers(e, &moved);
+    if (st == MRC_OK)
+        st = take_data(e, &moved);
+    if (st == MRC_OK)
+        st = match(e, &moved);
+    if (st == MRC_OK)
+        st = finish(e, &moved);
+    return st;
+}
+
+/* ---- the transport operations ----------------------------------------- */
+
+static int is_local(const mrc__mpi_endpoint_t *e, const mrc__xfer_t *x)
+{
+    return e->local_of[x->peer] >= 0;
+}
+
+static mrc_status_t mpi_begin(void *ctx, uint64_t seq,
+                              const mrc__xfer_t *recvs, size_t n)
+{
+    (void)recvs;
+    (void)n;
+    mrc__mpi_endpoint_t *e = ctx;
+    e->seq = seq;
+    if (e->shm)
+        return e->shm_t.ops->begin(e->shm_t.ctx, seq, NULL, 0);
+    return MRC_OK;
+}
+
+static mrc_status_t mpi_isend(void *ctx, const void *buf, mrc__xfer_t *x)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    if (is_local(e, x)) {
+        x->peer = e->local_of[x->peer];
+        return e->shm_t.ops->isend(e->shm_t.ctx, buf, x);
+    }
+    flight_t *f = calloc(1, sizeof *f);
+    int pieces = pieces_of(x->bytes);
+    if (f)
+        f->reqs = malloc((size_t)(pieces + 1) * sizeof *f->reqs);
+    if (!f || !f->reqs) {
+        free(f);
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    }
+    f->x = x;
+    f->h = (header_t){e->seq, x->tag, x->bytes};
+    int rc = PMPI_Isend(&f->h, (int)sizeof f->h, MPI_BYTE, x->peer, CTRL_TAG,
+                        e->comm, &f->reqs[0]);
+    f->nreqs = rc == MPI_SUCCESS;
+    for (int i = 0; i < pieces && rc == MPI_SUCCESS; i++) {
+        size_t off = (size_t)i * PIECE;
+        size_t len = x->bytes - off < PIECE ? x->bytes - off : PIECE;
+        rc = PMPI_Isend((const char *)buf + off, (int)len, MPI_BYTE, x->peer,
+                        DATA_TAG, e->comm, &f->reqs[f->nreqs]);
+        f->nreqs += rc == MPI_SUCCESS;
+    }
+    f->next = e->flights;
+    e->flights = f;
+    x->posted = 1;
+    if (rc != MPI_SUCCESS)
+        return mpi_failed(e, "MPI_Isend", rc);
+    return MRC_OK;
+}
+
+static mrc_status_t mpi_irecv(void *ctx, mrc__xfer_t *x)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    if (is_local(e, x)) {
+        x->peer = e->local_of[x->peer];
+        return e->shm_t.ops->irecv(e->shm_t.ctx, x);
+    }
+    if (e->num_posted == e->cap_posted) {
+        size_t cap = e->cap_posted ? 2 * e->cap_posted : 64;
+        mrc__xfer_t **q = realloc(e->posted, cap * sizeof *q);
+        if (!q)
+            return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                              e->rank);
+        e->posted = q;
+        e->cap_posted = cap;
+    }
+    x->priv[0] = e->seq;
+    x->posted = 1;
+    e->posted[e->num_posted++] = x;
+    int moved = 0;
+    return match(e, &moved);
+}
+
+/* A transfer towards this host was renamed when posted, so test cannot
+ * tell where it went: it moves both sides along. */
+static mrc_status_t mpi_test(void *ctx, mrc__xfer_t *x)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+        return MRC_OK;
+    mrc_status_t st = MRC_OK;
+    if (e->shm)
+        st = e->shm_t.ops->test(e->shm_t.ctx, x);
+    if (st == MRC_OK)
+        st = progress(e);
+    return st;
+}
+
+static mrc_status_t mpi_end(void *ctx)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    return e->shm ? e->shm_t.ops->end(e->shm_t.ctx) : MRC_OK;
+}
+
+static const mrc__transport_ops_t mpi_ops = {
+    "mpi", mpi_begin, mpi_isend, mpi_irecv, mpi_test, mpi_end,
+};
+
+mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)
+{
+    mrc__transport_t t = {&mpi_ops, e};
+    return t;
+}

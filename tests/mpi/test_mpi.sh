@@ -1,0 +1,66 @@
+#!/bin/sh
+# mrc over MPI, under mpirun on loopback: mrc_comm_init_mpi and the
+# drop-in library against MPI's own results.
+# Usage: test_mpi.sh MPIRUN MPI_RANK LIBMRC_MPI
+set -u
+MPIRUN=$1
+RANK=$2
+LIB=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../integration/expect.sh"
+
+# Root may run MPI jobs here (CI runs as root); more ranks than cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Loopback only, no network interfaces probed.
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+run() { "$MPIRUN" -np "$@"; }
+
+# mrc_comm_init_mpi: every collective, dtype and op on world, a split and
+# a dup; shared memory within the host, then every peer over MPI, then
+# two pretend hosts (shared memory within each, MPI between).
+for n in 2 3 4; do
+    expect 0 "rank 0 of $n: [0-9]* cases, 0 wrong elements, 0 failed" \
+        run $n "$RANK" api
+done
+expect 0 "rank 2 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
+    run 3 -x MRC_MPI_HOSTS=3 "$RANK" api
+expect 0 "rank 3 of 4: [0-9]* cases, 0 wrong elements, 0 failed" \
+    run 4 -x MRC_MPI_HOSTS=2 "$RANK" api
+
+# The drop-in library on an unchanged MPI program: every call against the
+# PMPI_ one, byte for byte.
+for n in 2 4; do
+    expect 0 "rank 0 of $n: [0-9]* cases, 0 wrong elements, 0 failed" \
+        run $n -x LD_PRELOAD="$LIB" "$RANK" pmpi
+done
+expect 0 "rank 1 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
+    run 3 -x LD_PRELOAD="$LIB" -x MRC_MPI_HOSTS=3 "$RANK" pmpi
+# Without the preload the same program knows it is not tested.
+expect 1 "libmrc_mpi.so is not preloaded" run 2 "$RANK" pmpi
+
+# MRC_MPI_VERBOSE: which path each call site took, and why.
+expect 0 "rank 0 of 2" run 2 -x LD_PRELOAD="$LIB" -x MRC_MPI_VERBOSE=1 \
+    "$RANK" pmpi
+cp "$tmp/out" "$tmp/verbose"
+for line in \
+    "MPI_Allreduce from .*mpi_rank+0x[0-9a-f]*: mrc (float32)" \
+    "MPI_Allreduce from .*: MPI (an operator other than MPI_SUM" \
+    "MPI_Reduce_scatter from .*: MPI (the ranks' counts differ)" \
+    "MPI_Bcast from .*: MPI (a datatype that is not contiguous" \
+    "MPI_Allgather from .*: mrc (bytes)" \
+    "MPI_Reduce from .*: mrc (int64)"; do
+    expect 0 "$line" cat "$tmp/verbose"
+done
+# once per call site and path, not once per call
+expect 0 "" test "$(grep -c 'rank 0: MPI_Allreduce.*mrc (float32)' \
+    "$tmp/verbose")" -eq 1
+
+# Counts past 2^31 elements (2 x 2 GiB per rank).
+expect 0 "rank 0 of 2: 2 cases, 0 wrong elements, 0 failed" \
+    run 2 -x LD_PRELOAD="$LIB" "$RANK" big
+
+# Nothing left in /dev/shm by any of it.
+expect 0 "" test -z "$(ls /dev/shm | grep '^mrc-')"
+expect_summary
