@@ -4,6 +4,11 @@
  *
  *   mrc launch -n 4 -- mrc-bench -b 1M -e 64M -f 4 [-d float32] [-o sum]
  *                                [-n 20] [-w 5] [-c 1] [--json]
+ *   mpirun -np 4 mrc-bench [...] [--mpi]
+ *
+ * Under mpirun the ranks join through mrc_comm_init_mpi, and --mpi also
+ * times MPI's own MPI_Allreduce (PMPI_Allreduce, so even under the
+ * drop-in library it is MPI's) on the same buffers in the same run.
  *
  * Every rank times its own loop; a row reports the slowest rank. The
  * floor: an allreduce of S bytes on P ranks reads every input and writes
@@ -22,6 +27,9 @@
 #include "common/common.h"
 #include "exec/reference.h"
 #include "mrc/mrc.h"
+#if MRC_HAVE_MPI
+#include "mrc/mrc_mpi.h"
+#endif
 
 static double now_s(void)
 {
@@ -34,7 +42,7 @@ typedef struct args {
     uint64_t min, max, factor;
     mrc_dtype_t dtype;
     mrc_op_t op;
-    int iters, warmup, check, json;
+    int iters, warmup, check, json, mpi;
 } args_t;
 
 static int usage(const char *msg, const char *v)
@@ -42,19 +50,27 @@ static int usage(const char *msg, const char *v)
     fprintf(stderr, "mrc-bench: %s%s%s\n", msg, v ? " " : "", v ? v : "");
     fprintf(stderr, "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
                     "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] "
-                    "[--json]\n");
+                    "[--json] [--mpi]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0};
+    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0, 0};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x;
         if (strcmp(o, "--json") == 0) {
             a->json = 1;
             continue;
+        }
+        if (strcmp(o, "--mpi") == 0) {
+#if MRC_HAVE_MPI
+            a->mpi = 1;
+            continue;
+#else
+            return usage("--mpi: this build has no MPI", NULL);
+#endif
         }
         if (!v)
             return usage("missing value after", o);
@@ -125,27 +141,115 @@ static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
     return st;
 }
 
+#if MRC_HAVE_MPI
+/* Started by mpirun (rather than by mrc launch)? */
+static int under_mpirun(void)
+{
+    return !getenv("MRC_JOB") &&
+           (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+            getenv("PMIX_RANK"));
+}
+
+static MPI_Datatype mpi_type(mrc_dtype_t d)
+{
+    switch (d) {
+    case MRC_INT8: return MPI_INT8_T;
+    case MRC_UINT8: return MPI_UINT8_T;
+    case MRC_INT32: return MPI_INT32_T;
+    case MRC_UINT32: return MPI_UINT32_T;
+    case MRC_INT64: return MPI_INT64_T;
+    case MRC_UINT64: return MPI_UINT64_T;
+    case MRC_FLOAT32: return MPI_FLOAT;
+    case MRC_FLOAT64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static MPI_Op mpi_op(mrc_op_t op)
+{
+    switch (op) {
+    case MRC_SUM: return MPI_SUM;
+    case MRC_PROD: return MPI_PROD;
+    case MRC_MIN: return MPI_MIN;
+    case MRC_MAX: return MPI_MAX;
+    default: return MPI_OP_NULL;
+    }
+}
+
+/* MPI's own allreduce timed like mrc's: a check, warm-up, then the loop;
+ * the slowest rank's time per call, and the wrong elements. */
+static mrc_status_t time_mpi(const args_t *a, const void *send, void *recv,
+                             size_t count, mrc_comm_t *c, double *dt,
+                             double *wrong)
+{
+    MPI_Datatype t = mpi_type(a->dtype);
+    MPI_Op op = mpi_op(a->op);
+    int n = (int)count, r = mrc_comm_rank(c), P = mrc_comm_size(c);
+    int rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
+    if (a->check && rc == MPI_SUCCESS)
+        *wrong += (double)mrc__ref_check(recv, MRC_ALLREDUCE, count, r, P, 0,
+                                         a->dtype, a->op);
+    for (int i = 0; i < a->warmup && rc == MPI_SUCCESS; i++)
+        rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_s();
+    for (int i = 0; i < a->iters && rc == MPI_SUCCESS; i++)
+        rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
+    *dt = (now_s() - t0) / a->iters;
+    if (rc != MPI_SUCCESS)
+        return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
+                          r);
+    return slowest(dt, c);
+}
+#endif
+
 int main(int argc, char **argv)
 {
     args_t a;
     if (parse(argc, argv, &a))
         return 2;
     mrc_comm_t *c = NULL;
-    if (mrc_comm_init_env(&c, NULL) != MRC_OK) {
+    mrc_status_t init;
+#if MRC_HAVE_MPI
+    int mpi = under_mpirun();
+    if (a.mpi && !mpi) {
+        fprintf(stderr, "mrc-bench: --mpi: start it with mpirun\n");
+        return 2;
+    }
+    if (a.mpi && (mpi_type(a.dtype) == MPI_DATATYPE_NULL ||
+                  mpi_op(a.op) == MPI_OP_NULL)) {
+        fprintf(stderr, "mrc-bench: --mpi: MPI has no %s %s\n",
+                mrc_dtype_name(a.dtype), mrc_op_name(a.op));
+        return 2;
+    }
+    if (mpi) {
+        MPI_Init(&argc, &argv);
+        init = mrc_comm_init_mpi(MPI_COMM_WORLD, NULL, &c);
+    } else {
+        init = mrc_comm_init_env(&c, NULL);
+    }
+#else
+    init = mrc_comm_init_env(&c, NULL);
+#endif
+    if (init != MRC_OK) {
         fprintf(stderr, "mrc-bench: %s\n", mrc_last_error());
         return 1;
     }
     int r = mrc_comm_rank(c), P = mrc_comm_size(c);
     size_t es = mrc_dtype_size(a.dtype);
     mrc_status_t st = MRC_OK;
-    if (r == 0 && !a.json)
+    if (r == 0 && !a.json) {
         printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
                "(%d warm-up)\n# floor = membw*(P-1)/P^2, membw measured "
                "before each row by all ranks at once\n"
-               "%12s %12s %8s %6s %10s %9s %9s %9s %7s %8s\n",
+               "%12s %12s %8s %6s %10s %9s %9s %9s %7s",
                P, mrc_dtype_name(a.dtype), mrc_op_name(a.op), a.iters,
                a.warmup, "size", "count", "type", "redop", "time(us)",
-               "algbw", "busbw", "floor", "%floor", "#wrong");
+               "algbw", "busbw", "floor", "%floor");
+        if (a.mpi)
+            printf(" %10s %9s %7s", "mpi(us)", "mpi_bus", "x_mpi");
+        printf(" %8s\n", "#wrong");
+    }
     if (r == 0 && a.json)
         printf("{\"ranks\": %d, \"rows\": [", P);
     int first = 1;
@@ -186,6 +290,17 @@ int main(int argc, char **argv)
         double dt = (now_s() - t0) / a.iters;
         if (st == MRC_OK)
             st = slowest(&dt, c);
+        double mpi_dt = 0;
+#if MRC_HAVE_MPI
+        if (st == MRC_OK && a.mpi) {
+            double mwrong = 0;
+            st = time_mpi(&a, send, recv, count, c, &mpi_dt, &mwrong);
+            if (st == MRC_OK)
+                st = mrc_allreduce(&mwrong, &mwrong, 1, MRC_FLOAT64, MRC_SUM,
+                                   c);
+            wrong += mwrong;
+        }
+#endif
         free(send);
         free(recv);
         if (st != MRC_OK)
@@ -193,18 +308,24 @@ int main(int argc, char **argv)
         double S = (double)count * (double)es, algbw = S / dt;
         double busbw = algbw * 2.0 * (P - 1) / P;
         double floor = P > 1 ? mem * (P - 1) / ((double)P * P) : mem / 2;
+        double mpi_busbw = a.mpi ? S / mpi_dt * 2.0 * (P - 1) / P : 0;
         if (r == 0 && a.json) {
             printf("%s\n  {\"bytes\": %.0f, \"time_us\": %.3f, "
-                   "\"mrc_busbw_gbps\": %.3f, \"floor_gbps\": %.3f, "
-                   "\"wrong\": %.0f}",
-                   first ? "" : ",", S, dt * 1e6, busbw / 1e9, floor / 1e9,
-                   wrong);
+                   "\"mrc_busbw_gbps\": %.3f, \"floor_gbps\": %.3f, ",
+                   first ? "" : ",", S, dt * 1e6, busbw / 1e9, floor / 1e9);
+            if (a.mpi)
+                printf("\"mpi_time_us\": %.3f, \"mpi_busbw_gbps\": %.3f, ",
+                       mpi_dt * 1e6, mpi_busbw / 1e9);
+            printf("\"wrong\": %.0f}", wrong);
         } else if (r == 0) {
-            printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%% "
-                   "%8.0f\n",
+            printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%%",
                    S, count, mrc_dtype_name(a.dtype), mrc_op_name(a.op),
                    dt * 1e6, algbw / 1e9, busbw / 1e9, floor / 1e9,
-                   100 * busbw / floor, wrong);
+                   100 * busbw / floor);
+            if (a.mpi)
+                printf(" %10.1f %9.2f %6.2fx", mpi_dt * 1e6, mpi_busbw / 1e9,
+                       mpi_dt / dt);
+            printf(" %8.0f\n", wrong);
         }
         first = 0;
         fflush(stdout);
@@ -214,5 +335,9 @@ int main(int argc, char **argv)
     if (st != MRC_OK)
         fprintf(stderr, "mrc-bench: rank %d: %s\n", r, mrc_last_error());
     mrc_comm_destroy(c);
+#if MRC_HAVE_MPI
+    if (mpi)
+        MPI_Finalize();
+#endif
     return st == MRC_OK ? 0 : 1;
 }
