@@ -519,6 +519,21 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                               "the in-place form (rank %d)",
                               fn, c->rank);
     }
+    /* Small allreduces of a whole job: one step, if the transport can. */
+    const mrc__transport_ops_t *ops = c->transport.ops;
+    if (coll == MRC_ALLREDUCE && ops->allreduce_small &&
+        count * esize <= MRC__SMALL_BYTES && c->size == c->shared->nranks) {
+        mrc_status_t st = ops->allreduce_small(c->transport.ctx, sendbuf,
+                                               recvbuf, count, dtype, op,
+                                               c->timeout_s);
+        if (st != MRC_ERR_UNSUPPORTED) {
+            if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST)
+                c->poisoned = st;
+            if (st != MRC_OK)
+                mrc__error_prefix("%s (rank %d)", fn, c->rank);
+            return st;
+        }
+    }
     program_key_t key = {coll, count, dtype, op, rooted ? root : 0, c->group};
     if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
         key.op = MRC_SUM;

@@ -418,8 +418,25 @@ static mrc_status_t mpi_end(void *ctx)
     return e->shm ? e->shm_t.ops->end(e->shm_t.ctx) : MRC_OK;
 }
 
+/* In one step through shared memory when every rank is on this host. */
+static mrc_status_t mpi_allreduce_small(void *ctx, const void *send,
+                                        void *recv, size_t count,
+                                        mrc_dtype_t dtype, mrc_op_t op,
+                                        double timeout_s)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    for (int r = 0; r < e->n; r++)
+        if (e->local_of[r] < 0 && r != e->rank)
+            return MRC_ERR_UNSUPPORTED;
+    if (!e->shm)
+        return MRC_ERR_UNSUPPORTED;
+    return e->shm_t.ops->allreduce_small(e->shm_t.ctx, send, recv, count,
+                                         dtype, op, timeout_s);
+}
+
 static const mrc__transport_ops_t mpi_ops = {
     "mpi", mpi_begin, mpi_isend, mpi_irecv, mpi_test, mpi_end,
+    mpi_allreduce_small,
 };
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)

@@ -124,6 +124,7 @@ struct mrc__shm_endpoint {
     unsigned idle;
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
+    uint64_t small_seq; /* small allreduces so far */
 };
 
 static double now_s(void)
@@ -138,17 +139,38 @@ static size_t tokens_bytes(int n)
     return ((size_t)n * TOKENS * sizeof(int32_t) + 4095) & ~(size_t)4095;
 }
 
+/* Small allreduces: each rank's input, stamped with the call's number,
+ * in one of two slots by its parity. */
+typedef struct small_slot {
+    uint64_t seq; /* atomic: the call whose input this is */
+    char pad[56];
+    char data[MRC__SMALL_BYTES];
+} small_slot_t;
+
+static size_t small_bytes(int n)
+{
+    return (size_t)n * 2 * sizeof(small_slot_t);
+}
+
+static small_slot_t *small_at(const mrc__shm_endpoint_t *e, int r,
+                              uint64_t seq)
+{
+    return (small_slot_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n)) +
+           (size_t)r * 2 + (seq & 1);
+}
+
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
                      unsigned k)
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
-    return e->base + HEADER_BYTES + tokens_bytes(e->n) + (chan + k) * stride;
+    return e->base + HEADER_BYTES + tokens_bytes(e->n) + small_bytes(e->n) +
+           (chan + k) * stride;
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
 {
-    return HEADER_BYTES + tokens_bytes(n) +
+    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) +
            (size_t)n * (size_t)n * SLOTS * (SLOT_HEADER + slot_bytes);
 }
 
@@ -779,8 +801,61 @@ static mrc_status_t shm_end(void *ctx)
     return e->lost;
 }
 
+/* A small allreduce in one step: every rank puts its input in its slot
+ * and reduces all the slots in rank order. Two slots a rank are enough:
+ * a rank that starts call s + 2 has seen every input of call s + 1, so
+ * every peer has finished reading the inputs of call s. */
+static mrc_status_t shm_allreduce_small(void *ctx, const void *send,
+                                        void *recv, size_t count,
+                                        mrc_dtype_t dtype, mrc_op_t op,
+                                        double timeout_s)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    size_t bytes = count * mrc_dtype_size(dtype);
+    if (bytes > MRC__SMALL_BYTES)
+        return MRC_ERR_UNSUPPORTED;
+    if (e->lost != MRC_OK)
+        return e->lost;
+    uint64_t seq = ++e->small_seq;
+    small_slot_t *mine = small_at(e, e->rank, seq);
+    memcpy(mine->data, send, bytes);
+    __atomic_store_n(&mine->seq, seq, __ATOMIC_RELEASE);
+    double start = 0;
+    for (int r = 0; r < e->n; r++) {
+        small_slot_t *s = small_at(e, r, seq);
+        for (unsigned spin = 0;
+             __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq; spin++) {
+            if (spin < 64) { /* then yield: ranks may outnumber cores */
+                __builtin_ia32_pause();
+                continue;
+            }
+            mrc_status_t st = check_peers(e);
+            if (st != MRC_OK)
+                return st;
+            double t = now_s();
+            if (start == 0)
+                start = t;
+            else if (t - start > timeout_s)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "rank %d timed out after %g s waiting for "
+                                  "rank %d's input to a small allreduce",
+                                  e->rank, timeout_s, r);
+            sched_yield();
+        }
+        if (r == 0)
+            memcpy(recv, s->data, bytes);
+        else
+            mrc__reduce(recv, recv, s->data, count, dtype,
+                        op == MRC_AVG ? MRC_SUM : op);
+    }
+    if (op == MRC_AVG)
+        mrc__scale(recv, count, dtype, e->n);
+    return MRC_OK;
+}
+
 static const mrc__transport_ops_t shm_ops = {
     "shm", shm_begin, shm_isend, shm_irecv, shm_test, shm_end,
+    shm_allreduce_small,
 };
 
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
