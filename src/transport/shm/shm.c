@@ -23,6 +23,10 @@
  * through a small cache-resident bounce buffer for a reduction) and sets
  * the sender's completion flag. One copy instead of two.
  *
+ * An allreduce of at most MRC__SMALL_BYTES over the whole job skips the
+ * program: every rank puts its input in a slot of its own and reduces all
+ * the slots in rank order (shm_allreduce_small).
+ *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
  */
