@@ -4,6 +4,7 @@
  *   shm_rank sweep [TOPOLOGY]   every collective, dtype and op, counts
  *                               0, 1, < N, odd and large, in place and
  *                               not, checked element by element
+ *   shm_rank die-small          the same with 2 elements (the one-step path)
  *   shm_rank die                the last rank kills itself in the middle of
  *                               an allreduce; the others must see the lost
  *                               peer and then a poisoned communicator
@@ -117,10 +118,9 @@ out:
     return wrong || failed;
 }
 
-static int die(mrc_comm_t *comm)
+static int die(mrc_comm_t *comm, size_t count)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
-    size_t count = 1 << 20;
     float *a = calloc(count, sizeof *a);
     if (!a)
         return 1;
@@ -151,7 +151,8 @@ static int die(mrc_comm_t *comm)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY] | die\n");
+        fprintf(stderr,
+                "usage: shm_rank sweep [TOPOLOGY] | die | die-small\n");
         return 2;
     }
     mrc_config_t cfg = {.topology = argc > 2 ? argv[2] : NULL};
@@ -160,7 +161,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "shm_rank: %s\n", mrc_last_error());
         return 1;
     }
-    int rc = strcmp(argv[1], "die") == 0 ? die(comm) : sweep(comm);
+    int rc = strcmp(argv[1], "die") == 0         ? die(comm, 1 << 20)
+             : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
+                                                 : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;
 }

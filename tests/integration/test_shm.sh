@@ -32,6 +32,17 @@ done
 job=$(cat "$tmp/job")
 expect 0 "" test -z "$(ls /dev/shm | grep "^mrc-$job")"
 
+# The same in the one-step small allreduce.
+expect 1 "rank 2 (pid [0-9]*) was killed by signal 9" "$MRC" launch -n 3 \
+    -- "$RANK" die-small
+cp "$tmp/out" "$tmp/die"
+for r in 0 1; do
+    expect 0 "rank $r: MRC_ERR_PEER_LOST after [0-9]\.[0-9]* s: .*rank 2 (pid" \
+        cat "$tmp/die"
+    expect 0 "rank $r: then MRC_ERR_PEER_LOST: .*earlier call failed" \
+        cat "$tmp/die"
+done
+
 # The segment is private to the user (0600) while ranks attach; a rank
 # whose peers never come times out, names how many came, and removes it.
 MRC_TIMEOUT=2 "$MRC" launch -n 1 -- sh -c \
