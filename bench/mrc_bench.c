@@ -28,6 +28,7 @@
 #include "exec/reference.h"
 #include "mrc/mrc.h"
 #if MRC_HAVE_MPI
+#include "api/mpi_types.h"
 #include "mrc/mrc_mpi.h"
 #endif
 
@@ -150,40 +151,14 @@ static int under_mpirun(void)
             getenv("PMIX_RANK"));
 }
 
-static MPI_Datatype mpi_type(mrc_dtype_t d)
-{
-    switch (d) {
-    case MRC_INT8: return MPI_INT8_T;
-    case MRC_UINT8: return MPI_UINT8_T;
-    case MRC_INT32: return MPI_INT32_T;
-    case MRC_UINT32: return MPI_UINT32_T;
-    case MRC_INT64: return MPI_INT64_T;
-    case MRC_UINT64: return MPI_UINT64_T;
-    case MRC_FLOAT32: return MPI_FLOAT;
-    case MRC_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
-static MPI_Op mpi_op(mrc_op_t op)
-{
-    switch (op) {
-    case MRC_SUM: return MPI_SUM;
-    case MRC_PROD: return MPI_PROD;
-    case MRC_MIN: return MPI_MIN;
-    case MRC_MAX: return MPI_MAX;
-    default: return MPI_OP_NULL;
-    }
-}
-
 /* MPI's own allreduce timed like mrc's: a check, warm-up, then the loop;
  * the slowest rank's time per call, and the wrong elements. */
 static mrc_status_t time_mpi(const args_t *a, const void *send, void *recv,
                              size_t count, mrc_comm_t *c, double *dt,
                              double *wrong)
 {
-    MPI_Datatype t = mpi_type(a->dtype);
-    MPI_Op op = mpi_op(a->op);
+    MPI_Datatype t = mrc__mpi_type(a->dtype);
+    MPI_Op op = mrc__mpi_op(a->op);
     int n = (int)count, r = mrc_comm_rank(c), P = mrc_comm_size(c);
     int rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
     if (a->check && rc == MPI_SUCCESS)
@@ -216,8 +191,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "mrc-bench: --mpi: start it with mpirun\n");
         return 2;
     }
-    if (a.mpi && (mpi_type(a.dtype) == MPI_DATATYPE_NULL ||
-                  mpi_op(a.op) == MPI_OP_NULL)) {
+    if (a.mpi && (mrc__mpi_type(a.dtype) == MPI_DATATYPE_NULL ||
+                  mrc__mpi_op(a.op) == MPI_OP_NULL)) {
         fprintf(stderr, "mrc-bench: --mpi: MPI has no %s %s\n",
                 mrc_dtype_name(a.dtype), mrc_op_name(a.op));
         return 2;

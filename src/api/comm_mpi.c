@@ -14,31 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "api/comm_internal.h"
 #include "common/common.h"
 #include "mrc/mrc_mpi.h"
 #include "transport/mpi/mpi_transport.h"
-
-static mrc_status_t random_job(char *job, size_t size, int rank)
-{
-    unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t r = getrandom(b + got, sizeof b - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return mrc__error(MRC_ERR_TRANSPORT,
-                              "rank %d: no random bytes for the job id: %s",
-                              rank, strerror(errno));
-        got += (size_t)r;
-    }
-    for (size_t i = 0; i < sizeof b && 2 * i + 2 < size; i++)
-        snprintf(job + 2 * i, 3, "%02x", b[i]);
-    return MRC_OK;
-}
 
 /* $MRC_MPI_HOSTS=K (for tests): ranks are taken to be on K hosts in
  * blocks (rank r on host r * K / N),
@@ -83,7 +63,11 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
                    leader_of ? 1 : 0, MPI_INT, comm);
     char job[40] = "";
     if (st == MRC_OK && lrank == 0 && nlocal > 1)
-        st = random_job(job, sizeof job, rank);
+        st = mrc__random_job_id(job, sizeof job) == 0
+                 ? MRC_OK
+                 : mrc__error(MRC_ERR_TRANSPORT,
+                              "rank %d: no random bytes for the job id: %s",
+                              rank, strerror(errno));
     if (host != MPI_COMM_NULL)
         PMPI_Bcast(job, sizeof job, MPI_CHAR, 0, host);
     PMPI_Comm_dup(comm, &priv);

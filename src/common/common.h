@@ -73,4 +73,8 @@ int mrc__grow(void **array, int *cap, int need, size_t size);
 /* Duplicates a string; NULL on allocation failure (or NULL input). */
 char *mrc__strdup(const char *s);
 
+/* Writes 128 random bits as 32 hex digits and a NUL (size >= 33); 0 on
+ * success, -1 (errno set) if the kernel gave no random bytes. */
+int mrc__random_job_id(char *out, size_t size);
+
 #endif /* MRC_COMMON_H */

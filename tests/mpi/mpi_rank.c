@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/mpi_types.h"
 #include "exec/reference.h"
 #include "mrc/mrc.h"
 #include "mrc/mrc_mpi.h"
@@ -42,32 +43,6 @@ static void report(int rank, const char *what)
 }
 
 /* ---- api ---------------------------------------------------------------- */
-
-static MPI_Datatype mpi_type(mrc_dtype_t d)
-{
-    switch (d) {
-    case MRC_INT8: return MPI_INT8_T;
-    case MRC_UINT8: return MPI_UINT8_T;
-    case MRC_INT32: return MPI_INT32_T;
-    case MRC_UINT32: return MPI_UINT32_T;
-    case MRC_INT64: return MPI_INT64_T;
-    case MRC_UINT64: return MPI_UINT64_T;
-    case MRC_FLOAT32: return MPI_FLOAT;
-    case MRC_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
-static MPI_Op mpi_op(mrc_op_t op)
-{
-    switch (op) {
-    case MRC_SUM: return MPI_SUM;
-    case MRC_PROD: return MPI_PROD;
-    case MRC_MIN: return MPI_MIN;
-    case MRC_MAX: return MPI_MAX;
-    default: return MPI_OP_NULL;
-    }
-}
 
 static mrc_status_t mrc_call(mrc_collective_t c, const void *s, void *r,
                              size_t count, mrc_dtype_t d, mrc_op_t op,
@@ -148,8 +123,8 @@ static void api_case(mrc_comm_t *comm, MPI_Comm mcomm, mrc_collective_t c,
         wrong += (long)w;
         report(r, what);
     }
-    MPI_Datatype t = mpi_type(d);
-    MPI_Op mop = mpi_op(op);
+    MPI_Datatype t = mrc__mpi_type(d);
+    MPI_Op mop = mrc__mpi_op(op);
     int reducing = c != MRC_ALLGATHER && c != MRC_BROADCAST;
     if (t == MPI_DATATYPE_NULL || (reducing && mop == MPI_OP_NULL) ||
         count > INT32_MAX)

@@ -20,12 +20,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/common.h"
 
 #define CMD "mrc launch"
 
@@ -66,23 +66,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int make_job_id(char *out, size_t len)
-{
-    unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t r = getrandom(b + got, sizeof b - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        got += (size_t)r;
-    }
-    for (size_t i = 0; i < sizeof b && 2 * i + 2 < len; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
-    return 0;
 }
 
 /* Removes the job's shared-memory objects ("/mrc-JOB-..."): the transport
@@ -231,7 +214,7 @@ int cmd_launch(int argc, char **argv)
         grace = t && mrc__parse_double(t, &d) == 0 && d > 0 ? 2 * d : 120;
     }
     char job[40];
-    if (make_job_id(job, sizeof job) != 0) {
+    if (mrc__random_job_id(job, sizeof job) != 0) {
         fprintf(stderr, CMD ": no random bytes for the job id: %s\n",
                 strerror(errno));
         return CLI_FAIL;
