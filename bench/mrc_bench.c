@@ -4,11 +4,12 @@
  *
  *   mrc launch -n 4 -- mrc-bench -b 1M -e 64M -f 4 [-d float32] [-o sum]
  *                                [-n 20] [-w 5] [-c 1] [--json]
- *   mpirun -np 4 mrc-bench [...] [--mpi]
+ *   mpirun -np 4 mrc-bench [...] [--mpi] [-r 5]
  *
  * Under mpirun the ranks join through mrc_comm_init_mpi, and --mpi also
  * times MPI's own MPI_Allreduce (PMPI_Allreduce, so even under the
- * drop-in library it is MPI's) on the same buffers in the same run.
+ * drop-in library it is MPI's) on the same buffers in the same run;
+ * -r R times R loops of each, in turn, and reports the medians.
  *
  * Every rank times its own loop; a row reports the slowest rank. The
  * floor: an allreduce of S bytes on P ranks reads every input and writes
@@ -43,21 +44,22 @@ typedef struct args {
     uint64_t min, max, factor;
     mrc_dtype_t dtype;
     mrc_op_t op;
-    int iters, warmup, check, json, mpi;
+    int iters, warmup, check, json, mpi, repeats;
 } args_t;
 
 static int usage(const char *msg, const char *v)
 {
     fprintf(stderr, "mrc-bench: %s%s%s\n", msg, v ? " " : "", v ? v : "");
     fprintf(stderr, "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
-                    "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] "
+                    "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] [-r REPEATS] "
                     "[--json] [--mpi]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0, 0};
+    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0, 0,
+                  1};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x;
@@ -96,6 +98,8 @@ static int parse(int argc, char **argv, args_t *a)
             a->warmup = (int)x;
         } else if (strcmp(o, "-c") == 0 && x <= 1) {
             a->check = (int)x;
+        } else if (strcmp(o, "-r") == 0 && x >= 1 && x <= 99) {
+            a->repeats = (int)x;
         } else {
             return usage("bad option or value:", o);
         }
@@ -142,6 +146,30 @@ static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
     return st;
 }
 
+/* One timed loop of mrc's: the slowest rank's time per call. */
+static mrc_status_t mrc_loop(const args_t *a, const void *send, void *recv,
+                             size_t count, mrc_comm_t *c, double *dt)
+{
+    double zero = 0;
+    mrc_status_t st = mrc_allreduce(&zero, &zero, 1, MRC_FLOAT64, MRC_SUM, c);
+    double t0 = now_s();
+    for (int i = 0; i < a->iters && st == MRC_OK; i++)
+        st = mrc_allreduce(send, recv, count, a->dtype, a->op, c);
+    *dt = (now_s() - t0) / a->iters;
+    return st == MRC_OK ? slowest(dt, c) : st;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 #if MRC_HAVE_MPI
 /* Started by mpirun (rather than by mrc launch)? */
 static int under_mpirun(void)
@@ -151,11 +179,10 @@ static int under_mpirun(void)
             getenv("PMIX_RANK"));
 }
 
-/* MPI's own allreduce timed like mrc's: a check, warm-up, then the loop;
- * the slowest rank's time per call, and the wrong elements. */
-static mrc_status_t time_mpi(const args_t *a, const void *send, void *recv,
-                             size_t count, mrc_comm_t *c, double *dt,
-                             double *wrong)
+/* MPI's own allreduce, prepared like mrc's: a checked call, the warm-up. */
+static mrc_status_t mpi_prepare(const args_t *a, const void *send,
+                                void *recv, size_t count, mrc_comm_t *c,
+                                double *wrong)
 {
     MPI_Datatype t = mrc__mpi_type(a->dtype);
     MPI_Op op = mrc__mpi_op(a->op);
@@ -166,14 +193,26 @@ static mrc_status_t time_mpi(const args_t *a, const void *send, void *recv,
                                          a->dtype, a->op);
     for (int i = 0; i < a->warmup && rc == MPI_SUCCESS; i++)
         rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
-    PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_s();
-    for (int i = 0; i < a->iters && rc == MPI_SUCCESS; i++)
-        rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
-    *dt = (now_s() - t0) / a->iters;
     if (rc != MPI_SUCCESS)
         return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
                           r);
+    return MRC_OK;
+}
+
+/* One timed loop of MPI's: the slowest rank's time per call. */
+static mrc_status_t mpi_loop(const args_t *a, const void *send, void *recv,
+                             size_t count, mrc_comm_t *c, double *dt)
+{
+    MPI_Datatype t = mrc__mpi_type(a->dtype);
+    MPI_Op op = mrc__mpi_op(a->op);
+    int rc = PMPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_s();
+    for (int i = 0; i < a->iters && rc == MPI_SUCCESS; i++)
+        rc = PMPI_Allreduce(send, recv, (int)count, t, op, MPI_COMM_WORLD);
+    *dt = (now_s() - t0) / a->iters;
+    if (rc != MPI_SUCCESS)
+        return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
+                          mrc_comm_rank(c));
     return slowest(dt, c);
 }
 #endif
@@ -215,11 +254,11 @@ int main(int argc, char **argv)
     mrc_status_t st = MRC_OK;
     if (r == 0 && !a.json) {
         printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
-               "(%d warm-up)\n# floor = membw*(P-1)/P^2, membw measured "
+               "(%d warm-up), median of %d\n# floor = membw*(P-1)/P^2, membw measured "
                "before each row by all ranks at once\n"
                "%12s %12s %8s %6s %10s %9s %9s %9s %7s",
                P, mrc_dtype_name(a.dtype), mrc_op_name(a.op), a.iters,
-               a.warmup, "size", "count", "type", "redop", "time(us)",
+               a.warmup, a.repeats, "size", "count", "type", "redop", "time(us)",
                "algbw", "busbw", "floor", "%floor");
         if (a.mpi)
             printf(" %10s %9s %7s", "mpi(us)", "mpi_bus", "x_mpi");
@@ -259,23 +298,28 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < a.warmup && st == MRC_OK; i++)
             st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
-        double t0 = now_s();
-        for (int i = 0; i < a.iters && st == MRC_OK; i++)
-            st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
-        double dt = (now_s() - t0) / a.iters;
-        if (st == MRC_OK)
-            st = slowest(&dt, c);
-        double mpi_dt = 0;
 #if MRC_HAVE_MPI
         if (st == MRC_OK && a.mpi) {
             double mwrong = 0;
-            st = time_mpi(&a, send, recv, count, c, &mpi_dt, &mwrong);
+            st = mpi_prepare(&a, send, recv, count, c, &mwrong);
             if (st == MRC_OK)
                 st = mrc_allreduce(&mwrong, &mwrong, 1, MRC_FLOAT64, MRC_SUM,
                                    c);
             wrong += mwrong;
         }
 #endif
+        /* -r R: R loops of each, mrc's and MPI's in turn, so that both
+         * see the machine in the same state; the medians are reported. */
+        double dts[99], mpi_dts[99];
+        for (int k = 0; k < a.repeats && st == MRC_OK; k++) {
+            st = mrc_loop(&a, send, recv, count, c, &dts[k]);
+#if MRC_HAVE_MPI
+            if (st == MRC_OK && a.mpi)
+                st = mpi_loop(&a, send, recv, count, c, &mpi_dts[k]);
+#endif
+        }
+        double dt = st == MRC_OK ? median(dts, a.repeats) : 0;
+        double mpi_dt = st == MRC_OK && a.mpi ? median(mpi_dts, a.repeats) : 0;
         free(send);
         free(recv);
         if (st != MRC_OK)
