@@ -519,10 +519,11 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                               "the in-place form (rank %d)",
                               fn, c->rank);
     }
-    /* Small allreduces of a whole job: one step, if the transport can. */
+    /* Allreduces of a whole job up to 512 KiB: straight through the
+     * transport, if it can (shared memory: one or two steps). */
     const mrc__transport_ops_t *ops = c->transport.ops;
     if (coll == MRC_ALLREDUCE && ops->allreduce_small &&
-        count * esize <= MRC__SMALL_BYTES && c->size == c->shared->nranks) {
+        c->size == c->shared->nranks) {
         mrc_status_t st = ops->allreduce_small(c->transport.ctx, sendbuf,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);

@@ -15,6 +15,10 @@ for n in 1 2 3 4; do
 done
 expect 0 "rank 7 of 8: [0-9]* cases, 0 wrong elements, 0 failed" \
     "$MRC" launch -n 8 --timeout 120 -- "$RANK" sweep hcm8
+# Allreduces up to 512 KiB skip the program; the program's path for them
+# too (MRC_NO_DIRECT).
+expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
+    env MRC_NO_DIRECT=1 "$MRC" launch -n 3 --timeout 120 -- "$RANK" sweep
 
 # A rank killed mid-allreduce: the others see it at once (under 10 s, the
 # timeout: seen, not waited out), name it, and their communicator refuses later calls; launch

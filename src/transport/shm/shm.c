@@ -23,9 +23,11 @@
  * through a small cache-resident bounce buffer for a reduction) and sets
  * the sender's completion flag. One copy instead of two.
  *
- * An allreduce of at most MRC__SMALL_BYTES over the whole job skips the
- * program: every rank puts its input in a slot of its own and reduces all
- * the slots in rank order (shm_allreduce_small).
+ * An allreduce over the whole job skips the program up to 512 KiB: up to
+ * MRC__SMALL_BYTES every rank puts its input in a slot of its own and
+ * reduces all the slots in rank order; above, every rank reduces one
+ * block of all the inputs and the others copy it out (allreduce_mid).
+ * $MRC_NO_DIRECT turns this off (to compare).
  *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
@@ -129,6 +131,8 @@ struct mrc__shm_endpoint {
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
     uint64_t small_seq; /* small allreduces so far */
+    uint64_t mid_seq;   /* mid-size ones */
+    int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
 };
 
 static double now_s(void)
@@ -163,18 +167,57 @@ static small_slot_t *small_at(const mrc__shm_endpoint_t *e, int r,
            (size_t)r * 2 + (seq & 1);
 }
 
+/* Mid-size allreduces: each rank's input, then its block of the result,
+ * in one of two areas by the call's parity; `in` and `out` stamp them. */
+typedef struct mid_area {
+    uint64_t in;  /* atomic: the call whose input the area holds */
+    char pad1[56];
+    uint64_t out; /* atomic: the call whose result block it holds */
+    char pad2[56];
+    /* then the data */
+} mid_area_t;
+
+/* The bytes of input a rank's area takes: 512 KiB, less for more than
+ * 128 ranks (the areas of a job share 64 MiB). Past 512 KiB the copies
+ * into shared lines that a peer's core holds cost more than the ring's
+ * reads of private buffers (measured: docs/performance.md). */
+static size_t mid_max(int n)
+{
+    size_t m = ((size_t)64 << 20) / (size_t)n;
+    m = m > ((size_t)512 << 10) ? (size_t)512 << 10 : m;
+    return m & ~(size_t)4095;
+}
+
+static size_t mid_stride(int n)
+{
+    return sizeof(mid_area_t) + mid_max(n);
+}
+
+static size_t mid_bytes(int n)
+{
+    return (size_t)n * 2 * mid_stride(n);
+}
+
+static mid_area_t *mid_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    char *base = e->base + HEADER_BYTES + tokens_bytes(e->n) +
+                 small_bytes(e->n);
+    return (mid_area_t *)(base + ((size_t)r * 2 + (seq & 1)) *
+                                     mid_stride(e->n));
+}
+
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
                      unsigned k)
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
     return e->base + HEADER_BYTES + tokens_bytes(e->n) + small_bytes(e->n) +
-           (chan + k) * stride;
+           mid_bytes(e->n) + (chan + k) * stride;
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
 {
-    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) +
+    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) + mid_bytes(n) +
            (size_t)n * (size_t)n * SLOTS * (SLOT_HEADER + slot_bytes);
 }
 
@@ -370,6 +413,7 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->n = nranks;
     e->rank = rank;
     e->slot_bytes = pick_slot_bytes(nranks);
+    e->no_direct = getenv("MRC_NO_DIRECT") != NULL;
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
     e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
@@ -805,47 +849,55 @@ static mrc_status_t shm_end(void *ctx)
     return e->lost;
 }
 
+/* Waits until *stamp says call `seq`: spins briefly, then yields (ranks
+ * may outnumber cores), watching the peers and the clock. */
+static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
+                               uint64_t seq, int r, double timeout_s,
+                               const char *what)
+{
+    double start = 0;
+    for (unsigned spin = 0; __atomic_load_n(stamp, __ATOMIC_ACQUIRE) != seq;
+         spin++) {
+        if (spin < 64) {
+            __builtin_ia32_pause();
+            continue;
+        }
+        mrc_status_t st = check_peers(e);
+        if (st != MRC_OK)
+            return st;
+        double t = now_s();
+        if (start == 0)
+            start = t;
+        else if (t - start > timeout_s)
+            return mrc__error(MRC_ERR_TIMEOUT,
+                              "rank %d timed out after %g s waiting for "
+                              "rank %d's %s",
+                              e->rank, timeout_s, r, what);
+        sched_yield();
+    }
+    return MRC_OK;
+}
+
 /* A small allreduce in one step: every rank puts its input in its slot
  * and reduces all the slots in rank order. Two slots a rank are enough:
  * a rank that starts call s + 2 has seen every input of call s + 1, so
  * every peer has finished reading the inputs of call s. */
-static mrc_status_t shm_allreduce_small(void *ctx, const void *send,
-                                        void *recv, size_t count,
-                                        mrc_dtype_t dtype, mrc_op_t op,
-                                        double timeout_s)
+static mrc_status_t allreduce_small(mrc__shm_endpoint_t *e, const void *send,
+                                    void *recv, size_t count,
+                                    mrc_dtype_t dtype, mrc_op_t op,
+                                    double timeout_s)
 {
-    mrc__shm_endpoint_t *e = ctx;
     size_t bytes = count * mrc_dtype_size(dtype);
-    if (bytes > MRC__SMALL_BYTES)
-        return MRC_ERR_UNSUPPORTED;
-    if (e->lost != MRC_OK)
-        return e->lost;
     uint64_t seq = ++e->small_seq;
     small_slot_t *mine = small_at(e, e->rank, seq);
     memcpy(mine->data, send, bytes);
     __atomic_store_n(&mine->seq, seq, __ATOMIC_RELEASE);
-    double start = 0;
     for (int r = 0; r < e->n; r++) {
         small_slot_t *s = small_at(e, r, seq);
-        for (unsigned spin = 0;
-             __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != seq; spin++) {
-            if (spin < 64) { /* then yield: ranks may outnumber cores */
-                __builtin_ia32_pause();
-                continue;
-            }
-            mrc_status_t st = check_peers(e);
-            if (st != MRC_OK)
-                return st;
-            double t = now_s();
-            if (start == 0)
-                start = t;
-            else if (t - start > timeout_s)
-                return mrc__error(MRC_ERR_TIMEOUT,
-                                  "rank %d timed out after %g s waiting for "
-                                  "rank %d's input to a small allreduce",
-                                  e->rank, timeout_s, r);
-            sched_yield();
-        }
+        mrc_status_t st = wait_stamp(e, &s->seq, seq, r, timeout_s,
+                                     "input to a small allreduce");
+        if (st != MRC_OK)
+            return st;
         if (r == 0)
             memcpy(recv, s->data, bytes);
         else
@@ -855,6 +907,78 @@ static mrc_status_t shm_allreduce_small(void *ctx, const void *send,
     if (op == MRC_AVG)
         mrc__scale(recv, count, dtype, e->n);
     return MRC_OK;
+}
+
+/* A mid-size allreduce in two steps through the segment: every rank
+ * copies its input into its area; rank r reduces block r of every input,
+ * in rank order, into its recvbuf and back into block r of its own area
+ * (which only rank r reads); then every rank copies the other blocks out.
+ * Two syncs in place of the ring's 2(P-1) hops, and no system calls.
+ * Two areas a rank, as for small ones: a rank that writes its input of
+ * call s + 2 has seen every input of call s + 1, and a peer posts that
+ * only after copying out its result of call s. */
+static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
+                                  void *recv, size_t count, mrc_dtype_t dtype,
+                                  mrc_op_t op, double timeout_s)
+{
+    size_t es = mrc_dtype_size(dtype), n = (size_t)e->n;
+    uint64_t seq = ++e->mid_seq;
+    mid_area_t *mine = mid_at(e, e->rank, seq);
+    memcpy(mine + 1, send, count * es);
+    __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
+    size_t base = count / n, rem = count % n;
+#define BLOCK_AT(j) ((size_t)(j) * base + ((size_t)(j) < rem ? (size_t)(j) : rem))
+#define BLOCK_LEN(j) (base + ((size_t)(j) < rem))
+    size_t at = BLOCK_AT(e->rank) * es, len = BLOCK_LEN(e->rank);
+    char *dst = (char *)recv + at;
+    for (int r = 0; r < e->n; r++) {
+        mid_area_t *a = mid_at(e, r, seq);
+        mrc_status_t st = wait_stamp(e, &a->in, seq, r, timeout_s,
+                                     "input to an allreduce");
+        if (st != MRC_OK)
+            return st;
+        const char *src = (const char *)(a + 1) + at;
+        if (r == 0)
+            memcpy(dst, src, len * es);
+        else
+            mrc__reduce(dst, dst, src, len, dtype,
+                        op == MRC_AVG ? MRC_SUM : op);
+    }
+    if (op == MRC_AVG)
+        mrc__scale(dst, len, dtype, e->n);
+    memcpy((char *)(mine + 1) + at, dst, len * es);
+    __atomic_store_n(&mine->out, seq, __ATOMIC_RELEASE);
+    for (int r = 0; r < e->n; r++) {
+        if (r == e->rank)
+            continue;
+        mid_area_t *a = mid_at(e, r, seq);
+        mrc_status_t st = wait_stamp(e, &a->out, seq, r, timeout_s,
+                                     "block of an allreduce");
+        if (st != MRC_OK)
+            return st;
+        size_t rat = BLOCK_AT(r) * es;
+        memcpy((char *)recv + rat, (const char *)(a + 1) + rat,
+               BLOCK_LEN(r) * es);
+    }
+#undef BLOCK_AT
+#undef BLOCK_LEN
+    return MRC_OK;
+}
+
+static mrc_status_t shm_allreduce_small(void *ctx, const void *send,
+                                        void *recv, size_t count,
+                                        mrc_dtype_t dtype, mrc_op_t op,
+                                        double timeout_s)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    size_t bytes = count * mrc_dtype_size(dtype);
+    if (bytes > mid_max(e->n) || e->no_direct)
+        return MRC_ERR_UNSUPPORTED;
+    if (e->lost != MRC_OK)
+        return e->lost;
+    if (bytes <= MRC__SMALL_BYTES)
+        return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
+    return allreduce_mid(e, send, recv, count, dtype, op, timeout_s);
 }
 
 static const mrc__transport_ops_t shm_ops = {
