@@ -112,3 +112,38 @@ size_t mrc__ref_check(const void *recvbuf, mrc_collective_t c, size_t count,
     }
     return wrong;
 }
+
+mrc_status_t mrc__ref_call(mrc_collective_t c, const void *sendbuf,
+                           void *recvbuf, size_t count, mrc_dtype_t d,
+                           mrc_op_t op, int root, mrc_comm_t *comm)
+{
+    switch (c) {
+    case MRC_ALLREDUCE:
+        return mrc_allreduce(sendbuf, recvbuf, count, d, op, comm);
+    case MRC_REDUCE_SCATTER:
+        return mrc_reduce_scatter(sendbuf, recvbuf, count, d, op, comm);
+    case MRC_ALLGATHER:
+        return mrc_allgather(sendbuf, recvbuf, count, d, comm);
+    case MRC_REDUCE:
+        return mrc_reduce(sendbuf, recvbuf, count, d, op, root, comm);
+    default:
+        return mrc_broadcast(sendbuf, recvbuf, count, d, root, comm);
+    }
+}
+
+void mrc__ref_place(mrc_collective_t c, int in_place, size_t count,
+                    size_t esize, int rank, char *a, char *b, char **send,
+                    char **recv)
+{
+    char *block = a + (size_t)rank * count * esize;
+    *send = a;
+    *recv = b;
+    if (in_place && c == MRC_ALLGATHER) {
+        *send = block;
+        *recv = a;
+    } else if (in_place && c == MRC_REDUCE_SCATTER) {
+        *recv = block;
+    } else if (in_place) {
+        *recv = a;
+    }
+}

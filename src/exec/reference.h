@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "mrc/comm.h"
 #include "mrc/types.h"
 
 /* The input of group rank r at element i. */
@@ -26,5 +27,19 @@ void mrc__ref_fill(void *sendbuf, mrc_collective_t c, size_t count, int rank,
                    int n, mrc_dtype_t d, mrc_op_t op);
 size_t mrc__ref_check(const void *recvbuf, mrc_collective_t c, size_t count,
                       int rank, int n, int root, mrc_dtype_t d, mrc_op_t op);
+
+/* Calls collective c through the C API (allgather and broadcast ignore
+ * op; only reduce and broadcast use root). */
+mrc_status_t mrc__ref_call(mrc_collective_t c, const void *sendbuf,
+                           void *recvbuf, size_t count, mrc_dtype_t d,
+                           mrc_op_t op, int root, mrc_comm_t *comm);
+
+/* Where a rank's send and receive buffers lie for collective c, given two
+ * buffers a and b: a and b, or the in-place form within a (allgather:
+ * send is block `rank` of recv; reduce-scatter: recv is block `rank` of
+ * send; otherwise both are a). */
+void mrc__ref_place(mrc_collective_t c, int in_place, size_t count,
+                    size_t esize, int rank, char *a, char *b, char **send,
+                    char **recv);
 
 #endif /* MRC_REFERENCE_H */

@@ -273,9 +273,12 @@ static void say(const char *fn, const void *site, const char *path,
             pthread_mutex_unlock(&lock);
             return;
         }
-    if (num_seen < SITES)
-        seen[num_seen++].site = site, seen[num_seen - 1].fn = fn,
-                       seen[num_seen - 1].why = why;
+    if (num_seen < SITES) {
+        seen[num_seen].site = site;
+        seen[num_seen].fn = fn;
+        seen[num_seen].why = why;
+        num_seen++;
+    }
     pthread_mutex_unlock(&lock);
     int rank = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -21,19 +21,6 @@
 #include "exec/reference.h"
 #include "mrc/mrc.h"
 
-static int call(mrc_collective_t c, const void *s, void *r, size_t count,
-                mrc_dtype_t d, mrc_op_t op, int root, mrc_comm_t *comm)
-{
-    switch (c) {
-    case MRC_ALLREDUCE: return mrc_allreduce(s, r, count, d, op, comm);
-    case MRC_REDUCE_SCATTER:
-        return mrc_reduce_scatter(s, r, count, d, op, comm);
-    case MRC_ALLGATHER: return mrc_allgather(s, r, count, d, comm);
-    case MRC_REDUCE: return mrc_reduce(s, r, count, d, op, root, comm);
-    default: return mrc_broadcast(s, r, count, d, root, comm);
-    }
-}
-
 /* One case; returns the number of wrong elements, or -1 if the call
  * failed. */
 static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
@@ -52,17 +39,10 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     }
     memset(a, 0xab, big * es);
     memset(b, 0xcd, big * es);
-    char *send = a, *recv = b;
-    if (in_place && c == MRC_ALLGATHER) {
-        recv = a;
-        send = a + (size_t)r * count * es;
-    } else if (in_place && c == MRC_REDUCE_SCATTER) {
-        recv = a + (size_t)r * count * es;
-    } else if (in_place) {
-        recv = a;
-    }
+    char *send, *recv;
+    mrc__ref_place(c, in_place, count, es, r, a, b, &send, &recv);
     mrc__ref_fill(send, c, count, r, n, d, op);
-    mrc_status_t st = call(c, send, recv, count, d, op, root, comm);
+    mrc_status_t st = mrc__ref_call(c, send, recv, count, d, op, root, comm);
     long wrong = st == MRC_OK
                      ? (long)mrc__ref_check(recv, c, count, r, n, root, d, op)
                      : -1;

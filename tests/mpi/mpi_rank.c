@@ -44,20 +44,6 @@ static void report(int rank, const char *what)
 
 /* ---- api ---------------------------------------------------------------- */
 
-static mrc_status_t mrc_call(mrc_collective_t c, const void *s, void *r,
-                             size_t count, mrc_dtype_t d, mrc_op_t op,
-                             int root, mrc_comm_t *comm)
-{
-    switch (c) {
-    case MRC_ALLREDUCE: return mrc_allreduce(s, r, count, d, op, comm);
-    case MRC_REDUCE_SCATTER:
-        return mrc_reduce_scatter(s, r, count, d, op, comm);
-    case MRC_ALLGATHER: return mrc_allgather(s, r, count, d, comm);
-    case MRC_REDUCE: return mrc_reduce(s, r, count, d, op, root, comm);
-    default: return mrc_broadcast(s, r, count, d, root, comm);
-    }
-}
-
 /* MPI's result for the same inputs, out of place. */
 static int mpi_call(mrc_collective_t c, const void *s, void *r, int count,
                     MPI_Datatype t, MPI_Op op, int root, MPI_Comm comm)
@@ -97,15 +83,8 @@ static void api_case(mrc_comm_t *comm, MPI_Comm mcomm, mrc_collective_t c,
     }
     memset(a, 0xab, big * es);
     memset(b, 0xcd, big * es);
-    char *send = a, *recv = b;
-    if (ip && c == MRC_ALLGATHER) {
-        recv = a;
-        send = a + (size_t)r * count * es;
-    } else if (ip && c == MRC_REDUCE_SCATTER) {
-        recv = a + (size_t)r * count * es;
-    } else if (ip) {
-        recv = a;
-    }
+    char *send, *recv;
+    mrc__ref_place(c, ip, count, es, r, a, b, &send, &recv);
     mrc__ref_fill(send, c, count, r, n, d, op);
     memcpy(s, send, in * es); /* MPI's input, before mrc overwrites it */
     cases++;
@@ -113,7 +92,7 @@ static void api_case(mrc_comm_t *comm, MPI_Comm mcomm, mrc_collective_t c,
     snprintf(what, sizeof what, "%s %s %s count %zu%s root %d",
              mrc_collective_name(c), mrc_dtype_name(d), mrc_op_name(op),
              count, ip ? " in place" : "", root);
-    if (mrc_call(c, send, recv, count, d, op, root, comm) != MRC_OK) {
+    if (mrc__ref_call(c, send, recv, count, d, op, root, comm) != MRC_OK) {
         failed++;
         report(r, mrc_last_error());
         goto out;

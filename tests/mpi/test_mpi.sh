@@ -1,11 +1,12 @@
 #!/bin/sh
 # mrc over MPI, under mpirun on loopback: mrc_comm_init_mpi and the
 # drop-in library against MPI's own results.
-# Usage: test_mpi.sh MPIRUN MPI_RANK LIBMRC_MPI
+# Usage: test_mpi.sh MPIRUN MPI_RANK LIBMRC_MPI MPI_ALLREDUCE
 set -u
 MPIRUN=$1
 RANK=$2
 LIB=$3
+PLAIN=$4
 # A sanitized build preloads its runtime first ($MRC_TEST_PRELOAD).
 [ -n "${MRC_TEST_PRELOAD:-}" ] && LIB="$MRC_TEST_PRELOAD:$LIB"
 tmp=$(mktemp -d)
@@ -39,6 +40,15 @@ for n in 2 4; do
 done
 expect 0 "rank 1 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
     run 3 -x LD_PRELOAD="$LIB" -x MRC_MPI_HOSTS=3 "$RANK" pmpi
+# An ordinary MPI program (bench/mpi_allreduce.c, no mrc in it) prints
+# the same results as it is and under the preload, size by size.
+expect 0 "67108864" run 2 "$PLAIN"
+awk '$1 ~ /^[0-9]+$/ {print $1, $4}' "$tmp/out" > "$tmp/plain"
+expect 0 "67108864" run 2 -x LD_PRELOAD="$LIB" "$PLAIN"
+awk '$1 ~ /^[0-9]+$/ {print $1, $4}' "$tmp/out" > "$tmp/preloaded"
+expect 0 "" test "$(wc -l < "$tmp/plain")" -eq 4
+expect 0 "" cmp "$tmp/plain" "$tmp/preloaded"
+
 # Without the preload the same program knows it is not tested.
 expect 1 "libmrc_mpi.so is not preloaded" run 2 "$RANK" pmpi
 

@@ -64,23 +64,6 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static mrc_status_t call(const run_cfg_t *rc, const void *s, void *r,
-                         mrc_comm_t *c)
-{
-    switch (rc->coll) {
-    case MRC_ALLREDUCE:
-        return mrc_allreduce(s, r, rc->count, rc->dtype, rc->op, c);
-    case MRC_REDUCE_SCATTER:
-        return mrc_reduce_scatter(s, r, rc->count, rc->dtype, rc->op, c);
-    case MRC_ALLGATHER:
-        return mrc_allgather(s, r, rc->count, rc->dtype, c);
-    case MRC_REDUCE:
-        return mrc_reduce(s, r, rc->count, rc->dtype, rc->op, rc->root, c);
-    default:
-        return mrc_broadcast(s, r, rc->count, rc->dtype, rc->root, c);
-    }
-}
-
 static void *work(void *arg)
 {
     worker_t *w = arg;
@@ -94,12 +77,14 @@ static void *work(void *arg)
         memset(recv, 0, big * es); /* touch every page before timing */
     }
     for (int i = 0; i < rc->warmup && w->st == MRC_OK; i++)
-        w->st = call(rc, send, recv, w->comm);
+        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
+                              rc->op, rc->root, w->comm);
     pthread_barrier_wait(&w->sh->barrier);
     if (rank == 0 && mrc_comm_rank(w->comm) == 0)
         w->sh->t0 = now_s();
     for (int i = 0; i < rc->iters && w->st == MRC_OK; i++)
-        w->st = call(rc, send, recv, w->comm);
+        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
+                              rc->op, rc->root, w->comm);
     pthread_barrier_wait(&w->sh->barrier);
     if (rank == 0)
         w->sh->t1 = now_s();
@@ -107,7 +92,8 @@ static void *work(void *arg)
     if (w->st == MRC_OK) {
         mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
         memset(recv, 0x5a, big * es);
-        w->st = call(rc, send, recv, w->comm);
+        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
+                              rc->op, rc->root, w->comm);
     }
     if (w->st == MRC_OK)
         w->wrong = mrc__ref_check(recv, rc->coll, rc->count, rank, n,
