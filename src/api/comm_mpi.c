@@ -42,10 +42,18 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
     int *leader_of = malloc((size_t)n * sizeof *leader_of);
     int nlocal = 1, lrank = 0, leader = rank;
     mrc_status_t st = MRC_OK;
-    if (!local_of || !leader_of)
-        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    /* Every step below is collective: all ranks take them, or none. */
+    int have = local_of && leader_of, all_have = 0;
+    PMPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, comm);
+    if (!all_have) {
+        free(local_of);
+        free(leader_of);
+        return mrc__error(MRC_ERR_NO_MEMORY,
+                          "rank %d: %s out of memory for %d ranks", rank,
+                          have ? "a rank is" : "this rank is", n);
+    }
     /* Who shares this host, and which of them is first. */
-    if (st == MRC_OK) {
+    {
         int k = pretend_hosts(n);
         if (k > 0)
             PMPI_Comm_split(comm, (int)((long)rank * k / n), rank, &host);
@@ -56,11 +64,8 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
         PMPI_Comm_rank(host, &lrank);
         PMPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, host);
     }
-    /* Every rank learns every rank's host (by its leader); the MPI calls
-     * are made whatever happened, so that no rank is left waiting. */
-    int dummy = 0;
-    PMPI_Allgather(&leader, 1, MPI_INT, leader_of ? leader_of : &dummy,
-                   leader_of ? 1 : 0, MPI_INT, comm);
+    /* Every rank learns every rank's host (by its leader). */
+    PMPI_Allgather(&leader, 1, MPI_INT, leader_of, 1, MPI_INT, comm);
     char job[40] = "";
     if (st == MRC_OK && lrank == 0 && nlocal > 1)
         st = mrc__random_job_id(job, sizeof job) == 0
