@@ -522,9 +522,9 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
     /* Allreduces of a whole job up to 512 KiB: straight through the
      * transport, if it can (shared memory: one or two steps). */
     const mrc__transport_ops_t *ops = c->transport.ops;
-    if (coll == MRC_ALLREDUCE && ops->allreduce_small &&
+    if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
         c->size == c->shared->nranks) {
-        mrc_status_t st = ops->allreduce_small(c->transport.ctx, sendbuf,
+        mrc_status_t st = ops->allreduce_direct(c->transport.ctx, sendbuf,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);
         if (st != MRC_ERR_UNSUPPORTED) {

@@ -53,17 +53,18 @@ typedef struct mrc__transport_ops {
     mrc_status_t (*test)(void *ctx, mrc__xfer_t *x);
     /* The collective is over: every transfer of this rank is done. */
     mrc_status_t (*end)(void *ctx);
-    /* Optional (NULL: none): a whole allreduce without the program, up to
-     * a size the transport picks (shared memory: one step up to
-     * MRC__SMALL_BYTES, two up to 512 KiB), every rank's input reduced
-     * in rank order. MRC_ERR_UNSUPPORTED (the same on every rank) sends
-     * the call down the program's path. */
-    mrc_status_t (*allreduce_small)(void *ctx, const void *send, void *recv,
+    /* Optional (NULL: none): a whole-job allreduce without the program,
+     * where the transport can do better (shared memory: one step up to
+     * MRC__SMALL_BYTES, two through the segment up to 1-2 MiB, then by
+     * reading the peers' buffers). Each element is reduced by one rank,
+     * so every rank gets the same bits. MRC_ERR_UNSUPPORTED (the same on
+     * every rank) sends the call down the program's path. */
+    mrc_status_t (*allreduce_direct)(void *ctx, const void *send, void *recv,
                                     size_t count, mrc_dtype_t dtype,
                                     mrc_op_t op, double timeout_s);
 } mrc__transport_ops_t;
 
-/* Up to this many bytes allreduce_small takes a single step. */
+/* Up to this many bytes allreduce_direct takes a single step. */
 #define MRC__SMALL_BYTES 4096
 
 typedef struct mrc__transport {

@@ -15,26 +15,33 @@ for n in 1 2 3 4; do
 done
 expect 0 "rank 7 of 8: [0-9]* cases, 0 wrong elements, 0 failed" \
     "$MRC" launch -n 8 --timeout 120 -- "$RANK" sweep hcm8
-# Allreduces up to 512 KiB skip the program; the program's path for them
+# Allreduces of the whole job skip the program (one step, two steps through
+# the segment, or reading the peers' buffers); the program's path for them
 # too (MRC_NO_DIRECT).
 expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
     env MRC_NO_DIRECT=1 "$MRC" launch -n 3 --timeout 120 -- "$RANK" sweep
 
-# A rank killed mid-allreduce: the others see it at once (under 10 s, the
-# timeout: seen, not waited out), name it, and their communicator refuses later calls; launch
-# names the dead rank; nothing is left in /dev/shm.
+# A rank killed mid-allreduce (4 MiB: by reading the peers' buffers, and
+# by the program with MRC_NO_DIRECT): the others see it at once (under 10
+# s, the timeout: seen, not waited out), name it, and their communicator
+# refuses later calls; launch names the dead rank; nothing is left in
+# /dev/shm.
 export MRC_TIMEOUT=10
-expect 1 "rank 3 (pid [0-9]*) was killed by signal 9" "$MRC" launch -n 4 \
-    -- sh -c 'echo "$MRC_JOB" > "$0/job"; exec "$1" die' "$tmp" "$RANK"
-cp "$tmp/out" "$tmp/die"
-for r in 0 1 2; do
-    expect 0 "rank $r: MRC_ERR_PEER_LOST after [0-9]\.[0-9]* s: .*rank 3 (pid" \
-        cat "$tmp/die"
-    expect 0 "rank $r: then MRC_ERR_PEER_LOST: .*earlier call failed" \
-        cat "$tmp/die"
+for direct in yes no; do
+    if [ $direct = yes ]; then unset MRC_NO_DIRECT; else export MRC_NO_DIRECT=1; fi
+    expect 1 "rank 3 (pid [0-9]*) was killed by signal 9" "$MRC" launch -n 4 \
+        -- sh -c 'echo "$MRC_JOB" > "$0/job"; exec "$1" die' "$tmp" "$RANK"
+    cp "$tmp/out" "$tmp/die"
+    for r in 0 1 2; do
+        expect 0 "rank $r: MRC_ERR_PEER_LOST after [0-9]\.[0-9]* s: .*rank 3 (pid" \
+            cat "$tmp/die"
+        expect 0 "rank $r: then MRC_ERR_PEER_LOST: .*earlier call failed" \
+            cat "$tmp/die"
+    done
+    job=$(cat "$tmp/job")
+    expect 0 "" test -z "$(ls /dev/shm | grep "^mrc-$job")"
 done
-job=$(cat "$tmp/job")
-expect 0 "" test -z "$(ls /dev/shm | grep "^mrc-$job")"
+unset MRC_NO_DIRECT
 
 # The same in the one-step small allreduce.
 expect 1 "rank 2 (pid [0-9]*) was killed by signal 9" "$MRC" launch -n 3 \

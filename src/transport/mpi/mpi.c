@@ -422,7 +422,7 @@ static mrc_status_t mpi_end(void *ctx)
 }
 
 /* In one step through shared memory when every rank is on this host. */
-static mrc_status_t mpi_allreduce_small(void *ctx, const void *send,
+static mrc_status_t mpi_allreduce_direct(void *ctx, const void *send,
                                         void *recv, size_t count,
                                         mrc_dtype_t dtype, mrc_op_t op,
                                         double timeout_s)
@@ -430,13 +430,13 @@ static mrc_status_t mpi_allreduce_small(void *ctx, const void *send,
     mrc__mpi_endpoint_t *e = ctx;
     if (e->remote || !e->shm)
         return MRC_ERR_UNSUPPORTED;
-    return e->shm_t.ops->allreduce_small(e->shm_t.ctx, send, recv, count,
+    return e->shm_t.ops->allreduce_direct(e->shm_t.ctx, send, recv, count,
                                          dtype, op, timeout_s);
 }
 
 static const mrc__transport_ops_t mpi_ops = {
     "mpi", mpi_begin, mpi_isend, mpi_irecv, mpi_test, mpi_end,
-    mpi_allreduce_small,
+    mpi_allreduce_direct,
 };
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)

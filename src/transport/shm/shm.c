@@ -23,11 +23,13 @@
  * through a small cache-resident bounce buffer for a reduction) and sets
  * the sender's completion flag. One copy instead of two.
  *
- * An allreduce over the whole job skips the program up to 512 KiB: up to
+ * An allreduce over the whole job skips the program: up to
  * MRC__SMALL_BYTES every rank puts its input in a slot of its own and
- * reduces all the slots in rank order; above, every rank reduces one
- * block of all the inputs and the others copy it out (allreduce_mid).
- * $MRC_NO_DIRECT turns this off (to compare).
+ * reduces all the slots in rank order; up to mid_max() every rank copies
+ * its input into the segment, reduces one block of all the inputs there,
+ * and the others copy it out (allreduce_mid); above, the same blocks are
+ * read straight from the peers' buffers (allreduce_large, when the kernel
+ * allows cross-memory attach). $MRC_NO_DIRECT turns this off (to compare).
  *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
@@ -132,6 +134,8 @@ struct mrc__shm_endpoint {
     mrc_status_t lost; /* sticky once a peer is gone */
     uint64_t small_seq; /* small allreduces so far */
     uint64_t mid_seq;   /* mid-size ones */
+    uint64_t large_seq; /* large ones (by reading the peers' buffers) */
+    int all_read;       /* every rank can read every other's memory */
     int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
 };
 
@@ -177,14 +181,17 @@ typedef struct mid_area {
     /* then the data */
 } mid_area_t;
 
-/* The bytes of input a rank's area takes: 512 KiB, less for more than
- * 128 ranks (the areas of a job share 64 MiB). Past 512 KiB the copies
- * into shared lines that a peer's core holds cost more than the ring's
- * reads of private buffers (measured: docs/performance.md). */
+/* The bytes of input a rank's area takes: 512 KiB a rank up to 2 MiB
+ * (1 MiB for 2 ranks), less for more than 32 ranks (the areas of a job
+ * share 64 MiB). Past that the copies through shared lines that a peer's
+ * core holds cost more than reading the peers' buffers with the kernel
+ * (measured: docs/performance.md). */
 static size_t mid_max(int n)
 {
     size_t m = ((size_t)64 << 20) / (size_t)n;
-    m = m > ((size_t)512 << 10) ? (size_t)512 << 10 : m;
+    size_t cap = (size_t)n * ((size_t)512 << 10);
+    cap = cap > ((size_t)2 << 20) ? (size_t)2 << 20 : cap;
+    m = m > cap ? cap : m;
     return m & ~(size_t)4095;
 }
 
@@ -206,18 +213,41 @@ static mid_area_t *mid_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
                                      mid_stride(e->n));
 }
 
+/* Large allreduces: where each rank's buffers are, and how far it is. */
+typedef struct large_post {
+    uint64_t in; /* atomic: the call whose buffers these are */
+    uint64_t send, recv;
+    char pad1[40];
+    uint64_t out; /* atomic: the call whose block is reduced in recv */
+    char pad2[56];
+    uint64_t done; /* atomic: the call whose blocks it has copied */
+    char pad3[56];
+} large_post_t;
+
+static large_post_t *large_at(const mrc__shm_endpoint_t *e, int r)
+{
+    return (large_post_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
+                            small_bytes(e->n) + mid_bytes(e->n)) +
+           r;
+}
+
+static size_t channels_at(int n)
+{
+    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) + mid_bytes(n) +
+           (size_t)n * sizeof(large_post_t);
+}
+
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
                      unsigned k)
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
-    return e->base + HEADER_BYTES + tokens_bytes(e->n) + small_bytes(e->n) +
-           mid_bytes(e->n) + (chan + k) * stride;
+    return e->base + channels_at(e->n) + (chan + k) * stride;
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
 {
-    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) + mid_bytes(n) +
+    return channels_at(n) +
            (size_t)n * (size_t)n * SLOTS * (SLOT_HEADER + slot_bytes);
 }
 
@@ -393,6 +423,9 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
                               e->rank, timeout_s);
         usleep(200);
     }
+    e->all_read = 1;
+    for (int r = 0; r < e->n; r++)
+        e->all_read &= __atomic_load_n(&e->info[r].can_read, __ATOMIC_ACQUIRE);
     return MRC_OK;
 }
 
@@ -909,6 +942,18 @@ static mrc_status_t allreduce_small(mrc__shm_endpoint_t *e, const void *send,
     return MRC_OK;
 }
 
+/* Block j of `count` elements split over n ranks: the first count % n
+ * blocks take one more. */
+static size_t block_at(size_t count, size_t n, size_t j)
+{
+    return j * (count / n) + (j < count % n ? j : count % n);
+}
+
+static size_t block_len(size_t count, size_t n, size_t j)
+{
+    return count / n + (j < count % n);
+}
+
 /* A mid-size allreduce in two steps through the segment: every rank
  * copies its input into its area; rank r reduces block r of every input,
  * in rank order, into its recvbuf and back into block r of its own area
@@ -924,26 +969,30 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
     size_t es = mrc_dtype_size(dtype), n = (size_t)e->n;
     uint64_t seq = ++e->mid_seq;
     mid_area_t *mine = mid_at(e, e->rank, seq);
-    memcpy(mine + 1, send, count * es);
+    size_t me = (size_t)e->rank;
+    size_t at = block_at(count, n, me) * es, len = block_len(count, n, me);
+    /* The others' blocks of my input (my own is read from sendbuf). */
+    memcpy(mine + 1, send, at);
+    memcpy((char *)(mine + 1) + at + len * es, (const char *)send + at + len * es,
+           count * es - at - len * es);
     __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
-    size_t base = count / n, rem = count % n;
-#define BLOCK_AT(j) ((size_t)(j) * base + ((size_t)(j) < rem ? (size_t)(j) : rem))
-#define BLOCK_LEN(j) (base + ((size_t)(j) < rem))
-    size_t at = BLOCK_AT(e->rank) * es, len = BLOCK_LEN(e->rank);
+    /* Block me of every input, from mine on round the ranks: each element
+     * is reduced by one rank only, so every rank gets the same bits, and
+     * in place my own block is read before it is written. */
     char *dst = (char *)recv + at;
-    for (int r = 0; r < e->n; r++) {
+    for (size_t k = 1; k < n; k++) {
+        int r = (int)((me + k) % n);
         mid_area_t *a = mid_at(e, r, seq);
         mrc_status_t st = wait_stamp(e, &a->in, seq, r, timeout_s,
                                      "input to an allreduce");
         if (st != MRC_OK)
             return st;
-        const char *src = (const char *)(a + 1) + at;
-        if (r == 0)
-            memcpy(dst, src, len * es);
-        else
-            mrc__reduce(dst, dst, src, len, dtype,
-                        op == MRC_AVG ? MRC_SUM : op);
+        mrc__reduce(dst, k == 1 ? (const char *)send + at : dst,
+                    (const char *)(a + 1) + at, len, dtype,
+                    op == MRC_AVG ? MRC_SUM : op);
     }
+    if (n == 1 && dst != (const char *)send + at)
+        memcpy(dst, (const char *)send + at, len * es);
     if (op == MRC_AVG)
         mrc__scale(dst, len, dtype, e->n);
     memcpy((char *)(mine + 1) + at, dst, len * es);
@@ -956,34 +1005,103 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
                                      "block of an allreduce");
         if (st != MRC_OK)
             return st;
-        size_t rat = BLOCK_AT(r) * es;
+        size_t rat = block_at(count, n, (size_t)r) * es;
         memcpy((char *)recv + rat, (const char *)(a + 1) + rat,
-               BLOCK_LEN(r) * es);
+               block_len(count, n, (size_t)r) * es);
     }
-#undef BLOCK_AT
-#undef BLOCK_LEN
     return MRC_OK;
 }
 
-static mrc_status_t shm_allreduce_small(void *ctx, const void *send,
+/* A large allreduce by reading the peers' buffers (cross-memory attach):
+ * every rank posts where its buffers are; rank r reduces block r of every
+ * input, in rank order, half a bounce buffer at a time (so the pieces stay
+ * in cache), into its recvbuf; then it reads the other blocks straight
+ * from the peers' recvbufs, and waits until every peer has read its own
+ * block. Three syncs in place of the ring's 2(P-1) hops and their
+ * messages. In place, a rank overwrites block q of its input only after
+ * rank q has said it reduced it. */
+static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
+                                    void *recv, size_t count,
+                                    mrc_dtype_t dtype, mrc_op_t op,
+                                    double timeout_s)
+{
+    size_t es = mrc_dtype_size(dtype), n = (size_t)e->n, me = (size_t)e->rank;
+    uint64_t seq = ++e->large_seq;
+    large_post_t *mine = large_at(e, e->rank);
+    mine->send = (uint64_t)(uintptr_t)send;
+    mine->recv = (uint64_t)(uintptr_t)recv;
+    __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
+    for (int r = 0; r < e->n; r++) {
+        mrc_status_t st = wait_stamp(e, &large_at(e, r)->in, seq, r,
+                                     timeout_s, "buffers of an allreduce");
+        if (st != MRC_OK)
+            return st;
+    }
+    mrc_op_t rop = op == MRC_AVG ? MRC_SUM : op;
+    size_t at = block_at(count, n, me) * es, len = block_len(count, n, me) * es;
+    size_t piece = BOUNCE / 2 / es * es;
+    char *dst = (char *)recv + at;
+    for (size_t off = 0; off < len; off += piece) {
+        size_t m = len - off < piece ? len - off : piece;
+        for (size_t k = 1; k < n; k++) {
+            int r = (int)((me + k) % n);
+            char *b = e->bounce;
+            mrc_status_t st =
+                read_peer(e, r, b, large_at(e, r)->send + at + off, m);
+            if (st != MRC_OK)
+                return st;
+            mrc__reduce(dst + off,
+                        k == 1 ? (const char *)send + at + off : dst + off, b,
+                        m / es, dtype, rop);
+        }
+    }
+    if (op == MRC_AVG)
+        mrc__scale(dst, len / es, dtype, e->n);
+    __atomic_store_n(&mine->out, seq, __ATOMIC_RELEASE);
+    for (size_t k = 1; k < n; k++) {
+        int r = (int)((me + k) % n);
+        mrc_status_t st = wait_stamp(e, &large_at(e, r)->out, seq, r,
+                                     timeout_s, "block of an allreduce");
+        size_t rat = block_at(count, n, (size_t)r) * es;
+        if (st == MRC_OK)
+            st = read_peer(e, r, (char *)recv + rat,
+                           large_at(e, r)->recv + rat,
+                           block_len(count, n, (size_t)r) * es);
+        if (st != MRC_OK)
+            return st;
+    }
+    __atomic_store_n(&mine->done, seq, __ATOMIC_RELEASE);
+    for (int r = 0; r < e->n; r++) {
+        mrc_status_t st = wait_stamp(e, &large_at(e, r)->done, seq, r,
+                                     timeout_s, "copy of an allreduce");
+        if (st != MRC_OK)
+            return st;
+    }
+    return MRC_OK;
+}
+
+static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
                                         void *recv, size_t count,
                                         mrc_dtype_t dtype, mrc_op_t op,
                                         double timeout_s)
 {
     mrc__shm_endpoint_t *e = ctx;
     size_t bytes = count * mrc_dtype_size(dtype);
-    if (bytes > mid_max(e->n) || e->no_direct)
+    if (e->no_direct ||
+        (bytes > mid_max(e->n) && (!e->all_read || e->n < 2)))
         return MRC_ERR_UNSUPPORTED;
     if (e->lost != MRC_OK)
         return e->lost;
     if (bytes <= MRC__SMALL_BYTES)
         return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
-    return allreduce_mid(e, send, recv, count, dtype, op, timeout_s);
+    if (bytes <= mid_max(e->n))
+        return allreduce_mid(e, send, recv, count, dtype, op, timeout_s);
+    return allreduce_large(e, send, recv, count, dtype, op, timeout_s);
 }
 
 static const mrc__transport_ops_t shm_ops = {
     "shm", shm_begin, shm_isend, shm_irecv, shm_test, shm_end,
-    shm_allreduce_small,
+    shm_allreduce_direct,
 };
 
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
