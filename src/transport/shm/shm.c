@@ -1041,18 +1041,29 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
     size_t at = block_at(count, n, me) * es, len = block_len(count, n, me) * es;
     size_t piece = BOUNCE / 2 / es * es;
     char *dst = (char *)recv + at;
+    char *got = e->bounce, *acc = e->bounce + BOUNCE / 2;
+    /* A block of a MiB or more is past what stays in cache until the peers
+     * read it: written around the cache, it costs no read for ownership
+     * (P=2, 16 MiB: 1.1-1.2x MPI's time became 1.4-1.5x). So each piece
+     * is summed in cache (acc) and written to recvbuf once, at the last
+     * peer. */
+    void (*last)(void *, const void *, const void *, size_t, mrc_dtype_t,
+                 mrc_op_t) =
+        len >= ((size_t)1 << 20) ? mrc__reduce_stream : mrc__reduce;
     for (size_t off = 0; off < len; off += piece) {
         size_t m = len - off < piece ? len - off : piece;
+        const char *sum = (const char *)send + at + off;
         for (size_t k = 1; k < n; k++) {
             int r = (int)((me + k) % n);
-            char *b = e->bounce;
             mrc_status_t st =
-                read_peer(e, r, b, large_at(e, r)->send + at + off, m);
+                read_peer(e, r, got, large_at(e, r)->send + at + off, m);
             if (st != MRC_OK)
                 return st;
-            mrc__reduce(dst + off,
-                        k == 1 ? (const char *)send + at + off : dst + off, b,
-                        m / es, dtype, rop);
+            if (k + 1 < n)
+                mrc__reduce(acc, sum, got, m / es, dtype, rop);
+            else
+                last(dst + off, sum, got, m / es, dtype, rop);
+            sum = acc;
         }
     }
     if (op == MRC_AVG)
