@@ -519,8 +519,9 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                               "the in-place form (rank %d)",
                               fn, c->rank);
     }
-    /* Allreduces of a whole job up to 512 KiB: straight through the
-     * transport, if it can (shared memory: one or two steps). */
+    /* Allreduces of a whole job: straight through the transport, if it
+     * can (shared memory: one step, two through the segment, or reading
+     * the peers' buffers). */
     const mrc__transport_ops_t *ops = c->transport.ops;
     if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
         c->size == c->shared->nranks) {
