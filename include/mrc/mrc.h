@@ -11,6 +11,7 @@
 
 #include "mrc/comm.h"
 #include "mrc/embed.h"
+#include "mrc/fabric.h"
 #include "mrc/program.h"
 #include "mrc/sim.h"
 #include "mrc/status.h"

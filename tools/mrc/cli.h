@@ -64,5 +64,7 @@ int cmd_run(int argc, char **argv);
 void help_run(void);
 int cmd_sim(int argc, char **argv);
 void help_sim(void);
+int cmd_fabric(int argc, char **argv);
+void help_fabric(void);
 
 #endif /* MRC_CLI_H */

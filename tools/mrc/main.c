@@ -30,6 +30,9 @@ static void usage(FILE *out)
             "                                time, utilisation, energy\n"
             "  launch -n N -- PROGRAM ...    N processes of PROGRAM as one "
             "job\n"
+            "  fabric --pattern P            schedule and check an exchange "
+            "on a\n"
+            "                                chip's tile fabric (seed 001)\n"
             "  help [COMMAND]                show help for a command\n"
             "\n"
             "SPEC is a generator such as hcm8, ring:8, torus2d:4,4,bw=50 or a\n"
@@ -73,8 +76,12 @@ static int cmd_help(int argc, char **argv)
         help_launch();
         return CLI_OK;
     }
+    if (argc == 1 && strcmp(argv[0], "fabric") == 0) {
+        help_fabric();
+        return CLI_OK;
+    }
     fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run, sim, launch)\n",
+                    "compile, run, sim, launch, fabric)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -108,6 +115,8 @@ int main(int argc, char **argv)
         return cmd_sim(argc - 2, argv + 2);
     if (strcmp(cmd, "launch") == 0)
         return cmd_launch(argc - 2, argv + 2);
+    if (strcmp(cmd, "fabric") == 0)
+        return cmd_fabric(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }
