@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -201,6 +202,11 @@ int cmd_fabric(int argc, char **argv)
         mrc_fabric_destroy(f);
     } else {
         int ft = 0, fc = 0;
+        if (access(pattern, F_OK) != 0 && !cli_has_ext(pattern, ".json"))
+            return cli_usage(cmd, "fabric",
+                             "unknown pattern '%s' (neighbour, broadcast, "
+                             "random, all-to-all, or a JSON file)",
+                             pattern);
         if (bytes_s || seed_s)
             return cli_usage(cmd, "fabric", "--bytes and --seed are for the "
                                             "named patterns, not a file");
