@@ -86,10 +86,12 @@ size_t mrc_exchange_entries(const mrc_exchange_t *x);
 mrc_status_t mrc_exchange_pattern(const char *name, int tiles, int columns,
                                   uint64_t seed, uint64_t bytes,
                                   mrc_exchange_t **out);
+/* 1 if `name` is one of the named patterns above. */
+int mrc_exchange_is_pattern(const char *name);
 /* Reads an exchange from a JSON file:
  *   {"tiles": 8, "columns": 2,          (both optional)
  *    "exchange": [{"source": 0, "destinations": [1, 5], "bytes": 8}, ...]}
- * Sets *tiles and *columns to the file's values, or 0 where it has none.
+ * ("bytes" defaults to 4, one packet of the default size). Sets *tiles and *columns to the file's values, or 0 where it has none.
  * Errors name the file and the entry (line and column for bad JSON). */
 mrc_status_t mrc_exchange_read(const char *path, mrc_exchange_t **out,
                                int *tiles, int *columns);
@@ -118,8 +120,8 @@ typedef struct mrc_fabric_schedule_info {
     /* No schedule is shorter: the largest, over tiles, of the shortest
      * time to send its packets one a cycle (longest trip first), and of
      * the shortest time to receive its packets one a cycle, none before
-     * its trip (so: the most packets any tile sends or receives, plus
-     * distance). */
+     * its trip. It weighs the most packets any tile sends or receives
+     * together with their trips (their plain sum would not be a bound). */
     int64_t lower_bound_cycles;
 } mrc_fabric_schedule_info_t;
 

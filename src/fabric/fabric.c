@@ -6,6 +6,7 @@
 
 #include "common/common.h"
 #include "fabric/fabric_internal.h"
+#include "program/program_internal.h" /* mrc__mix64 */
 
 /* Ample for any chip, small enough that tiles x columns never overflows. */
 #define MAX_TILES (1 << 20)
@@ -239,13 +240,25 @@ int mrc__exchange_has_dest(const mrc_exchange_t *x, size_t entry, int t)
 /* splitmix64: a small, well-mixed generator, the same on every machine. */
 static uint64_t next_random(uint64_t *state)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    uint64_t x = *state; /* mrc__mix64 adds the step itself */
+    *state += 0x9e3779b97f4a7c15ull;
+    return mrc__mix64(x);
 }
 
 enum { RANDOM_FANOUT = 8 };
+
+static const char *const pattern_names[] = {"neighbour", "neighbor",
+                                            "broadcast", "random",
+                                            "all-to-all"};
+
+int mrc_exchange_is_pattern(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof pattern_names / sizeof *pattern_names;
+         i++)
+        if (strcmp(name, pattern_names[i]) == 0)
+            return 1;
+    return 0;
+}
 
 static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name,
                                 int tiles, int columns, uint64_t seed,
@@ -283,6 +296,14 @@ static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name,
                 d += d >= t; /* never itself */
                 st = mrc_exchange_add(x, t, &d, 1, bytes);
             }
+    } else if (strcmp(name, "all-to-all") == 0 &&
+               (uint64_t)tiles * (uint64_t)(tiles - 1) > INT32_MAX) {
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "all-to-all on %d tiles is %llu packets (at most "
+                        "%d)",
+                        tiles,
+                        (unsigned long long)tiles * (unsigned long long)(tiles - 1),
+                        INT32_MAX);
     } else if (strcmp(name, "all-to-all") == 0) {
         /* Round k: every tile to the tile k after it, so that each round
          * is a permutation (one send and one receipt a tile). */

@@ -19,6 +19,8 @@
 
 /* Packets are indexed by int32 in the schedule's tables. */
 #define MAX_PACKETS ((uint64_t)INT32_MAX)
+/* The multiplexer and send tables may take this much memory. */
+#define MAX_TABLE_BYTES (4.0 * (1 << 30))
 
 typedef struct builder {
     const mrc_fabric_t *f;
@@ -49,7 +51,8 @@ static mrc_status_t check_tiles(const mrc_fabric_t *f,
 
 static uint64_t packets_of(const mrc_fabric_t *f, uint64_t bytes)
 {
-    return (bytes + (uint64_t)f->packet_bytes - 1) / (uint64_t)f->packet_bytes;
+    uint64_t pb = (uint64_t)f->packet_bytes;
+    return bytes / pb + (bytes % pb != 0); /* no wrap near 2^64 */
 }
 
 /* The longest trip of entry e's packets (to its farthest destination). */
@@ -72,7 +75,7 @@ static int cmp_desc(const void *a, const void *b)
 
 static int cmp_asc(const void *a, const void *b)
 {
-    return -cmp_desc(a, b);
+    return cmp_desc(b, a);
 }
 
 /* The lower bound of mrc/fabric.h: for each tile, its packets one a
@@ -157,10 +160,15 @@ static mrc_status_t reach(builder_t *b, int64_t need)
     while (h <= need)
         h *= 2;
     size_t old = (size_t)s->horizon;
-    if (h > INT32_MAX)
+    /* A mux entry and a busy byte per tile and cycle. */
+    double need_bytes = 5.0 * (double)h * (double)b->f->tiles;
+    if (h > INT32_MAX || need_bytes > MAX_TABLE_BYTES)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "the exchange would last more than %d cycles",
-                          INT32_MAX);
+                          "the schedule would need %lld cycles of %d tiles "
+                          "(%.1f GiB of tables; at most %.0f GiB)",
+                          (long long)h, b->f->tiles,
+                          need_bytes / (1 << 30),
+                          MAX_TABLE_BYTES / (1 << 30));
     for (int t = 0; t < b->f->tiles; t++) {
         int32_t *m = realloc(s->mux[t], (size_t)h * sizeof *m);
         if (m)
@@ -302,10 +310,11 @@ mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
     first_packet[0] = 0;
     for (size_t e = 0; e < x->entries; e++) {
         uint64_t k = packets_of(f, x->bytes[e]);
+        int too_many = k > MAX_PACKETS - packets;
         packets += k;
         deliveries += k * (x->first[e + 1] - x->first[e]);
         first_packet[e + 1] = packets;
-        if (packets > MAX_PACKETS) {
+        if (too_many) {
             free(first_packet);
             return mrc__error(MRC_ERR_INVALID_ARG,
                               "the exchange has more than %llu packets "

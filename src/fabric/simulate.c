@@ -195,7 +195,8 @@ mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
                     continue; /* nothing there: the delivery is missed */
                 size_t e = (size_t)s->entry[p];
                 int64_t arrive = c + mrc__fabric_ns(f, r);
-                int64_t expect = s->send[p] + mrc_fabric_delay(f, src, r);
+                int64_t expect =
+                    (int64_t)s->send[p] + mrc_fabric_delay(f, src, r);
                 if (!mrc__exchange_has_dest(s->x, e, r) || arrive < expect)
                     out->misdelivered++;
                 else if (arrive == expect)

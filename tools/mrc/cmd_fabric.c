@@ -34,8 +34,8 @@ void help_fabric(void)
         "                FILE.json   {\"tiles\": T, \"columns\": C,\n"
         "                             \"exchange\": [{\"source\": 0,\n"
         "                             \"destinations\": [1, 2], \"bytes\": 8}]}\n"
-        "                            (tiles and columns optional; the options\n"
-        "                            win over the file)\n"
+        "                            (tiles, columns optional: the options\n"
+        "                            win over the file; bytes default 4)\n"
         "--tiles         tiles on the chip (default 1472)\n"
         "--columns       columns (default 16)\n"
         "--seed          seed of the random pattern (default 1)\n"
@@ -45,7 +45,8 @@ void help_fabric(void)
         "--json          one JSON object instead of the table\n"
         "\n"
         "Exit status: 0 when every packet is delivered at its cycle, 1 when\n"
-        "the simulation finds a fault, 2 on bad usage or input.\n");
+        "the simulation finds a fault (or memory runs out), 2 on bad usage\n"
+        "or input (such as an exchange whose tables would pass 4 GiB).\n");
 }
 
 static double now_s(void)
@@ -53,16 +54,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int is_named(const char *p)
-{
-    static const char *names[] = {"neighbour", "neighbor", "broadcast",
-                                  "random", "all-to-all"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strcmp(p, names[i]) == 0)
-            return 1;
-    return 0;
 }
 
 typedef struct report {
@@ -190,7 +181,7 @@ int cmd_fabric(int argc, char **argv)
 
     mrc_exchange_t *x = NULL;
     mrc_status_t st = MRC_OK;
-    if (is_named(pattern)) {
+    if (mrc_exchange_is_pattern(pattern)) {
         /* The fabric's defaults, so the pattern is made for it. */
         mrc_fabric_config_t probe = {(int)tiles, (int)columns, (int)packet};
         mrc_fabric_t *f = NULL;

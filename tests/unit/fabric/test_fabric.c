@@ -308,6 +308,23 @@ static void test_random_exchanges(void **state)
         mrc_fabric_schedule_info_t info;
         mrc_fabric_schedule_info(s, &info);
         assert_true(info.cycles >= info.lower_bound_cycles);
+        /* The bound is at least each of its parts: the longest trip, and
+         * every tile's packets sent or received one a cycle. */
+        int64_t sends[40] = {0}, gets[40] = {0}, trip = 0;
+        for (uint64_t p = 0; p < info.packets; p++) {
+            size_t e = (size_t)s->entry[p];
+            sends[x->source[e]]++;
+            for (size_t k = x->first[e]; k < x->first[e + 1]; k++) {
+                int d = mrc_fabric_delay(f, x->source[e], x->dests[k]);
+                trip = d > trip ? d : trip;
+                gets[x->dests[k]]++;
+            }
+        }
+        assert_true(info.lower_bound_cycles >= trip + 1);
+        for (int t = 0; t < tiles; t++) {
+            assert_true(info.lower_bound_cycles >= sends[t]);
+            assert_true(info.lower_bound_cycles >= gets[t]);
+        }
         mrc_fabric_stats_t st = simulate(f, s);
         assert_clean(&st);
         assert_true(st.cycles <= info.cycles);
