@@ -529,7 +529,9 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);
         if (st != MRC_ERR_UNSUPPORTED) {
-            if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST)
+            /* As on the program's path: the peers may be mid-call. */
+            if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
+                st == MRC_ERR_TRANSPORT)
                 c->poisoned = st;
             if (st != MRC_OK)
                 mrc__error_prefix("%s (rank %d)", fn, c->rank);

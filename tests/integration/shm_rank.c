@@ -57,10 +57,10 @@ static int sweep(mrc_comm_t *comm)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     const size_t counts[] = {0, 1, (size_t)n - 1 ? (size_t)n - 1 : 1, 1001,
-                             300007};
+                             300007, ((size_t)1 << 21) + 5};
     long cases = 0, wrong = 0, failed = 0;
     for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             for (int d = 0; d < MRC_NUM_DTYPES; d++)
                 for (int op = 0; op < MRC_NUM_OPS; op++)
                     for (int ip = 0; ip < 2; ip++) {
@@ -71,6 +71,12 @@ static int sweep(mrc_comm_t *comm)
                         /* the large count on a sample of types and ops */
                         if (k == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
                             op != MRC_SUM)
+                            continue;
+                        /* 8 MiB of float32: allreduce blocks of 1 MiB or
+                         * more, written around the cache */
+                        if (k == 5 && (c != MRC_ALLREDUCE ||
+                                       d != MRC_FLOAT32 ||
+                                       (op != MRC_SUM && op != MRC_AVG)))
                             continue;
                         int root = (k + d) % n;
                         long w = one_case(comm, (mrc_collective_t)c,

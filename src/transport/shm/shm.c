@@ -182,13 +182,13 @@ typedef struct mid_area {
 } mid_area_t;
 
 /* The bytes of input a rank's area takes: 512 KiB a rank up to 2 MiB
- * (1 MiB for 2 ranks), less for more than 32 ranks (the areas of a job
- * share 64 MiB). Past that the copies through shared lines that a peer's
+ * (1 MiB for 2 ranks), less for more than 16 ranks (the two areas of
+ * every rank share 64 MiB, touched only as used). Past that the copies through shared lines that a peer's
  * core holds cost more than reading the peers' buffers with the kernel
  * (measured: docs/performance.md). */
 static size_t mid_max(int n)
 {
-    size_t m = ((size_t)64 << 20) / (size_t)n;
+    size_t m = ((size_t)32 << 20) / (size_t)n;
     size_t cap = (size_t)n * ((size_t)512 << 10);
     cap = cap > ((size_t)2 << 20) ? (size_t)2 << 20 : cap;
     m = m > cap ? cap : m;
@@ -955,8 +955,9 @@ static size_t block_len(size_t count, size_t n, size_t j)
 }
 
 /* A mid-size allreduce in two steps through the segment: every rank
- * copies its input into its area; rank r reduces block r of every input,
- * in rank order, into its recvbuf and back into block r of its own area
+ * copies the others' blocks of its input into its area; rank r reduces
+ * block r of every input (its own from sendbuf first, then round the
+ * ranks from r + 1) into its recvbuf and back into block r of its own area
  * (which only rank r reads); then every rank copies the other blocks out.
  * Two syncs in place of the ring's 2(P-1) hops, and no system calls.
  * Two areas a rank, as for small ones: a rank that writes its input of
@@ -1014,8 +1015,8 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
 
 /* A large allreduce by reading the peers' buffers (cross-memory attach):
  * every rank posts where its buffers are; rank r reduces block r of every
- * input, in rank order, half a bounce buffer at a time (so the pieces stay
- * in cache), into its recvbuf; then it reads the other blocks straight
+ * input (its own first, then round the ranks from r + 1), half a bounce
+ * buffer at a time (so the pieces stay in cache), into its recvbuf; then it reads the other blocks straight
  * from the peers' recvbufs, and waits until every peer has read its own
  * block. Three syncs in place of the ring's 2(P-1) hops and their
  * messages. In place, a rank overwrites block q of its input only after
