@@ -310,7 +310,7 @@ static void test_random_exchanges(void **state)
         assert_true(info.cycles >= info.lower_bound_cycles);
         /* The bound is at least each of its parts: the longest trip, and
          * every tile's packets sent or received one a cycle. */
-        int64_t sends[40] = {0}, gets[40] = {0}, trip = 0;
+        int64_t sends[64] = {0}, gets[64] = {0}, trip = 0; /* tiles <= 41 */
         for (uint64_t p = 0; p < info.packets; p++) {
             size_t e = (size_t)s->entry[p];
             sends[x->source[e]]++;
