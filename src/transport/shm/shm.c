@@ -39,6 +39,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1013,6 +1014,24 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
     return MRC_OK;
 }
 
+/* Stamps this rank's post (the large_post_t field at `field`) with call
+ * `seq`, then waits until every rank's says the same. */
+static mrc_status_t post_and_wait(mrc__shm_endpoint_t *e, size_t field,
+                                  uint64_t seq, double timeout_s,
+                                  const char *what)
+{
+    __atomic_store_n((uint64_t *)((char *)large_at(e, e->rank) + field), seq,
+                     __ATOMIC_RELEASE);
+    for (int r = 0; r < e->n; r++) {
+        mrc_status_t st = wait_stamp(
+            e, (uint64_t *)((char *)large_at(e, r) + field), seq, r,
+            timeout_s, what);
+        if (st != MRC_OK)
+            return st;
+    }
+    return MRC_OK;
+}
+
 /* A large allreduce by reading the peers' buffers (cross-memory attach):
  * every rank posts where its buffers are; rank r reduces block r of every
  * input (its own first, then round the ranks from r + 1), half a bounce
@@ -1031,13 +1050,10 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
     large_post_t *mine = large_at(e, e->rank);
     mine->send = (uint64_t)(uintptr_t)send;
     mine->recv = (uint64_t)(uintptr_t)recv;
-    __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
-    for (int r = 0; r < e->n; r++) {
-        mrc_status_t st = wait_stamp(e, &large_at(e, r)->in, seq, r,
-                                     timeout_s, "buffers of an allreduce");
-        if (st != MRC_OK)
-            return st;
-    }
+    mrc_status_t st = post_and_wait(e, offsetof(large_post_t, in), seq,
+                                    timeout_s, "buffers of an allreduce");
+    if (st != MRC_OK)
+        return st;
     mrc_op_t rop = op == MRC_AVG ? MRC_SUM : op;
     size_t at = block_at(count, n, me) * es, len = block_len(count, n, me) * es;
     size_t piece = BOUNCE / 2 / es * es;
@@ -1056,8 +1072,7 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
         const char *sum = (const char *)send + at + off;
         for (size_t k = 1; k < n; k++) {
             int r = (int)((me + k) % n);
-            mrc_status_t st =
-                read_peer(e, r, got, large_at(e, r)->send + at + off, m);
+            st = read_peer(e, r, got, large_at(e, r)->send + at + off, m);
             if (st != MRC_OK)
                 return st;
             if (k + 1 < n)
@@ -1072,8 +1087,8 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
     __atomic_store_n(&mine->out, seq, __ATOMIC_RELEASE);
     for (size_t k = 1; k < n; k++) {
         int r = (int)((me + k) % n);
-        mrc_status_t st = wait_stamp(e, &large_at(e, r)->out, seq, r,
-                                     timeout_s, "block of an allreduce");
+        st = wait_stamp(e, &large_at(e, r)->out, seq, r, timeout_s,
+                        "block of an allreduce");
         size_t rat = block_at(count, n, (size_t)r) * es;
         if (st == MRC_OK)
             st = read_peer(e, r, (char *)recv + rat,
@@ -1082,14 +1097,8 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
         if (st != MRC_OK)
             return st;
     }
-    __atomic_store_n(&mine->done, seq, __ATOMIC_RELEASE);
-    for (int r = 0; r < e->n; r++) {
-        mrc_status_t st = wait_stamp(e, &large_at(e, r)->done, seq, r,
-                                     timeout_s, "copy of an allreduce");
-        if (st != MRC_OK)
-            return st;
-    }
-    return MRC_OK;
+    return post_and_wait(e, offsetof(large_post_t, done), seq, timeout_s,
+                         "copy of an allreduce");
 }
 
 static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
