@@ -40,11 +40,34 @@ void mrc__sb_free(mrc__strbuf_t *sb);
 void mrc__sb_append(mrc__strbuf_t *sb, const char *s, size_t n);
 void mrc__sb_puts(mrc__strbuf_t *sb, const char *s);
 void mrc__sb_printf(mrc__strbuf_t *sb, const char *fmt, ...) MRC_PRINTF(2, 3);
-/* Appends `s` as a JSON string literal, quotes included. */
-void mrc__sb_json_string(mrc__strbuf_t *sb, const char *s);
 /* Appends the shortest decimal form of `v` that reads back to exactly `v`
  * (integral values without a fraction: 32, not 32.0). */
 void mrc__sb_double(mrc__strbuf_t *sb, double v);
+
+/* Escapers (escape.c), one per language a name may reach. Each takes any
+ * bytes: a byte that is not part of valid UTF-8 becomes U+FFFD. */
+
+/* `s` as a JSON string literal, quotes included: " and \ escaped, control
+ * characters as \u00XX. */
+void mrc__sb_json_string(mrc__strbuf_t *sb, const char *s);
+/* `s` as a double-quoted Graphviz DOT string, quotes included: " and \
+ * escaped (so no label escape such as \N comes from input), & as &amp;
+ * (Graphviz decodes entities in strings), a newline as a label line break,
+ * other control characters as U+FFFD. */
+void mrc__sb_dot_string(mrc__strbuf_t *sb, const char *s);
+/* `s` as XML character data or attribute text, no quotes added: & < > " '
+ * as references, control characters that XML 1.0 cannot hold as U+FFFD. */
+void mrc__sb_xml_text(mrc__strbuf_t *sb, const char *s);
+/* `s` as a single-quoted gnuplot string, quotes included: ' doubled, every
+ * control character (newline included) as a space. */
+void mrc__sb_gnuplot_string(mrc__strbuf_t *sb, const char *s);
+/* `s` as a malloc'd JSON string literal (free()); NULL if out of memory. */
+char *mrc__json_quote(const char *s);
+/* 1 if `s` is valid UTF-8 (RFC 3629), 0 otherwise. */
+int mrc__utf8_valid(const char *s);
+/* 1 if `s` holds an ASCII control character (below 0x20, or DEL). */
+int mrc__has_control(const char *s);
+
 /* Hands the buffer's string to the caller (who frees it with free());
  * returns NULL and frees everything if an allocation failed. */
 char *mrc__sb_take(mrc__strbuf_t *sb);
@@ -64,6 +87,28 @@ int mrc__parse_size(const char *s, uint64_t *out);
  * file name and the system error on failure. */
 mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
                             size_t *len);
+
+/* An output file written whole or not at all (outfile.c): a regular
+ * target is replaced by rename from a temporary with a random name made
+ * beside it with O_EXCL; a symbolic link is replaced, not followed; a
+ * character device or FIFO is written through; a directory or block device
+ * is refused. Errors name the path. */
+typedef struct mrc__outfile {
+    int fd;     /* where to write: the temporary, or the target itself */
+    char *tmp;  /* the temporary's name; NULL when writing through */
+    char *path; /* the target, as given */
+} mrc__outfile_t;
+
+mrc_status_t mrc__outfile_open(mrc__outfile_t *of, const char *path);
+mrc_status_t mrc__outfile_write(mrc__outfile_t *of, const void *data,
+                                size_t len);
+/* Closes and renames the temporary into place; on failure (and always, for
+ * mrc__outfile_abort) removes the temporary and leaves the target as it
+ * was. Either way `of` is released. */
+mrc_status_t mrc__outfile_commit(mrc__outfile_t *of);
+void mrc__outfile_abort(mrc__outfile_t *of);
+/* Writes `len` bytes to `path` through an outfile. */
+mrc_status_t mrc__write_file(const char *path, const void *data, size_t len);
 
 /* Makes room for at least `need` elements of `size` bytes in *array,
  * doubling its capacity *cap (from 16); 0 on success, -1 (array

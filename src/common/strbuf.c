@@ -73,26 +73,6 @@ void mrc__sb_printf(mrc__strbuf_t *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
-void mrc__sb_json_string(mrc__strbuf_t *sb, const char *s)
-{
-    mrc__sb_append(sb, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"': mrc__sb_append(sb, "\\\"", 2); break;
-        case '\\': mrc__sb_append(sb, "\\\\", 2); break;
-        case '\n': mrc__sb_append(sb, "\\n", 2); break;
-        case '\t': mrc__sb_append(sb, "\\t", 2); break;
-        case '\r': mrc__sb_append(sb, "\\r", 2); break;
-        default:
-            if (*p < 0x20)
-                mrc__sb_printf(sb, "\\u%04x", *p);
-            else
-                mrc__sb_append(sb, (const char *)p, 1);
-        }
-    }
-    mrc__sb_append(sb, "\"", 1);
-}
-
 void mrc__sb_double(mrc__strbuf_t *sb, double v)
 {
     char buf[40];

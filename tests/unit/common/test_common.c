@@ -102,7 +102,7 @@ static void test_strbuf_json_string(void **state)
     mrc__sb_init(&sb);
     mrc__sb_json_string(&sb, "a\"b\\c\n\x01");
     char *s = mrc__sb_take(&sb);
-    assert_string_equal(s, "\"a\\\"b\\\\c\\n\\u0001\"");
+    assert_string_equal(s, "\"a\\\"b\\\\c\\u000a\\u0001\"");
     free(s);
     mrc__sb_init(&sb);
     s = mrc__sb_take(&sb); /* an empty buffer gives "" */
