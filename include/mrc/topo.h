@@ -118,7 +118,11 @@ MRC_EXTERN double mrc_topo_total_bandwidth_gbps(const mrc_topo_t *topo);
  * back gives an identical topology. */
 MRC_EXTERN mrc_status_t mrc_topo_to_json(const mrc_topo_t *topo, char **json);
 
-/* Writes the topology in the file format to `path`. */
+/* Writes the topology in the file format to `path`, whole or not at all:
+ * through a new temporary beside it that is renamed into place, so a
+ * failure leaves `path` as it was. A symbolic link at `path` is replaced,
+ * not followed; a character device or FIFO is written through; a directory
+ * is refused (MRC_ERR_IO). */
 MRC_EXTERN mrc_status_t mrc_topo_save(const mrc_topo_t *topo,
                                       const char *path);
 

@@ -356,19 +356,8 @@ mrc_status_t mrc_topo_save(const mrc_topo_t *t, const char *path)
     mrc_status_t st = mrc_topo_to_json(t, &json);
     if (st != MRC_OK)
         return st;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        st = mrc__error(MRC_ERR_IO, "%s: cannot create: %s", path,
-                        strerror(errno));
-        free(json);
-        return st;
-    }
-    size_t n = strlen(json);
-    int bad = fwrite(json, 1, n, f) != n;
-    bad |= fclose(f) != 0;
+    /* Written whole or not at all, never through a planted link. */
+    st = mrc__write_file(path, json, strlen(json));
     free(json);
-    if (bad)
-        return mrc__error(MRC_ERR_IO, "%s: write failed: %s", path,
-                          strerror(errno));
-    return MRC_OK;
+    return st;
 }

@@ -110,43 +110,19 @@ int cli_has_ext(const char *path, const char *ext)
     return n > m && strcmp(path + n - m, ext) == 0;
 }
 
-/* A temporary name beside `path`, so the final rename stays on one file
- * system. */
-static char *temp_beside(const char *path)
+/* An output that could not be written is a failure of the environment
+ * (exit 1), whatever the status says. */
+static int write_fail(const char *cmd)
 {
-    size_t n = strlen(path) + 32;
-    char *tmp = malloc(n);
-    if (tmp)
-        snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    return tmp;
+    fprintf(stderr, "%s: %s\n", cmd, mrc_last_error());
+    return CLI_FAIL;
 }
 
 int cli_write_file(const char *cmd, const char *path, const char *data,
                    size_t len)
 {
-    char *tmp = temp_beside(path);
-    if (!tmp) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        return CLI_FAIL;
-    }
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        fprintf(stderr, "%s: cannot create %s: %s\n", cmd, path,
-                strerror(errno));
-        free(tmp);
-        return CLI_FAIL;
-    }
-    int bad = fwrite(data, 1, len, f) != len;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path,
-                strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return CLI_FAIL;
-    }
-    free(tmp);
-    return CLI_OK;
+    return mrc__write_file(path, data, len) == MRC_OK ? CLI_OK
+                                                      : write_fail(cmd);
 }
 
 /* Finds `prog` on PATH; 1 if it is there and executable. */
@@ -170,45 +146,49 @@ static int on_path(const char *prog)
     return 0;
 }
 
-int cli_render_svg(const char *cmd, const char *dot, const char *path)
+int cli_filter_to_file(const char *cmd, char *const argv[], const char *input,
+                       const char *path, int quiet)
 {
-    if (!on_path("neato")) {
-        fprintf(stderr,
-                "%s: Graphviz is not installed (no 'neato' on PATH); install "
-                "the graphviz package, or write a .dot file instead\n",
-                cmd);
-        return CLI_FAIL;
-    }
-    char *tmp = temp_beside(path);
+    mrc__outfile_t of;
+    mrc_status_t st = mrc__outfile_open(&of, path);
+    if (st != MRC_OK)
+        return write_fail(cmd);
     int in[2];
-    if (!tmp || pipe(in) != 0) {
-        fprintf(stderr, "%s: cannot start Graphviz: %s\n", cmd,
-                strerror(errno));
-        free(tmp);
-        return CLI_FAIL;
+    pid_t pid = -1;
+    if (pipe(in) == 0) {
+        pid = fork();
+        if (pid < 0) {
+            close(in[0]);
+            close(in[1]);
+        }
     }
-    pid_t pid = fork();
     if (pid < 0) {
-        fprintf(stderr, "%s: cannot start Graphviz: %s\n", cmd,
+        fprintf(stderr, "%s: cannot start %s: %s\n", cmd, argv[0],
                 strerror(errno));
-        close(in[0]);
-        close(in[1]);
-        free(tmp);
+        mrc__outfile_abort(&of);
         return CLI_FAIL;
     }
     if (pid == 0) {
+        /* The program writes to our file descriptor: it never opens the
+         * output by name. */
         dup2(in[0], STDIN_FILENO);
+        dup2(of.fd, STDOUT_FILENO);
+        if (quiet) {
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0)
+                dup2(null, STDERR_FILENO);
+        }
         close(in[0]);
         close(in[1]);
-        execlp("neato", "neato", "-Tsvg", "-o", tmp, (char *)NULL);
+        execvp(argv[0], argv);
         _exit(127);
     }
     close(in[0]);
-    /* neato may exit early on bad input; do not die of SIGPIPE. */
+    /* The program may exit early on bad input; do not die of SIGPIPE. */
     void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-    size_t len = strlen(dot), off = 0;
+    size_t len = strlen(input), off = 0;
     while (off < len) {
-        ssize_t w = write(in[1], dot + off, len - off);
+        ssize_t w = write(in[1], input + off, len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -220,13 +200,23 @@ int cli_render_svg(const char *cmd, const char *dot, const char *path)
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (off < len || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-        rename(tmp, path) != 0) {
-        fprintf(stderr, "%s: Graphviz failed to write %s\n", cmd, path);
-        unlink(tmp);
-        free(tmp);
+    if (off < len || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s: %s failed to write %s\n", cmd, argv[0], path);
+        mrc__outfile_abort(&of);
         return CLI_FAIL;
     }
-    free(tmp);
-    return CLI_OK;
+    return mrc__outfile_commit(&of) == MRC_OK ? CLI_OK : write_fail(cmd);
+}
+
+int cli_render_svg(const char *cmd, const char *dot, const char *path)
+{
+    if (!on_path("neato")) {
+        fprintf(stderr,
+                "%s: Graphviz is not installed (no 'neato' on PATH); install "
+                "the graphviz package, or write a .dot file instead\n",
+                cmd);
+        return CLI_FAIL;
+    }
+    char *const argv[] = {"neato", "-Tsvg", NULL};
+    return cli_filter_to_file(cmd, argv, dot, path, 0);
 }

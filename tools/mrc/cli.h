@@ -39,10 +39,18 @@ int cli_fail(const char *cmd, mrc_status_t st);
 int cli_usage(const char *cmd, const char *topic, const char *fmt, ...)
     MRC_PRINTF(3, 4);
 
-/* Writes `len` bytes to `path` through a temporary file renamed into place,
- * so that a failure never leaves partial output. */
+/* Writes `len` bytes to `path` whole or not at all, never clobbering
+ * anything else (see mrc__outfile_t): a failure leaves the target as it
+ * was and no temporary behind. */
 int cli_write_file(const char *cmd, const char *path, const char *data,
                    size_t len);
+
+/* Runs argv[0] from PATH with `input` on its standard input and its
+ * standard output into `path` (an outfile: the program never sees a file
+ * name); `quiet` sends its standard error to /dev/null. CLI_FAIL with a
+ * message, and `path` untouched, if it cannot start or exits non-zero. */
+int cli_filter_to_file(const char *cmd, char *const argv[], const char *input,
+                       const char *path, int quiet);
 
 /* Renders DOT text to an SVG file with Graphviz (neato); CLI_FAIL with a
  * message if Graphviz is not installed or fails. */

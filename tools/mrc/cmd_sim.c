@@ -189,6 +189,11 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
         lo == 0 || hi < lo)
         return cli_usage(cmd, "sim", "--sweep '%s': sizes MIN <= MAX, > 0",
                          range);
+    char path[512];
+    /* A prefix cut short would write somewhere else than asked. */
+    if (strlen(prefix) + sizeof ".json" > sizeof path)
+        return cli_usage(cmd, "sim", "-o PREFIX is longer than %zu bytes",
+                         sizeof path - sizeof ".json");
     const char *const *names = mrc_embed_strategies();
     int nsizes = 0;
     for (uint64_t s = lo; s <= hi && nsizes < 64; s *= 2)
@@ -253,7 +258,6 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     if (tty)
         fprintf(stderr, "\n");
     mrc__sb_puts(&js, "\n]}\n");
-    char path[512];
     int rc = CLI_OK;
     snprintf(path, sizeof path, "%s.csv", prefix);
     if (!csv.failed)
@@ -261,38 +265,52 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     snprintf(path, sizeof path, "%s.json", prefix);
     if (rc == CLI_OK && !js.failed)
         rc = cli_write_file(cmd, path, js.data, js.len);
-    mrc__sb_free(&csv);
+    size_t csv_len = csv.len;
+    char *csv_data = mrc__sb_take(&csv);
     mrc__sb_free(&js);
-    if (rc != CLI_OK)
-        return rc;
-    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix, rows);
-    /* The picture: busbw against size, one line per strategy. */
-    mrc__strbuf_t gp;
-    mrc__sb_init(&gp);
-    mrc__sb_printf(&gp, "set terminal svg size 800,500 dynamic font "
-                        "'Helvetica,11'\nset output '%s.svg'\nset datafile "
-                        "separator ','\nset logscale x 2\nset format x "
-                        "'%%.0s%%cB'\nset xlabel 'size per node'\nset ylabel "
-                        "'busbw (GB/s)'\nset key left top\nset grid\nset "
-                        "title '%s on %s (simulated)'\nplot ",
-                   prefix, mrc_collective_name(a->coll), mrc_topo_name(t));
-    for (int i = 0; i < nstrat; i++)
-        mrc__sb_printf(&gp, "%s'%s.csv' using (strcol(1) eq '%s' ? $2 : 1/0):5 "
-                            "with linespoints title '%s'",
-                       i ? ", " : "", prefix, strategies[i], strategies[i]);
-    mrc__sb_puts(&gp, "\n");
-    FILE *g = gp.failed ? NULL : popen("gnuplot 2>/dev/null", "w");
-    if (g) {
-        fputs(gp.data, g);
-        snprintf(path, sizeof path, "%s.svg", prefix);
-        if (pclose(g) == 0) {
-            printf("wrote %s\n", path);
-        } else {
-            unlink(path); /* no half-written picture */
-            fprintf(stderr, "%s: gnuplot failed; the CSV has the data\n",
-                    cmd);
-        }
+    if (rc == CLI_OK && !csv_data) {
+        fprintf(stderr, "%s: out of memory\n", cmd);
+        rc = CLI_FAIL;
     }
+    if (rc != CLI_OK) {
+        free(csv_data);
+        return rc;
+    }
+    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix, rows);
+    /* The picture: busbw against size, one line per strategy. No file
+     * name is in the script (the data is inline, the SVG comes back on
+     * gnuplot's standard output into an outfile), and names reach it only
+     * as escaped strings, with enhanced text off so that they show as
+     * they are. */
+    mrc__strbuf_t gp, title;
+    mrc__sb_init(&gp);
+    mrc__sb_init(&title);
+    mrc__sb_printf(&title, "%s on %s (simulated)", mrc_collective_name(a->coll),
+                   mrc_topo_name(t));
+    mrc__sb_puts(&gp, "set terminal svg size 800,500 dynamic noenhanced "
+                      "font 'Helvetica,11'\n$data << EOD\n");
+    mrc__sb_append(&gp, csv_data, csv_len);
+    mrc__sb_puts(&gp, "EOD\nset datafile separator ','\nset logscale x 2\n"
+                      "set format x '%.0s%cB'\nset xlabel 'size per node'\n"
+                      "set ylabel 'busbw (GB/s)'\nset key left top\n"
+                      "set grid\nset title ");
+    mrc__sb_gnuplot_string(&gp, title.failed ? "" : title.data);
+    mrc__sb_puts(&gp, "\nplot ");
+    for (int i = 0; i < nstrat; i++) {
+        mrc__sb_puts(&gp, i ? ", $data using (strcol(1) eq "
+                            : "$data using (strcol(1) eq ");
+        mrc__sb_gnuplot_string(&gp, strategies[i]);
+        mrc__sb_puts(&gp, " ? $2 : 1/0):5 with linespoints title ");
+        mrc__sb_gnuplot_string(&gp, strategies[i]);
+    }
+    mrc__sb_puts(&gp, "\n");
+    snprintf(path, sizeof path, "%s.svg", prefix);
+    char *const gnuplot[] = {"gnuplot", NULL};
+    if (!gp.failed && nstrat > 0 &&
+        cli_filter_to_file(cmd, gnuplot, gp.data, path, 1) == CLI_OK)
+        printf("wrote %s\n", path);
+    free(csv_data);
+    mrc__sb_free(&title);
     mrc__sb_free(&gp);
     return CLI_OK;
 }
