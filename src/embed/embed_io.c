@@ -450,20 +450,13 @@ mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
     mrc__sb_puts(&sb, "digraph rings {\n  graph [layout=neato, "
                       "overlap=false, splines=curved, fontname=\"Helvetica\", "
                       "labelloc=t, label=<");
-    /* Title, then a legend: each ring in its colour (the first 12). */
-    char line[512];
-    snprintf(line, sizeof line, "%s: %s, efficiency %.3f", mrc_topo_name(t),
-             e->method ? e->method : e->strategy, e->worst.efficiency);
-    for (const char *c = line; *c; c++) { /* an HTML label: escape < > & */
-        if (*c == '<')
-            mrc__sb_puts(&sb, "&lt;");
-        else if (*c == '>')
-            mrc__sb_puts(&sb, "&gt;");
-        else if (*c == '&')
-            mrc__sb_puts(&sb, "&amp;");
-        else
-            mrc__sb_append(&sb, c, 1);
-    }
+    /* Title, then a legend: each ring in its colour (the first 12). The
+     * names are text of the HTML-like label, escaped as XML: no markup
+     * comes from input. */
+    mrc__sb_xml_text(&sb, mrc_topo_name(t));
+    mrc__sb_puts(&sb, ": ");
+    mrc__sb_xml_text(&sb, e->method ? e->method : e->strategy);
+    mrc__sb_printf(&sb, ", efficiency %.3f", e->worst.efficiency);
     int shown = 0;
     for (int g = 0; g < e->num_groups; g++)
         for (int r = 0; r < e->groups[g].num_rings; r++, shown++) {

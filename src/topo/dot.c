@@ -16,7 +16,7 @@ mrc_status_t mrc_topo_to_dot(const mrc_topo_t *t, char **dot)
     mrc__sb_puts(&sb, "  graph [layout=neato, overlap=false, splines=true, "
                       "outputorder=edgesfirst, fontname=\"Helvetica\", "
                       "label=");
-    mrc__sb_json_string(&sb, mrc_topo_name(t));
+    mrc__sb_dot_string(&sb, mrc_topo_name(t));
     mrc__sb_puts(&sb, ", labelloc=t];\n");
     mrc__sb_puts(&sb, "  node [shape=circle, style=filled, "
                       "fillcolor=\"#dce9f5\", fontname=\"Helvetica\", "
@@ -28,7 +28,7 @@ mrc_status_t mrc_topo_to_dot(const mrc_topo_t *t, char **dot)
         mrc__sb_printf(&sb, "  n%d [label=\"%d\"", i, i);
         if (nd->name) {
             mrc__sb_puts(&sb, ", tooltip=");
-            mrc__sb_json_string(&sb, nd->name);
+            mrc__sb_dot_string(&sb, nd->name);
         }
         if (nd->has_pos) /* neato reads pos in inches; "!" pins it */
             mrc__sb_printf(&sb, ", pos=\"%.4f,%.4f!\"", nd->x * 1.3,

@@ -105,6 +105,12 @@ static mrc_status_t read_header(json_t *root)
         return mrc__error(MRC_ERR_PARSE,
                           "\"name\" must be a string of fewer than %d bytes",
                           MAX_NAME);
+    /* Names are shown on terminals and written into other languages:
+     * control characters have no business there (the writers escape them
+     * anyway, for names that come through the C API). */
+    if (name && mrc__has_control(json_string_value(name)))
+        return mrc__error(MRC_ERR_PARSE, "\"name\" must not hold control "
+                                         "characters (such as newline)");
     if (!json_is_array(json_object_get(root, "nodes")))
         return mrc__error(MRC_ERR_PARSE,
                           "missing \"nodes\" (an array of {\"id\": ...})");
@@ -160,6 +166,13 @@ static mrc_status_t read_nodes(json_t *nodes, mrc__topo_builder_t *tb)
                                 "%s: \"name\" must be a string of fewer than "
                                 "%d bytes",
                                 entry, MAX_NAME);
+                break;
+            }
+            if (mrc__has_control(json_string_value(name))) {
+                st = mrc__error(MRC_ERR_PARSE,
+                                "%s: \"name\" must not hold "
+                                "control characters (such as newline)",
+                                entry);
                 break;
             }
             tb->nodes[id].name = mrc__strdup(json_string_value(name));

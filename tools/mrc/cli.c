@@ -110,6 +110,16 @@ int cli_has_ext(const char *path, const char *ext)
     return n > m && strcmp(path + n - m, ext) == 0;
 }
 
+char *cli_json_quote(const char *s)
+{
+    char *q = mrc__json_quote(s);
+    if (!q) {
+        fprintf(stderr, "mrc: out of memory\n");
+        exit(CLI_FAIL);
+    }
+    return q;
+}
+
 /* An output that could not be written is a failure of the environment
  * (exit 1), whatever the status says. */
 static int write_fail(const char *cmd)

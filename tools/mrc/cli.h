@@ -56,6 +56,10 @@ int cli_filter_to_file(const char *cmd, char *const argv[], const char *input,
  * message if Graphviz is not installed or fails. */
 int cli_render_svg(const char *cmd, const char *dot, const char *path);
 
+/* `s` as a JSON string literal, quotes included, in a malloc'd buffer
+ * (free()); exits with status 1 when out of memory. */
+char *cli_json_quote(const char *s);
+
 /* 1 if `path` ends with `ext` (such as ".svg"). */
 int cli_has_ext(const char *path, const char *ext);
 

@@ -62,17 +62,19 @@ static int report(const char *cmd, const mrc_program_t *p, const char *what,
         printf("\n");
     }
     if (json) {
-        printf("{\"source\": \"%s\", \"collective\": \"%s\", \"count\": %zu, "
+        char *source = cli_json_quote(what);
+        printf("{\"source\": %s, \"collective\": \"%s\", \"count\": %zu, "
                "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
                "\"chunk_bytes\": %zu, \"num_nodes\": %d, \"num_groups\": %d, "
                "\"num_streams\": %d, \"code_instructions\": %d, "
                "\"table_bytes\": %zu, \"image_bytes\": %zu, \"compile_ms\": "
                "%.4f, \"check_ms\": %.4f}\n",
-               what, mrc_collective_name(c->collective), c->count,
+               source, mrc_collective_name(c->collective), c->count,
                mrc_dtype_name(c->dtype), mrc_op_name(c->op), c->root,
                c->chunk_bytes, info.num_nodes, info.num_groups,
                info.num_streams, info.code_instructions, info.table_bytes,
                info.image_bytes, compile_ms, check_ms);
+        free(source);
         return CLI_OK;
     }
     printf("program  %s of %zu %s (%s) from %s\n",

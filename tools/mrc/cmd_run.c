@@ -321,20 +321,24 @@ int cmd_run(int argc, char **argv)
             mrc_comm_destroy(comms[r]);
     }
     if (json) {
-        printf("{\"topology\": \"%s\", \"nodes\": %d, \"results\": [\n",
-               mrc_topo_name(t), nranks);
+        char *topo = cli_json_quote(mrc_topo_name(t));
+        printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo,
+               nranks);
+        free(topo);
         for (int i = 0; i < nrows; i++) {
             const row_t *r = &rows[i];
-            printf("  {\"strategy\": \"%s\", \"efficiency\": %.6f, "
+            char *strat = cli_json_quote(r->strategy);
+            printf("  {\"strategy\": %s, \"efficiency\": %.6f, "
                    "\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
                    "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
                    "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
                    "%.4f, \"wrong\": %zu, \"ok\": %s}%s\n",
-                   r->strategy, r->efficiency,
-                   mrc_collective_name(r->rc.coll), r->bytes, r->elems,
-                   mrc_dtype_name(r->rc.dtype), mrc_op_name(r->rc.op),
-                   r->rc.root, r->time_us, r->algbw, r->busbw, r->wrong,
-                   r->failed ? "false" : "true", i + 1 < nrows ? "," : "");
+                   strat, r->efficiency, mrc_collective_name(r->rc.coll),
+                   r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
+                   mrc_op_name(r->rc.op), r->rc.root, r->time_us, r->algbw,
+                   r->busbw, r->wrong, r->failed ? "false" : "true",
+                   i + 1 < nrows ? "," : "");
+            free(strat);
         }
         printf("]}\n");
     }

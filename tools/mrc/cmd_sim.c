@@ -86,19 +86,23 @@ static void print_one(const sim_args_t *a, const mrc_topo_t *t,
                                                    : busiest;
     }
     if (json) {
-        printf("{\"topology\": \"%s\", \"strategy\": \"%s\", \"collective\": "
+        char *topo = cli_json_quote(mrc_topo_name(t));
+        char *strat = cli_json_quote(strategy);
+        printf("{\"topology\": %s, \"strategy\": %s, \"collective\": "
                "\"%s\", \"bytes\": %llu, \"dtype\": \"%s\", \"mode\": "
                "\"%s\", \"steps\": %d, \"time_us\": %.6f, \"algbw_gbps\": "
                "%.6f, \"busbw_gbps\": %.6f, \"bound_gbps\": %.6f, "
                "\"efficiency\": %.6f, \"energy_j\": %.9g, "
                "\"energy_no_gating_j\": %.9g, \"bytes_moved\": %.0f, "
                "\"idle_link_directions\": %d,\n \"links\": [\n",
-               mrc_topo_name(t), strategy, mrc_collective_name(a->coll),
+               topo, strat, mrc_collective_name(a->coll),
                (unsigned long long)a->size, mrc_dtype_name(a->dtype),
                a->cfg.mode == MRC_SIM_BSP ? "bsp" : "pipelined", r->steps,
-               r->time_us, r->algbw_gbps, r->busbw_gbps,
-               r->bound_gbps, r->efficiency, r->energy_j,
-               r->energy_no_gating_j, r->bytes_moved, idle);
+               r->time_us, r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
+               r->efficiency, r->energy_j, r->energy_no_gating_j,
+               r->bytes_moved, idle);
+        free(topo);
+        free(strat);
         for (int i = 0; i < r->num_links; i++) {
             const mrc_link_t *l = mrc_topo_link(t, i);
             printf("  {\"link\": %d, \"a\": %d, \"b\": %d, \"bytes\": [%.0f, "
@@ -143,8 +147,11 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
         printf("%-16s %5s %12s %10s %10s %10s %8s %12s %12s\n", "strategy",
                "rings", "time(us)", "algbw", "busbw", "bound", "eff",
                "energy(J)", "no-gating(J)");
-    else
-        printf("{\"topology\": \"%s\", \"results\": [", mrc_topo_name(t));
+    else {
+        char *topo = cli_json_quote(mrc_topo_name(t));
+        printf("{\"topology\": %s, \"results\": [", topo);
+        free(topo);
+    }
     for (int i = 0; names[i]; i++) {
         mrc_sim_result_t *r = NULL;
         int rings = 0;
@@ -203,9 +210,10 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     mrc__sb_init(&js);
     mrc__sb_puts(&csv, "strategy,bytes,time_us,algbw_gbps,busbw_gbps,"
                        "bound_gbps,efficiency,energy_j,energy_no_gating_j\n");
-    mrc__sb_printf(&js, "{\"topology\": \"%s\", \"collective\": \"%s\", "
-                        "\"results\": [",
-                   mrc_topo_name(t), mrc_collective_name(a->coll));
+    mrc__sb_puts(&js, "{\"topology\": ");
+    mrc__sb_json_string(&js, mrc_topo_name(t));
+    mrc__sb_printf(&js, ", \"collective\": \"%s\", \"results\": [",
+                   mrc_collective_name(a->coll));
     int tty = isatty(STDERR_FILENO), total = 0, done = 0, rows = 0;
     for (int i = 0; names[i]; i++)
         total += !a->strategy || strcmp(a->strategy, names[i]) == 0;

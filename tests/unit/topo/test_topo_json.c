@@ -80,7 +80,7 @@ static void test_round_trip_file_with_names_and_odd_numbers(void **state)
         "{\"format\": \"mrc-topology\", \"version\": 1,\n"
         " \"nodes\": [{\"id\": 1, \"name\": \"chip \\\"B\\\"\", \"x\": 0.1, "
         "\"y\": -2.5e-3},\n"
-        "            {\"id\": 0, \"name\": \"chip A\\n\"},\n"
+        "            {\"id\": 0, \"name\": \"chip A\\\\\"},\n"
         "            {\"id\": 2}],\n"
         " \"links\": [{\"a\": 2, \"b\": 0, \"bandwidth_gbps\": "
         "0.30000000000000004},\n"
