@@ -136,10 +136,29 @@ if [ "$(id -u)" -ne 0 ]; then # root writes anywhere
     chmod 0755 "$d"
 fi
 
+# ---- a helper that fails: the target stays as it was, nothing is left ----
+d=$tmp/failing
+mkdir -p "$d/bin"
+printf '#!/bin/sh\ncat >/dev/null\necho half a picture\nexit 1\n' \
+    >"$d/bin/gnuplot"
+chmod +x "$d/bin/gnuplot"
+echo "old picture" >"$d/s.svg"
+expect 0 "gnuplot failed to write $d/s.svg" env PATH="$d/bin:$PATH" \
+    "$MRC" sim ring:4 --sweep 1K:2K --collective allreduce -o "$d/s"
+expect 0 "^old picture$" cat "$d/s.svg"
+state "$d" | grep -v '^s\.csv \|^s\.json \|^s\.svg ' >"$tmp/got"
+echo "bin dir" >"$tmp/want"
+expect 0 "^same$" same "$tmp/want" "$tmp/got" # no temporary left
+
 # ---- devices: only once the FIFO showed that this mrc writes through ----
 if [ "$through" -eq 1 ]; then
     expect 0 "wrote" compile -o /dev/null
     expect 0 "" test -c /dev/null
+    # A device that fails every write: the error, and the device stays.
+    if [ -c /dev/full ]; then
+        expect 1 "cannot write /dev/full: No space left" compile -o /dev/full
+        expect 0 "" test -c /dev/full
+    fi
     # /dev/stdout: the image comes first on standard output (redirected to
     # a file here), then the report.
     compile -o "$tmp/file.img" >/dev/null 2>&1
