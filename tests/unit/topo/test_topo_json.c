@@ -158,6 +158,13 @@ static void test_refusals(void **state)
                    "nodes[0]: id -1 out of range");
     expect_refusal("\"nodes\": [{\"id\": 0}, {\"id\": 0}], \"links\": []}", T,
                    "nodes[1]: duplicate node id 0");
+    /* Control characters in names: terminals and other languages. */
+    expect_refusal("\"name\": \"a\\nb\", \"nodes\": [{\"id\": 0}], "
+                   "\"links\": []}",
+                   P, "\"name\" must not hold control characters");
+    expect_refusal("\"nodes\": [{\"id\": 0, \"name\": \"\\u001b[2J\"}], "
+                   "\"links\": []}",
+                   P, "nodes[0]: \"name\" must not hold control characters");
     expect_refusal("\"nodes\": [{\"id\": 0, \"name\": 3}], \"links\": []}", P,
                    "nodes[0]: \"name\" must be a string");
     expect_refusal("\"nodes\": [{\"id\": 0, \"x\": 3}], \"links\": []}", P,
@@ -275,6 +282,41 @@ static void test_single_node_file(void **state)
     mrc_topo_destroy(t);
 }
 
+/* Saving over a symbolic link replaces the link: the file it pointed to,
+ * perhaps planted by someone else, is untouched. */
+static void test_save_never_follows_a_link(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/mrc-save-XXXXXX", victim[64], link[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/link.json", dir);
+    FILE *f = fopen(victim, "w");
+    assert_non_null(f);
+    fputs("precious\n", f);
+    fclose(f);
+    assert_int_equal(symlink(victim, link), 0);
+    mrc_topo_t *t = NULL, *back = NULL;
+    assert_int_equal(mrc_topo_create("ring:3", &t), MRC_OK);
+    assert_int_equal(mrc_topo_save(t, link), MRC_OK);
+    char buf[32] = {0};
+    f = fopen(victim, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "precious\n");
+    assert_int_equal(mrc_topo_create(link, &back), MRC_OK);
+    assert_same_topology(t, back);
+    /* A directory is refused, naming it. */
+    assert_int_equal(mrc_topo_save(t, dir), MRC_ERR_IO);
+    assert_non_null(strstr(mrc_last_error(), dir));
+    mrc_topo_destroy(t);
+    mrc_topo_destroy(back);
+    unlink(link);
+    unlink(victim);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_syntax_and_header),
         cmocka_unit_test(test_single_node_file),
+        cmocka_unit_test(test_save_never_follows_a_link),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
