@@ -76,6 +76,10 @@ if command -v neato >/dev/null 2>&1; then
     if [ -p "$d/out.svg" ]; then wait "$reader"; else kill "$reader"; fi
     reader=
     expect 0 "</svg>" cat "$tmp/svg.got"
+    # With standard input closed the pipe to neato takes descriptor 0.
+    expect 0 "wrote" sh -c 'exec "$1" rings ring:4 -o "$2" <&-' sh "$MRC" \
+        "$tmp/closed.svg"
+    expect 0 "</svg>" cat "$tmp/closed.svg"
 fi
 
 # ---- a link planted at the old predictable temporary name ----

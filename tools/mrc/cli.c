@@ -166,6 +166,10 @@ int cli_filter_to_file(const char *cmd, char *const argv[], const char *input,
     int in[2];
     pid_t pid = -1;
     if (pipe(in) == 0) {
+        /* Only the copies made on 0 and 1 below outlive the exec: an open
+         * write end of the pipe in the child would keep it from EOF. */
+        fcntl(in[0], F_SETFD, FD_CLOEXEC);
+        fcntl(in[1], F_SETFD, FD_CLOEXEC);
         pid = fork();
         if (pid < 0) {
             close(in[0]);
@@ -180,16 +184,19 @@ int cli_filter_to_file(const char *cmd, char *const argv[], const char *input,
     }
     if (pid == 0) {
         /* The program writes to our file descriptor: it never opens the
-         * output by name. */
-        dup2(in[0], STDIN_FILENO);
-        dup2(of.fd, STDOUT_FILENO);
+         * output by name. Both ends are first moved above 2, so that a
+         * closed standard stream (a pipe end on 0 or 1) cannot clobber the
+         * other. */
+        int rd = fcntl(in[0], F_DUPFD_CLOEXEC, 3);
+        int wr = fcntl(of.fd, F_DUPFD_CLOEXEC, 3);
+        if (rd < 0 || wr < 0 || dup2(rd, STDIN_FILENO) < 0 ||
+            dup2(wr, STDOUT_FILENO) < 0)
+            _exit(127);
         if (quiet) {
-            int null = open("/dev/null", O_WRONLY);
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
             if (null >= 0)
                 dup2(null, STDERR_FILENO);
         }
-        close(in[0]);
-        close(in[1]);
         execvp(argv[0], argv);
         _exit(127);
     }
