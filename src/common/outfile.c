@@ -7,15 +7,18 @@
  *                               random name, so never a planted link) is
  *                               written and renamed over the target
  *   a symbolic link             the link itself is replaced, as above; the
- *                               file it pointed to is untouched - unless it
- *                               points to a device or FIFO, or lives in
- *                               /dev or /proc (/dev/stdout), which are
- *                               written through
- *   a character device, FIFO    written through (opened O_WRONLY, nothing
- *                               created, truncated or replaced)
- *   /dev/stdout, /dev/fd/N      written through that descriptor (sharing
- *                               its offset, as a redirection does)
+ *                               file it pointed to is untouched
+ *   /dev/stdout, /dev/stderr,   written through that descriptor (sharing
+ *   /dev/fd/N, /proc/self/fd/N  its offset, as a redirection does)
+ *   another link in /dev, /proc refused: never replaced, never followed
+ *   a character device, FIFO    written through (opened O_WRONLY|O_NOFOLLOW,
+ *                               nothing created, truncated or replaced)
+ *   a FIFO of another user in   refused, as the kernel's protected_fifos
+ *   a sticky shared directory   does (someone else's trap in /tmp)
  *   a directory, block device   refused
+ *
+ * No link is ever followed to a device: a link planted in /tmp that points
+ * to /dev/mem or a disk is replaced like any other link.
  *
  * A write that fails removes the temporary and leaves the target as it was;
  * what went through to a device or FIFO cannot be taken back.
@@ -35,13 +38,6 @@
 #include <unistd.h>
 
 #include "common.h"
-
-/* Paths under these are system files (/dev/stdout, /proc/self/fd/1): a
- * link there is opened as it stands, never replaced. */
-static int system_path(const char *path)
-{
-    return strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0;
-}
 
 /* The descriptor that names such as /dev/stdout and /dev/fd/3 stand for,
  * or -1. Opening them anew would start a second file offset at 0 (over
@@ -64,28 +60,60 @@ static int named_descriptor(const char *path)
     return (int)fd;
 }
 
-static mrc_status_t open_through(mrc__outfile_t *of, const char *path,
-                                 int follow)
+/* Writes through a descriptor named by the path (/dev/stdout), which may
+ * well be a regular file the shell opened. */
+static mrc_status_t dup_through(mrc__outfile_t *of, const char *path, int named)
 {
-    int named = follow ? named_descriptor(path) : -1;
     if (named == STDOUT_FILENO)
         fflush(stdout); /* what was printed before comes first */
-    int fd = named >= 0 ? fcntl(named, F_DUPFD_CLOEXEC, 3)
-                        : open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC |
-                                         (follow ? 0 : O_NOFOLLOW));
+    int fd = fcntl(named, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0)
+        return mrc__error(MRC_ERR_IO, "cannot write %s: %s", path,
+                          strerror(errno));
+    of->fd = fd;
+    return MRC_OK;
+}
+
+/* 1 if `st`, a FIFO at `path`, belongs to someone else in a sticky
+ * world-writable directory (such as /tmp) that is not theirs either: the
+ * case the kernel's protected_fifos refuses for O_CREAT. */
+static int foreign_fifo(const char *path, const struct stat *st)
+{
+    if (st->st_uid == geteuid())
+        return 0;
+    size_t n = strlen(path);
+    char *dir = malloc(n + 3);
+    if (!dir)
+        return 1;
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        strcpy(dir, ".");
+    else if (slash == path)
+        strcpy(dir, "/");
+    else
+        snprintf(dir, n + 3, "%.*s", (int)(slash - path), path);
+    struct stat ds;
+    int shared = stat(dir, &ds) != 0 ||
+                 ((ds.st_mode & S_ISVTX) && (ds.st_mode & S_IWOTH) &&
+                  ds.st_uid != st->st_uid);
+    free(dir);
+    return shared;
+}
+
+/* Writes through a character device or FIFO seen by lstat. */
+static mrc_status_t open_through(mrc__outfile_t *of, const char *path)
+{
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return mrc__error(MRC_ERR_IO, "cannot write %s: %s", path,
                           strerror(errno));
     struct stat st;
     /* Only what was seen when deciding may be written through: a regular
-     * file swapped in meanwhile would be overwritten in place. */
-    if (fstat(fd, &st) != 0 || S_ISBLK(st.st_mode) ||
-        (S_ISREG(st.st_mode) && !system_path(path))) {
+     * file or a disk swapped in meanwhile would be overwritten in place. */
+    if (fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
         close(fd);
-        return mrc__error(MRC_ERR_IO,
-                          "cannot write %s: it changed while "
-                          "being opened, or is a block device",
-                          path);
+        return mrc__error(
+            MRC_ERR_IO, "cannot write %s: it changed while being opened", path);
     }
     of->fd = fd;
     return MRC_OK;
@@ -131,7 +159,7 @@ static mrc_status_t open_temp(mrc__outfile_t *of, const char *path)
 
 mrc_status_t mrc__outfile_open(mrc__outfile_t *of, const char *path)
 {
-    struct stat st, target;
+    struct stat st;
     of->fd = -1;
     of->tmp = NULL;
     of->path = NULL;
@@ -154,12 +182,24 @@ mrc_status_t mrc__outfile_open(mrc__outfile_t *of, const char *path)
     } else if (S_ISREG(st.st_mode)) {
         rc = open_temp(of, path);
     } else if (S_ISLNK(st.st_mode)) {
-        int through = system_path(path) ||
-                      (stat(path, &target) == 0 && !S_ISREG(target.st_mode) &&
-                       !S_ISDIR(target.st_mode));
-        rc = through ? open_through(of, path, 1) : open_temp(of, path);
+        int named = named_descriptor(path);
+        if (named >= 0)
+            rc = dup_through(of, path, named);
+        else if (strncmp(path, "/dev/", 5) == 0 ||
+                 strncmp(path, "/proc/", 6) == 0)
+            return mrc__error(MRC_ERR_IO,
+                              "cannot write %s: a system link, neither "
+                              "replaced nor followed",
+                              path);
+        else
+            rc = open_temp(of, path);
+    } else if (S_ISFIFO(st.st_mode) && foreign_fifo(path, &st)) {
+        return mrc__error(MRC_ERR_IO,
+                          "cannot write %s: a FIFO of another user in a "
+                          "shared directory",
+                          path);
     } else { /* character device, FIFO, socket */
-        rc = open_through(of, path, 0);
+        rc = open_through(of, path);
     }
     if (rc != MRC_OK)
         return rc;

@@ -115,6 +115,24 @@ if command -v gnuplot >/dev/null 2>&1; then
     expect 0 "</svg>" cat "$d/s.svg"
 fi
 
+# A link to a device is replaced too: never followed to the device.
+ln -s /dev/null "$d/null.dot"
+expect 0 "wrote" "$MRC" topo draw ring:4 -o "$d/null.dot"
+expect 0 "graph topology" cat "$d/null.dot"
+expect 0 "" test ! -L "$d/null.dot"
+
+# ---- a FIFO of another user in a shared sticky folder is refused ----
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+    d=$tmp/sticky
+    mkdir "$d"
+    chmod 1777 "$d"
+    mkfifo "$d/trap.dot"
+    chown nobody "$d/trap.dot"
+    expect 1 "$d/trap.dot: a FIFO of another user in a shared directory" \
+        "$MRC" topo draw ring:4 -o "$d/trap.dot"
+    expect 0 "" test -p "$d/trap.dot"
+fi
+
 # ---- a directory is refused, naming it ----
 d=$tmp/dir
 mkdir -p "$d/out.dot" "$d/image"
