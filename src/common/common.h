@@ -90,9 +90,10 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
 
 /* An output file written whole or not at all (outfile.c): a regular
  * target is replaced by rename from a temporary with a random name made
- * beside it with O_EXCL; a symbolic link is replaced, not followed; a
- * character device or FIFO is written through; a directory or block device
- * is refused. Errors name the path. */
+ * beside it with O_EXCL; a symbolic link is replaced, never followed
+ * (/dev/stdout, /dev/stderr and /dev/fd/N are written through their
+ * descriptor); a character device or FIFO is written through; a directory
+ * or block device is refused. Errors name the path. */
 typedef struct mrc__outfile {
     int fd;     /* where to write: the temporary, or the target itself */
     char *tmp;  /* the temporary's name; NULL when writing through */
