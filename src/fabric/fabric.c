@@ -457,7 +457,7 @@ mrc_status_t mrc_exchange_read(const char *path, mrc_exchange_t **out,
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    mrc_status_t st = mrc__read_file(path, (size_t)1 << 30, &text, &len);
+    mrc_status_t st = mrc__read_file(path, 0, &text, &len);
     if (st != MRC_OK)
         return st;
     st = mrc_exchange_parse_json(text, len, path, out, tiles, columns);

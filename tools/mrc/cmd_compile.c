@@ -97,7 +97,7 @@ static int load_image(const char *cmd, const char *path, int json,
 {
     char *data = NULL;
     size_t len = 0;
-    mrc_status_t st = mrc__read_file(path, (size_t)1 << 30, &data, &len);
+    mrc_status_t st = mrc__read_file(path, 0, &data, &len);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
     mrc_program_t *p = NULL;
