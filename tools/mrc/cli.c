@@ -230,3 +230,15 @@ int cli_render_svg(const char *cmd, const char *dot, const char *path)
     free(tmp);
     return CLI_OK;
 }
+
+int cli_max_memory(const char *cmd, const char *topic, const char *value)
+{
+    uint64_t v = 0;
+    if (!value)
+        return CLI_OK;
+    if (mrc__parse_size(value, &v) != 0 || v == 0)
+        return cli_usage(cmd, topic, "--max-memory '%s' is not a size (such "
+                         "as 8G)", value);
+    mrc__set_memory_limit(v);
+    return CLI_OK;
+}

@@ -48,6 +48,11 @@ int cli_write_file(const char *cmd, const char *path, const char *data,
  * message if Graphviz is not installed or fails. */
 int cli_render_svg(const char *cmd, const char *dot, const char *path);
 
+/* Applies --max-memory VALUE (NULL: not given) as the memory limit of
+ * the library's estimates (see mrc__memory_limit); CLI_USAGE with a
+ * message if it is not a size. */
+int cli_max_memory(const char *cmd, const char *topic, const char *value);
+
 /* 1 if `path` ends with `ext` (such as ".svg"). */
 int cli_has_ext(const char *path, const char *ext);
 
