@@ -109,7 +109,7 @@ static inline uint64_t mrc__sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
 
 /* The memory a single request (a schedule, a simulation, a run's buffers)
  * may take: set by mrc__set_memory_limit (the CLI's --max-memory), else
- * by MRC_MAX_MEMORY (a size, such as 64G), else 3/4 of physical memory. */
+ * by MRC_MAX_MEMORY (a size, such as 64G), else half of physical memory. */
 uint64_t mrc__memory_limit(void);
 /* 0 restores the default. */
 void mrc__set_memory_limit(uint64_t bytes);
