@@ -21,6 +21,7 @@ void help_run(void)
         "               [--collective C|all] [--count N] [--dtype T] [--op "
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
+        "               [--max-memory SIZE]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -32,7 +33,11 @@ void help_run(void)
         "Defaults: --topology hcm8, every strategy that applies, every\n"
         "collective, --count 1M elements (per node; reduce-scatter and\n"
         "allgather blocks are count/n), float32, sum, 5 iterations after 1\n"
-        "warm-up. Any wrong element or failed call makes the exit status 1.\n");
+        "warm-up. Any wrong element or failed call makes the exit status 1;\n"
+        "a failed call prints its error and no row.\n"
+        "--max-memory: what the buffers and plans of all ranks may take\n"
+        "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
+        "refused up front with the figure.\n");
 }
 
 typedef struct run_cfg {
