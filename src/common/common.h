@@ -126,6 +126,14 @@ mrc_status_t mrc__check_memory(uint64_t need, const char *what);
  * takes about 20 times its text), or 1/32 of a limit set explicitly. */
 size_t mrc__file_limit(void);
 
+/* A parsed JSON tree takes up to this many bytes per byte of its text
+ * (jansson: about 20 measured on topology files; the rest is margin). */
+#define MRC_JSON_BYTES_PER_TEXT_BYTE 32
+
+/* MRC_OK if the tree of `len` bytes of JSON text fits in the memory
+ * limit; otherwise an error naming `where` and the figure. */
+mrc_status_t mrc__check_json_text(size_t len, const char *where);
+
 /* Writes `bytes` for people: "512 B", "64 MiB", "10240 GiB", "1.5 TiB"
  * (one decimal below 10 units); returns `buf`. */
 const char *mrc__format_bytes(uint64_t bytes, char *buf, size_t size);

@@ -91,11 +91,19 @@ mrc_status_t mrc__check_memory(uint64_t need, const char *what)
                       mrc__format_bytes(limit, b, sizeof b));
 }
 
+mrc_status_t mrc__check_json_text(size_t len, const char *where)
+{
+    char what[300];
+    snprintf(what, sizeof what, "JSON tree for %zu bytes of %s", len, where);
+    return mrc__check_memory(
+        mrc__sat_mul_add(len, MRC_JSON_BYTES_PER_TEXT_BYTE, 0), what);
+}
+
 size_t mrc__file_limit(void)
 {
     uint64_t cap = (uint64_t)64 << 20;
     if (mrc__memory_limit_is_set())
-        cap = mrc__memory_limit() / 32;
+        cap = mrc__memory_limit() / MRC_JSON_BYTES_PER_TEXT_BYTE;
     if (cap < 4096)
         cap = 4096;
     return cap > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)cap;

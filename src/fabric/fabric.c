@@ -420,6 +420,9 @@ mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
     const char *where = origin ? origin : "<json>";
     *out = NULL;
     *tiles = *columns = 0;
+    mrc_status_t cst = mrc__check_json_text(len, where);
+    if (cst != MRC_OK)
+        return cst;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)

@@ -243,6 +243,9 @@ mrc_status_t mrc_topo_parse_json(const char *text, size_t len,
     if (!text)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_topo_parse_json: text is NULL");
+    st = mrc__check_json_text(len, where);
+    if (st != MRC_OK)
+        return st;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return mrc__error(MRC_ERR_PARSE, "%s:%d:%d: JSON syntax error: %s",
