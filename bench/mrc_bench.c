@@ -107,7 +107,8 @@ static int parse(int argc, char **argv, args_t *a)
     if (a->min == 0 || a->min > a->max)
         return usage("wants 0 < -b <= -e", NULL);
     if (a->max < mrc_dtype_size(a->dtype))
-        return usage("-e is less than one element of", mrc_dtype_name(a->dtype));
+        return usage("-e is less than one element of",
+                     mrc_dtype_name(a->dtype));
     return 0;
 }
 
