@@ -51,6 +51,10 @@ expect 2 "needs 15 GiB of schedule tables; the limit is 8.0 GiB" \
     env "$limit" "$MRC" fabric --pattern "$tmp/f70.json"
 expect 2 "needs 140 GiB of exchange and schedule tables" \
     env "$limit" "$MRC" fabric --pattern all-to-all --tiles 46340
+# Two latches per tile and column: 100000 tiles in 50000 columns.
+expect 2 "needs 37 GiB of latches and queues for the fabric simulation" \
+    env "$limit" "$MRC" fabric --pattern neighbour --tiles 100000 \
+    --columns 50000
 
 # Files: one over the cap is refused before it is read (a sparse file:
 # no disk), one that is not a regular file is refused as such.
