@@ -106,7 +106,34 @@ static int parse(int argc, char **argv, args_t *a)
     }
     if (a->min == 0 || a->min > a->max)
         return usage("wants 0 < -b <= -e", NULL);
+    if (a->max < mrc_dtype_size(a->dtype))
+        return usage("-e is less than one element of",
+                     mrc_dtype_name(a->dtype));
     return 0;
+}
+
+/* The next size of the sweep, or 0 past MAX: a size times the factor
+ * could wrap past 2^64 to a small number (or to 0, forever). */
+static uint64_t next_size(const args_t *a, uint64_t bytes)
+{
+    uint64_t next;
+    if (mrc__mul_u64(bytes, a->factor, &next) != 0 || next > a->max)
+        return 0;
+    return next;
+}
+
+/* What the largest row takes on every rank of this host at once (two
+ * buffers, and the floor's two of at least 64 MiB), against the memory
+ * limit, before any of it is allocated. */
+static mrc_status_t check_bench_memory(const args_t *a, int P)
+{
+    uint64_t floor = a->max > ((uint64_t)64 << 20) ? a->max
+                                                   : (uint64_t)64 << 20;
+    uint64_t rank = mrc__sat_mul_add(a->max, 2, 2 * floor);
+    char what[64];
+    snprintf(what, sizeof what, "buffers for -e %llu on %d ranks",
+             (unsigned long long)a->max, P);
+    return mrc__check_memory(mrc__sat_mul_add(rank, (uint64_t)P, 0), what);
 }
 
 /* The slowest rank's figure (max over ranks). */
@@ -251,7 +278,18 @@ int main(int argc, char **argv)
     }
     int r = mrc_comm_rank(c), P = mrc_comm_size(c);
     size_t es = mrc_dtype_size(a.dtype);
-    mrc_status_t st = MRC_OK;
+    /* Every rank decides alike, so all refuse together. */
+    mrc_status_t st = check_bench_memory(&a, P);
+    if (st != MRC_OK) {
+        if (r == 0)
+            fprintf(stderr, "mrc-bench: %s\n", mrc_last_error());
+        mrc_comm_destroy(c);
+#if MRC_HAVE_MPI
+        if (mpi)
+            MPI_Finalize();
+#endif
+        return 2;
+    }
     if (r == 0 && !a.json) {
         printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
                "(%d warm-up), median of %d\n# floor = membw*(P-1)/P^2, membw measured "
@@ -267,8 +305,8 @@ int main(int argc, char **argv)
     if (r == 0 && a.json)
         printf("{\"ranks\": %d, \"rows\": [", P);
     int first = 1;
-    for (uint64_t bytes = a.min; bytes <= a.max && st == MRC_OK;
-         bytes *= a.factor) {
+    for (uint64_t bytes = a.min; bytes != 0 && st == MRC_OK;
+         bytes = next_size(&a, bytes)) {
         size_t count = (size_t)(bytes / es);
         if (count == 0)
             continue;

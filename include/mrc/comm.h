@@ -39,7 +39,11 @@ typedef struct mrc_config {
     const char *groups;
     /* Seconds any call may wait; 0: $MRC_TIMEOUT, else 60. */
     double timeout_s;
-    /* Pipelining chunk in bytes; 0: $MRC_CHUNK_BYTES, else 256 KiB. */
+    /* Pipelining chunk in bytes; 0: $MRC_CHUNK_BYTES, else 256 KiB. A
+     * call whose plan (operations per chunk, for every rank of this
+     * process) or scratch would pass $MRC_MAX_MEMORY (a size; default
+     * half of physical memory) fails with MRC_ERR_INVALID_ARG and the
+     * figure, on every rank, before anything is allocated. */
     size_t chunk_bytes;
     /* GCL replica size (instead of groups); 0: none. */
     int replica_size;

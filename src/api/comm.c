@@ -436,7 +436,10 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     }
     cp->program = NULL;
     cp->used = 0;
-    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place);
+    /* Over threads every rank's plan is in this process. */
+    int here = c->shared->fabric ? c->shared->nranks : 1;
+    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place,
+                                        here);
     if (st != MRC_OK) {
         put_program(c->shared, p);
         return st;
@@ -546,18 +549,34 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
     mrc_status_t st = get_program(c, &key, &p);
     if (st == MRC_OK)
         st = get_plan(c, p, in_place, &x);
-    if (st != MRC_OK)
+    if (st != MRC_OK) {
+        mrc__error_prefix("%s (rank %d)", fn, c->rank);
         return st;
+    }
     uint64_t se, re, xe;
     mrc__buffer_elems(p, c->node, &se, &re, &xe);
-    if (xe * esize > c->scratch_bytes) {
-        void *q = realloc(c->scratch, xe * esize);
+    size_t xbytes = 0;
+    if (mrc__mul_size((size_t)xe, esize, &xbytes) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: %llu elements of scratch overflow a size", fn,
+                          (unsigned long long)xe);
+    if (xbytes > c->scratch_bytes) {
+        int here = c->shared->fabric ? c->shared->nranks : 1;
+        st = mrc__check_memory(mrc__sat_mul_add(xbytes, (uint64_t)here, 0),
+                               here > 1 ? "scratch (every rank of this "
+                                          "process)"
+                                        : "scratch");
+        if (st != MRC_OK) {
+            mrc__error_prefix("%s (rank %d)", fn, c->rank);
+            return st;
+        }
+        void *q = realloc(c->scratch, xbytes);
         if (!q)
             return mrc__error(MRC_ERR_NO_MEMORY,
-                              "%s: out of memory for %llu bytes of scratch",
-                              fn, (unsigned long long)(xe * esize));
+                              "%s: out of memory for %zu bytes of scratch",
+                              fn, xbytes);
         c->scratch = q;
-        c->scratch_bytes = xe * esize;
+        c->scratch_bytes = xbytes;
     }
     st = mrc__exec_run(x, &c->transport, c->seq++, sendbuf, recvbuf,
                        c->scratch, c->timeout_s);

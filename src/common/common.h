@@ -83,8 +83,10 @@ int mrc__parse_double(const char *s, double *out);
  * ...; "64M" = 64 * 2^20); 0 on success, -1 on bad text or overflow. */
 int mrc__parse_size(const char *s, uint64_t *out);
 
-/* Reads a whole file into a NUL-terminated malloc'd buffer. Reports the
- * file name and the system error on failure. */
+/* Reads a whole regular file into a NUL-terminated malloc'd buffer, of at
+ * most `max_bytes` (0: mrc__file_limit()). A FIFO, a device or a directory
+ * is refused without waiting on it, and a file over the cap before any of
+ * it is read. Reports the file name and the system error on failure. */
 mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
                             size_t *len);
 
@@ -110,6 +112,76 @@ mrc_status_t mrc__outfile_commit(mrc__outfile_t *of);
 void mrc__outfile_abort(mrc__outfile_t *of);
 /* Writes `len` bytes to `path` through an outfile. */
 mrc_status_t mrc__write_file(const char *path, const void *data, size_t len);
+/* Checked size arithmetic: 0 and the result in *out, or -1 (and *out
+ * untouched) when it does not fit. Every product of a count, a chunk, an
+ * element size or a tile count goes through these. */
+static inline int mrc__mul_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return -1;
+    *out = r;
+    return 0;
+}
+
+static inline int mrc__add_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return -1;
+    *out = r;
+    return 0;
+}
+
+static inline int mrc__mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return -1;
+    *out = r;
+    return 0;
+}
+
+/* a * b + c, saturated at UINT64_MAX: for memory estimates, where a sum
+ * past 2^64 only has to compare as "too much". */
+static inline uint64_t mrc__sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_add_overflow(r, c, &r))
+        return UINT64_MAX;
+    return r;
+}
+
+/* The memory a single request (a schedule, a simulation, a run's buffers)
+ * may take: set by mrc__set_memory_limit (the CLI's --max-memory), else
+ * by MRC_MAX_MEMORY (a size, such as 64G), else half of physical memory. */
+uint64_t mrc__memory_limit(void);
+/* 0 restores the default. */
+void mrc__set_memory_limit(uint64_t bytes);
+/* 1 if the limit was set (by the caller or MRC_MAX_MEMORY), 0 if it is
+ * the default. */
+int mrc__memory_limit_is_set(void);
+
+/* MRC_OK if `need` bytes of `what` fit in the limit; otherwise
+ * MRC_ERR_INVALID_ARG with "needs 10240 GiB of schedule tables; the limit
+ * is 19 GiB (--max-memory or MRC_MAX_MEMORY)". */
+mrc_status_t mrc__check_memory(uint64_t need, const char *what);
+
+/* The largest input file a parser reads: 64 MiB by default (a JSON tree
+ * takes about 20 times its text), or 1/32 of a limit set explicitly. */
+size_t mrc__file_limit(void);
+
+/* A parsed JSON tree takes up to this many bytes per byte of its text
+ * (jansson: about 20 measured on topology files; the rest is margin). */
+#define MRC_JSON_BYTES_PER_TEXT_BYTE 32
+
+/* MRC_OK if the tree of `len` bytes of JSON text fits in the memory
+ * limit; otherwise an error naming `where` and the figure. */
+mrc_status_t mrc__check_json_text(size_t len, const char *where);
+
+/* Writes `bytes` for people: "512 B", "64 MiB", "10240 GiB", "1.5 TiB"
+ * (one decimal below 10 units); returns `buf`. */
+const char *mrc__format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* Makes room for at least `need` elements of `size` bytes in *array,
  * doubling its capacity *cap (from 16); 0 on success, -1 (array

@@ -1,10 +1,13 @@
 /* A growable string buffer and the number/size parsers used by the readers
  * of specs, files and command lines. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -161,20 +164,59 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
                             size_t *len)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    if (max_bytes == 0)
+        max_bytes = mrc__file_limit();
+    /* Non-blocking, so that opening a FIFO with no writer does not wait
+     * forever: it is refused below like any file that is not regular. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
                           strerror(errno));
+    struct stat info;
+    char a[32], b[32];
+    if (fstat(fd, &info) != 0) {
+        int e = errno;
+        close(fd);
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(e));
+    }
+    if (!S_ISREG(info.st_mode)) {
+        close(fd);
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s is not a regular file",
+                          path);
+    }
+    if ((uint64_t)info.st_size > max_bytes) {
+        close(fd);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s is %s, larger than the %s limit for input "
+                          "files (raise it with --max-memory or "
+                          "MRC_MAX_MEMORY: the limit is 1/32 of it)",
+                          path, mrc__format_bytes((uint64_t)info.st_size, a,
+                                                  sizeof a),
+                          mrc__format_bytes(max_bytes, b, sizeof b));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0
+                  ? NULL
+                  : fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(e));
+    }
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
     char chunk[65536];
     size_t n;
     mrc_status_t st = MRC_OK;
+    /* The size can change under us (a growing file): the cap holds on
+     * what is read too. */
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
         if (sb.len + n > max_bytes) {
             st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "%s: file is larger than %zu bytes", path,
-                            max_bytes);
+                            "%s is larger than the %s limit for input files",
+                            path, mrc__format_bytes(max_bytes, b, sizeof b));
             break;
         }
         mrc__sb_append(&sb, chunk, n);

@@ -408,6 +408,9 @@ mrc_status_t mrc_embed_parse_json(const mrc_topo_t *topo, const char *text,
     if (!topo || !text)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_embed_parse_json: NULL argument");
+    mrc_status_t cst = mrc__check_json_text(len, where);
+    if (cst != MRC_OK)
+        return cst;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)

@@ -1,5 +1,6 @@
 /* The executor (see exec.h). */
 #include <sched.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,11 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
         return MRC_OK;
     x->num_slots = ids * x->window * 2;
     x->slot_bytes = ((size_t)biggest * x->elem + 63) / 64 * 64;
+    mrc_status_t st = mrc__check_memory(
+        mrc__sat_mul_add((uint64_t)x->num_slots, x->slot_bytes, 0),
+        "staging slots");
+    if (st != MRC_OK)
+        return st;
     x->staging = aligned_alloc(64, (size_t)x->num_slots * x->slot_bytes);
     x->slot_user = malloc((size_t)x->num_slots * sizeof *x->slot_user);
     if (!x->staging || !x->slot_user)
@@ -128,13 +134,47 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
     return MRC_OK;
 }
 
+/* Refuses, before anything is expanded, a plan that would not fit in the
+ * memory limit: its operations (grown by doubling: twice their size at
+ * worst) and the executor's state per operation and per chain. A chunk
+ * of a few bytes on a large count is what gets here. */
+static mrc_status_t check_plan_memory(const mrc_program_t *p, int node,
+                                      int ranks_here)
+{
+    if (node < 0 || node >= p->num_nodes || p->nodes[node].group < 0)
+        return MRC_OK; /* mrc__plan_build says what is wrong */
+    uint64_t chains, ops;
+    mrc__plan_bound(p, p->nodes[node].group, 0, &chains, &ops);
+    uint64_t per_op = 2 * sizeof(mrc__op_t) + 2 * sizeof(mrc__xfer_t) +
+                      3 * sizeof(int32_t);
+    uint64_t per_chain = 6 * sizeof(int32_t) + 1;
+    uint64_t one = mrc__sat_mul_add(ops, per_op,
+                                    mrc__sat_mul_add(chains, per_chain, 0));
+    char what[128];
+    snprintf(what, sizeof what, "plans (%llu chunks of %zu bytes a rank, %d "
+             "rank%s in this process)", (unsigned long long)chains,
+             (size_t)p->cfg.chunk_bytes, ranks_here, ranks_here > 1 ? "s" : "");
+    mrc_status_t st = mrc__check_memory(
+        mrc__sat_mul_add(one, (uint64_t)(ranks_here > 1 ? ranks_here : 1), 0),
+        what);
+    if (st == MRC_OK && ops > INT32_MAX)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "the plan for node %d could have %llu operations, "
+                        "more than %d: use larger chunks",
+                        node, (unsigned long long)ops, INT32_MAX);
+    return st;
+}
+
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
-                               int node, int in_place)
+                               int node, int in_place, int ranks_here)
 {
     memset(x, 0, sizeof *x);
     x->program = p;
     x->elem = mrc_dtype_size(p->cfg.dtype);
-    mrc_status_t st = mrc__plan_build(p, node, 0, in_place, &x->plan);
+    mrc_status_t st = check_plan_memory(p, node, ranks_here);
+    if (st != MRC_OK)
+        return st;
+    st = mrc__plan_build(p, node, 0, in_place, &x->plan);
     if (st != MRC_OK)
         return st;
     int g = p->nodes[node].group;

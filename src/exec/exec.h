@@ -43,9 +43,11 @@ typedef struct mrc__exec {
 
 /* Expands the program for `node` (in_place: send and receive buffers are
  * one, as the C API defines it per collective) and takes all the memory
- * the runs will need. */
+ * the runs will need; refuses it first if `ranks_here` such plans (the
+ * ranks of this process: all of them over threads) would not fit in the
+ * memory limit. */
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
-                               int node, int in_place);
+                               int node, int in_place, int ranks_here);
 void mrc__exec_release(mrc__exec_t *x);
 
 /* Runs the collective once: call number `seq` of the communicator. */

@@ -148,10 +148,14 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
+    size_t c = *cap ? *cap : 64, bytes = 0;
+    while (c < need) {
+        if (mrc__mul_size(c, 2, &c) != 0)
+            return -1;
+    }
+    if (mrc__mul_size(c, size, &bytes) != 0)
+        return -1;
+    void *q = realloc(*p, bytes);
     if (!q)
         return -1;
     *p = q;
@@ -304,6 +308,15 @@ static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name,
                         tiles,
                         (unsigned long long)tiles * (unsigned long long)(tiles - 1),
                         INT32_MAX);
+    } else if (strcmp(name, "all-to-all") == 0 &&
+               (st = mrc__fabric_check_memory(
+                    (uint64_t)tiles * (uint64_t)(tiles - 1),
+                    (uint64_t)tiles * (uint64_t)(tiles - 1),
+                    (uint64_t)tiles * (uint64_t)(tiles - 1),
+                    (uint64_t)tiles * (uint64_t)(tiles - 1),
+                    (uint64_t)(tiles - 1), tiles)) != MRC_OK) {
+        /* Refused before the exchange is built: a tile sends and
+         * receives tiles - 1 packets, so no schedule is shorter. */
     } else if (strcmp(name, "all-to-all") == 0) {
         /* Round k: every tile to the tile k after it, so that each round
          * is a permutation (one send and one receipt a tile). */
@@ -407,6 +420,9 @@ mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
     const char *where = origin ? origin : "<json>";
     *out = NULL;
     *tiles = *columns = 0;
+    mrc_status_t cst = mrc__check_json_text(len, where);
+    if (cst != MRC_OK)
+        return cst;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
@@ -457,7 +473,7 @@ mrc_status_t mrc_exchange_read(const char *path, mrc_exchange_t **out,
     *out = NULL;
     char *text = NULL;
     size_t len = 0;
-    mrc_status_t st = mrc__read_file(path, (size_t)1 << 30, &text, &len);
+    mrc_status_t st = mrc__read_file(path, 0, &text, &len);
     if (st != MRC_OK)
         return st;
     st = mrc_exchange_parse_json(text, len, path, out, tiles, columns);

@@ -57,4 +57,13 @@ unsigned mrc__fabric_flags(const mrc_fabric_t *f, int source,
 /* 1 if tile `t` is among the entry's (sorted) destinations. */
 int mrc__exchange_has_dest(const mrc_exchange_t *x, size_t entry, int t);
 
+/* Refuses, with the figure, an exchange or schedule that would not fit
+ * in the memory limit (mrc__memory_limit): `entries` entries of `dests`
+ * destinations in all still to be built (0 if built already), `packets`
+ * packets making `deliveries` deliveries, and tables of at least
+ * `cycles` cycles for each of `tiles` tiles. */
+mrc_status_t mrc__fabric_check_memory(uint64_t entries, uint64_t dests,
+                                      uint64_t packets, uint64_t deliveries,
+                                      uint64_t cycles, int tiles);
+
 #endif /* MRC_FABRIC_INTERNAL_H */

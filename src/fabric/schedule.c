@@ -19,8 +19,25 @@
 
 /* Packets are indexed by int32 in the schedule's tables. */
 #define MAX_PACKETS ((uint64_t)INT32_MAX)
-/* The multiplexer and send tables may take this much memory. */
-#define MAX_TABLE_BYTES (4.0 * (1 << 30))
+
+mrc_status_t mrc__fabric_check_memory(uint64_t entries, uint64_t dests,
+                                      uint64_t packets, uint64_t deliveries,
+                                      uint64_t cycles, int tiles)
+{
+    /* An entry: source, bytes, first (4 + 8 + 8) and its destinations (4
+     * each), in arrays grown by doubling. A packet: its entry, send cycle
+     * and flags (9), and the bound's trip lists (4 a packet sent, 4 a
+     * delivery). A tile and cycle: a mux entry and a busy byte (5), the
+     * horizon rounded up to a power of two (twice at worst). */
+    uint64_t need = mrc__sat_mul_add(entries, 2 * 20, 0);
+    need = mrc__sat_mul_add(dests, 2 * 4, need);
+    need = mrc__sat_mul_add(packets, 9 + 4, need);
+    need = mrc__sat_mul_add(deliveries, 4, need);
+    need = mrc__sat_mul_add(mrc__sat_mul_add(cycles, (uint64_t)tiles, 0), 5,
+                            need);
+    return mrc__check_memory(need, entries ? "exchange and schedule tables"
+                                           : "schedule tables");
+}
 
 typedef struct builder {
     const mrc_fabric_t *f;
@@ -161,14 +178,15 @@ static mrc_status_t reach(builder_t *b, int64_t need)
         h *= 2;
     size_t old = (size_t)s->horizon;
     /* A mux entry and a busy byte per tile and cycle. */
-    double need_bytes = 5.0 * (double)h * (double)b->f->tiles;
-    if (h > INT32_MAX || need_bytes > MAX_TABLE_BYTES)
+    if (h > INT32_MAX)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "the schedule would need %lld cycles of %d tiles "
-                          "(%.1f GiB of tables; at most %.0f GiB)",
-                          (long long)h, b->f->tiles,
-                          need_bytes / (1 << 30),
-                          MAX_TABLE_BYTES / (1 << 30));
+                          "(at most %d)",
+                          (long long)h, b->f->tiles, INT32_MAX);
+    mrc_status_t st = mrc__fabric_check_memory(0, 0, 0, 0, (uint64_t)h,
+                                               b->f->tiles);
+    if (st != MRC_OK)
+        return st;
     for (int t = 0; t < b->f->tiles; t++) {
         int32_t *m = realloc(s->mux[t], (size_t)h * sizeof *m);
         if (m)
@@ -322,6 +340,30 @@ mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
                               (unsigned long long)MAX_PACKETS,
                               f->packet_bytes);
         }
+    }
+    /* Up front: no tile's tables can be shorter than its busiest tile
+     * sends or receives (one packet a cycle), plus the slack reach()
+     * adds. */
+    uint64_t *load = calloc((size_t)f->tiles + 1, sizeof *load);
+    uint64_t busiest = 0;
+    if (!load) {
+        free(first_packet);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (size_t e = 0; e < x->entries; e++) {
+        uint64_t k = first_packet[e + 1] - first_packet[e];
+        load[x->source[e]] += k;
+        for (size_t j = x->first[e]; j < x->first[e + 1]; j++)
+            load[x->dests[j]] += k;
+    }
+    for (int t = 0; t < f->tiles; t++)
+        busiest = load[t] > busiest ? load[t] : busiest;
+    free(load);
+    st = mrc__fabric_check_memory(0, 0, packets, deliveries,
+                                  busiest + busiest / 4 + 64, f->tiles);
+    if (st != MRC_OK) {
+        free(first_packet);
+        return st;
     }
     mrc_fabric_schedule_t *s = calloc(1, sizeof *s);
     builder_t b = {f, x, s, NULL, NULL};

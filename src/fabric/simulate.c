@@ -136,6 +136,21 @@ mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
     int T = f->tiles, C = f->columns;
     sim_t m = {f, s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f->rows + 2};
     size_t lat = (size_t)T * (size_t)C;
+    /* Up front: two latches per tile and column (a million tiles in as
+     * many columns would be 8 TiB), the wires, the queues and the
+     * counting sort's buckets. */
+    uint64_t need = mrc__sat_mul_add(lat, 2 * sizeof(int32_t), 0);
+    need = mrc__sat_mul_add(mrc__sat_mul_add((uint64_t)T, (uint64_t)m.ring,
+                                             0),
+                            sizeof(int32_t), need);
+    need = mrc__sat_mul_add((uint64_t)T, 3 * sizeof(int64_t), need);
+    need = mrc__sat_mul_add(s->packets, 2 * sizeof(uint64_t), need);
+    need = mrc__sat_mul_add((uint64_t)(s->horizon > 0 ? s->horizon : 1) + 1,
+                            sizeof(size_t), need);
+    mrc_status_t cst = mrc__check_memory(need, "latches and queues for the "
+                                               "fabric simulation");
+    if (cst != MRC_OK)
+        return cst;
     m.gated = malloc(sizeof *m.gated * lat);
     m.ungated = malloc(sizeof *m.ungated * lat);
     m.live = calloc((size_t)T, sizeof *m.live);

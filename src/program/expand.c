@@ -301,6 +301,24 @@ int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
     return c < 1 ? 1 : c > (1u << 23) ? (1 << 23) : (int)c;
 }
 
+void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
+                     uint64_t *chains, uint64_t *ops)
+{
+    *chains = *ops = 0;
+    if (group < 0 || group >= p->num_groups)
+        return;
+    const mrc__group_t *g = &p->groups[group];
+    uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
+    uint64_t per_chain = (uint64_t)p->code_len *
+                         (uint64_t)(g->size > 1 ? g->size - 1 : 1);
+    for (int k = g->first_stream; k < g->first_stream + g->num_streams;
+         k++) {
+        uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);
+        *chains += c;
+        *ops = mrc__sat_mul_add(c, per_chain, *ops);
+    }
+}
+
 mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
                              uint64_t chunk_elems, int in_place,
                              mrc__plan_t *plan)

@@ -187,6 +187,14 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
                              mrc__plan_t *plan);
 void mrc__plan_free(mrc__plan_t *plan);
 
+/* Upper bounds, before expanding anything, of the chains and operations
+ * of a node of `group` for a chunk size (0: the program's): every
+ * instruction run once per loop iteration, in every chunk of every stream
+ * of the group. The executor and the simulator size their memory from
+ * these and refuse what would not fit. */
+void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
+                     uint64_t *chains, uint64_t *ops);
+
 /* Elements of each buffer of a node: SEND and RECV as the C API defines
  * them for the collective, SCRATCH as the executor must provide. */
 void mrc__buffer_elems(const mrc_program_t *p, int node, uint64_t *send,

@@ -14,6 +14,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -819,6 +820,64 @@ static double bound_share(mrc_collective_t c, int n)
     }
 }
 
+/* Chunks of stream k: the program's, or cfg->chunks per fragment. */
+static int sim_chunks(const mrc_program_t *p, const mrc_sim_config_t *c,
+                      int k)
+{
+    const mrc__group_t *g = &p->groups[p->streams[k].group];
+    uint64_t len = p->streams[k].slice_len, n = (uint64_t)g->size;
+    uint64_t maxf = p->addressing == MRC__ADDR_SPLIT ? (len + n - 1) / n
+                                                     : len;
+    uint64_t ce = c->chunks > 0
+                      ? (maxf + (uint64_t)c->chunks - 1) / (uint64_t)c->chunks
+                      : mrc__chunk_elems(p);
+    return mrc__stream_chunks(p, k, ce ? ce : 1);
+}
+
+/* Memory a chain may take beside its own record (twice its size: the
+ * array grows by doubling): in bsp, its flow of a step and the step's
+ * index of it; pipelined, its messages in flight, in the map and in the
+ * event heap, which grow with the ring (a chain runs 2(N-1) steps).
+ * Measured (peak RSS over chains): bsp 220 bytes on hcm8; pipelined 630
+ * on ring:4, 2.2 KiB on ring:16, 8.2 KiB on ring:64, so 136 N + 160: the
+ * figures below keep above that. */
+enum { SIM_CHAIN_BSP_BYTES = 128, SIM_CHAIN_PIPELINED_BYTES_PER_NODE = 192 };
+
+/* Refuses, before any chain is made, a simulation whose chains (one per
+ * node, stream and chunk) would not fit in the memory limit. */
+static mrc_status_t check_sim_memory(const mrc_program_t *p,
+                                     const mrc_sim_config_t *c)
+{
+    uint64_t chains = 0, need = 0;
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group;
+        if (g < 0)
+            continue;
+        uint64_t per = 2 * sizeof(chain_t) +
+                       (c->mode == MRC_SIM_PIPELINED
+                            ? SIM_CHAIN_PIPELINED_BYTES_PER_NODE *
+                                  (uint64_t)p->groups[g].size
+                            : SIM_CHAIN_BSP_BYTES);
+        for (int j = 0; j < p->groups[g].num_streams; j++) {
+            uint64_t k = (uint64_t)sim_chunks(p, c,
+                                              p->groups[g].first_stream + j);
+            chains += k;
+            need = mrc__sat_mul_add(k, per, need);
+        }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "simulation state (%llu chains of "
+             "messages: use fewer --chunks or a smaller --size)",
+             (unsigned long long)chains);
+    mrc_status_t st = mrc__check_memory(need, what);
+    if (st == MRC_OK && chains > INT32_MAX)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "the simulation would walk %llu chains of messages, "
+                        "more than %d", (unsigned long long)chains,
+                        INT32_MAX);
+    return st;
+}
+
 mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                          const mrc_sim_config_t *cfg, mrc_sim_result_t **out)
 {
@@ -889,6 +948,8 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                (mrc__sim_fast == MRC__SIM_FAST_ALWAYS ||
                 (mrc__sim_fast == MRC__SIM_FAST_AUTO &&
                  (p->groups[0].size > FAST_MIN_GROUP || fast_is_exact(p))));
+    if (!fast && (st = check_sim_memory(p, &c)) != MRC_OK)
+        goto done;
     int nchains = 0, cap_chains = 0;
     for (int u = 0; u < (fast ? 0 : p->num_nodes); u++) {
         int g = p->nodes[u].group;
@@ -896,16 +957,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
             continue;
         for (int j = 0; j < p->groups[g].num_streams; j++) {
             int k = p->groups[g].first_stream + j;
-            uint64_t len = p->streams[k].slice_len;
-            uint64_t n = (uint64_t)p->groups[g].size;
-            uint64_t maxf = p->addressing == MRC__ADDR_SPLIT
-                                ? (len + n - 1) / n
-                                : len;
-            uint64_t ce = c.chunks > 0
-                              ? (maxf + (uint64_t)c.chunks - 1) /
-                                    (uint64_t)c.chunks
-                              : mrc__chunk_elems(p);
-            int chunks = mrc__stream_chunks(p, k, ce ? ce : 1);
+            int chunks = sim_chunks(p, &c, k);
             for (int ch = 0; ch < chunks; ch++) {
                 if (mrc__grow((void **)&chains, &cap_chains, nchains + 1,
                               sizeof *chains))

@@ -4,6 +4,7 @@
  * Each family checks its own arguments and says what it needs; the built
  * graph then goes through the same validation as a file.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,14 @@ static mrc_status_t need(const char *spec, const char *usage)
                       usage);
 }
 
+/* The upper bound, said as such: "needs N >= 2" for 2^31 misleads. */
+static mrc_status_t too_many(const char *spec, const char *what, long max)
+{
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "topology spec '%s': %s must be at most %ld", spec,
+                      what, max);
+}
+
 static void place_on_circle(mrc__topo_builder_t *tb, int first, int n,
                             double cx, double cy, double r, double squash)
 {
@@ -61,7 +70,9 @@ static mrc_status_t gen_ring(const gen_params_t *p, const char *spec,
                              mrc__topo_builder_t *tb)
 {
     long n = p->arg[0];
-    if (n < 2 || n > MRC_TOPO_MAX_NODES)
+    if (n > MRC_TOPO_MAX_NODES)
+        return too_many(spec, "N", MRC_TOPO_MAX_NODES);
+    if (n < 2)
         return need(spec, "ring:N needs N >= 2 (a ring closes through at "
                           "least two nodes)");
     mrc_status_t st = mrc__tb_init(tb, n, spec);
@@ -81,7 +92,9 @@ static mrc_status_t gen_line(const gen_params_t *p, const char *spec,
                              mrc__topo_builder_t *tb)
 {
     long n = p->arg[0];
-    if (n < 1 || n > MRC_TOPO_MAX_NODES)
+    if (n > MRC_TOPO_MAX_NODES)
+        return too_many(spec, "N", MRC_TOPO_MAX_NODES);
+    if (n < 1)
         return need(spec, "line:N needs N >= 1");
     mrc_status_t st = mrc__tb_init(tb, n, spec);
     if (st != MRC_OK)
@@ -124,7 +137,9 @@ static mrc_status_t build_ladder(const gen_params_t *p, const char *spec,
                                  mrc__topo_builder_t *tb, int torus)
 {
     long n = p->arg[0];
-    if (n < 4 || n % 2 != 0 || n > MRC_TOPO_MAX_NODES)
+    if (n > MRC_TOPO_MAX_NODES)
+        return too_many(spec, "N", MRC_TOPO_MAX_NODES);
+    if (n < 4 || n % 2 != 0)
         return need(spec, torus ? "torus-ladder:N needs an even N >= 4 (two "
                                   "columns of N/2)"
                                 : "ladder:N needs an even N >= 4 (two "
@@ -304,7 +319,7 @@ static mrc_status_t parse_tokens(char *rest, const char *spec,
                                   "topology spec '%s': too many arguments; "
                                   "expected %s",
                                   spec, g->usage);
-            if (mrc__parse_long(tok, 0, 1L << 40, &p->arg[p->nargs]) != 0)
+            if (mrc__parse_long(tok, 0, LONG_MAX, &p->arg[p->nargs]) != 0)
                 return mrc__error(MRC_ERR_INVALID_ARG,
                                   "topology spec '%s': argument '%s' is not a "
                                   "non-negative integer; expected %s",

@@ -14,7 +14,6 @@
 #define TOPO_FORMAT "mrc-topology"
 #define TOPO_VERSION 1
 enum { MAX_NAME = 256 };
-static const size_t MAX_FILE_BYTES = (size_t)1 << 30;
 
 /* Refuses keys outside `known` (NULL-terminated), to catch misspellings
  * such as "bandwith_gbps" instead of silently using a default. */
@@ -257,6 +256,9 @@ mrc_status_t mrc_topo_parse_json(const char *text, size_t len,
     if (!text)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_topo_parse_json: text is NULL");
+    st = mrc__check_json_text(len, where);
+    if (st != MRC_OK)
+        return st;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return mrc__error(MRC_ERR_PARSE, "%s:%d:%d: JSON syntax error: %s",
@@ -304,7 +306,7 @@ mrc_status_t mrc_topo_load(const char *path, mrc_topo_t **out)
     *out = NULL;
     if (!path)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_topo_load: path is NULL");
-    mrc_status_t st = mrc__read_file(path, MAX_FILE_BYTES, &text, &len);
+    mrc_status_t st = mrc__read_file(path, 0, &text, &len);
     if (st != MRC_OK)
         return st;
     st = mrc_topo_parse_json(text, len, path, out);

@@ -337,7 +337,9 @@ static int looks_like_file(const char *spec)
     size_t n = strlen(spec);
     if (n >= 5 && strcmp(spec + n - 5, ".json") == 0)
         return 1;
-    return stat(spec, &sb) == 0 && S_ISREG(sb.st_mode);
+    /* Anything that exists is a file, so that a FIFO, a device or a
+     * directory is refused as such when read, not taken for a spec. */
+    return stat(spec, &sb) == 0;
 }
 
 mrc_status_t mrc_topo_create(const char *spec, mrc_topo_t **out)

@@ -237,3 +237,15 @@ int cli_render_svg(const char *cmd, const char *dot, const char *path)
     char *const argv[] = {"neato", "-Tsvg", NULL};
     return cli_filter_to_file(cmd, argv, dot, path, 0);
 }
+
+int cli_max_memory(const char *cmd, const char *topic, const char *value)
+{
+    uint64_t v = 0;
+    if (!value)
+        return CLI_OK;
+    if (mrc__parse_size(value, &v) != 0 || v == 0)
+        return cli_usage(cmd, topic, "--max-memory '%s' is not a size (such "
+                         "as 8G)", value);
+    mrc__set_memory_limit(v);
+    return CLI_OK;
+}

@@ -59,6 +59,10 @@ int cli_render_svg(const char *cmd, const char *dot, const char *path);
 /* `s` as a JSON string literal, quotes included, in a malloc'd buffer
  * (free()); exits with status 1 when out of memory. */
 char *cli_json_quote(const char *s);
+/* Applies --max-memory VALUE (NULL: not given) as the memory limit of
+ * the library's estimates (see mrc__memory_limit); CLI_USAGE with a
+ * message if it is not a size. */
+int cli_max_memory(const char *cmd, const char *topic, const char *value);
 
 /* 1 if `path` ends with `ext` (such as ".svg"). */
 int cli_has_ext(const char *path, const char *ext);

@@ -16,6 +16,7 @@ void help_compile(void)
         "[--root R]\n"
         "                   [--chunk BYTES] [--listing] [-o FILE] [--json]\n"
         "       mrc compile --load FILE [--listing] [--json]\n"
+        "       [--max-memory SIZE]: the memory limit (input files: 1/32)\n"
         "\n"
         "Compiles a collective on the rings of SPEC (see 'mrc help rings')\n"
         "into one program that every node runs with its own index, checks it\n"
@@ -99,7 +100,7 @@ static int load_image(const char *cmd, const char *path, int json,
 {
     char *data = NULL;
     size_t len = 0;
-    mrc_status_t st = mrc__read_file(path, (size_t)1 << 30, &data, &len);
+    mrc_status_t st = mrc__read_file(path, 0, &data, &len);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
     mrc_program_t *p = NULL;
@@ -122,7 +123,7 @@ int cmd_compile(int argc, char **argv)
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *count = NULL, *dtype = NULL,
                         *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
-                        *load = NULL;
+                        *load = NULL, *max_memory = NULL;
     int json = 0, listing = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -135,10 +136,13 @@ int cmd_compile(int argc, char **argv)
                               {"chunk", 0, &chunk, NULL},
                               {"output", 'o', &out, NULL},
                               {"load", 0, &load, NULL},
+                              {"max-memory", 0, &max_memory, NULL},
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "compile", max_memory);
     if (rc != CLI_OK)
         return rc;
     if (load)

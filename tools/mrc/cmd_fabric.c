@@ -14,6 +14,7 @@ void help_fabric(void)
         "usage: mrc fabric --pattern P [--tiles T] [--columns C]\n"
         "                  [--seed S] [--bytes B] [--packet-bytes N] "
         "[--json]\n"
+        "                  [--max-memory SIZE]\n"
         "\n"
         "The tile exchange fabric inside a chip (seed 001): T tiles in C\n"
         "North-South columns along an East-West exchange; each tile's\n"
@@ -142,7 +143,8 @@ int cmd_fabric(int argc, char **argv)
 {
     const char *cmd = "mrc fabric";
     const char *tiles_s = NULL, *columns_s = NULL, *pattern = NULL,
-               *seed_s = NULL, *bytes_s = NULL, *packet_s = NULL;
+               *seed_s = NULL, *bytes_s = NULL, *packet_s = NULL,
+               *max_memory = NULL;
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"tiles", 't', &tiles_s, NULL},
                               {"columns", 'c', &columns_s, NULL},
@@ -150,9 +152,12 @@ int cmd_fabric(int argc, char **argv)
                               {"seed", 's', &seed_s, NULL},
                               {"bytes", 'b', &bytes_s, NULL},
                               {"packet-bytes", 0, &packet_s, NULL},
+                              {"max-memory", 0, &max_memory, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "fabric", argc, argv, opts, NULL, 0, 0, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "fabric", max_memory);
     if (rc != CLI_OK)
         return rc;
     if (!pattern)

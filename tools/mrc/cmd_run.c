@@ -21,6 +21,7 @@ void help_run(void)
         "               [--collective C|all] [--count N] [--dtype T] [--op "
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
+        "               [--max-memory SIZE]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -32,7 +33,11 @@ void help_run(void)
         "Defaults: --topology hcm8, every strategy that applies, every\n"
         "collective, --count 1M elements (per node; reduce-scatter and\n"
         "allgather blocks are count/n), float32, sum, 5 iterations after 1\n"
-        "warm-up. Any wrong element or failed call makes the exit status 1.\n");
+        "warm-up. Any wrong element or failed call makes the exit status 1;\n"
+        "a failed call prints its error and no row.\n"
+        "--max-memory: what the buffers and plans of all ranks may take\n"
+        "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
+        "refused up front with the figure.\n");
 }
 
 typedef struct run_cfg {
@@ -69,12 +74,22 @@ static void *work(void *arg)
     worker_t *w = arg;
     const run_cfg_t *rc = w->sh->rc;
     int n = mrc_comm_size(w->comm), rank = mrc_comm_rank(w->comm);
-    size_t es = mrc_dtype_size(rc->dtype), big = rc->count * (size_t)n + 1;
-    char *send = malloc(big * es), *recv = malloc(big * es);
-    w->st = send && recv ? MRC_OK : MRC_ERR_NO_MEMORY;
+    size_t es = mrc_dtype_size(rc->dtype), big = 0, bytes = 0;
+    char *send = NULL, *recv = NULL;
+    /* cmd_run refused sizes that overflow; checked again all the same. */
+    if (mrc__mul_size(rc->count, (size_t)n, &big) != 0 ||
+        mrc__add_size(big, 1, &big) != 0 ||
+        mrc__mul_size(big, es, &bytes) != 0)
+        w->st = mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
+                           rc->count);
+    else if (!(send = malloc(bytes)) || !(recv = malloc(bytes)))
+        w->st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory for two "
+                           "buffers of %zu bytes", bytes);
+    else
+        w->st = MRC_OK;
     if (w->st == MRC_OK) {
         mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
-        memset(recv, 0, big * es); /* touch every page before timing */
+        memset(recv, 0, bytes); /* touch every page before timing */
     }
     for (int i = 0; i < rc->warmup && w->st == MRC_OK; i++)
         w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
@@ -91,7 +106,7 @@ static void *work(void *arg)
     /* The checked run: fresh inputs, a cleared output, every element. */
     if (w->st == MRC_OK) {
         mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
-        memset(recv, 0x5a, big * es);
+        memset(recv, 0x5a, bytes);
         w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
                               rc->op, rc->root, w->comm);
     }
@@ -198,7 +213,7 @@ int cmd_run(int argc, char **argv)
     const char *topology = "hcm8", *strategy = NULL, *groups = NULL,
                *replica = NULL, *coll = "all", *count = "1M",
                *dtype = "float32", *op = "sum", *iters = "5", *warmup = "1",
-               *chunk = NULL;
+               *chunk = NULL, *max_memory = NULL;
     const char *pos[1];
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
@@ -212,9 +227,12 @@ int cmd_run(int argc, char **argv)
                               {"iters", 0, &iters, NULL},
                               {"warmup", 0, &warmup, NULL},
                               {"chunk", 0, &chunk, NULL},
+                              {"max-memory", 0, &max_memory, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "run", max_memory);
     if (rc != CLI_OK)
         return rc;
     run_cfg_t base = {0};
@@ -251,6 +269,20 @@ int cmd_run(int argc, char **argv)
         mrc_topo_destroy(t);
         return cli_usage(cmd, "run", "%s has %d nodes: threads run at most "
                          "256", topology, nranks);
+    }
+    /* Every rank holds two buffers of count x ranks elements (the largest
+     * layout of any collective) and one more: refused here, with the
+     * figure, rather than found out by malloc or by the kernel. */
+    char what[64];
+    snprintf(what, sizeof what, "buffers (%d ranks, two each)", nranks);
+    uint64_t es = mrc_dtype_size(base.dtype);
+    uint64_t per_rank = mrc__sat_mul_add(
+        mrc__sat_mul_add(n64, (uint64_t)nranks, 1), 2 * es, 0);
+    st = mrc__check_memory(mrc__sat_mul_add(per_rank, (uint64_t)nranks, 0),
+                           what);
+    if (st != MRC_OK) {
+        mrc_topo_destroy(t);
+        return cli_fail(cmd, st);
     }
     mrc_comm_t **comms = calloc((size_t)nranks, sizeof *comms);
     row_t *rows = calloc(64 * MRC_NUM_COLLECTIVES, sizeof *rows);
@@ -306,11 +338,12 @@ int cmd_run(int argc, char **argv)
                 row->failed = 1;
                 snprintf(error, sizeof error, "out of memory");
             }
-            if (!header) {
+            /* A failed call has no figures: its error, never a row. */
+            if (!row->failed && !header) {
                 print_header();
                 header = 1;
             }
-            if (!json)
+            if (!row->failed && !json)
                 print_row(row);
             if (row->failed)
                 fprintf(stderr, "mrc run: %s %s: %s\n", name,
@@ -320,6 +353,13 @@ int cmd_run(int argc, char **argv)
         for (int r = 0; r < nranks; r++)
             mrc_comm_destroy(comms[r]);
     }
+    /* Failed calls have no figures, so no rows (stderr has their errors);
+     * the exit status says that something failed. */
+    int kept = 0;
+    for (int i = 0; i < nrows; i++)
+        if (!rows[i].failed)
+            rows[kept++] = rows[i];
+    nrows = kept;
     if (json) {
         char *topo = cli_json_quote(mrc_topo_name(t));
         printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo,

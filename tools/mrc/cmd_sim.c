@@ -13,7 +13,7 @@ void help_sim(void)
         "               --collective C --size BYTES [--dtype T]\n"
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
-        "               [--wake-us U] [--json]\n"
+        "               [--wake-us U] [--max-memory SIZE] [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "\n"
@@ -36,7 +36,10 @@ void help_sim(void)
         "--sweep      sizes MIN..MAX in powers of two, for each strategy;\n"
         "             writes PREFIX.csv and PREFIX.json (default prefix\n"
         "             'sweep'), and PREFIX.svg (busbw against size) with\n"
-        "             gnuplot when it is installed\n");
+        "             gnuplot when it is installed; at most 41 sizes\n"
+        "--max-memory what a simulation may take (default half of physical\n"
+        "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
+        "             up front with the figure\n");
 }
 
 typedef struct sim_args {
@@ -182,6 +185,9 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     return CLI_OK;
 }
 
+/* Sizes in a sweep: powers of two from 1 byte to 1 TiB. */
+enum { SWEEP_MAX_SIZES = 41 };
+
 static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
                  const char *range, const char *prefix)
 {
@@ -201,10 +207,15 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     if (strlen(prefix) + sizeof ".json" > sizeof path)
         return cli_usage(cmd, "sim", "-o PREFIX is longer than %zu bytes",
                          sizeof path - sizeof ".json");
-    const char *const *names = mrc_embed_strategies();
-    int nsizes = 0;
-    for (uint64_t s = lo; s <= hi && nsizes < 64; s *= 2)
+    /* Powers of two from MIN while <= MAX, without wrapping past 2^63;
+     * at most SWEEP_MAX_SIZES of them (1 byte to 1 TiB). */
+    int nsizes = 1;
+    for (uint64_t s = lo; s <= hi / 2 && s * 2 <= hi; s *= 2)
         nsizes++;
+    if (nsizes > SWEEP_MAX_SIZES)
+        return cli_usage(cmd, "sim", "--sweep '%s' has %d sizes; at most %d "
+                         "(such as 1:1T)", range, nsizes, SWEEP_MAX_SIZES);
+    const char *const *names = mrc_embed_strategies();
     mrc__strbuf_t csv, js;
     mrc__sb_init(&csv);
     mrc__sb_init(&js);
@@ -330,7 +341,7 @@ int cmd_sim(int argc, char **argv)
                         *coll = NULL, *size = NULL, *dtype = "float32",
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
-                        *prefix = "sweep";
+                        *prefix = "sweep", *max_memory = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -345,10 +356,13 @@ int cmd_sim(int argc, char **argv)
                               {"wake-us", 0, &wake, NULL},
                               {"sweep", 0, &sweep_range, NULL},
                               {"output", 'o', &prefix, NULL},
+                              {"max-memory", 0, &max_memory, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "sim", max_memory);
     if (rc != CLI_OK)
         return rc;
     sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};

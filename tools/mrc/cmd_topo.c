@@ -8,8 +8,8 @@
 void help_topo(void)
 {
     printf(
-        "usage: mrc topo show SPEC [--json]\n"
-        "       mrc topo check FILE\n"
+        "usage: mrc topo show SPEC [--json] [--max-memory SIZE]\n"
+        "       mrc topo check FILE [--max-memory SIZE]\n"
         "       mrc topo draw SPEC -o FILE.svg|FILE.dot\n"
         "\n"
         "show   prints a summary: nodes, links, ports per node, bandwidth.\n"
@@ -18,6 +18,8 @@ void help_topo(void)
         "check  validates a topology file (or spec) and says what is wrong,\n"
         "       with the line and column of a JSON syntax error or the\n"
         "       entry (nodes[i], links[i]) of a semantic one.\n"
+        "       Files over 64 MiB, or over 1/32 of --max-memory (or\n"
+        "       MRC_MAX_MEMORY) when it is given, are refused unread.\n"
         "draw   writes a Graphviz picture: .dot always, .svg through\n"
         "       Graphviz's neato when it is installed.\n"
         "\n"
@@ -150,10 +152,14 @@ static void print_summary(const mrc_topo_t *t)
 static int topo_show(int argc, char **argv)
 {
     const char *cmd = "mrc topo show";
-    const char *pos[1];
+    const char *pos[1], *max_memory = NULL;
     int json = 0, npos = 0;
-    const cli_opt_t opts[] = {{"json", 0, NULL, &json}, {0}};
+    const cli_opt_t opts[] = {{"json", 0, NULL, &json},
+                              {"max-memory", 0, &max_memory, NULL},
+                              {0}};
     int rc = cli_parse(cmd, "topo", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "topo", max_memory);
     if (rc != CLI_OK)
         return rc;
     mrc_topo_t *t = NULL;
@@ -176,10 +182,12 @@ static int topo_show(int argc, char **argv)
 static int topo_check(int argc, char **argv)
 {
     const char *cmd = "mrc topo check";
-    const char *pos[1];
+    const char *pos[1], *max_memory = NULL;
     int npos = 0;
-    const cli_opt_t opts[] = {{0}};
+    const cli_opt_t opts[] = {{"max-memory", 0, &max_memory, NULL}, {0}};
     int rc = cli_parse(cmd, "topo", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "topo", max_memory);
     if (rc != CLI_OK)
         return rc;
     mrc_topo_t *t = NULL;

@@ -6,8 +6,11 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "mrc/mrc.h"
@@ -159,6 +162,117 @@ static void test_parse_double(void **state)
     assert_int_equal(mrc__parse_double("3GB", &v), -1);
 }
 
+static void test_checked_arithmetic(void **state)
+{
+    (void)state;
+    size_t z = 7;
+    uint64_t u = 7;
+    assert_int_equal(mrc__mul_size(3, 5, &z), 0);
+    assert_true(z == 15);
+    assert_int_equal(mrc__mul_size(SIZE_MAX / 2 + 1, 2, &z), -1);
+    assert_true(z == 15); /* untouched on overflow */
+    /* The run that crashed: 2^62 elements of 4 bytes. */
+    assert_int_equal(mrc__mul_size((size_t)1 << 62, 4, &z), -1);
+    assert_int_equal(mrc__mul_size(0, SIZE_MAX, &z), 0);
+    assert_true(z == 0);
+    assert_int_equal(mrc__add_size(SIZE_MAX - 1, 1, &z), 0);
+    assert_true(z == SIZE_MAX);
+    assert_int_equal(mrc__add_size(SIZE_MAX, 1, &z), -1);
+    assert_int_equal(mrc__mul_u64(UINT64_C(1) << 32, UINT64_C(1) << 31, &u),
+                     0);
+    assert_true(u == UINT64_C(1) << 63);
+    assert_int_equal(mrc__mul_u64(UINT64_C(1) << 32, UINT64_C(1) << 32, &u),
+                     -1);
+    assert_true(mrc__sat_mul_add(3, 4, 5) == 17);
+    assert_true(mrc__sat_mul_add(UINT64_MAX, 2, 0) == UINT64_MAX);
+    assert_true(mrc__sat_mul_add(UINT64_MAX, 1, 1) == UINT64_MAX);
+}
+
+static void test_format_bytes(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(mrc__format_bytes(512, b, sizeof b), "512 bytes");
+    assert_string_equal(mrc__format_bytes(1536, b, sizeof b), "1.5 KiB");
+    assert_string_equal(mrc__format_bytes(64ull << 20, b, sizeof b),
+                        "64 MiB");
+    assert_string_equal(mrc__format_bytes(10240ull << 30, b, sizeof b),
+                        "10240 GiB");
+    assert_string_equal(mrc__format_bytes(UINT64_MAX, b, sizeof b),
+                        "17179869184 GiB");
+}
+
+static void test_memory_limit(void **state)
+{
+    (void)state;
+    unsetenv("MRC_MAX_MEMORY");
+    mrc__set_memory_limit(0);
+    assert_false(mrc__memory_limit_is_set());
+    assert_true(mrc__memory_limit() > 0);
+    assert_true(mrc__file_limit() == (size_t)64 << 20);
+    mrc__set_memory_limit(1ull << 30);
+    assert_true(mrc__memory_limit_is_set());
+    assert_true(mrc__memory_limit() == 1ull << 30);
+    assert_true(mrc__file_limit() == (size_t)32 << 20);
+    assert_int_equal(mrc__check_memory(1ull << 30, "tables"), MRC_OK);
+    assert_int_equal(mrc__check_memory((1ull << 30) + 1, "tables"),
+                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc__check_memory(10240ull << 30, "schedule tables"),
+                     MRC_ERR_INVALID_ARG);
+    assert_string_equal(mrc_last_error(),
+                        "needs 10240 GiB of schedule tables; the limit is "
+                        "1.0 GiB (raise it with --max-memory or "
+                        "MRC_MAX_MEMORY)");
+    mrc__set_memory_limit(0);
+    setenv("MRC_MAX_MEMORY", "2G", 1);
+    assert_true(mrc__memory_limit() == 2ull << 30);
+    setenv("MRC_MAX_MEMORY", "lots", 1); /* a typo does not lift it */
+    assert_false(mrc__memory_limit_is_set());
+    unsetenv("MRC_MAX_MEMORY");
+}
+
+/* Files that are not regular are refused without waiting on them, and a
+ * file over the cap before it is read. */
+static void test_read_file_refuses(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], path[600];
+    char *data = NULL;
+    size_t len = 0;
+    snprintf(dir, sizeof dir, "%s/mrc-test-XXXXXX", tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    assert_int_equal(mrc__read_file(path, 0, &data, &len),
+                     MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "fifo is not a regular file"));
+    unlink(path);
+    assert_int_equal(mrc__read_file(dir, 0, &data, &len),
+                     MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "is not a regular file"));
+    assert_int_equal(mrc__read_file("/dev/zero", 0, &data, &len),
+                     MRC_ERR_INVALID_ARG);
+    assert_string_equal(mrc_last_error(),
+                        "/dev/zero is not a regular file");
+    snprintf(path, sizeof path, "%s/big", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("0123456789", f);
+    fclose(f);
+    assert_int_equal(mrc__read_file(path, 9, &data, &len),
+                     MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "big is 10 bytes, larger than "
+                                             "the 9 bytes limit"));
+    assert_null(data);
+    assert_int_equal(mrc__read_file(path, 10, &data, &len), MRC_OK);
+    assert_true(len == 10);
+    assert_string_equal(data, "0123456789");
+    free(data);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_version(void **state)
 {
     (void)state;
@@ -176,6 +290,10 @@ int main(void)
         cmocka_unit_test(test_parse_long),
         cmocka_unit_test(test_parse_size),
         cmocka_unit_test(test_parse_double),
+        cmocka_unit_test(test_checked_arithmetic),
+        cmocka_unit_test(test_format_bytes),
+        cmocka_unit_test(test_memory_limit),
+        cmocka_unit_test(test_read_file_refuses),
         cmocka_unit_test(test_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,42 @@ static mrc_program_t *compile(const char *spec, const char *strategy,
     return p;
 }
 
+/* The bound that memory is sized from holds for every node, collective
+ * and chunking: a plan never has more chains or operations. */
+static void test_plan_bound(void **state)
+{
+    (void)state;
+    const char *specs[] = {"ring:5", "hcm8", "torus-ladder:8"};
+    const uint64_t chunks[] = {0, 1, 3, 64};
+    for (size_t si = 0; si < 3; si++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+            mrc_program_t *p = compile(specs[si], "auto",
+                                       (mrc_collective_t)c, 1001, 1);
+            for (size_t ki = 0; ki < 4; ki++)
+                for (int u = 0; u < p->num_nodes; u++) {
+                    uint64_t chains = 0, ops = 0;
+                    mrc__plan_bound(p, p->nodes[u].group, chunks[ki],
+                                    &chains, &ops);
+                    mrc__plan_t plan;
+                    assert_int_equal(mrc__plan_build(p, u, chunks[ki], 0,
+                                                     &plan),
+                                     MRC_OK);
+                    if ((uint64_t)plan.num_chains > chains ||
+                        (uint64_t)plan.num_ops > ops)
+                        fail_msg("%s %s chunk %llu node %d: %d chains, %d "
+                                 "ops; bound %llu, %llu",
+                                 specs[si],
+                                 mrc_collective_name((mrc_collective_t)c),
+                                 (unsigned long long)chunks[ki], u,
+                                 plan.num_chains, plan.num_ops,
+                                 (unsigned long long)chains,
+                                 (unsigned long long)ops);
+                    mrc__plan_free(&plan);
+                }
+            mrc_program_destroy(p);
+        }
+}
+
 static void test_code_length_constant(void **state)
 {
     (void)state;
@@ -236,6 +272,7 @@ static void test_checker_refuses_broken(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plan_bound),
         cmocka_unit_test(test_code_length_constant),
         cmocka_unit_test(test_listing),
         cmocka_unit_test(test_image_round_trip),

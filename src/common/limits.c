@@ -1,0 +1,110 @@
+/*
+ * The memory limit: what one request (a schedule, a simulation, the
+ * buffers of a run) may ask for before anything is allocated. Requests
+ * are estimated up front and refused with the figure, so that a hostile
+ * file or a typo in a size fails in a millisecond with a message instead
+ * of swapping the machine for minutes before malloc gives up (Linux
+ * overcommits: malloc rarely says no in time).
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* 0: not set by the caller; the environment or the default decide. */
+static _Atomic uint64_t explicit_limit;
+
+void mrc__set_memory_limit(uint64_t bytes)
+{
+    atomic_store(&explicit_limit, bytes);
+}
+
+/* MRC_MAX_MEMORY as a size; 0 when unset or not a positive size (the
+ * default then applies: a typo must not lift the limit). */
+static uint64_t env_limit(void)
+{
+    const char *env = getenv("MRC_MAX_MEMORY");
+    uint64_t v = 0;
+    if (!env || mrc__parse_size(env, &v) != 0)
+        return 0;
+    return v;
+}
+
+/* Half of physical memory: room for the rest of the machine and for a
+ * second request at once (ranks of one job, two users). 3/4 let a 70-byte
+ * fabric file take 16 GB of a shared 24 GiB machine, and the kernel's
+ * OOM killer, not a message, ended it. Without a figure from the system,
+ * 4 GiB. */
+static uint64_t default_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return (uint64_t)4 << 30;
+    return mrc__sat_mul_add((uint64_t)pages, (uint64_t)page, 0) / 2;
+}
+
+uint64_t mrc__memory_limit(void)
+{
+    uint64_t v = atomic_load(&explicit_limit);
+    if (v == 0)
+        v = env_limit();
+    return v ? v : default_limit();
+}
+
+int mrc__memory_limit_is_set(void)
+{
+    return atomic_load(&explicit_limit) != 0 || env_limit() != 0;
+}
+
+const char *mrc__format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB"};
+    if (bytes < 1024) {
+        snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
+        return buf;
+    }
+    double v = (double)bytes / 1024;
+    int u = 0;
+    while (u < 2 && v >= 1024) {
+        v /= 1024;
+        u++;
+    }
+    if (v < 10)
+        snprintf(buf, size, "%.1f %s", v, units[u]);
+    else
+        snprintf(buf, size, "%.0f %s", v, units[u]);
+    return buf;
+}
+
+mrc_status_t mrc__check_memory(uint64_t need, const char *what)
+{
+    uint64_t limit = mrc__memory_limit();
+    if (need <= limit)
+        return MRC_OK;
+    char a[32], b[32];
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "needs %s of %s; the limit is %s (raise it with "
+                      "--max-memory or MRC_MAX_MEMORY)",
+                      mrc__format_bytes(need, a, sizeof a), what,
+                      mrc__format_bytes(limit, b, sizeof b));
+}
+
+mrc_status_t mrc__check_json_text(size_t len, const char *where)
+{
+    char what[300];
+    snprintf(what, sizeof what, "JSON tree for %zu bytes of %s", len, where);
+    return mrc__check_memory(
+        mrc__sat_mul_add(len, MRC_JSON_BYTES_PER_TEXT_BYTE, 0), what);
+}
+
+size_t mrc__file_limit(void)
+{
+    uint64_t cap = (uint64_t)64 << 20;
+    if (mrc__memory_limit_is_set())
+        cap = mrc__memory_limit() / MRC_JSON_BYTES_PER_TEXT_BYTE;
+    if (cap < 4096)
+        cap = 4096;
+    return cap > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)cap;
+}
