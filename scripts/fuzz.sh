@@ -53,10 +53,12 @@ for t in $targets; do
         failed=1
         continue
     fi
+    start=$(date +%s)
     (cd "$build" && "./tests/$t" -max_total_time="$seconds" \
         -max_len="$(max_len "$t")" -timeout=30 -print_final_stats=1 \
         "corpus/$t" "seeds/$t") > "$log" 2>&1
     rc=$?
+    took=$(($(date +%s) - start))
     last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
     field() { echo "$last" | sed -n "s/.* $1: *\([^ ]*\).*/\1/p"; }
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
@@ -67,7 +69,7 @@ for t in $targets; do
         found="FOUND (exit $rc): $(grep -m1 -E 'ERROR|SUMMARY|deadly' "$log")"
         failed=1
     fi
-    echo "$t: ${runs:-?} runs in ${seconds}s (${rate:-?} exec/s), cov" \
+    echo "$t: ${runs:-?} runs in ${took}s (${rate:-?} exec/s), cov" \
         "$(field cov) ft $(field ft), corpus $(field corp), $found"
 done
 exit $failed
