@@ -354,3 +354,158 @@ void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
         break;
     }
 }
+
+/* ---- avg on integers ---------------------------------------------------- */
+
+/* A sum of n integers needs log2(n) more bits than they have, so the
+ * partial sums of integer avg travel as 64-bit words: one a value for the
+ * 8- and 32-bit types; for the 64-bit types two, the high half (signed
+ * for int64) and the low 32 bits, each of whose sums over fewer than 2^31
+ * ranks fits in 63 bits, put together in 128 bits at the end. User
+ * buffers are read and written through memcpy: they need no alignment. */
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 mrc__i128;
+__extension__ typedef unsigned __int128 mrc__u128;
+#endif
+
+int mrc__avg_words(mrc_dtype_t dtype)
+{
+    switch (dtype) {
+    case MRC_INT8:
+    case MRC_UINT8:
+    case MRC_INT32:
+    case MRC_UINT32: return 1;
+    case MRC_INT64:
+    case MRC_UINT64:
+#ifdef __SIZEOF_INT128__
+        return 2;
+#else
+        return -1;
+#endif
+    default: return 0;
+    }
+}
+
+mrc_dtype_t mrc__avg_wide_dtype(mrc_dtype_t dtype)
+{
+    return dtype == MRC_INT8 || dtype == MRC_INT32 || dtype == MRC_INT64
+               ? MRC_INT64
+               : MRC_UINT64;
+}
+
+#define WIDEN(T)                                                             \
+    do {                                                                     \
+        T v;                                                                 \
+        for (size_t i = 0; i < n; i++) {                                     \
+            memcpy(&v, s + i * sizeof v, sizeof v);                          \
+            w[i] = v;                                                        \
+        }                                                                    \
+    } while (0)
+
+void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype)
+{
+    const unsigned char *s = src;
+    switch (dtype) {
+    case MRC_INT8: {
+        int64_t *w = wide;
+        WIDEN(int8_t);
+        break;
+    }
+    case MRC_UINT8: {
+        uint64_t *w = wide;
+        WIDEN(uint8_t);
+        break;
+    }
+    case MRC_INT32: {
+        int64_t *w = wide;
+        WIDEN(int32_t);
+        break;
+    }
+    case MRC_UINT32: {
+        uint64_t *w = wide;
+        WIDEN(uint32_t);
+        break;
+    }
+    case MRC_INT64: {
+        int64_t *w = wide, v;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&v, s + i * sizeof v, sizeof v);
+            /* v = hi * 2^32 + lo with lo in [0, 2^32): floor division */
+            int64_t lo = (int64_t)((uint64_t)v & 0xffffffffu);
+            w[2 * i] = (v - lo) / ((int64_t)1 << 32);
+            w[2 * i + 1] = lo;
+        }
+        break;
+    }
+    case MRC_UINT64: {
+        uint64_t *w = wide, v;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&v, s + i * sizeof v, sizeof v);
+            w[2 * i] = v >> 32;
+            w[2 * i + 1] = v & 0xffffffffu;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+#define NARROW(T)                                                            \
+    do {                                                                     \
+        for (size_t i = 0; i < n; i++) {                                     \
+            T v = (T)(w[i] / divisor);                                       \
+            memcpy(d + i * sizeof v, &v, sizeof v);                          \
+        }                                                                    \
+    } while (0)
+
+void mrc__avg_narrow(void *dst, const void *wide, size_t n,
+                     mrc_dtype_t dtype, int divisor)
+{
+    unsigned char *d = dst;
+    switch (dtype) {
+    case MRC_INT8: {
+        const int64_t *w = wide;
+        NARROW(int8_t);
+        break;
+    }
+    case MRC_UINT8: {
+        const uint64_t *w = wide;
+        NARROW(uint8_t);
+        break;
+    }
+    case MRC_INT32: {
+        const int64_t *w = wide;
+        NARROW(int32_t);
+        break;
+    }
+    case MRC_UINT32: {
+        const uint64_t *w = wide;
+        NARROW(uint32_t);
+        break;
+    }
+#ifdef __SIZEOF_INT128__
+    case MRC_INT64: {
+        const int64_t *w = wide;
+        for (size_t i = 0; i < n; i++) {
+            mrc__i128 sum = (mrc__i128)w[2 * i] * ((mrc__i128)1 << 32) +
+                            w[2 * i + 1];
+            int64_t v = (int64_t)(sum / divisor);
+            memcpy(d + i * sizeof v, &v, sizeof v);
+        }
+        break;
+    }
+    case MRC_UINT64: {
+        const uint64_t *w = wide;
+        for (size_t i = 0; i < n; i++) {
+            mrc__u128 sum = ((mrc__u128)w[2 * i] << 32) + w[2 * i + 1];
+            uint64_t v = (uint64_t)(sum / (unsigned)divisor);
+            memcpy(d + i * sizeof v, &v, sizeof v);
+        }
+        break;
+    }
+#endif
+    default:
+        break;
+    }
+}
