@@ -284,17 +284,37 @@ HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
         }                                                                    \
     } while (0)
 
-void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
-                        mrc_dtype_t dtype, mrc_op_t op)
+/* ---- buffers at any address -------------------------------------------- */
+
+/* C lets a buffer of char hold values at any address, and an MPI program
+ * may reduce byte-addressed data; loading a value as its type from an
+ * address that is not a multiple of its alignment is undefined. The typed
+ * loops above are only ever given aligned pointers: misaligned calls copy
+ * blocks through aligned memory on the stack, so the aligned loops'
+ * generated code is what it was. */
+enum { BOUNCE_BYTES = 2048 };
+
+static size_t elem_size(mrc_dtype_t dtype) /* mrc_dtype_size, inline */
 {
-    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
-        dst != a && f32_sum_stream(dst, a, b, n))
-        return;
-    mrc__reduce(dst, a, b, n, dtype, op);
+    switch (dtype) {
+    case MRC_INT8:
+    case MRC_UINT8: return 1;
+    case MRC_FLOAT16:
+    case MRC_BFLOAT16: return 2;
+    case MRC_INT32:
+    case MRC_UINT32:
+    case MRC_FLOAT32: return 4;
+    default: return 8;
+    }
 }
 
-void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
-                 mrc_dtype_t dtype, mrc_op_t op)
+static int misaligned(const void *p, size_t esize)
+{
+    return ((uintptr_t)p & (esize - 1)) != 0; /* sizes are powers of 2 */
+}
+
+static void reduce_aligned(void *dst, const void *a, const void *b, size_t n,
+                           mrc_dtype_t dtype, mrc_op_t op)
 {
     switch (dtype) {
     case MRC_INT8: DISPATCH(i8, int8_t);
@@ -316,6 +336,42 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
     }
 }
 
+static void reduce_bounced(void *dst, const void *a, const void *b,
+                           size_t n, mrc_dtype_t dtype, mrc_op_t op,
+                           size_t esize)
+{
+    _Alignas(16) unsigned char x[BOUNCE_BYTES], y[BOUNCE_BYTES];
+    size_t per = BOUNCE_BYTES / esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per, off = i * esize;
+        memcpy(x, (const char *)a + off, m * esize);
+        memcpy(y, (const char *)b + off, m * esize);
+        reduce_aligned(x, x, y, m, dtype, op);
+        memcpy((char *)dst + off, x, m * esize); /* dst may be a */
+    }
+}
+
+void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
+                 mrc_dtype_t dtype, mrc_op_t op)
+{
+    size_t esize = elem_size(dtype);
+    if (esize > 1 && (misaligned(dst, esize) || misaligned(a, esize) ||
+                      misaligned(b, esize)))
+        reduce_bounced(dst, a, b, n, dtype, op, esize);
+    else
+        reduce_aligned(dst, a, b, n, dtype, op);
+}
+
+void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
+                        mrc_dtype_t dtype, mrc_op_t op)
+{
+    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
+        dst != a && !misaligned(a, 4) && !misaligned(b, 4) &&
+        f32_sum_stream(dst, a, b, n))
+        return;
+    mrc__reduce(dst, a, b, n, dtype, op);
+}
+
 /* Integers divide in a 64-bit type, so that a divisor wider than the
  * element type (avg over 300 int8 values) stays exact. */
 #define SCALE(T, W)                                                          \
@@ -325,7 +381,8 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
             d[i] = (T)((W)d[i] / (W)divisor);                                \
     } while (0)
 
-void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
+static void scale_aligned(void *dst, size_t n, mrc_dtype_t dtype,
+                          int divisor)
 {
     switch (dtype) {
     case MRC_INT8: SCALE(int8_t, int64_t); break;
@@ -352,6 +409,23 @@ void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
     }
     default:
         break;
+    }
+}
+
+void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
+{
+    size_t esize = elem_size(dtype);
+    if (esize <= 1 || !misaligned(dst, esize)) {
+        scale_aligned(dst, n, dtype, divisor);
+        return;
+    }
+    _Alignas(16) unsigned char x[BOUNCE_BYTES];
+    size_t per = BOUNCE_BYTES / esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per, off = i * esize;
+        memcpy(x, (char *)dst + off, m * esize);
+        scale_aligned(x, m, dtype, divisor);
+        memcpy((char *)dst + off, x, m * esize);
     }
 }
 
