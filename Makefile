@@ -16,6 +16,7 @@ MRC        := $(BUILD)/tools/mrc/mrc
 TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
 .PHONY: all setup build run test test-sanitize test-tsan bench fuzz format clean
 
@@ -64,17 +65,16 @@ test-tsan:
 	@cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
 	    ctest --output-on-failure -R '^test_collectives'
 
-# Coverage-guided fuzzing of the topology parsers (clang's libFuzzer), seeded
-# with the generators' output; crashes are written to $(FUZZ_BUILD)/.
+# Coverage-guided fuzzing of every parser (clang's libFuzzer): topology,
+# embedding, program image, fabric exchange, each for FUZZ_SECONDS, seeded
+# with the generators' output; one line a target, and a failure with the
+# reproducer in $(FUZZ_BUILD)/ if any finds a crash, leak or hang.
 fuzz: build
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DMRC_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_topo
-	@mkdir -p $(FUZZ_BUILD)/corpus
-	@for s in hcm8 prism:3,3 ladder:6 torus-ladder:8 torus2d:3,3 ring:2; do \
-	    $(MRC) topo show $$s --json > "$(FUZZ_BUILD)/corpus/$$s.json"; done
-	@cd $(FUZZ_BUILD) && ./tests/fuzz_topo -max_total_time=$(FUZZ_SECONDS) \
-	    -max_len=4096 corpus
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_topo fuzz_embed \
+	    fuzz_program fuzz_fabric fabric_seeds
+	@sh scripts/fuzz.sh $(FUZZ_BUILD) $(MRC) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

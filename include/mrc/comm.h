@@ -78,7 +78,11 @@ MRC_EXTERN mrc_status_t mrc_comm_destroy(mrc_comm_t *comm);
 MRC_EXTERN int mrc_comm_rank(const mrc_comm_t *comm);
 MRC_EXTERN int mrc_comm_size(const mrc_comm_t *comm);
 
-/* recvbuf[i] = op over the group of sendbuf[i], i < count, on every rank.
+/* Buffers may lie at any address: one that is not aligned for its type
+ * (an int32 array at an odd address) gives the same result, through a
+ * slower copy.
+ *
+ * recvbuf[i] = op over the group of sendbuf[i], i < count, on every rank.
  * In place: sendbuf == recvbuf. */
 MRC_EXTERN mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf,
                                       size_t count, mrc_dtype_t dtype,

@@ -32,8 +32,13 @@ typedef enum mrc_op {
     MRC_PROD,
     MRC_MIN,
     MRC_MAX,
-    MRC_AVG, /* the sum divided by the group's size (integer division for
-                integer types, rounding toward zero) */
+    MRC_AVG, /* the sum divided by the group's size. Integer types: the
+                exact mean, rounded toward zero as C divides (-7/2 is -3;
+                int8 {100, 100, 100, 100} gives 100), whatever the values;
+                the sum is formed in 64-bit words (two a value for the
+                64-bit types), so such a call moves 8 or 16 bytes a value.
+                Float types: summed in the type, then divided (a float16
+                sum past 65504 is inf, as with MRC_SUM). */
     MRC_NUM_OPS
 } mrc_op_t;
 

@@ -13,6 +13,7 @@
 
 #include "api/comm_internal.h"
 #include "exec/exec.h"
+#include "exec/kernels.h"
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
 #include "transport/transport.h"
@@ -457,6 +458,11 @@ static int overlap(const void *a, size_t an, const void *b, size_t bn)
     return an && bn && x < y + bn && y < x + an;
 }
 
+static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
+                                const void *sendbuf, void *recvbuf,
+                                size_t count, mrc_dtype_t dtype, int root,
+                                int need_recv, mrc_comm_t *c);
+
 /* The checks and the run shared by every collective. */
 static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                                const void *sendbuf, void *recvbuf,
@@ -522,6 +528,12 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                               "the in-place form (rank %d)",
                               fn, c->rank);
     }
+    /* avg on integers sums wider words so that no partial sum wraps. */
+    if (op == MRC_AVG && (coll == MRC_ALLREDUCE ||
+                          coll == MRC_REDUCE_SCATTER || coll == MRC_REDUCE) &&
+        mrc__avg_words(dtype) != 0)
+        return avg_widened(fn, coll, sendbuf, recvbuf, count, dtype, root,
+                           need_recv, c);
     /* Allreduces of a whole job: straight through the transport, if it
      * can (shared memory: one step, two through the segment, or reading
      * the peers' buffers). */
@@ -585,6 +597,51 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
         c->poisoned = st;
     if (st != MRC_OK)
         mrc__error_prefix("%s (rank %d)", fn, c->rank);
+    return st;
+}
+
+/* avg on integers (see mrc__avg_words): this rank's input widened to
+ * 64-bit words, summed by the same collective, divided and narrowed into
+ * recvbuf (which may be sendbuf: the input is read before anything is
+ * written). The wide buffers live for the call only: integer avg is rare
+ * and its words are 8 or 16 bytes a value however small the type. */
+static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
+                                const void *sendbuf, void *recvbuf,
+                                size_t count, mrc_dtype_t dtype, int root,
+                                int need_recv, mrc_comm_t *c)
+{
+    int words = mrc__avg_words(dtype);
+    if (words < 0)
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "%s: avg of %s needs 128-bit integers to be exact "
+                          "and this build has none (rank %d); sum and divide "
+                          "instead",
+                          fn, mrc_dtype_name(dtype), c->rank);
+    size_t in = coll == MRC_REDUCE_SCATTER ? count * (size_t)c->size : count;
+    size_t per = (size_t)words * sizeof(uint64_t);
+    if (in > SIZE_MAX / per)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: count %zu is too large for avg of %s (rank "
+                          "%d)",
+                          fn, count, mrc_dtype_name(dtype), c->rank);
+    void *wide_send = malloc(in * per);
+    void *wide_recv = need_recv ? malloc(count * per) : NULL;
+    mrc_status_t st = MRC_OK;
+    if (!wide_send || (need_recv && !wide_recv)) {
+        st = mrc__error(MRC_ERR_NO_MEMORY,
+                        "%s: out of memory for %zu bytes of avg words (rank "
+                        "%d)",
+                        fn, (in + count) * per, c->rank);
+        goto done;
+    }
+    mrc__avg_widen(wide_send, sendbuf, in, dtype);
+    st = collective(fn, coll, wide_send, wide_recv, count * (size_t)words,
+                    mrc__avg_wide_dtype(dtype), MRC_SUM, root, c);
+    if (st == MRC_OK && need_recv)
+        mrc__avg_narrow(recvbuf, wide_recv, count, dtype, c->size);
+done:
+    free(wide_send);
+    free(wide_recv);
     return st;
 }
 

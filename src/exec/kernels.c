@@ -284,17 +284,37 @@ HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
         }                                                                    \
     } while (0)
 
-void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
-                        mrc_dtype_t dtype, mrc_op_t op)
+/* ---- buffers at any address -------------------------------------------- */
+
+/* C lets a buffer of char hold values at any address, and an MPI program
+ * may reduce byte-addressed data; loading a value as its type from an
+ * address that is not a multiple of its alignment is undefined. The typed
+ * loops above are only ever given aligned pointers: misaligned calls copy
+ * blocks through aligned memory on the stack, so the aligned loops'
+ * generated code is what it was. */
+enum { BOUNCE_BYTES = 2048 };
+
+static size_t elem_size(mrc_dtype_t dtype) /* mrc_dtype_size, inline */
 {
-    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
-        dst != a && f32_sum_stream(dst, a, b, n))
-        return;
-    mrc__reduce(dst, a, b, n, dtype, op);
+    switch (dtype) {
+    case MRC_INT8:
+    case MRC_UINT8: return 1;
+    case MRC_FLOAT16:
+    case MRC_BFLOAT16: return 2;
+    case MRC_INT32:
+    case MRC_UINT32:
+    case MRC_FLOAT32: return 4;
+    default: return 8;
+    }
 }
 
-void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
-                 mrc_dtype_t dtype, mrc_op_t op)
+static int misaligned(const void *p, size_t esize)
+{
+    return ((uintptr_t)p & (esize - 1)) != 0; /* sizes are powers of 2 */
+}
+
+static void reduce_aligned(void *dst, const void *a, const void *b, size_t n,
+                           mrc_dtype_t dtype, mrc_op_t op)
 {
     switch (dtype) {
     case MRC_INT8: DISPATCH(i8, int8_t);
@@ -316,6 +336,42 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
     }
 }
 
+static void reduce_bounced(void *dst, const void *a, const void *b,
+                           size_t n, mrc_dtype_t dtype, mrc_op_t op,
+                           size_t esize)
+{
+    _Alignas(16) unsigned char x[BOUNCE_BYTES], y[BOUNCE_BYTES];
+    size_t per = BOUNCE_BYTES / esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per, off = i * esize;
+        memcpy(x, (const char *)a + off, m * esize);
+        memcpy(y, (const char *)b + off, m * esize);
+        reduce_aligned(x, x, y, m, dtype, op);
+        memcpy((char *)dst + off, x, m * esize); /* dst may be a */
+    }
+}
+
+void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
+                 mrc_dtype_t dtype, mrc_op_t op)
+{
+    size_t esize = elem_size(dtype);
+    if (esize > 1 && (misaligned(dst, esize) || misaligned(a, esize) ||
+                      misaligned(b, esize)))
+        reduce_bounced(dst, a, b, n, dtype, op, esize);
+    else
+        reduce_aligned(dst, a, b, n, dtype, op);
+}
+
+void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
+                        mrc_dtype_t dtype, mrc_op_t op)
+{
+    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
+        dst != a && !misaligned(a, 4) && !misaligned(b, 4) &&
+        f32_sum_stream(dst, a, b, n))
+        return;
+    mrc__reduce(dst, a, b, n, dtype, op);
+}
+
 /* Integers divide in a 64-bit type, so that a divisor wider than the
  * element type (avg over 300 int8 values) stays exact. */
 #define SCALE(T, W)                                                          \
@@ -325,7 +381,8 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
             d[i] = (T)((W)d[i] / (W)divisor);                                \
     } while (0)
 
-void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
+static void scale_aligned(void *dst, size_t n, mrc_dtype_t dtype,
+                          int divisor)
 {
     switch (dtype) {
     case MRC_INT8: SCALE(int8_t, int64_t); break;
@@ -350,6 +407,178 @@ void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
                                       (float)divisor);
         break;
     }
+    default:
+        break;
+    }
+}
+
+void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
+{
+    size_t esize = elem_size(dtype);
+    if (esize <= 1 || !misaligned(dst, esize)) {
+        scale_aligned(dst, n, dtype, divisor);
+        return;
+    }
+    _Alignas(16) unsigned char x[BOUNCE_BYTES];
+    size_t per = BOUNCE_BYTES / esize;
+    for (size_t i = 0; i < n; i += per) {
+        size_t m = n - i < per ? n - i : per, off = i * esize;
+        memcpy(x, (char *)dst + off, m * esize);
+        scale_aligned(x, m, dtype, divisor);
+        memcpy((char *)dst + off, x, m * esize);
+    }
+}
+
+/* ---- avg on integers ---------------------------------------------------- */
+
+/* A sum of n integers needs log2(n) more bits than they have, so the
+ * partial sums of integer avg travel as 64-bit words: one a value for the
+ * 8- and 32-bit types; for the 64-bit types two, the high half (signed
+ * for int64) and the low 32 bits, each of whose sums over fewer than 2^31
+ * ranks fits in 63 bits, put together in 128 bits at the end. User
+ * buffers are read and written through memcpy: they need no alignment. */
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 mrc__i128;
+__extension__ typedef unsigned __int128 mrc__u128;
+#endif
+
+int mrc__avg_words(mrc_dtype_t dtype)
+{
+    switch (dtype) {
+    case MRC_INT8:
+    case MRC_UINT8:
+    case MRC_INT32:
+    case MRC_UINT32: return 1;
+    case MRC_INT64:
+    case MRC_UINT64:
+#ifdef __SIZEOF_INT128__
+        return 2;
+#else
+        return -1;
+#endif
+    default: return 0;
+    }
+}
+
+mrc_dtype_t mrc__avg_wide_dtype(mrc_dtype_t dtype)
+{
+    return dtype == MRC_INT8 || dtype == MRC_INT32 || dtype == MRC_INT64
+               ? MRC_INT64
+               : MRC_UINT64;
+}
+
+#define WIDEN(T)                                                             \
+    do {                                                                     \
+        T v;                                                                 \
+        for (size_t i = 0; i < n; i++) {                                     \
+            memcpy(&v, s + i * sizeof v, sizeof v);                          \
+            w[i] = v;                                                        \
+        }                                                                    \
+    } while (0)
+
+void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype)
+{
+    const unsigned char *s = src;
+    switch (dtype) {
+    case MRC_INT8: {
+        int64_t *w = wide;
+        WIDEN(int8_t);
+        break;
+    }
+    case MRC_UINT8: {
+        uint64_t *w = wide;
+        WIDEN(uint8_t);
+        break;
+    }
+    case MRC_INT32: {
+        int64_t *w = wide;
+        WIDEN(int32_t);
+        break;
+    }
+    case MRC_UINT32: {
+        uint64_t *w = wide;
+        WIDEN(uint32_t);
+        break;
+    }
+    case MRC_INT64: {
+        int64_t *w = wide, v;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&v, s + i * sizeof v, sizeof v);
+            /* v = hi * 2^32 + lo with lo in [0, 2^32): floor division */
+            int64_t lo = (int64_t)((uint64_t)v & 0xffffffffu);
+            w[2 * i] = (v - lo) / ((int64_t)1 << 32);
+            w[2 * i + 1] = lo;
+        }
+        break;
+    }
+    case MRC_UINT64: {
+        uint64_t *w = wide, v;
+        for (size_t i = 0; i < n; i++) {
+            memcpy(&v, s + i * sizeof v, sizeof v);
+            w[2 * i] = v >> 32;
+            w[2 * i + 1] = v & 0xffffffffu;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+#define NARROW(T)                                                            \
+    do {                                                                     \
+        for (size_t i = 0; i < n; i++) {                                     \
+            T v = (T)(w[i] / divisor);                                       \
+            memcpy(d + i * sizeof v, &v, sizeof v);                          \
+        }                                                                    \
+    } while (0)
+
+void mrc__avg_narrow(void *dst, const void *wide, size_t n,
+                     mrc_dtype_t dtype, int divisor)
+{
+    unsigned char *d = dst;
+    switch (dtype) {
+    case MRC_INT8: {
+        const int64_t *w = wide;
+        NARROW(int8_t);
+        break;
+    }
+    case MRC_UINT8: {
+        const uint64_t *w = wide;
+        NARROW(uint8_t);
+        break;
+    }
+    case MRC_INT32: {
+        const int64_t *w = wide;
+        NARROW(int32_t);
+        break;
+    }
+    case MRC_UINT32: {
+        const uint64_t *w = wide;
+        NARROW(uint32_t);
+        break;
+    }
+#ifdef __SIZEOF_INT128__
+    case MRC_INT64: {
+        const int64_t *w = wide;
+        for (size_t i = 0; i < n; i++) {
+            mrc__i128 sum = (mrc__i128)w[2 * i] * ((mrc__i128)1 << 32) +
+                            w[2 * i + 1];
+            int64_t v = (int64_t)(sum / divisor);
+            memcpy(d + i * sizeof v, &v, sizeof v);
+        }
+        break;
+    }
+    case MRC_UINT64: {
+        const uint64_t *w = wide;
+        for (size_t i = 0; i < n; i++) {
+            mrc__u128 sum = ((mrc__u128)w[2 * i] << 32) + w[2 * i + 1];
+            uint64_t v = (uint64_t)(sum / (unsigned)divisor);
+            memcpy(d + i * sizeof v, &v, sizeof v);
+        }
+        break;
+    }
+#endif
     default:
         break;
     }

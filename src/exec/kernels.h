@@ -26,6 +26,20 @@ void mrc__copy_stream(void *dst, const void *src, size_t bytes);
  * and round toward zero). */
 void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor);
 
+/* avg on integers runs as a sum over wider words, so that no partial sum
+ * wraps, and is divided at the end: the exact mean, rounded toward zero
+ * as C divides. mrc__avg_words: 64-bit words of mrc__avg_wide_dtype a
+ * value (1 for 8- and 32-bit integers, 2 for 64-bit ones), 0 for the
+ * float types (they average in their own type) and -1 where the compiler
+ * has no 128-bit integers to put a 64-bit sum together. widen writes
+ * n * words words from n values; narrow divides the summed words by
+ * divisor (> 0) into n values. src and dst need no alignment. */
+int mrc__avg_words(mrc_dtype_t dtype);
+mrc_dtype_t mrc__avg_wide_dtype(mrc_dtype_t dtype);
+void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype);
+void mrc__avg_narrow(void *dst, const void *wide, size_t n,
+                     mrc_dtype_t dtype, int divisor);
+
 /* IEEE binary16 and bfloat16 to and from float, rounding to nearest even
  * (NaN stays NaN). */
 float mrc__half_to_float(uint16_t h);

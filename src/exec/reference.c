@@ -1,4 +1,5 @@
 /* Exact inputs and the sequential reference (see reference.h). */
+#include <math.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -9,8 +10,41 @@ static int signed_or_float(mrc_dtype_t d)
     return d != MRC_UINT8 && d != MRC_UINT32 && d != MRC_UINT64;
 }
 
+static int integer(mrc_dtype_t d)
+{
+    return d == MRC_INT8 || d == MRC_UINT8 || d == MRC_INT32 ||
+           d == MRC_UINT32 || d == MRC_INT64 || d == MRC_UINT64;
+}
+
+/* avg on integers: the type's extremes and small values, so that a sum
+ * formed in the element type would wrap and a negative mean shows how it
+ * rounds. Each is exact as a double: near the 64-bit extremes a step of
+ * 1024 (int64) or 2048 (uint64) is the spacing of doubles. */
+static double avg_input(int r, size_t i, mrc_dtype_t d)
+{
+    double hi, lo, step = 1;
+    switch (d) {
+    case MRC_INT8: hi = INT8_MAX, lo = INT8_MIN; break;
+    case MRC_UINT8: hi = UINT8_MAX, lo = 0; break;
+    case MRC_INT32: hi = INT32_MAX, lo = INT32_MIN; break;
+    case MRC_UINT32: hi = UINT32_MAX, lo = 0; break;
+    case MRC_INT64: step = 1024, hi = ldexp(1, 63) - step, lo = -ldexp(1, 63);
+        break;
+    default: step = 2048, hi = ldexp(1, 64) - step, lo = 0; break;
+    }
+    switch (((size_t)r * 7 + i * 3) % 5) {
+    case 0: return hi;
+    case 1: return lo;
+    case 2: return hi - 3 * step;
+    case 3: return lo < 0 ? -3 : 3;
+    default: return lo + 5 * step;
+    }
+}
+
 double mrc__ref_input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
 {
+    if (op == MRC_AVG && integer(d))
+        return avg_input(r, i, d);
     if (op == MRC_PROD) {
         if (signed_or_float(d))
             return ((size_t)r + i) % 3 == 0 ? -1 : 1;
@@ -20,28 +54,67 @@ double mrc__ref_input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
     return signed_or_float(d) ? (double)(v - 2) : (double)v;
 }
 
+/* Buffers may lie at any address (the tests pass odd ones): stores go
+ * through memcpy. */
+#define STORE(T, x)                                                          \
+    do {                                                                     \
+        T t_ = (x);                                                          \
+        memcpy((char *)buf + i * sizeof t_, &t_, sizeof t_);                 \
+    } while (0)
+
 void mrc__ref_store(void *buf, size_t i, mrc_dtype_t d, double v)
 {
     switch (d) {
-    case MRC_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-    case MRC_UINT8: ((uint8_t *)buf)[i] = (uint8_t)(uint64_t)v; break;
-    case MRC_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(uint64_t)v; break;
-    case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case MRC_FLOAT16:
-        ((uint16_t *)buf)[i] = mrc__float_to_half((float)v);
-        break;
-    case MRC_BFLOAT16:
-        ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v);
-        break;
-    case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    default: ((double *)buf)[i] = v; break;
+    case MRC_INT8: STORE(int8_t, (int8_t)v); break;
+    case MRC_UINT8: STORE(uint8_t, (uint8_t)(uint64_t)v); break;
+    case MRC_INT32: STORE(int32_t, (int32_t)v); break;
+    case MRC_UINT32: STORE(uint32_t, (uint32_t)(uint64_t)v); break;
+    case MRC_INT64: STORE(int64_t, (int64_t)v); break;
+    case MRC_UINT64: STORE(uint64_t, (uint64_t)v); break;
+    case MRC_FLOAT16: STORE(uint16_t, mrc__float_to_half((float)v)); break;
+    case MRC_BFLOAT16: STORE(uint16_t, mrc__float_to_bf16((float)v)); break;
+    case MRC_FLOAT32: STORE(float, (float)v); break;
+    default: STORE(double, v); break;
     }
 }
 
+/* An integer of dtype d from the low bits of v (two's complement). */
+static void store_int(void *out, mrc_dtype_t d, uint64_t v)
+{
+    size_t i = 0;
+    void *buf = out;
+    switch (d) {
+    case MRC_INT8:
+    case MRC_UINT8: STORE(uint8_t, (uint8_t)v); break;
+    case MRC_INT32:
+    case MRC_UINT32: STORE(uint32_t, (uint32_t)v); break;
+    default: STORE(uint64_t, v); break;
+    }
+}
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 ref_i128;
+
+/* The exact mean of the inputs, rounded toward zero as C divides. */
+static void avg_expect(void *out, size_t i, int n, mrc_dtype_t d)
+{
+    ref_i128 sum = 0;
+    for (int r = 0; r < n; r++) {
+        double v = avg_input(r, i, d);
+        sum += v < 0 ? (ref_i128)(int64_t)v : (ref_i128)(uint64_t)v;
+    }
+    store_int(out, d, (uint64_t)(sum / n));
+}
+#endif
+
 void mrc__ref_expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op)
 {
+#ifdef __SIZEOF_INT128__
+    if (op == MRC_AVG && integer(d)) {
+        avg_expect(out, i, n, d);
+        return;
+    }
+#endif
     double acc = mrc__ref_input(0, i, d, op);
     uint64_t uacc = (uint64_t)acc;
     for (int r = 1; r < n; r++) {
@@ -57,12 +130,7 @@ void mrc__ref_expect(void *out, size_t i, int n, mrc_dtype_t d, mrc_op_t op)
         }
     }
     if (op == MRC_PROD && !signed_or_float(d)) { /* wraps like the type */
-        if (d == MRC_UINT8)
-            *(uint8_t *)out = (uint8_t)uacc;
-        else if (d == MRC_UINT32)
-            *(uint32_t *)out = (uint32_t)uacc;
-        else
-            *(uint64_t *)out = uacc;
+        store_int(out, d, uacc);
         return;
     }
     if (op == MRC_AVG) {

@@ -1,8 +1,10 @@
 /*
  * Exact inputs and the plain sequential reduction they are checked
  * against: small integers (or +-1 for products) so that every result is
- * exact whatever the order of reduction. Used by `mrc run`, the
- * benchmarks and the tests.
+ * exact whatever the order of reduction, except for avg on integer types,
+ * whose inputs are the type's extremes so that a sum that wraps shows (the
+ * expected mean is computed exactly). Used by `mrc run`, the benchmarks
+ * and the tests.
  */
 #ifndef MRC_REFERENCE_H
 #define MRC_REFERENCE_H

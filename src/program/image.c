@@ -230,9 +230,13 @@ static const char *validate(const mrc_program_t *p)
     }
     for (int u = 0; u < p->num_nodes; u++) {
         const mrc__node_t *nd = &p->nodes[u];
+        /* The port count sizes the tables that the listing and the
+         * executor build: no more than a topology node may have. */
+        if (!in_range(nd->num_ports, 0, MRC_TOPO_MAX_PORTS + 1))
+            return "a node with more ports than a topology allows (4096)";
         if (nd->group < 0)
             continue;
-        if (nd->group >= p->num_groups || nd->num_ports < 0)
+        if (nd->group >= p->num_groups)
             return "a node of no group";
         const mrc__group_t *g = &p->groups[nd->group];
         if (!in_range(nd->rank, 0, g->size) ||

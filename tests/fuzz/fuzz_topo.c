@@ -24,6 +24,27 @@ static void check_round_trip(const mrc_topo_t *t)
     mrc_topo_destroy(back);
 }
 
+/* 1 if every number in spec is at most 64 or past 2^31 (refused before
+ * anything is built). Generators build what they are asked: full:2687 is
+ * 3.6 million links, a second in a plain build and 40 in this one, so
+ * sizes in between are the memory limits' business, not the parser's. */
+static int small_sizes(const char *spec)
+{
+    for (const char *c = spec; *c; c++) {
+        if (*c < '0' || *c > '9')
+            continue;
+        unsigned long long v = 0;
+        int digits = 0;
+        for (; *c >= '0' && *c <= '9'; c++, digits++)
+            v = digits < 19 ? v * 10 + (unsigned)(*c - '0') : v;
+        if (v > 64 && v <= (1ull << 31) && digits < 19)
+            return 0;
+        if (!*c)
+            break;
+    }
+    return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     mrc_topo_t *t = NULL;
@@ -37,10 +58,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char spec[64];
         memcpy(spec, data, size);
         spec[size] = '\0';
-        /* Keep generated sizes small so the fuzzer stays fast. */
+        /* Keep generated sizes small so the fuzzer stays fast (full:1730
+         * has 1.5 million links, a JSON text of about 100 MB). */
         if (strlen(spec) == size && !strpbrk(spec, "/") &&
+            small_sizes(spec) &&
             mrc_topo_generate(spec, &t) == MRC_OK) {
-            if (mrc_topo_num_nodes(t) <= 4096)
+            if (mrc_topo_num_nodes(t) <= 4096 &&
+                mrc_topo_num_links(t) <= 65536)
                 check_round_trip(t);
             mrc_topo_destroy(t);
         }

@@ -5,6 +5,8 @@
  *                               0, 1, < N, odd and large, in place and
  *                               not, checked element by element
  *   shm_rank die-small          the same with 2 elements (the one-step path)
+ *   shm_rank sweep-odd          the sweep's sums and averages with every
+ *                               buffer at an odd address
  *   shm_rank die                the last rank kills itself in the middle of
  *                               an allreduce; the others must see the lost
  *                               peer and then a poisoned communicator
@@ -21,6 +23,9 @@
 #include "exec/reference.h"
 #include "mrc/mrc.h"
 
+/* 1: buffers start one byte past malloc's (sweep-odd). */
+static size_t odd;
+
 /* One case; returns the number of wrong elements, or -1 if the call
  * failed. */
 static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
@@ -31,16 +36,17 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     size_t in = c == MRC_REDUCE_SCATTER ? count * (size_t)n : count;
     size_t out = c == MRC_ALLGATHER ? count * (size_t)n : count;
     size_t big = (in > out ? in : out) + 1;
-    char *a = malloc(big * es), *b = malloc(big * es);
+    char *a = malloc(big * es + odd), *b = malloc(big * es + odd);
     if (!a || !b) {
         free(a);
         free(b);
         return -1;
     }
-    memset(a, 0xab, big * es);
-    memset(b, 0xcd, big * es);
+    memset(a, 0xab, big * es + odd);
+    memset(b, 0xcd, big * es + odd);
     char *send, *recv;
-    mrc__ref_place(c, in_place, count, es, r, a, b, &send, &recv);
+    mrc__ref_place(c, in_place, count, es, r, a + odd, b + odd, &send,
+                   &recv);
     mrc__ref_fill(send, c, count, r, n, d, op);
     mrc_status_t st = mrc__ref_call(c, send, recv, count, d, op, root, comm);
     long wrong = st == MRC_OK
@@ -66,7 +72,8 @@ static int sweep(mrc_comm_t *comm)
                     for (int ip = 0; ip < 2; ip++) {
                         int reducing = c != MRC_ALLGATHER &&
                                        c != MRC_BROADCAST;
-                        if (!reducing && op != MRC_SUM)
+                        if ((!reducing || odd) && op != MRC_SUM &&
+                            !(odd && op == MRC_AVG))
                             continue;
                         /* the large count on a sample of types and ops */
                         if (k == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
@@ -138,7 +145,8 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fprintf(stderr,
-                "usage: shm_rank sweep [TOPOLOGY] | die | die-small\n");
+                "usage: shm_rank sweep [TOPOLOGY] | sweep-odd | die | "
+                "die-small\n");
         return 2;
     }
     mrc_config_t cfg = {.topology = argc > 2 ? argv[2] : NULL};
@@ -147,6 +155,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "shm_rank: %s\n", mrc_last_error());
         return 1;
     }
+    odd = strcmp(argv[1], "sweep-odd") == 0;
     int rc = strcmp(argv[1], "die") == 0         ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
                                                  : sweep(comm);

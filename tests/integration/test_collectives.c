@@ -259,6 +259,176 @@ static void test_seed_topologies(void **state)
         run_sweep(&sweeps[i]);
 }
 
+/* avg on integers is the exact mean, rounded toward zero, however near
+ * the type's limits the inputs lie: a partial sum in the element type
+ * would wrap (int8 {100, 100, 100, 100} over 4 ranks gave -28). The
+ * reference's avg inputs are the types' extremes (exec/reference.c). */
+typedef struct avg_worker {
+    mrc_comm_t *comm;
+    long wrong, failures;
+    char first[256];
+} avg_worker_t;
+
+static void *avg_work(void *arg)
+{
+    static const mrc_dtype_t ints[] = {MRC_INT8,  MRC_UINT8, MRC_INT32,
+                                       MRC_UINT32, MRC_INT64, MRC_UINT64};
+    static const mrc_collective_t colls[] = {MRC_ALLREDUCE,
+                                             MRC_REDUCE_SCATTER, MRC_REDUCE};
+    avg_worker_t *w = arg;
+    int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
+    /* The case of the report: int8 100 on every rank. */
+    int8_t hundred = 100, mean = 0;
+    if (mrc_allreduce(&hundred, &mean, 1, MRC_INT8, MRC_AVG, w->comm) !=
+            MRC_OK ||
+        mean != 100) {
+        w->wrong++;
+        snprintf(w->first, sizeof w->first, "int8 avg of 100s gave %d: %s",
+                 mean, mrc_last_error());
+    }
+    for (size_t ci = 0; ci < 3; ci++)
+        for (size_t di = 0; di < 6; di++)
+            for (size_t count = 1; count <= 21; count += 10)
+                for (int ip = 0; ip < 2; ip++) {
+                    mrc_dtype_t d = ints[di];
+                    size_t es = mrc_dtype_size(d);
+                    size_t bytes = count * (size_t)n * es;
+                    char *a = calloc(1, bytes), *b = calloc(1, bytes);
+                    char *send, *recv;
+                    mrc__ref_place(colls[ci], ip, count, es, r, a, b, &send,
+                                   &recv);
+                    mrc__ref_fill(send, colls[ci], count, r, n, d, MRC_AVG);
+                    mrc_status_t st =
+                        mrc__ref_call(colls[ci], send, recv, count, d,
+                                      MRC_AVG, n - 1, w->comm);
+                    size_t bad = st == MRC_OK
+                                     ? mrc__ref_check(recv, colls[ci], count,
+                                                      r, n, n - 1, d, MRC_AVG)
+                                     : 0;
+                    w->failures += st != MRC_OK;
+                    w->wrong += (long)bad;
+                    if ((st != MRC_OK || bad) && !w->first[0])
+                        snprintf(w->first, sizeof w->first,
+                                 "%d ranks, %s %s avg count %zu%s: %s, %zu "
+                                 "wrong",
+                                 n, mrc_collective_name(colls[ci]),
+                                 mrc_dtype_name(d), count,
+                                 ip ? " in place" : "",
+                                 st == MRC_OK ? "ok" : mrc_last_error(), bad);
+                    free(a);
+                    free(b);
+                }
+    return NULL;
+}
+
+static void test_avg_integers_exact(void **state)
+{
+    (void)state;
+    for (int n = 2; n <= 5; n++) {
+        mrc_comm_t *comms[5];
+        mrc_config_t cfg = {.timeout_s = 20};
+        avg_worker_t w[5];
+        pthread_t th[5];
+        memset(w, 0, sizeof w);
+        assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
+        for (int r = 0; r < n; r++) {
+            w[r].comm = comms[r];
+            assert_int_equal(pthread_create(&th[r], NULL, avg_work, &w[r]),
+                             0);
+        }
+        for (int r = 0; r < n; r++)
+            pthread_join(th[r], NULL);
+        for (int r = 0; r < n; r++) {
+            mrc_comm_destroy(comms[r]);
+            if (w[r].wrong || w[r].failures)
+                fail_msg("rank %d: %s", r, w[r].first);
+        }
+    }
+}
+
+/* Buffers at odd addresses (legal for char buffers, and what an MPI
+ * program reducing byte-addressed data passes): every collective, dtype
+ * and op, in place and not, must give the right elements without loading
+ * a value from a misaligned address (the sanitizer build checks that). */
+typedef struct odd_worker {
+    mrc_comm_t *comm;
+    long wrong, failures;
+    char first[256];
+} odd_worker_t;
+
+static void *odd_work(void *arg)
+{
+    odd_worker_t *w = arg;
+    int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
+    static const size_t counts[] = {1, 7, 1500};
+    for (int coll = 0; coll < MRC_NUM_COLLECTIVES; coll++)
+        for (int d = 0; d < MRC_NUM_DTYPES; d++)
+            for (int op = 0; op < MRC_NUM_OPS; op++)
+                for (size_t k = 0; k < 3; k++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        int reducing = coll != MRC_ALLGATHER &&
+                                       coll != MRC_BROADCAST;
+                        if ((!reducing && op != MRC_SUM) ||
+                            (k == 2 && op != MRC_SUM && op != MRC_AVG))
+                            continue;
+                        size_t count = counts[k];
+                        size_t es = mrc_dtype_size((mrc_dtype_t)d);
+                        size_t bytes = count * (size_t)n * es + 1;
+                        char *a = malloc(bytes), *b = malloc(bytes);
+                        char *send, *recv;
+                        int root = (d + op) % n;
+                        mrc__ref_place((mrc_collective_t)coll, ip, count, es,
+                                       r, a + 1, b + 1, &send, &recv);
+                        mrc__ref_fill(send, (mrc_collective_t)coll, count, r,
+                                      n, (mrc_dtype_t)d, (mrc_op_t)op);
+                        mrc_status_t st = mrc__ref_call(
+                            (mrc_collective_t)coll, send, recv, count,
+                            (mrc_dtype_t)d, (mrc_op_t)op, root, w->comm);
+                        size_t bad =
+                            st == MRC_OK
+                                ? mrc__ref_check(recv, (mrc_collective_t)coll,
+                                                 count, r, n, root,
+                                                 (mrc_dtype_t)d, (mrc_op_t)op)
+                                : 0;
+                        w->failures += st != MRC_OK;
+                        w->wrong += (long)bad;
+                        if ((st != MRC_OK || bad) && !w->first[0])
+                            snprintf(w->first, sizeof w->first,
+                                     "%s %s %s count %zu%s: %s, %zu wrong",
+                                     mrc_collective_name(coll),
+                                     mrc_dtype_name(d), mrc_op_name(op),
+                                     count, ip ? " in place" : "",
+                                     st == MRC_OK ? "ok" : mrc_last_error(),
+                                     bad);
+                        free(a);
+                        free(b);
+                    }
+    return NULL;
+}
+
+static void test_misaligned_buffers(void **state)
+{
+    (void)state;
+    enum { N = 3 };
+    mrc_comm_t *comms[N];
+    mrc_config_t cfg = {.timeout_s = 20, .chunk_bytes = 1024};
+    odd_worker_t w[N];
+    pthread_t th[N];
+    memset(w, 0, sizeof w);
+    assert_int_equal(mrc_comm_init_all(comms, N, &cfg), MRC_OK);
+    for (int r = 0; r < N; r++) {
+        w[r].comm = comms[r];
+        assert_int_equal(pthread_create(&th[r], NULL, odd_work, &w[r]), 0);
+    }
+    for (int r = 0; r < N; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < N; r++) {
+        mrc_comm_destroy(comms[r]);
+        if (w[r].wrong || w[r].failures)
+            fail_msg("rank %d: %s", r, w[r].first);
+    }
+}
+
 static void expect_bad(mrc_status_t st, const char *says)
 {
     if (st != MRC_ERR_INVALID_ARG || !strstr(mrc_last_error(), says))
@@ -333,6 +503,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_avg_integers_exact),
+        cmocka_unit_test(test_misaligned_buffers),
         cmocka_unit_test(test_ring_sizes),
         cmocka_unit_test(test_seed_topologies),
     };

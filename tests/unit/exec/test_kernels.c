@@ -149,6 +149,65 @@ static void test_scale_and_wrap(void **state)
     assert_true(f[0] == 1.0f && f[1] == 1.0f / 3.0f);
 }
 
+#ifdef __SIZEOF_INT128__
+__extension__ typedef __int128 i128;
+
+/* avg's wide words: n values near the type's limits on each of k ranks,
+ * widened, summed word by word in the wide type as the collectives do,
+ * narrowed: the exact mean rounded toward zero, from and into buffers at
+ * odd addresses. */
+static void test_avg_words(void **state)
+{
+    (void)state;
+    static const mrc_dtype_t ints[] = {MRC_INT8,  MRC_UINT8, MRC_INT32,
+                                       MRC_UINT32, MRC_INT64, MRC_UINT64};
+    static const i128 lim[][2] = {
+        {INT8_MIN, INT8_MAX},   {0, UINT8_MAX},
+        {INT32_MIN, INT32_MAX}, {0, UINT32_MAX},
+        {INT64_MIN, INT64_MAX}, {0, (i128)UINT64_MAX}};
+    enum { N = 9, K = 5 };
+    for (int ti = 0; ti < 6; ti++) {
+        mrc_dtype_t d = ints[ti];
+        size_t es = mrc_dtype_size(d);
+        int words = mrc__avg_words(d);
+        assert_int_equal(words, es == 8 ? 2 : 1);
+        for (int k = 1; k <= K; k++) {
+            unsigned char in[K][N * 8 + 1], out[N * 8 + 1];
+            uint64_t wide[K][N * 2], sum[N * 2];
+            i128 total[N] = {0};
+            for (int r = 0; r < k; r++)
+                for (int i = 0; i < N; i++) {
+                    /* the limits, one off them, and small values */
+                    i128 v = (i + r) % 3 == 0   ? lim[ti][1] - (i % 2)
+                             : (i + r) % 3 == 1 ? lim[ti][0] + (i % 2)
+                                                : (i128)(lim[ti][0] < 0
+                                                             ? -r - i
+                                                             : r + i);
+                    uint64_t bits = (uint64_t)v;
+                    memcpy(in[r] + 1 + (size_t)i * es, &bits, es); /* LE */
+                    total[i] += v;
+                }
+            for (int r = 0; r < k; r++)
+                mrc__avg_widen(wide[r], in[r] + 1, N, d);
+            memcpy(sum, wide[0], sizeof sum);
+            for (int r = 1; r < k; r++)
+                mrc__reduce(sum, sum, wide[r], (size_t)(N * words),
+                            mrc__avg_wide_dtype(d), MRC_SUM);
+            mrc__avg_narrow(out + 1, sum, N, d, k);
+            for (int i = 0; i < N; i++) {
+                uint64_t want = (uint64_t)(total[i] / k), got = 0;
+                memcpy(&got, out + 1 + (size_t)i * es, es);
+                if (es < 8)
+                    want &= ((uint64_t)1 << (8 * es)) - 1;
+                assert_true(got == want);
+            }
+        }
+    }
+    assert_int_equal(mrc__avg_words(MRC_FLOAT32), 0);
+    assert_int_equal(mrc__avg_words(MRC_BFLOAT16), 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +215,9 @@ int main(void)
         cmocka_unit_test(test_bf16),
         cmocka_unit_test(test_reduce_all),
         cmocka_unit_test(test_scale_and_wrap),
+#ifdef __SIZEOF_INT128__
+        cmocka_unit_test(test_avg_words),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

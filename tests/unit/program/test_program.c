@@ -207,6 +207,49 @@ static int find_op(const mrc_program_t *p, int op, int nth)
     return -1;
 }
 
+/* A node's port count is read from the image and sizes the tables that
+ * the listing and the executor build: one past the most a topology node
+ * may have is refused (a 640-byte image claiming 2^30 ports made the
+ * listing take a gigabyte and half a minute; found by fuzz_program). */
+static void test_image_port_count_bounded(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("ring:2", "ring", MRC_ALLREDUCE, 3, 0);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    /* Node 0's {group, rank, num_ports, first_entry}, after the header
+     * (32), config (33), counts (32), code, groups, members, streams,
+     * ring tables. */
+    size_t at = 97 + 17 * (size_t)p->code_len + 16 * (size_t)p->num_groups +
+                4 * (size_t)p->num_members + 36 * (size_t)p->num_streams +
+                4 * (size_t)p->num_entries + 8;
+    uint8_t *b = img;
+    assert_true(at + 4 <= len);
+    assert_int_equal(b[at] | b[at + 1] << 8 | b[at + 2] << 16,
+                     p->nodes[0].num_ports);
+    const int32_t ports[] = {MRC_TOPO_MAX_PORTS, MRC_TOPO_MAX_PORTS + 1,
+                             (1 << 30) + 2};
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 4; i++)
+            b[at + (size_t)i] = (uint8_t)((uint32_t)ports[k] >> (8 * i));
+        reseal(b, len);
+        mrc_program_t *q = NULL;
+        mrc_status_t st = mrc_program_load(b, len, &q);
+        if (k == 0) {
+            if (st != MRC_OK)
+                fail_msg("%s", mrc_last_error());
+        } else {
+            assert_int_equal(st, MRC_ERR_INVALID_PROGRAM);
+            assert_null(q);
+            assert_non_null(strstr(mrc_last_error(), "ports"));
+        }
+        mrc_program_destroy(q);
+    }
+    mrc_free(img);
+    mrc_program_destroy(p);
+}
+
 static void test_checker_refuses_broken(void **state)
 {
     (void)state;
@@ -277,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_listing),
         cmocka_unit_test(test_image_round_trip),
         cmocka_unit_test(test_refused_images),
+        cmocka_unit_test(test_image_port_count_bounded),
         cmocka_unit_test(test_checker_refuses_broken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
