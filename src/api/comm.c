@@ -624,9 +624,13 @@ static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
                           "%s: count %zu is too large for avg of %s (rank "
                           "%d)",
                           fn, count, mrc_dtype_name(dtype), c->rank);
+    mrc_status_t st = mrc__check_memory(
+        mrc__sat_mul_add(in + (need_recv ? count : 0), per, 0),
+        "avg words");
+    if (st != MRC_OK)
+        return st;
     void *wide_send = malloc(in * per);
     void *wide_recv = need_recv ? malloc(count * per) : NULL;
-    mrc_status_t st = MRC_OK;
     if (!wide_send || (need_recv && !wide_recv)) {
         st = mrc__error(MRC_ERR_NO_MEMORY,
                         "%s: out of memory for %zu bytes of avg words (rank "
