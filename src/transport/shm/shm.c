@@ -274,8 +274,9 @@ static large_post_t *large_at(const mrc__shm_endpoint_t *e, int r)
 typedef struct rank_post {
     uint64_t direct; /* atomic: the direct allreduce it is in */
     mrc__call_t direct_call; /* written before direct */
-    mrc__call_t call; /* the program's call, before its first message */
-    char pad1[24];
+    mrc__call_t calls[2]; /* the program's call, by parity of its number,
+                             written before its first message */
+    char pad1[8];
     int32_t failed; /* atomic: 0 none, 1 being written, 2 written */
     int32_t status, a, b;
     mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
@@ -877,7 +878,11 @@ static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
  * its first message). */
 static mrc_status_t message_differs(mrc__shm_endpoint_t *e, int peer)
 {
-    mrc__call_t theirs = post_at(e, peer)->call;
+    /* The sender may be a call ahead, with an eager send out: its call of
+     * the other parity is the one to read. */
+    mrc__call_t *c = &post_at(e, peer)->calls[e->seq & 1];
+    mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
     return disagree(e, peer, theirs, e->rank, e->call);
 }
 
@@ -1081,7 +1086,9 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq,
     e->call = *call;
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    post_at(e, e->rank)->call = *call;
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq & 1];
+    __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
     /* What came early for this call was sent for the same call. */
     uint64_t h = mrc__call_hash(*call);
     for (const early_t *m = e->early; m; m = m->next)
