@@ -9,7 +9,9 @@
  *                               an allreduce; the others must see the lost
  *                               peer and then a poisoned communicator
  *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
- *                               count, large, path, dtype, op, root): every
+ *                               count, large, path, dtype, op, root, or
+ *                               split: count, and the last rank takes the
+ *                               program's path, MRC_NO_DIRECT): every
  *                               rank must fail naming both calls, and then
  *                               refuse the next call at once
  *
@@ -147,7 +149,7 @@ static int mismatch(mrc_comm_t *comm, const char *what)
     mrc_dtype_t d = MRC_FLOAT32;
     mrc_op_t op = MRC_SUM;
     int root = 0;
-    if (strcmp(what, "count") == 0) /* the two-step path */
+    if (strcmp(what, "count") == 0 || strcmp(what, "split") == 0)
         count += (size_t)odd;
     else if (strcmp(what, "large") == 0) /* reading the peers' buffers */
         count = odd ? (size_t)4 << 20 : (size_t)2 << 20;
@@ -188,6 +190,12 @@ int main(int argc, char **argv)
         return 2;
     }
     int mis = strcmp(argv[1], "mismatch") == 0;
+    /* The last rank alone without the direct paths: it waits for
+     * messages while the others wait in the two-step path. */
+    const char *nr = getenv("MRC_NRANKS"), *rk = getenv("MRC_RANK");
+    if (mis && argc > 2 && strcmp(argv[2], "split") == 0 && nr && rk &&
+        atoi(rk) == atoi(nr) - 1)
+        setenv("MRC_NO_DIRECT", "1", 1);
     mrc_config_t cfg = {.topology = argc > 2 && !mis ? argv[2] : NULL};
     mrc_comm_t *comm = NULL;
     if (mrc_comm_init_env(&comm, &cfg) != MRC_OK) {

@@ -96,6 +96,7 @@ mismatch 3 count "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 100
 big='\(2097152\|4194304\)'
 mismatch 2 large "allreduce of $big $f32sum but rank [0-9] allreduce of $big $f32sum"
 mismatch 2 path "allreduce of [12]000 $f32sum but rank [0-9] allreduce of [12]000 $f32sum"
+mismatch 3 split "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum"
 ty='\(float32\|int32\)'
 mismatch 2 dtype "allreduce of 100000 $ty (sum) but rank [0-9] allreduce of 100000 $ty (sum)"
 mismatch 2 op "allreduce of 100000 float32 ([sm][ua][mx]) but rank [0-9] allreduce of 100000 float32 ([sm][ua][mx])"

@@ -158,13 +158,12 @@ struct mrc__shm_endpoint {
     unsigned idle;
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
-    int failed_peer;   /* sticky: a peer this rank waited on failed, or -1 */
     int joined;        /* this rank's pid is in the header */
     uint64_t small_seq; /* small allreduces so far */
     uint64_t mid_seq;   /* mid-size ones */
     uint64_t large_seq; /* large ones (by reading the peers' buffers) */
-    uint64_t direct_seq; /* direct allreduces of any size */
-    mrc__call_t direct_call; /* the one in progress */
+    uint64_t nth;        /* calls begun, by either path */
+    mrc__call_t now;     /* the one in progress */
     double last_post_check;
     char token[TOKEN_BYTES];
     int all_read;       /* every rank can read every other's memory */
@@ -267,13 +266,14 @@ static large_post_t *large_at(const mrc__shm_endpoint_t *e, int r)
 }
 
 /* Each rank's post, read by the peers only while they wait for it: the
- * direct allreduce it is in (a peer waiting in another path, or for a
- * call that will never come, sees the difference), the program's call it
- * is in (for the message when a peer's differs), and why its last call
- * failed (so that the ranks waiting on it fail too). */
+ * call it is in and how many it has begun (by either path: a peer waiting
+ * in another path, or for a message that will never come, sees the
+ * difference), the program's calls by parity (for the message when a
+ * peer's differs), and why its last call failed (so that the ranks
+ * waiting on it fail too). */
 typedef struct rank_post {
-    uint64_t direct; /* atomic: the direct allreduce it is in */
-    mrc__call_t direct_call; /* written before direct */
+    uint64_t nth; /* atomic: calls begun; 0 while `now` is rewritten */
+    mrc__call_t now;
     mrc__call_t calls[2]; /* the program's call, by parity of its number,
                              written before its first message */
     char pad1[8];
@@ -346,6 +346,9 @@ static mrc_status_t job_lost(mrc__shm_endpoint_t *e, int r)
 }
 
 static mrc_status_t pending_failed(mrc__shm_endpoint_t *e);
+struct rank_post;
+static mrc_status_t failure_error(const mrc__shm_endpoint_t *e,
+                                  const struct rank_post *p);
 
 /* Called while waiting: every few ms, checks that the peers are there
  * (and that none this rank waits on has failed its call). */
@@ -353,8 +356,9 @@ static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
 {
     if (e->lost != MRC_OK)
         return e->lost;
-    if (e->failed_peer >= 0)
-        return pending_failed(e);
+    const rank_post_t *mine = post_at(e, e->rank);
+    if (__atomic_load_n(&mine->failed, __ATOMIC_ACQUIRE) == 2)
+        return failure_error(e, mine);
     int32_t lost = __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE);
     if (lost > 0)
         return job_lost(e, lost - 1);
@@ -400,14 +404,10 @@ static mrc_status_t disagree(mrc__shm_endpoint_t *e, int a, mrc__call_t ca,
     return mrc__call_mismatch(a, ca, b, cb);
 }
 
-/* MRC_OK, or the failure of peer r, taken on as this rank's own (so the
- * ranks waiting on this one learn it in turn). */
-static mrc_status_t peer_failed(mrc__shm_endpoint_t *e, int r)
+/* The failure recorded in post p, as the error it was. */
+static mrc_status_t failure_error(const mrc__shm_endpoint_t *e,
+                                  const struct rank_post *p)
 {
-    const rank_post_t *p = post_at(e, r);
-    if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE) != 2)
-        return MRC_OK;
-    post_failure(e, (mrc_status_t)p->status, p->a, p->b, p->ca, p->cb);
     if (p->status == MRC_ERR_INVALID_ARG && p->b >= 0)
         return mrc__call_mismatch(p->a, p->ca, p->b, p->cb);
     return mrc__error((mrc_status_t)p->status,
@@ -416,40 +416,64 @@ static mrc_status_t peer_failed(mrc__shm_endpoint_t *e, int r)
                       e->rank, p->a, mrc_status_name((mrc_status_t)p->status));
 }
 
-/* Whether peer r, in the same direct allreduce as this rank, called it
- * with another count, type or op (then it may wait in another path). */
-static mrc_status_t direct_differs(mrc__shm_endpoint_t *e, int r)
+/* MRC_OK, or the failure of peer r, taken on as this rank's own (so the
+ * ranks waiting on this one learn it in turn). */
+static mrc_status_t peer_failed(mrc__shm_endpoint_t *e, int r)
+{
+    const rank_post_t *p = post_at(e, r);
+    if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE) != 2)
+        return MRC_OK;
+    /* A lost rank is named as such, whoever saw it first. */
+    if (p->status == MRC_ERR_PEER_LOST &&
+        __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE) > 0)
+        return job_lost(e, 0);
+    post_failure(e, (mrc_status_t)p->status, p->a, p->b, p->ca, p->cb);
+    return failure_error(e, p);
+}
+
+/* This rank begins a call (either path): says which in its post. */
+static void post_call(mrc__shm_endpoint_t *e, mrc__call_t call)
+{
+    rank_post_t *p = post_at(e, e->rank);
+    e->now = call;
+    __atomic_store_n(&p->nth, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&p->now.count, call.count, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->now.meta, call.meta, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->nth, ++e->nth, __ATOMIC_RELEASE);
+}
+
+/* Whether peer r, in the same call as this rank (its nth too), called
+ * it with another collective, count, type, op or root: then it may wait
+ * in another path, or for messages this rank will never send. */
+static mrc_status_t call_differs(mrc__shm_endpoint_t *e, int r)
 {
     rank_post_t *p = post_at(e, r);
-    if (__atomic_load_n(&p->direct, __ATOMIC_ACQUIRE) != e->direct_seq)
+    if (__atomic_load_n(&p->nth, __ATOMIC_ACQUIRE) != e->nth)
         return MRC_OK;
-    /* A seqlock: the peer may be on to its next call meanwhile (it zeroes
-     * `direct` while it rewrites the call). */
-    mrc__call_t theirs = {
-        __atomic_load_n(&p->direct_call.count, __ATOMIC_RELAXED),
-        __atomic_load_n(&p->direct_call.meta, __ATOMIC_RELAXED)};
+    /* A seqlock: the peer may be on to its next call meanwhile. */
+    mrc__call_t theirs = {__atomic_load_n(&p->now.count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&p->now.meta, __ATOMIC_RELAXED)};
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&p->direct, __ATOMIC_RELAXED) != e->direct_seq ||
-        mrc__call_same(theirs, e->direct_call))
+    if (__atomic_load_n(&p->nth, __ATOMIC_RELAXED) != e->nth ||
+        mrc__call_same(theirs, e->now))
         return MRC_OK;
-    return disagree(e, r, theirs, e->rank, e->direct_call);
+    return disagree(e, r, theirs, e->rank, e->now);
 }
 
 /* The program's peers this rank waits on: has one failed? */
 static mrc_status_t pending_failed(mrc__shm_endpoint_t *e)
 {
-    if (e->failed_peer >= 0)
-        return peer_failed(e, e->failed_peer);
     for (size_t i = 0; i < e->num_recvs + e->num_sends + e->num_rdvs; i++) {
         size_t j = i - e->num_recvs, k = j - e->num_sends;
         int p = i < e->num_recvs   ? e->recvs[i]->peer
                 : j < e->num_sends ? e->sends[j]->peer
                                    : e->rdvs[k]->peer;
         mrc_status_t st = peer_failed(e, p);
-        if (st != MRC_OK) {
-            e->failed_peer = p; /* said again at every later look */
-            return st;
-        }
+        if (st == MRC_OK)
+            st = call_differs(e, p);
+        if (st != MRC_OK)
+            return st; /* and in this rank's post: said at every look */
     }
     return MRC_OK;
 }
@@ -681,7 +705,6 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     e->n = nranks;
     e->rank = rank;
-    e->failed_peer = -1;
     e->slot_bytes = pick_slot_bytes(nranks);
     e->no_direct = getenv("MRC_NO_DIRECT") != NULL;
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
@@ -1084,6 +1107,7 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq,
         return e->lost;
     e->seq = seq;
     e->call = *call;
+    post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
     mrc__call_t *mine = &post_at(e, e->rank)->calls[seq & 1];
@@ -1227,7 +1251,7 @@ static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
             e->last_post_check = t;
             st = peer_failed(e, r);
             if (st == MRC_OK)
-                st = direct_differs(e, r);
+                st = call_differs(e, r);
             if (st != MRC_OK)
                 return st;
         }
@@ -1248,7 +1272,7 @@ static mrc_status_t allreduce_small(mrc__shm_endpoint_t *e, const void *send,
     size_t bytes = count * mrc_dtype_size(dtype);
     uint64_t seq = ++e->small_seq;
     small_slot_t *mine = small_at(e, e->rank, seq);
-    const mrc__call_t call = e->direct_call;
+    const mrc__call_t call = e->now;
     memcpy(mine->data, send, bytes);
     mine->call = call;
     __atomic_store_n(&mine->seq, seq, __ATOMIC_RELEASE);
@@ -1305,7 +1329,7 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
     mid_area_t *mine = mid_at(e, e->rank, seq);
     size_t me = (size_t)e->rank;
     size_t at = block_at(count, n, me) * es, len = block_len(count, n, me);
-    const mrc__call_t call = e->direct_call;
+    const mrc__call_t call = e->now;
     /* The others' blocks of my input (my own is read from sendbuf). */
     memcpy(mine + 1, send, at);
     memcpy((char *)(mine + 1) + at + len * es, (const char *)send + at + len * es,
@@ -1390,7 +1414,7 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
     size_t es = mrc_dtype_size(dtype), n = (size_t)e->n, me = (size_t)e->rank;
     uint64_t seq = ++e->large_seq;
     large_post_t *mine = large_at(e, e->rank);
-    const mrc__call_t call = e->direct_call;
+    const mrc__call_t call = e->now;
     mine->send = (uint64_t)(uintptr_t)send;
     mine->recv = (uint64_t)(uintptr_t)recv;
     mine->call = call;
@@ -1464,15 +1488,7 @@ static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
         return e->lost;
     /* What this call is, for the peers that wait on this rank (any path):
      * each path also puts it beside its first stamp. */
-    rank_post_t *post = post_at(e, e->rank);
-    e->direct_call = mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0);
-    __atomic_store_n(&post->direct, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&post->direct_call.count, e->direct_call.count,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&post->direct_call.meta, e->direct_call.meta,
-                     __ATOMIC_RELAXED);
-    __atomic_store_n(&post->direct, ++e->direct_seq, __ATOMIC_RELEASE);
+    post_call(e, mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0));
     if (bytes <= MRC__SMALL_BYTES)
         return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
     if (bytes <= mid_max(e->n))
