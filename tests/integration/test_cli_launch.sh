@@ -40,14 +40,16 @@ expect 1 "timed out after 1 s" "$MRC" launch -n 2 --timeout 1 -- sleep 30
 expect 1 "cannot run '/nonexistent/prog'" "$MRC" launch -n 1 -- \
     /nonexistent/prog
 # Signals reach the ranks.
+# (Each rank says when its trap is set: the launcher has a watchdog child
+# too, so counting its children would not tell.)
 "$MRC" launch -n 2 -- sh -c \
     'trap "echo \"TERM $MRC_RANK\" >> \"$0/sig\"; exit 0" TERM
-     sleep 30 & wait' "$tmp" > "$tmp/launch.out" 2>&1 &
+     echo up >> "$0/up"; sleep 30 & wait' "$tmp" > "$tmp/launch.out" 2>&1 &
 pid=$!
 i=0
-while [ "$(pgrep -c -P $pid 2>/dev/null || echo 0)" -lt 2 ] && [ $i -lt 50 ]
+while [ "$(cat "$tmp/up" 2>/dev/null | wc -l)" -lt 2 ] && [ $i -lt 50 ]
 do sleep 0.1; i=$((i + 1)); done
-sleep 0.2
+sleep 0.1
 kill -TERM $pid
 wait $pid
 expect 0 "got signal 15" cat "$tmp/launch.out"
