@@ -9,9 +9,13 @@
  *   mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, comms[r]);
  *
  * Every rank of a group must call the same collectives in the same order
- * with the same count, type, operator and root. Each call blocks until the
- * rank's part is done, or until the timeout (then MRC_ERR_TIMEOUT names
- * the node and step it waited at).
+ * with the same count, type, operator and root: the ranks compare them
+ * before any touches a peer's buffers, and on a difference every rank's
+ * call fails with MRC_ERR_INVALID_ARG naming both ranks and both calls.
+ * Each call blocks until the rank's part is done, or until the timeout
+ * (then MRC_ERR_TIMEOUT names the node and step it waited at). A call that
+ * fails once it has begun to talk to its peers (any status) leaves the
+ * communicator refusing every later call.
  */
 #ifndef MRC_COMM_H
 #define MRC_COMM_H
@@ -56,10 +60,13 @@ typedef struct mrc_config {
 MRC_EXTERN mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
                                           const mrc_config_t *cfg);
 /* One rank of a job of processes on this host, joined through shared
- * memory private to the job (created mode 0600, unlinked once every rank
- * has attached). `job` (letters, digits, '-', '_'; 1 to 64) names the
+ * memory private to the job (created mode 0600 with O_EXCL, unlinked once
+ * every rank has attached; a segment of that name that is not this
+ * user's, not mode 0600 or not made by this job is refused with an error,
+ * never joined). `job` (letters, digits, '-', '_'; 1 to 64) names the
  * job: every rank passes the same, and it should be hard to guess (mrc
- * launch makes 128 random bits). Waits up to the timeout for every rank;
+ * launch makes 128 random bits, and a secret token besides, which
+ * mrc_comm_init_env passes on). Waits up to the timeout for every rank;
  * a rank that dies makes the others' calls fail with MRC_ERR_PEER_LOST,
  * and the communicator then refuses further calls. */
 MRC_EXTERN mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks,

@@ -73,8 +73,10 @@ struct mrc_comm {
     uint64_t clock;
     void *scratch;
     size_t scratch_bytes;
-    /* A call that timed out or lost a peer leaves the ranks out of step:
-     * later calls fail at once with this status. */
+    /* A call that failed once it had started to talk to the peers (timed
+     * out, lost a peer, disagreed with them, or any other error, INTERNAL
+     * included) leaves the ranks out of step: later calls fail at once
+     * with this status. */
     mrc_status_t poisoned;
 };
 
@@ -251,8 +253,24 @@ static int valid_job(const char *job)
     return 1;
 }
 
-mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks, int rank,
-                                const char *job, const mrc_config_t *cfg)
+/* The job's token from the launcher ($MRC_JOB_TOKEN): up to 32 letters
+ * and digits, or none. */
+static mrc_status_t env_token(const char **out)
+{
+    const char *v = getenv("MRC_JOB_TOKEN");
+    *out = v && *v ? v : NULL;
+    if (!*out)
+        return MRC_OK;
+    if (strlen(v) > 32 || !valid_job(v))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_comm_init_env: $MRC_JOB_TOKEN is not a job "
+                          "token (1 to 32 letters or digits)");
+    return MRC_OK;
+}
+
+static mrc_status_t init_rank(mrc_comm_t **comm, int nranks, int rank,
+                              const char *job, const char *token,
+                              const mrc_config_t *cfg)
 {
     if (!comm)
         return mrc__error(MRC_ERR_INVALID_ARG,
@@ -276,11 +294,17 @@ mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks, int rank,
     mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
     if (st != MRC_OK)
         return st;
-    st = mrc__shm_attach(nranks, rank, job, timeout, &s->shm);
+    st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
     if (st == MRC_OK)
         st = comm_create(s, rank, mrc__shm_transport(s->shm), timeout, comm);
     shared_release(s);
     return st;
+}
+
+mrc_status_t mrc_comm_init_rank(mrc_comm_t **comm, int nranks, int rank,
+                                const char *job, const mrc_config_t *cfg)
+{
+    return init_rank(comm, nranks, rank, job, NULL, cfg);
 }
 
 static mrc_status_t env_int(const char *name, int *out)
@@ -319,7 +343,11 @@ mrc_status_t mrc_comm_init_env(mrc_comm_t **comm, const mrc_config_t *cfg)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_comm_init_env: $MRC_JOB is not set (start "
                           "the program with 'mrc launch -n N -- PROGRAM')");
-    return mrc_comm_init_rank(comm, n, r, job, cfg);
+    const char *token;
+    st = env_token(&token);
+    if (st != MRC_OK)
+        return st;
+    return init_rank(comm, n, r, job, token, cfg);
 }
 
 mrc_status_t mrc_comm_destroy(mrc_comm_t *c)
@@ -545,11 +573,12 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
                                                c->timeout_s);
         if (st != MRC_ERR_UNSUPPORTED) {
             /* As on the program's path: the peers may be mid-call. */
-            if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
-                st == MRC_ERR_TRANSPORT)
+            if (st != MRC_OK) {
                 c->poisoned = st;
-            if (st != MRC_OK)
+                if (ops->cancel)
+                    ops->cancel(c->transport.ctx, st);
                 mrc__error_prefix("%s (rank %d)", fn, c->rank);
+            }
             return st;
         }
     }
@@ -592,8 +621,9 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
     }
     st = mrc__exec_run(x, &c->transport, c->seq++, sendbuf, recvbuf,
                        c->scratch, c->timeout_s);
-    if (st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
-        st == MRC_ERR_TRANSPORT)
+    /* Whatever failed once the run began (a peer's data may be half
+     * taken, its sends unanswered): the ranks are out of step. */
+    if (st != MRC_OK)
         c->poisoned = st;
     if (st != MRC_OK)
         mrc__error_prefix("%s (rank %d)", fn, c->rank);

@@ -87,7 +87,7 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
         for (int r = 0; r < n; r++)
             local_of[r] = nlocal > 1 && leader_of[r] == leader ? k++ : -1;
         if (nlocal > 1)
-            st = mrc__shm_attach(nlocal, lrank, job, timeout, &shm);
+            st = mrc__shm_attach(nlocal, lrank, job, NULL, timeout, &shm);
     }
     if (host != MPI_COMM_NULL)
         PMPI_Comm_free(&host);

@@ -334,7 +334,9 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
 
 /* A chain is complete when its last op has run and every send it made has
  * been taken (so its staging slots are free for the next chain). */
-static int chain_complete(mrc__exec_t *x, const mrc__transport_t *t, int ch)
+/* Whether chain ch is complete; a transport's failure goes to *st. */
+static int chain_complete(mrc__exec_t *x, const mrc__transport_t *t, int ch,
+                          mrc_status_t *st)
 {
     const mrc__plan_t *pl = &x->plan;
     if (pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1])
@@ -344,7 +346,7 @@ static int chain_complete(mrc__exec_t *x, const mrc__transport_t *t, int ch)
         if (pl->ops[i].kind != MRC__SEND ||
             __atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
             continue;
-        if (t->ops->test(t->ctx, xf) != MRC_OK ||
+        if ((*st = t->ops->test(t->ctx, xf)) != MRC_OK ||
             !__atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
             return 0;
     }
@@ -381,9 +383,22 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
                       pl->node, timeout_s);
 }
 
-mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
-                           uint64_t seq, const void *sendbuf, void *recvbuf,
-                           void *scratch, double timeout_s)
+/* What the ranks must agree on: op only where it reduces, root only
+ * where there is one. */
+static mrc__call_t call_of(const mrc_compile_config_t *cfg)
+{
+    mrc_collective_t c = cfg->collective;
+    int reducing = c == MRC_ALLREDUCE || c == MRC_REDUCE ||
+                   c == MRC_REDUCE_SCATTER;
+    int rooted = c == MRC_REDUCE || c == MRC_BROADCAST;
+    return mrc__call_make(c, cfg->count, cfg->dtype,
+                          reducing ? cfg->op : MRC_SUM,
+                          rooted ? cfg->root : 0);
+}
+
+static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
+                        uint64_t seq, const void *sendbuf, void *recvbuf,
+                        void *scratch, double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
@@ -392,7 +407,9 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
     memset(x->first_open, 0, (size_t)x->num_stream_ids * sizeof *x->first_open);
     for (int i = 0; i < x->num_slots; i++)
         x->slot_user[i] = -1;
-    mrc_status_t st = t->ops->begin(t->ctx, seq, x->recvs, x->num_recvs);
+    mrc__call_t call = call_of(&x->program->cfg);
+    mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs,
+                                    x->num_recvs);
     if (st != MRC_OK)
         return st;
     double start = 0;
@@ -415,7 +432,10 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
                 if (st != MRC_OK)
                     return st;
             }
-            if (chain_complete(x, t, ch)) {
+            int complete = chain_complete(x, t, ch, &st);
+            if (st != MRC_OK)
+                return st;
+            if (complete) {
                 x->complete[ch] = 1;
                 moved = 1;
                 /* The window starts at the stream's first open chain. */
@@ -458,4 +478,16 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
         sched_yield();
     }
     return t->ops->end(t->ctx);
+}
+
+mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
+                           uint64_t seq, const void *sendbuf, void *recvbuf,
+                           void *scratch, double timeout_s)
+{
+    mrc_status_t st = run(x, t, seq, sendbuf, recvbuf, scratch, timeout_s);
+    /* A peer may still be reading this rank's buffers, which the caller
+     * is free to release once we return. */
+    if (st != MRC_OK && t->ops->cancel)
+        t->ops->cancel(t->ctx, st);
+    return st;
 }

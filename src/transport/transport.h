@@ -36,13 +36,61 @@ typedef struct mrc__xfer {
     uintptr_t priv[4];
 } mrc__xfer_t;
 
+/* What a call is, as its ranks must agree on it: the collective, count,
+ * dtype, op and root packed in two words, so that a transport can put it
+ * beside the first signal it publishes anyway and a peer can compare it
+ * before touching this rank's memory. */
+typedef struct mrc__call {
+    uint64_t count;
+    uint64_t meta; /* collective | dtype << 8 | op << 16 | root << 32 */
+} mrc__call_t;
+
+/* The descriptor of a call (op and root only where they matter: give
+ * MRC_SUM and 0 for the others). */
+static inline mrc__call_t mrc__call_make(mrc_collective_t coll, size_t count,
+                                         mrc_dtype_t dtype, mrc_op_t op,
+                                         int root)
+{
+    mrc__call_t c = {(uint64_t)count,
+                     (uint64_t)(coll & 0xff) | (uint64_t)(dtype & 0xff) << 8 |
+                         (uint64_t)(op & 0xff) << 16 |
+                         (uint64_t)(uint32_t)root << 32};
+    return c;
+}
+
+static inline int mrc__call_same(mrc__call_t a, mrc__call_t b)
+{
+    return a.count == b.count && a.meta == b.meta;
+}
+
+/* One word for a call, for a header with room for only one: different
+ * calls that a program could make do not collide in practice (a multiply
+ * and xor mix of the two words). */
+static inline uint64_t mrc__call_hash(mrc__call_t c)
+{
+    uint64_t h = c.count * 0x9e3779b97f4a7c15ull;
+    h ^= (c.meta + 0x632be59bd9b4e019ull) * 0xc2b2ae3d27d4eb4full;
+    return h ^ h >> 29;
+}
+
+/* Ranks a and b called different collectives (or counts, types, ops,
+ * roots): sets the message that names both ranks and both calls ("rank 1
+ * called allreduce of 100001 float32 (sum) but rank 0 allreduce of 100000
+ * float32 (sum)") and returns MRC_ERR_INVALID_ARG. */
+mrc_status_t mrc__call_mismatch(int a, mrc__call_t ca, int b, mrc__call_t cb);
+
+/* Writes "allreduce of 100000 float32 (sum)" to out. */
+void mrc__call_describe(mrc__call_t c, char *out, size_t size);
+
 typedef struct mrc__transport_ops {
     const char *name;
     /* A collective starts: seq numbers the calls of a communicator (the
-     * same on every rank), recvs[0..n) are all the receives this rank will
+     * same on every rank), call says what it is (the transport compares it
+     * with the peers' before it touches their memory, and fails with
+     * mrc__call_mismatch), recvs[0..n) are all the receives this rank will
      * post in it (peer and tag set). Posts may start once begin returns. */
-    mrc_status_t (*begin)(void *ctx, uint64_t seq, const mrc__xfer_t *recvs,
-                          size_t n);
+    mrc_status_t (*begin)(void *ctx, uint64_t seq, const mrc__call_t *call,
+                          const mrc__xfer_t *recvs, size_t n);
     /* Posts a send of x->bytes at buf to x->peer: MRC_OK once posted,
      * MRC_INPROGRESS to try again later. The buffer is borrowed until
      * x->done. */
@@ -53,12 +101,19 @@ typedef struct mrc__transport_ops {
     mrc_status_t (*test)(void *ctx, mrc__xfer_t *x);
     /* The collective is over: every transfer of this rank is done. */
     mrc_status_t (*end)(void *ctx);
+    /* Optional (NULL: nothing to do): the collective failed on this rank
+     * with status st. Once this returns no peer reads or writes this
+     * rank's buffers of the call (in-flight reads are waited for, the
+     * others revoked), and peers waiting on this rank learn that it
+     * failed instead of waiting out the timeout. */
+    void (*cancel)(void *ctx, mrc_status_t st);
     /* Optional (NULL: none): a whole-job allreduce without the program,
      * where the transport can do better (shared memory: one step up to
      * MRC__SMALL_BYTES, two through the segment up to 1-2 MiB, then by
      * reading the peers' buffers). Each element is reduced by one rank,
      * so every rank gets the same bits. MRC_ERR_UNSUPPORTED (the same on
-     * every rank) sends the call down the program's path. */
+     * every rank) sends the call down the program's path. The ranks
+     * compare count, dtype and op before any reads a peer's buffer. */
     mrc_status_t (*allreduce_direct)(void *ctx, const void *send, void *recv,
                                     size_t count, mrc_dtype_t dtype,
                                     mrc_op_t op, double timeout_s);
@@ -81,11 +136,14 @@ void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f);
 mrc__transport_t mrc__threads_transport(mrc__threads_fabric_t *f, int rank);
 
 /* The shared-memory transport: ranks are processes of one host, joined
- * by the job id (its segment is "/mrc-JOB-seg"). Attaching waits up to
- * timeout_s for every rank. */
+ * by the job id (its segment is "/mrc-JOB-seg"). token (NULL: none; at
+ * most 32 characters) is a secret of the job that rank 0 writes in the
+ * segment and the others check. Attaching waits up to timeout_s for
+ * every rank. */
 typedef struct mrc__shm_endpoint mrc__shm_endpoint_t;
 mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
-                             double timeout_s, mrc__shm_endpoint_t **out);
+                             const char *token, double timeout_s,
+                             mrc__shm_endpoint_t **out);
 void mrc__shm_detach(mrc__shm_endpoint_t *e);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
 

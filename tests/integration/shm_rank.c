@@ -10,6 +10,12 @@
  *   shm_rank die                the last rank kills itself in the middle of
  *                               an allreduce; the others must see the lost
  *                               peer and then a poisoned communicator
+ *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
+ *                               count, large, path, dtype, op, root, or
+ *                               split: count, and the last rank takes the
+ *                               program's path, MRC_NO_DIRECT): every
+ *                               rank must fail naming both calls, and then
+ *                               refuse the next call at once
  *
  * Prints one line per rank; exits 0 only when everything held.
  */
@@ -141,22 +147,73 @@ static int die(mrc_comm_t *comm, size_t count)
     return !(ok && again == st);
 }
 
+/* The last rank's call differs from the others' in one thing. */
+static int mismatch(mrc_comm_t *comm, const char *what)
+{
+    int r = mrc_comm_rank(comm), odd = r == mrc_comm_size(comm) - 1;
+    mrc_collective_t c = MRC_ALLREDUCE;
+    size_t count = 100000;
+    mrc_dtype_t d = MRC_FLOAT32;
+    mrc_op_t op = MRC_SUM;
+    int root = 0;
+    if (strcmp(what, "count") == 0 || strcmp(what, "split") == 0)
+        count += (size_t)odd;
+    else if (strcmp(what, "large") == 0) /* reading the peers' buffers */
+        count = odd ? (size_t)4 << 20 : (size_t)2 << 20;
+    else if (strcmp(what, "path") == 0) /* one step against two */
+        count = odd ? 2000 : 1000;
+    else if (strcmp(what, "dtype") == 0)
+        d = odd ? MRC_INT32 : MRC_FLOAT32;
+    else if (strcmp(what, "op") == 0)
+        op = odd ? MRC_MAX : MRC_SUM;
+    else if (strcmp(what, "root") == 0) {
+        c = MRC_BROADCAST;
+        root = odd;
+    } else {
+        fprintf(stderr, "shm_rank: mismatch of what? '%s'\n", what);
+        return 2;
+    }
+    float *a = calloc(count, sizeof *a), *b = calloc(count, sizeof *b);
+    if (!a || !b)
+        return 1;
+    mrc_status_t st = mrc__ref_call(c, a, b, count, d, op, root, comm);
+    printf("rank %d: %s: %s\n", r, mrc_status_name(st),
+           st != MRC_OK ? mrc_last_error() : "");
+    /* Gone at once: no peer may still read them. */
+    free(a);
+    free(b);
+    float x = 1;
+    mrc_status_t again = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
+    printf("rank %d: then %s: %s\n", r, mrc_status_name(again),
+           mrc_last_error());
+    return !(st == MRC_ERR_INVALID_ARG && again == st);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr,
-                "usage: shm_rank sweep [TOPOLOGY] | sweep-odd | die | "
-                "die-small\n");
+        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY] | sweep-odd | die | "
+                        "die-small | mismatch WHAT\n");
         return 2;
     }
-    mrc_config_t cfg = {.topology = argc > 2 ? argv[2] : NULL};
+    int mis = strcmp(argv[1], "mismatch") == 0;
+    /* The last rank alone without the direct paths: it waits for
+     * messages while the others wait in the two-step path. */
+    const char *nr = getenv("MRC_NRANKS"), *rk = getenv("MRC_RANK");
+    if (mis && argc > 2 && strcmp(argv[2], "split") == 0 && nr && rk &&
+        atoi(rk) == atoi(nr) - 1)
+        setenv("MRC_NO_DIRECT", "1", 1);
+    mrc_config_t cfg = {.topology = argc > 2 && !mis ? argv[2] : NULL};
     mrc_comm_t *comm = NULL;
     if (mrc_comm_init_env(&comm, &cfg) != MRC_OK) {
         fprintf(stderr, "shm_rank: %s\n", mrc_last_error());
         return 1;
     }
     odd = strcmp(argv[1], "sweep-odd") == 0;
-    int rc = strcmp(argv[1], "die") == 0         ? die(comm, 1 << 20)
+    int rc = mis                                 ? mismatch(comm, argc > 2
+                                                                  ? argv[2]
+                                                                  : "")
+             : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
                                                  : sweep(comm);
     mrc_comm_destroy(comm);

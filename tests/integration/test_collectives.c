@@ -499,12 +499,117 @@ static void test_bad_arguments(void **state)
     assert_non_null(strstr(mrc_last_error(), "unknown strategy"));
 }
 
+/* ---- ranks that disagree ------------------------------------------------ */
+
+/* The last rank's call differs in one thing: its count, dtype, op, root,
+ * or collective. */
+enum { DIFF_COUNT, DIFF_DTYPE, DIFF_OP, DIFF_ROOT, DIFF_COLLECTIVE };
+
+typedef struct disagreeing {
+    mrc_comm_t *comm;
+    int diff;
+    size_t count;
+    mrc_status_t st, again;
+    char msg[512], again_msg[512];
+} disagreeing_t;
+
+static void *disagreeing_rank(void *arg)
+{
+    disagreeing_t *d = arg;
+    mrc_comm_t *c = d->comm;
+    int odd = mrc_comm_rank(c) == mrc_comm_size(c) - 1;
+    size_t count = d->count + (d->diff == DIFF_COUNT && odd);
+    mrc_dtype_t dt = d->diff == DIFF_DTYPE && odd ? MRC_INT32 : MRC_FLOAT32;
+    mrc_op_t op = d->diff == DIFF_OP && odd ? MRC_MAX : MRC_SUM;
+    float *a = calloc(count, sizeof *a), *b = calloc(count, sizeof *b);
+    if (!a || !b)
+        d->st = MRC_ERR_NO_MEMORY;
+    else if (d->diff == DIFF_ROOT)
+        d->st = mrc_broadcast(a, b, count, dt, odd, c);
+    else if (d->diff == DIFF_COLLECTIVE && odd)
+        d->st = mrc_reduce(a, b, count, dt, op, 0, c);
+    else
+        d->st = mrc_allreduce(a, b, count, dt, op, c);
+    snprintf(d->msg, sizeof d->msg, "%s", mrc_last_error());
+    /* Freed at once: no peer may read them any more (ASan watches). */
+    free(a);
+    free(b);
+    float x = 1;
+    d->again = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, c);
+    snprintf(d->again_msg, sizeof d->again_msg, "%s", mrc_last_error());
+    return NULL;
+}
+
+/* Every rank fails, naming both calls, whether it disagrees with a peer
+ * it talks to or learns it from one (3 and 4 ranks); none reads a buffer
+ * that is not its peer's any more; the next call is refused at once (the
+ * communicator is poisoned, whatever the status). Repeated: a peer
+ * reading a failed rank's freed buffer was a race. */
+static void test_disagreeing_ranks(void **state)
+{
+    (void)state;
+    static const struct {
+        int n, diff;
+        size_t count;
+        const char *one, *other;
+    } cases[] = {
+        {2, DIFF_COUNT, 1000, "allreduce of 1000 float32 (sum)",
+         "allreduce of 1001 float32 (sum)"},
+        {3, DIFF_COUNT, 20011, "allreduce of 20011 float32 (sum)",
+         "allreduce of 20012 float32 (sum)"},
+        {4, DIFF_COUNT, 7, "allreduce of 7 float32 (sum)",
+         "allreduce of 8 float32 (sum)"},
+        {2, DIFF_DTYPE, 1000, "allreduce of 1000 float32 (sum)",
+         "allreduce of 1000 int32 (sum)"},
+        {3, DIFF_OP, 1000, "allreduce of 1000 float32 (sum)",
+         "allreduce of 1000 float32 (max)"},
+        {3, DIFF_ROOT, 1000, "broadcast of 1000 float32 from root 0",
+         "broadcast of 1000 float32 from root 1"},
+        {2, DIFF_COLLECTIVE, 1000, "allreduce of 1000 float32 (sum)",
+         "reduce of 1000 float32 from root 0 (sum)"},
+    };
+    for (int round = 0; round < 10; round++)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            int n = cases[k].n;
+            mrc_comm_t *comms[4];
+            mrc_config_t cfg = {.timeout_s = 5};
+            assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
+            disagreeing_t d[4];
+            pthread_t th[4];
+            for (int r = 0; r < n; r++) {
+                d[r] = (disagreeing_t){.comm = comms[r],
+                                       .diff = cases[k].diff,
+                                       .count = cases[k].count};
+                assert_int_equal(pthread_create(&th[r], NULL,
+                                                disagreeing_rank, &d[r]),
+                                 0);
+            }
+            for (int r = 0; r < n; r++)
+                pthread_join(th[r], NULL);
+            for (int r = 0; r < n; r++) {
+                if (d[r].st != MRC_ERR_INVALID_ARG ||
+                    !strstr(d[r].msg, "ranks disagree") ||
+                    !strstr(d[r].msg, cases[k].one) ||
+                    !strstr(d[r].msg, cases[k].other))
+                    fail_msg("case %zu, rank %d of %d: %s: '%s'", k, r, n,
+                             mrc_status_name(d[r].st), d[r].msg);
+                if (d[r].again != MRC_ERR_INVALID_ARG ||
+                    !strstr(d[r].again_msg, "earlier call failed"))
+                    fail_msg("case %zu, rank %d of %d: then %s: '%s'", k, r,
+                             n, mrc_status_name(d[r].again),
+                             d[r].again_msg);
+                mrc_comm_destroy(comms[r]);
+            }
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_avg_integers_exact),
         cmocka_unit_test(test_misaligned_buffers),
+        cmocka_unit_test(test_disagreeing_ranks),
         cmocka_unit_test(test_ring_sizes),
         cmocka_unit_test(test_seed_topologies),
     };

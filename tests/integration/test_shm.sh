@@ -73,6 +73,77 @@ wait $pid
 expect 0 "1 of 2 ranks attached within 2 s" cat "$tmp/alone"
 expect 0 "" test ! -e "/dev/shm/mrc-$job-seg"
 
+# Ranks that call differently (the last rank's count, type, op or root
+# differs) all fail before any reads a peer's memory, naming both ranks and
+# both calls, in every path: one step, two steps, reading the peers'
+# buffers, one step against two, and the program's path (MRC_NO_DIRECT,
+# and three ranks, where a rank that disagrees with nobody learns it from
+# its peers); then the communicator refuses further calls at once.
+mismatch() { # N WHAT PATTERN [ENV...] (expect's own variables kept apart)
+    mm_n=$1 mm_what=$2 mm_pat=$3
+    shift 3
+    expect 0 "" env MRC_TIMEOUT=5 "$@" "$MRC" launch -n $mm_n --timeout 60 \
+        -- "$RANK" mismatch $mm_what
+    cp "$tmp/out" "$tmp/mismatch"
+    mm_r=0
+    while [ $mm_r -lt $mm_n ]; do
+        expect 0 "rank $mm_r: MRC_ERR_INVALID_ARG: .*ranks disagree: rank [0-9] called $mm_pat" \
+            cat "$tmp/mismatch"
+        expect 0 "rank $mm_r: then MRC_ERR_INVALID_ARG: .*earlier call failed" \
+            cat "$tmp/mismatch"
+        mm_r=$((mm_r + 1))
+    done
+}
+f32sum='float32 (sum)'
+mismatch 2 count "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum"
+mismatch 3 count "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum"
+big='\(2097152\|4194304\)'
+mismatch 2 large "allreduce of $big $f32sum but rank [0-9] allreduce of $big $f32sum"
+mismatch 2 path "allreduce of [12]000 $f32sum but rank [0-9] allreduce of [12]000 $f32sum"
+mismatch 3 split "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum"
+ty='\(float32\|int32\)'
+mismatch 2 dtype "allreduce of 100000 $ty (sum) but rank [0-9] allreduce of 100000 $ty (sum)"
+mismatch 2 op "allreduce of 100000 float32 ([sm][ua][mx]) but rank [0-9] allreduce of 100000 float32 ([sm][ua][mx])"
+mismatch 2 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]"
+mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]"
+mismatch 2 count "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum" MRC_NO_DIRECT=1
+mismatch 3 op "allreduce of 100000 float32 ([sm][ua][mx]) but rank [0-9] allreduce of 100000 float32 ([sm][ua][mx])" MRC_NO_DIRECT=1
+
+# A segment made before the job's ranks (by another local user who guessed
+# the id, or left by an earlier job of the same id) is refused at once with
+# the reason, and nothing is written to it: one anybody may write (0666),
+# one of the wrong size, one of the right size without an mrc header, and
+# a live job's whose token is not this rank's.
+job="mrcsegtest$$"
+seg="/dev/shm/mrc-$job-seg"
+one() { # RANK [TOKEN]: one rank of a 2-rank job, on its own
+    env MRC_TIMEOUT=3 MRC_NRANKS=2 MRC_RANK=$1 MRC_JOB=$job \
+        MRC_JOB_TOKEN=${2:-t0k3n} "$RANK" sweep
+}
+head -c 4096 /dev/urandom > "$seg"
+chmod 0666 "$seg"
+cp "$seg" "$tmp/seg"
+expect 1 "shared memory /mrc-$job-seg has mode 0666, not 0600: .*refused" one 1
+expect 1 "shared memory /mrc-$job-seg already exists .*refused" one 0
+chmod 0600 "$seg"
+expect 1 "shared memory /mrc-$job-seg is 4096 bytes, not the [0-9]* of a job of 2 ranks.*refused" one 1
+need=$(sed -n 's/.* is 4096 bytes, not the \([0-9]*\) of .*/\1/p' "$tmp/out")
+expect 0 "" cmp "$seg" "$tmp/seg"
+truncate -s "$need" "$seg"
+cp "$seg" "$tmp/seg"
+expect 1 "shared memory /mrc-$job-seg has no mrc header of version .*refused" one 1
+expect 0 "" cmp "$seg" "$tmp/seg"
+rm -f "$seg"
+one 0 right-token > "$tmp/rank0" 2>&1 &
+pid=$!
+i=0
+while [ ! -e "$seg" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+expect 1 "shared memory /mrc-$job-seg carries another job's token.*refused" \
+    one 1 wrong-token
+wait $pid
+expect 0 "1 of 2 ranks attached within 3 s" cat "$tmp/rank0"
+expect 0 "" test ! -e "$seg"
+
 # Without mrc launch: the variables are named.
 expect 1 "MRC_NRANKS is not set" env -u MRC_NRANKS "$RANK" sweep
 

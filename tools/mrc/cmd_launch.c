@@ -1,14 +1,19 @@
 /*
  * mrc launch: N processes of one program on this host, as one job.
  *
- * Each rank gets MRC_RANK, MRC_NRANKS and MRC_JOB (128 random bits in hex:
+ * Each rank gets MRC_RANK, MRC_NRANKS, MRC_JOB (128 random bits in hex:
  * the prefix of the job's shared-memory names, so no other job can guess
- * them). The launcher forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every
+ * them) and MRC_JOB_TOKEN (128 more, which rank 0 writes in the job's
+ * segment and the others check, so that no segment but this job's own is
+ * used). The launcher forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every
  * rank, reports each rank that fails (exit status or signal), gives the
  * survivors time to report the lost peer themselves, and when the job is
  * over removes every shared-memory object the job left behind, even after
  * a crash. Each rank runs in its own process group (so a signal reaches
- * what it started too) and dies with the launcher (PR_SET_PDEATHSIG).
+ * what it started too) and dies with the launcher (PR_SET_PDEATHSIG). A
+ * watchdog process outlives the launcher to remove the job's shared
+ * memory if the launcher itself is killed (SIGKILL: no handler runs)
+ * while the ranks start, before they have unlinked it themselves.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -92,6 +97,73 @@ static int remove_job_shm(const char *job)
     return removed;
 }
 
+/* Whether process pid has ended (gone, or a zombie not yet reaped). */
+static int ended(pid_t pid)
+{
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the name may hold spaces */
+    return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* The watchdog: reads the ranks' pids from fd until the launcher closes
+ * it, by exiting or by dying; then waits (up to 2 s) for the ranks to end
+ * (they die with the launcher) and removes what they left in /dev/shm. It
+ * ignores the signals a terminal sends to the launcher's group. */
+static void watchdog(int fd, const char *job)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        close(devnull);
+    }
+    pid_t *pids = NULL;
+    size_t n = 0, cap = 0;
+    pid_t pid;
+    for (;;) {
+        ssize_t got = read(fd, &pid, sizeof pid);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got != (ssize_t)sizeof pid)
+            break;
+        if (n == cap) {
+            size_t c = cap ? 2 * cap : 64;
+            pid_t *q = realloc(pids, c * sizeof *q);
+            if (!q)
+                continue; /* then the 2 s bound below does */
+            pids = q;
+            cap = c;
+        }
+        pids[n++] = pid;
+    }
+    for (int tries = 0; tries < 100; tries++) {
+        size_t left = 0;
+        for (size_t i = 0; i < n; i++)
+            left += !ended(pids[i]);
+        if (left == 0)
+            break;
+        usleep(20 * 1000);
+    }
+    remove_job_shm(job);
+    free(pids);
+    _exit(0);
+}
+
 static pid_t start_rank(int rank, int n, const char *job, char **argv,
                         const sigset_t *old_mask, pid_t launcher)
 {
@@ -110,6 +182,7 @@ static pid_t start_rank(int rank, int n, const char *job, char **argv,
     snprintf(v, sizeof v, "%d", n);
     setenv("MRC_NRANKS", v, 1);
     setenv("MRC_JOB", job, 1);
+    setenv("MRC_JOB_TOKEN", job + 40, 1); /* see cmd_launch */
     execvp(argv[0], argv);
     fprintf(stderr, CMD ": rank %d: cannot run '%s': %s\n", rank, argv[0],
             strerror(errno));
@@ -213,8 +286,10 @@ int cmd_launch(int argc, char **argv)
         double d;
         grace = t && mrc__parse_double(t, &d) == 0 && d > 0 ? 2 * d : 120;
     }
-    char job[40];
-    if (mrc__random_job_id(job, sizeof job) != 0) {
+    /* The job id, then its token at job + 40. */
+    char job[80];
+    if (mrc__random_job_id(job, 40) != 0 ||
+        mrc__random_job_id(job + 40, 40) != 0) {
         fprintf(stderr, CMD ": no random bytes for the job id: %s\n",
                 strerror(errno));
         return CLI_FAIL;
@@ -234,6 +309,23 @@ int cmd_launch(int argc, char **argv)
     sigaddset(&set, SIGCHLD);
     sigprocmask(SIG_BLOCK, &set, &old);
 
+    /* The watchdog, in its own process group, told each rank's pid. */
+    int dog[2] = {-1, -1};
+    pid_t dog_pid = -1;
+    if (pipe2(dog, O_CLOEXEC) == 0) {
+        dog_pid = fork();
+        if (dog_pid == 0) {
+            close(dog[1]);
+            setpgid(0, 0);
+            watchdog(dog[0], job);
+        }
+        close(dog[0]);
+        if (dog_pid < 0) {
+            close(dog[1]);
+            dog[1] = -1;
+        }
+    }
+
     int alive = 0, first_failed = -1, failures = 0, got_signal = 0;
     pid_t self = getpid();
     for (int r = 0; r < n; r++) {
@@ -248,6 +340,12 @@ int cmd_launch(int argc, char **argv)
         ranks[r].running = 1;
         setpgid(ranks[r].pid, ranks[r].pid); /* as the child does: no race */
         alive++;
+        if (dog[1] >= 0 &&
+            write(dog[1], &ranks[r].pid, sizeof ranks[r].pid) !=
+                (ssize_t)sizeof ranks[r].pid) {
+            close(dog[1]); /* the watchdog is gone: nobody to tell */
+            dog[1] = -1;
+        }
     }
 
     double start = now_s(), fail_at = 0, stop_at = 0;
@@ -300,9 +398,13 @@ int cmd_launch(int argc, char **argv)
             }
         }
     }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-
     int removed = remove_job_shm(job);
+    /* The job is over: the watchdog has nothing left to do. */
+    if (dog[1] >= 0)
+        close(dog[1]);
+    if (dog_pid > 0)
+        waitpid(dog_pid, NULL, 0);
+    sigprocmask(SIG_SETMASK, &old, NULL);
     if (removed > 0)
         fprintf(stderr, CMD ": removed %d shared-memory object(s) the job "
                         "left behind\n",

@@ -29,6 +29,7 @@ enum { CTRL_TAG = 1, DATA_TAG = 2 };
 
 typedef struct header {
     uint64_t seq, tag, bytes;
+    mrc__call_t call; /* the sender's, compared before any data is taken */
 } header_t;
 
 /* A message whose header has come; its data handles are probed in order. */
@@ -58,6 +59,7 @@ struct mrc__mpi_endpoint {
     mrc__shm_endpoint_t *shm;
     mrc__transport_t shm_t;
     uint64_t seq;
+    mrc__call_t call; /* this rank's current call */
     arrival_t *arrivals;   /* oldest first */
     mrc__xfer_t **posted;  /* remote receives waiting for their message */
     size_t num_posted, cap_posted;
@@ -212,6 +214,8 @@ static mrc_status_t take_data(mrc__mpi_endpoint_t *e, int *moved)
 static mrc_status_t start_recv(mrc__mpi_endpoint_t *e, mrc__xfer_t *x,
                                arrival_t *a)
 {
+    if (!mrc__call_same(a->h.call, e->call))
+        return mrc__call_mismatch(a->peer, a->h.call, e->rank, e->call);
     if (a->h.bytes != x->bytes)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: %llu bytes arrived from rank %d where "
@@ -330,14 +334,16 @@ static int is_local(const mrc__mpi_endpoint_t *e, const mrc__xfer_t *x)
 }
 
 static mrc_status_t mpi_begin(void *ctx, uint64_t seq,
+                              const mrc__call_t *call,
                               const mrc__xfer_t *recvs, size_t n)
 {
     (void)recvs;
     (void)n;
     mrc__mpi_endpoint_t *e = ctx;
     e->seq = seq;
+    e->call = *call;
     if (e->shm)
-        return e->shm_t.ops->begin(e->shm_t.ctx, seq, NULL, 0);
+        return e->shm_t.ops->begin(e->shm_t.ctx, seq, call, NULL, 0);
     return MRC_OK;
 }
 
@@ -358,7 +364,7 @@ static mrc_status_t mpi_isend(void *ctx, const void *buf, mrc__xfer_t *x)
                           e->rank);
     }
     f->x = x;
-    f->h = (header_t){e->seq, x->tag, x->bytes};
+    f->h = (header_t){e->seq, x->tag, x->bytes, e->call};
     int rc = PMPI_Isend(&f->h, (int)sizeof f->h, MPI_BYTE, x->peer, CTRL_TAG,
                         e->comm, &f->reqs[0]);
     f->nreqs = rc == MPI_SUCCESS;
@@ -434,9 +440,22 @@ static mrc_status_t mpi_allreduce_direct(void *ctx, const void *send,
                                          dtype, op, timeout_s);
 }
 
+static void mpi_cancel(void *ctx, mrc_status_t st)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    if (e->shm && e->shm_t.ops->cancel)
+        e->shm_t.ops->cancel(e->shm_t.ctx, st);
+}
+
 static const mrc__transport_ops_t mpi_ops = {
-    "mpi", mpi_begin, mpi_isend, mpi_irecv, mpi_test, mpi_end,
-    mpi_allreduce_direct,
+    .name = "mpi",
+    .begin = mpi_begin,
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
+    .test = mpi_test,
+    .end = mpi_end,
+    .cancel = mpi_cancel,
+    .allreduce_direct = mpi_allreduce_direct,
 };
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)

@@ -2,12 +2,25 @@
  * The shared-memory transport: ranks are processes of one host.
  *
  * One POSIX shared-memory segment per job, "/mrc-JOB-seg", created by rank
- * 0 with mode 0600 and unlinked as soon as every rank has attached (the
- * name is 128 random bits from the launcher, so it cannot be guessed). It
- * holds a header (the ranks' pids), each rank's rendezvous completion
- * flags, and one channel per ordered pair of ranks: a ring of slots, each
+ * 0 (O_EXCL, mode 0600) and unlinked as soon as every rank has attached
+ * (the name is 128 random bits from the launcher, so it cannot be
+ * guessed). The other ranks open it without following links and refuse
+ * it unless it is this user's, mode 0600 exactly, of the size the job
+ * needs, with a header of the right magic and version and the job's token
+ * (from the launcher): a segment another user made first, or one left by
+ * an earlier job of the same name, is refused with the reason. It holds
+ * the header (the ranks' pids), each rank's rendezvous completion flags,
+ * and one channel per ordered pair of ranks: a ring of slots, each
  * written by the sender only while empty and read by the receiver only
  * while full (one writer, one reader, no locks).
+ *
+ * Agreement: before any rank reads a peer's data it compares the peer's
+ * call (collective, count, dtype, op, root), published beside the first
+ * signal the peer gives anyway (a slot's stamp, a message's header), with
+ * its own; on a difference every rank that sees it fails naming both
+ * ranks and both calls, and a rank whose call fails says so in its post,
+ * so the peers waiting on it fail with the same message instead of
+ * waiting out the timeout.
  *
  * Small messages are eager: a send is copied into the channel piece by
  * piece and is done when its last piece is in; the receiver reduces (or copies)
@@ -55,6 +68,8 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
+    SHM_VERSION = 2,
+    TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
     SLOTS = 8,
@@ -75,6 +90,8 @@ typedef struct header {
     uint64_t slot_bytes;
     int32_t ready;    /* atomic: ranks past the rendezvous probe */
     int32_t lost;     /* atomic: 1 + the first rank seen gone, or 0 */
+    uint32_t version;
+    char token[TOKEN_BYTES]; /* the job's, from the launcher (or zeros) */
     /* then, for each rank: its pid (0 before attaching, -pid once left
      * cleanly), whether it can read the others' memory, and the address
      * of its probe word */
@@ -95,13 +112,20 @@ typedef struct slot {
     uint64_t addr;  /* rendezvous: the data in the sender's memory */
     uint32_t token; /* rendezvous: the sender's completion flag */
     uint32_t rdv;
+    uint64_t call;  /* mrc__call_hash of the sender's call */
 } slot_t;
+
+/* A rendezvous completion flag: the receiver moves a POSTED one to
+ * READING while it reads the sender's buffer, and to TAKEN after; a
+ * sender that gives up moves a POSTED one to REVOKED. */
+enum { RDV_POSTED, RDV_TAKEN, RDV_READING, RDV_REVOKED };
 
 /* A piece that arrived before its receive was posted. */
 typedef struct early {
     struct early *next;
     int peer;
     uint64_t seq, tag, total, got;
+    uint64_t call;
     char *data;
     int rdv; /* a rendezvous: addr and token instead of data */
     uint64_t addr;
@@ -121,6 +145,7 @@ struct mrc__shm_endpoint {
     int num_free;
     char *bounce;
     uint64_t seq;
+    mrc__call_t call;    /* the program's call in progress */
     unsigned *send_slot; /* [n]: next slot of channel rank -> peer */
     unsigned *recv_slot; /* [n]: next slot of channel peer -> rank */
     mrc__xfer_t **sends; /* posted, not yet wholly copied in, FIFO */
@@ -133,9 +158,14 @@ struct mrc__shm_endpoint {
     unsigned idle;
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
+    int joined;        /* this rank's pid is in the header */
     uint64_t small_seq; /* small allreduces so far */
     uint64_t mid_seq;   /* mid-size ones */
     uint64_t large_seq; /* large ones (by reading the peers' buffers) */
+    uint64_t nth;        /* calls begun, by either path */
+    mrc__call_t now;     /* the one in progress */
+    double last_post_check;
+    char token[TOKEN_BYTES];
     int all_read;       /* every rank can read every other's memory */
     int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
 };
@@ -156,7 +186,8 @@ static size_t tokens_bytes(int n)
  * in one of two slots by its parity. */
 typedef struct small_slot {
     uint64_t seq; /* atomic: the call whose input this is */
-    char pad[56];
+    mrc__call_t call; /* its rank's call, written before seq */
+    char pad[40];
     char data[MRC__SMALL_BYTES];
 } small_slot_t;
 
@@ -176,7 +207,8 @@ static small_slot_t *small_at(const mrc__shm_endpoint_t *e, int r,
  * in one of two areas by the call's parity; `in` and `out` stamp them. */
 typedef struct mid_area {
     uint64_t in;  /* atomic: the call whose input the area holds */
-    char pad1[56];
+    mrc__call_t call; /* its rank's call, written before in */
+    char pad1[40];
     uint64_t out; /* atomic: the call whose result block it holds */
     char pad2[56];
     /* then the data */
@@ -218,7 +250,8 @@ static mid_area_t *mid_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 typedef struct large_post {
     uint64_t in; /* atomic: the call whose buffers these are */
     uint64_t send, recv;
-    char pad1[40];
+    mrc__call_t call; /* its rank's call, written before in */
+    char pad1[24];
     uint64_t out; /* atomic: the call whose block is reduced in recv */
     char pad2[56];
     uint64_t done; /* atomic: the call whose blocks it has copied */
@@ -232,10 +265,36 @@ static large_post_t *large_at(const mrc__shm_endpoint_t *e, int r)
            r;
 }
 
+/* Each rank's post, read by the peers only while they wait for it: the
+ * call it is in and how many it has begun (by either path: a peer waiting
+ * in another path, or for a message that will never come, sees the
+ * difference), the program's calls by parity (for the message when a
+ * peer's differs), and why its last call failed (so that the ranks
+ * waiting on it fail too). */
+typedef struct rank_post {
+    uint64_t nth; /* atomic: calls begun; 0 while `now` is rewritten */
+    mrc__call_t now;
+    mrc__call_t calls[2]; /* the program's call, by parity of its number,
+                             written before its first message */
+    char pad1[8];
+    int32_t failed; /* atomic: 0 none, 1 being written, 2 written */
+    int32_t status, a, b;
+    mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
+    char pad2[16];
+} rank_post_t;
+
+static rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
+{
+    return (rank_post_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
+                           small_bytes(e->n) + mid_bytes(e->n) +
+                           (size_t)e->n * sizeof(large_post_t)) +
+           r;
+}
+
 static size_t channels_at(int n)
 {
     return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) + mid_bytes(n) +
-           (size_t)n * sizeof(large_post_t);
+           (size_t)n * (sizeof(large_post_t) + sizeof(rank_post_t));
 }
 
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
@@ -286,11 +345,20 @@ static mrc_status_t job_lost(mrc__shm_endpoint_t *e, int r)
     return e->lost;
 }
 
-/* Called while waiting: every few ms, checks that the peers are there. */
+static mrc_status_t pending_failed(mrc__shm_endpoint_t *e);
+struct rank_post;
+static mrc_status_t failure_error(const mrc__shm_endpoint_t *e,
+                                  const struct rank_post *p);
+
+/* Called while waiting: every few ms, checks that the peers are there
+ * (and that none this rank waits on has failed its call). */
 static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
 {
     if (e->lost != MRC_OK)
         return e->lost;
+    const rank_post_t *mine = post_at(e, e->rank);
+    if (__atomic_load_n(&mine->failed, __ATOMIC_ACQUIRE) == 2)
+        return failure_error(e, mine);
     int32_t lost = __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE);
     if (lost > 0)
         return job_lost(e, lost - 1);
@@ -303,21 +371,209 @@ static mrc_status_t check_peers(mrc__shm_endpoint_t *e)
     for (int r = 0; r < e->n; r++)
         if (r != e->rank && !peer_alive(e, r))
             return job_lost(e, r);
+    return pending_failed(e);
+}
+
+/* ---- failures and disagreements ---------------------------------------- */
+
+/* Records in this rank's post why its call failed (the first reason
+ * stays): a disagreement between ranks a and b (b >= 0, their calls ca
+ * and cb), or status st of rank a. */
+static void post_failure(mrc__shm_endpoint_t *e, mrc_status_t st, int a,
+                         int b, mrc__call_t ca, mrc__call_t cb)
+{
+    rank_post_t *p = post_at(e, e->rank);
+    int32_t none = 0;
+    if (!__atomic_compare_exchange_n(&p->failed, &none, 1, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    p->status = st;
+    p->a = a;
+    p->b = b;
+    p->ca = ca;
+    p->cb = cb;
+    __atomic_store_n(&p->failed, 2, __ATOMIC_RELEASE);
+}
+
+/* Ranks a and b called different collectives (or counts, ...): the
+ * message, kept in this rank's post for the ranks waiting on it. */
+static mrc_status_t disagree(mrc__shm_endpoint_t *e, int a, mrc__call_t ca,
+                             int b, mrc__call_t cb)
+{
+    post_failure(e, MRC_ERR_INVALID_ARG, a, b, ca, cb);
+    return mrc__call_mismatch(a, ca, b, cb);
+}
+
+/* The failure recorded in post p, as the error it was. */
+static mrc_status_t failure_error(const mrc__shm_endpoint_t *e,
+                                  const struct rank_post *p)
+{
+    if (p->status == MRC_ERR_INVALID_ARG && p->b >= 0)
+        return mrc__call_mismatch(p->a, p->ca, p->b, p->cb);
+    return mrc__error((mrc_status_t)p->status,
+                      "rank %d: rank %d failed its call (%s), so this call "
+                      "cannot complete",
+                      e->rank, p->a, mrc_status_name((mrc_status_t)p->status));
+}
+
+/* MRC_OK, or the failure of peer r, taken on as this rank's own (so the
+ * ranks waiting on this one learn it in turn). */
+static mrc_status_t peer_failed(mrc__shm_endpoint_t *e, int r)
+{
+    const rank_post_t *p = post_at(e, r);
+    if (__atomic_load_n(&p->failed, __ATOMIC_ACQUIRE) != 2)
+        return MRC_OK;
+    /* A lost rank is named as such, whoever saw it first. */
+    if (p->status == MRC_ERR_PEER_LOST &&
+        __atomic_load_n(&e->hdr->lost, __ATOMIC_ACQUIRE) > 0)
+        return job_lost(e, 0);
+    post_failure(e, (mrc_status_t)p->status, p->a, p->b, p->ca, p->cb);
+    return failure_error(e, p);
+}
+
+/* This rank begins a call (either path): says which in its post. */
+static void post_call(mrc__shm_endpoint_t *e, mrc__call_t call)
+{
+    rank_post_t *p = post_at(e, e->rank);
+    e->now = call;
+    __atomic_store_n(&p->nth, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&p->now.count, call.count, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->now.meta, call.meta, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->nth, ++e->nth, __ATOMIC_RELEASE);
+}
+
+/* Whether peer r, in the same call as this rank (its nth too), called
+ * it with another collective, count, type, op or root: then it may wait
+ * in another path, or for messages this rank will never send. */
+static mrc_status_t call_differs(mrc__shm_endpoint_t *e, int r)
+{
+    rank_post_t *p = post_at(e, r);
+    if (__atomic_load_n(&p->nth, __ATOMIC_ACQUIRE) != e->nth)
+        return MRC_OK;
+    /* A seqlock: the peer may be on to its next call meanwhile. */
+    mrc__call_t theirs = {__atomic_load_n(&p->now.count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&p->now.meta, __ATOMIC_RELAXED)};
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&p->nth, __ATOMIC_RELAXED) != e->nth ||
+        mrc__call_same(theirs, e->now))
+        return MRC_OK;
+    return disagree(e, r, theirs, e->rank, e->now);
+}
+
+/* The program's peers this rank waits on: has one failed? */
+static mrc_status_t pending_failed(mrc__shm_endpoint_t *e)
+{
+    for (size_t i = 0; i < e->num_recvs + e->num_sends + e->num_rdvs; i++) {
+        size_t j = i - e->num_recvs, k = j - e->num_sends;
+        int p = i < e->num_recvs   ? e->recvs[i]->peer
+                : j < e->num_sends ? e->sends[j]->peer
+                                   : e->rdvs[k]->peer;
+        mrc_status_t st = peer_failed(e, p);
+        if (st == MRC_OK)
+            st = call_differs(e, p);
+        if (st != MRC_OK)
+            return st; /* and in this rank's post: said at every look */
+    }
     return MRC_OK;
 }
 
 /* ---- attaching -------------------------------------------------------- */
+
+/* Whether the segment open on fd can be this job's: a regular object of
+ * this user's, mode 0600 exactly (as rank 0 creates it; another user's,
+ * or one anybody may write, was not made by this job), of the size the
+ * job needs. MRC_INPROGRESS while rank 0 has not sized it yet. */
+static mrc_status_t check_segment(const mrc__shm_endpoint_t *e, int fd,
+                                  size_t bytes)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: cannot stat shared memory %s: %s",
+                          e->rank, e->name, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s is not a regular "
+                          "object: refused",
+                          e->rank, e->name);
+    if (sb.st_uid != geteuid())
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s belongs to uid %ld, not "
+                          "to this user (uid %ld): another user made it "
+                          "first; refused",
+                          e->rank, e->name, (long)sb.st_uid,
+                          (long)geteuid());
+    if ((sb.st_mode & 07777) != 0600)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s has mode %04o, not "
+                          "0600: not made by this job; refused",
+                          e->rank, e->name, (unsigned)(sb.st_mode & 07777));
+    if (sb.st_size == 0)
+        return MRC_INPROGRESS;
+    if ((uint64_t)sb.st_size != bytes)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s is %lld bytes, not the "
+                          "%zu of a job of %d ranks: not this job's; refused",
+                          e->rank, e->name, (long long)sb.st_size, bytes,
+                          e->n);
+    return MRC_OK;
+}
+
+/* The header rank 0 wrote: MRC_INPROGRESS until it has. */
+static mrc_status_t check_header(const mrc__shm_endpoint_t *e)
+{
+    const header_t *h = e->hdr;
+    uint64_t magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+    if (magic == 0)
+        return MRC_INPROGRESS;
+    if (magic != SHM_MAGIC || h->version != SHM_VERSION)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s has no mrc header of "
+                          "version %d (magic %#llx, version %u): not this "
+                          "job's; refused",
+                          e->rank, e->name, SHM_VERSION,
+                          (unsigned long long)magic, h->version);
+    if (memcmp(h->token, e->token, TOKEN_BYTES) != 0)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: shared memory %s carries another job's "
+                          "token (one left by an earlier job of the same "
+                          "id?); refused",
+                          e->rank, e->name);
+    if (h->n != e->n || h->slot_bytes != e->slot_bytes)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "rank %d: the job has %d ranks, this rank was "
+                          "told %d",
+                          e->rank, h->n, e->n);
+    return MRC_OK;
+}
 
 static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
 {
     size_t bytes = segment_bytes(e->n, e->slot_bytes);
     int fd;
     if (e->rank == 0) {
-        fd = shm_open(e->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        fd = shm_open(e->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno == EEXIST)
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank 0: shared memory %s already exists "
+                              "(another user's, or left by an earlier job "
+                              "of the same id); refused",
+                              e->name);
         if (fd < 0)
             return mrc__error(MRC_ERR_TRANSPORT,
                               "rank 0: cannot create shared memory %s: %s",
                               e->name, strerror(errno));
+        /* The umask may have taken bits away; the peers want 0600. */
+        if (fchmod(fd, 0600) != 0) {
+            int err = errno;
+            close(fd);
+            shm_unlink(e->name);
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank 0: cannot set the mode of shared memory "
+                              "%s: %s",
+                              e->name, strerror(err));
+        }
         if (ftruncate(fd, (off_t)bytes) != 0) {
             int err = errno;
             close(fd);
@@ -329,14 +585,16 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
         }
     } else {
         double start = now_s();
-        struct stat sb;
         for (;;) {
-            fd = shm_open(e->name, O_RDWR, 0);
-            if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == bytes)
+            fd = shm_open(e->name, O_RDWR | O_NOFOLLOW, 0);
+            mrc_status_t st = fd >= 0 ? check_segment(e, fd, bytes) : MRC_OK;
+            if (fd >= 0 && st == MRC_OK)
                 break;
             if (fd >= 0)
                 close(fd);
-            else if (errno != ENOENT)
+            if (st != MRC_OK && st != MRC_INPROGRESS)
+                return st;
+            else if (fd < 0 && errno != ENOENT)
                 return mrc__error(MRC_ERR_TRANSPORT,
                                   "rank %d: cannot open shared memory %s: %s",
                                   e->rank, e->name, strerror(errno));
@@ -431,7 +689,8 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
 }
 
 mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
-                             double timeout_s, mrc__shm_endpoint_t **out)
+                             const char *token, double timeout_s,
+                             mrc__shm_endpoint_t **out)
 {
     *out = NULL;
     if ((size_t)nranks * sizeof(rank_info_t) + sizeof(header_t) >
@@ -449,6 +708,8 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->slot_bytes = pick_slot_bytes(nranks);
     e->no_direct = getenv("MRC_NO_DIRECT") != NULL;
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
+    if (token)
+        memcpy(e->token, token, strnlen(token, sizeof e->token));
     e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
     mrc_status_t st = e->send_slot && e->recv_slot
@@ -464,30 +725,29 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     if (rank == 0) {
         h->n = nranks;
         h->slot_bytes = e->slot_bytes;
+        h->version = SHM_VERSION;
+        memcpy(h->token, e->token, TOKEN_BYTES);
         __atomic_store_n(&h->magic, (uint64_t)SHM_MAGIC, __ATOMIC_RELEASE);
     } else {
         double start = now_s();
-        while (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != SHM_MAGIC) {
+        while ((st = check_header(e)) == MRC_INPROGRESS) {
             if (now_s() - start > timeout_s) {
-                mrc__shm_detach(e);
-                return mrc__error(MRC_ERR_TIMEOUT,
-                                  "rank %d: the job's shared memory was not "
-                                  "set up within %g s",
-                                  rank, timeout_s);
+                st = mrc__error(MRC_ERR_TIMEOUT,
+                                "rank %d: the job's shared memory was not "
+                                "set up within %g s",
+                                rank, timeout_s);
+                break;
             }
             usleep(1000);
         }
-        if (h->n != nranks || h->slot_bytes != e->slot_bytes) {
-            int hn = h->n;
+        if (st != MRC_OK) {
             mrc__shm_detach(e);
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "rank %d: the job has %d ranks, this rank "
-                              "was told %d",
-                              rank, hn, nranks);
+            return st;
         }
     }
     e->info[rank].probe = (uint64_t)(uintptr_t)&probe_word;
     __atomic_store_n(&e->info[rank].pid, (int32_t)getpid(), __ATOMIC_RELEASE);
+    e->joined = 1;
     __atomic_add_fetch(&h->attached, 1, __ATOMIC_ACQ_REL);
     /* Everybody in: the name goes (nobody else can open it from now on). */
     double start = now_s();
@@ -526,7 +786,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
 {
     if (!e)
         return;
-    if (e->base && e->info) {
+    if (e->joined) { /* never write to a segment that was refused */
         int32_t pid = e->info[e->rank].pid;
         if (pid > 0)
             __atomic_store_n(&e->info[e->rank].pid, -pid, __ATOMIC_RELEASE);
@@ -588,6 +848,18 @@ static void apply(mrc__xfer_t *x, uint64_t offset, const void *src,
 static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
                              uint64_t addr, uint32_t token)
 {
+    int32_t *flag = &e->tokens[(size_t)x->peer * TOKENS + token];
+    int32_t posted = RDV_POSTED;
+    if (!__atomic_compare_exchange_n(flag, &posted, RDV_READING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* The sender gave up its call and took its buffer back. */
+        mrc_status_t st = peer_failed(e, x->peer);
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_TRANSPORT,
+                                         "rank %d: rank %d withdrew its "
+                                         "data",
+                                         e->rank, x->peer);
+    }
     mrc_status_t st = MRC_OK;
     if (!x->local) {
         st = read_peer(e, x->peer, x->dst, addr, x->bytes);
@@ -602,10 +874,11 @@ static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
                 apply(x, off, e->bounce, len);
         }
     }
+    /* Failed, the buffer is the sender's to revoke again. */
+    __atomic_store_n(flag, st == MRC_OK ? RDV_TAKEN : RDV_POSTED,
+                     __ATOMIC_RELEASE);
     if (st != MRC_OK)
         return st;
-    __atomic_store_n(&e->tokens[(size_t)x->peer * TOKENS + token], 1,
-                     __ATOMIC_RELEASE);
     __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
@@ -623,9 +896,26 @@ static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
     return NULL;
 }
 
+/* The sender of a message of this rank's call is in another call: the
+ * message naming both (the sender's call is in its post, written before
+ * its first message). */
+static mrc_status_t message_differs(mrc__shm_endpoint_t *e, int peer)
+{
+    /* The sender may be a call ahead, with an eager send out: its call of
+     * the other parity is the one to read. */
+    mrc__call_t *c = &post_at(e, peer)->calls[e->seq & 1];
+    mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
+    return disagree(e, peer, theirs, e->rank, e->call);
+}
+
 static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
                                const slot_t *s, const void *data)
 {
+    /* A message of this very call that no receive expects, or of another
+     * call than this rank's: the ranks disagree. */
+    if (s->seq == e->seq && s->call != mrc__call_hash(e->call))
+        return message_differs(e, peer);
     early_t *x = e->early;
     for (; x; x = x->next)
         if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
@@ -645,6 +935,7 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
         x->seq = s->seq;
         x->tag = s->tag;
         x->total = s->total;
+        x->call = s->call;
         x->rdv = (int)s->rdv;
         x->addr = s->addr;
         x->token = s->token;
@@ -678,6 +969,8 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
             size_t i;
             mrc_status_t st = MRC_OK;
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
+            if (x && s->call != mrc__call_hash(e->call))
+                return message_differs(e, p);
             if (x && (s->total != x->bytes ||
                       s->offset + s->len > x->bytes))
                 return mrc__error(MRC_ERR_TRANSPORT,
@@ -732,7 +1025,8 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
             size_t len = x->bytes - off;
             if (rdv) {
                 uint32_t t = e->free_tokens[--e->num_free];
-                e->tokens[(size_t)e->rank * TOKENS + t] = 0;
+                __atomic_store_n(&e->tokens[(size_t)e->rank * TOKENS + t],
+                                 RDV_POSTED, __ATOMIC_RELAXED);
                 x->priv[2] = t + 1;
                 s->addr = (uint64_t)(uintptr_t)buf;
                 s->token = t;
@@ -744,6 +1038,7 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
             }
             s->rdv = (uint32_t)rdv;
             s->len = (uint32_t)len;
+            s->call = mrc__call_hash(e->call);
             s->seq = e->seq;
             s->tag = x->tag;
             s->total = x->bytes;
@@ -771,8 +1066,8 @@ static void reap_rdvs(mrc__shm_endpoint_t *e, int *moved)
     for (size_t i = 0; i < e->num_rdvs; i++) {
         mrc__xfer_t *x = e->rdvs[i];
         uint32_t t = (uint32_t)x->priv[2] - 1;
-        if (!__atomic_load_n(&e->tokens[(size_t)e->rank * TOKENS + t],
-                             __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&e->tokens[(size_t)e->rank * TOKENS + t],
+                            __ATOMIC_ACQUIRE) != RDV_TAKEN) {
             e->rdvs[keep++] = x;
             continue;
         }
@@ -802,6 +1097,7 @@ static mrc_status_t progress(mrc__shm_endpoint_t *e)
 /* ---- the transport operations ----------------------------------------- */
 
 static mrc_status_t shm_begin(void *ctx, uint64_t seq,
+                              const mrc__call_t *call,
                               const mrc__xfer_t *recvs, size_t n)
 {
     (void)recvs;
@@ -810,6 +1106,18 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq,
     if (e->lost != MRC_OK)
         return e->lost;
     e->seq = seq;
+    e->call = *call;
+    post_call(e, *call);
+    /* For a peer's message when this call and its sender's differ: read
+     * only after a message of this call, which is sent after this. */
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq & 1];
+    __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
+    /* What came early for this call was sent for the same call. */
+    uint64_t h = mrc__call_hash(*call);
+    for (const early_t *m = e->early; m; m = m->next)
+        if (m->seq == seq && m->call != h)
+            return message_differs(e, m->peer);
     return MRC_OK;
 }
 
@@ -845,6 +1153,8 @@ static mrc_status_t shm_irecv(void *ctx, mrc__xfer_t *x)
         early_t *m = *pp;
         if (m->peer != x->peer || m->seq != e->seq || m->tag != x->tag)
             continue;
+        if (m->call != mrc__call_hash(e->call))
+            return message_differs(e, x->peer);
         if (m->total != x->bytes)
             return mrc__error(MRC_ERR_TRANSPORT,
                               "rank %d: %llu bytes arrived from rank %d "
@@ -883,6 +1193,34 @@ static mrc_status_t shm_end(void *ctx)
     return e->lost;
 }
 
+/* This rank's call failed: says so in its post (the ranks waiting on it
+ * fail too, naming the cause), and takes back every rendezvous send no
+ * receiver has started to read; one being read is waited for (one copy,
+ * or the reader's death). Eager sends are copies: nothing to take back. */
+static void shm_cancel(void *ctx, mrc_status_t st)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    mrc__call_t none = {0, 0};
+    post_failure(e, st, e->rank, -1, none, none);
+    for (size_t i = 0; i < e->num_rdvs; i++) {
+        mrc__xfer_t *x = e->rdvs[i];
+        int32_t *flag =
+            &e->tokens[(size_t)e->rank * TOKENS + (uint32_t)x->priv[2] - 1];
+        int32_t posted = RDV_POSTED;
+        if (__atomic_compare_exchange_n(flag, &posted, RDV_REVOKED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == RDV_READING &&
+               peer_alive(e, x->peer))
+            sched_yield();
+    }
+    /* The tokens stay spent, and nothing is left to send: the
+     * communicator refuses further calls. */
+    e->num_rdvs = 0;
+    e->num_sends = 0;
+    e->num_recvs = 0;
+}
+
 /* Waits until *stamp says call `seq`: spins briefly, then yields (ranks
  * may outnumber cores), watching the peers and the clock. */
 static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
@@ -907,6 +1245,16 @@ static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
                               "rank %d timed out after %g s waiting for "
                               "rank %d's %s",
                               e->rank, timeout_s, r, what);
+        /* Rarely (the peer's post is its own cache line): has rank r
+         * failed, or called this allreduce differently? */
+        if (t - e->last_post_check > 0.001) {
+            e->last_post_check = t;
+            st = peer_failed(e, r);
+            if (st == MRC_OK)
+                st = call_differs(e, r);
+            if (st != MRC_OK)
+                return st;
+        }
         sched_yield();
     }
     return MRC_OK;
@@ -924,14 +1272,22 @@ static mrc_status_t allreduce_small(mrc__shm_endpoint_t *e, const void *send,
     size_t bytes = count * mrc_dtype_size(dtype);
     uint64_t seq = ++e->small_seq;
     small_slot_t *mine = small_at(e, e->rank, seq);
+    const mrc__call_t call = e->now;
     memcpy(mine->data, send, bytes);
+    mine->call = call;
     __atomic_store_n(&mine->seq, seq, __ATOMIC_RELEASE);
+    /* Every input in, and every call the same, before any is used. */
     for (int r = 0; r < e->n; r++) {
         small_slot_t *s = small_at(e, r, seq);
         mrc_status_t st = wait_stamp(e, &s->seq, seq, r, timeout_s,
                                      "input to a small allreduce");
+        if (st == MRC_OK && !mrc__call_same(s->call, call))
+            st = disagree(e, r, s->call, e->rank, call);
         if (st != MRC_OK)
             return st;
+    }
+    for (int r = 0; r < e->n; r++) {
+        small_slot_t *s = small_at(e, r, seq);
         if (r == 0)
             memcpy(recv, s->data, bytes);
         else
@@ -973,11 +1329,25 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
     mid_area_t *mine = mid_at(e, e->rank, seq);
     size_t me = (size_t)e->rank;
     size_t at = block_at(count, n, me) * es, len = block_len(count, n, me);
+    const mrc__call_t call = e->now;
     /* The others' blocks of my input (my own is read from sendbuf). */
     memcpy(mine + 1, send, at);
     memcpy((char *)(mine + 1) + at + len * es, (const char *)send + at + len * es,
            count * es - at - len * es);
+    mine->call = call;
     __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
+    /* Every input in, and every call the same (so every area holds the
+     * blocks this rank reads), before any is used or recvbuf written. */
+    for (size_t k = 1; k < n; k++) {
+        int r = (int)((me + k) % n);
+        mid_area_t *a = mid_at(e, r, seq);
+        mrc_status_t st = wait_stamp(e, &a->in, seq, r, timeout_s,
+                                     "input to an allreduce");
+        if (st == MRC_OK && !mrc__call_same(a->call, call))
+            st = disagree(e, r, a->call, e->rank, call);
+        if (st != MRC_OK)
+            return st;
+    }
     /* Block me of every input, from mine on round the ranks: each element
      * is reduced by one rank only, so every rank gets the same bits, and
      * in place my own block is read before it is written. */
@@ -985,10 +1355,6 @@ static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
     for (size_t k = 1; k < n; k++) {
         int r = (int)((me + k) % n);
         mid_area_t *a = mid_at(e, r, seq);
-        mrc_status_t st = wait_stamp(e, &a->in, seq, r, timeout_s,
-                                     "input to an allreduce");
-        if (st != MRC_OK)
-            return st;
         mrc__reduce(dst, k == 1 ? (const char *)send + at : dst,
                     (const char *)(a + 1) + at, len, dtype,
                     op == MRC_AVG ? MRC_SUM : op);
@@ -1048,10 +1414,17 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
     size_t es = mrc_dtype_size(dtype), n = (size_t)e->n, me = (size_t)e->rank;
     uint64_t seq = ++e->large_seq;
     large_post_t *mine = large_at(e, e->rank);
+    const mrc__call_t call = e->now;
     mine->send = (uint64_t)(uintptr_t)send;
     mine->recv = (uint64_t)(uintptr_t)recv;
+    mine->call = call;
     mrc_status_t st = post_and_wait(e, offsetof(large_post_t, in), seq,
                                     timeout_s, "buffers of an allreduce");
+    /* Every call the same before any peer's buffer is read: the blocks
+     * read from a peer are then within the buffers it posted. */
+    for (int r = 0; r < e->n && st == MRC_OK; r++)
+        if (!mrc__call_same(large_at(e, r)->call, call))
+            st = disagree(e, r, large_at(e, r)->call, e->rank, call);
     if (st != MRC_OK)
         return st;
     mrc_op_t rop = op == MRC_AVG ? MRC_SUM : op;
@@ -1113,6 +1486,9 @@ static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
         return MRC_ERR_UNSUPPORTED;
     if (e->lost != MRC_OK)
         return e->lost;
+    /* What this call is, for the peers that wait on this rank (any path):
+     * each path also puts it beside its first stamp. */
+    post_call(e, mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0));
     if (bytes <= MRC__SMALL_BYTES)
         return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
     if (bytes <= mid_max(e->n))
@@ -1121,8 +1497,14 @@ static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
 }
 
 static const mrc__transport_ops_t shm_ops = {
-    "shm", shm_begin, shm_isend, shm_irecv, shm_test, shm_end,
-    shm_allreduce_direct,
+    .name = "shm",
+    .begin = shm_begin,
+    .isend = shm_isend,
+    .irecv = shm_irecv,
+    .test = shm_test,
+    .end = shm_end,
+    .cancel = shm_cancel,
+    .allreduce_direct = shm_allreduce_direct,
 };
 
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)

@@ -14,7 +14,19 @@
  * call ahead of a receiver (it cannot finish a call before its receivers
  * have consumed its sends), so it finds either the table of its call or an
  * older stamp, and waits.
+ *
+ * Agreement: the table carries the receiver's call (collective, count,
+ * dtype, op, root); a sender compares it with its own before it posts
+ * anything, so no rank reads a buffer sized for another call.
+ *
+ * Failure: a rank whose call fails writes why in its failure record, and
+ * revokes the sends it posted that no receiver has taken (a receiver
+ * that is reading one is waited for), so no peer touches its buffers once
+ * it has returned. A rank waiting on a peer that failed fails too, with
+ * the same message, and so on around the group: nobody waits out the
+ * timeout for a peer that has given up.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,23 +39,40 @@ typedef struct rkey {
     uint64_t tag;
 } rkey_t;
 
+/* A slot's state (atomic): the receiver takes a sent slot by moving it to
+ * READING, and leaves the sender's memory alone once it is TAKEN; a
+ * sender that gives up moves a slot still SENT to REVOKED. */
+enum { SLOT_EMPTY, SLOT_SENT, SLOT_READING, SLOT_TAKEN, SLOT_REVOKED };
+
 typedef struct slot {
     const void *buf;
     size_t bytes;
     volatile int *sender_done;
-    int state; /* 0 empty, 1 sent (atomic) */
+    int state;
 } slot_t;
 
 typedef struct table {
     uint64_t stamp; /* seq + 1 of the call it serves (atomic) */
+    mrc__call_t call; /* the receiver's call, set before the stamp */
     size_t n, cap;
     rkey_t *keys;
     slot_t *slots;
 } table_t;
 
+/* Why a rank's call failed: a disagreement between ranks a and b (their
+ * calls ca and cb), or another status of rank a. */
+typedef struct failure {
+    int state; /* atomic: 0 none, 1 being written, 2 written */
+    mrc_status_t status;
+    int a, b;
+    mrc__call_t ca, cb;
+} failure_t;
+
 typedef struct rank_state {
     table_t tables[2];
     uint64_t seq;
+    mrc__call_t call;
+    failure_t failed;
 } rank_state_t;
 
 struct mrc__threads_fabric {
@@ -55,6 +84,8 @@ struct mrc__threads_fabric {
 typedef struct ctx {
     mrc__threads_fabric_t *f;
     int rank;
+    mrc__xfer_t **sends; /* posted in this call, for cancel */
+    size_t num_sends, cap_sends;
 } ctx_t;
 
 static int key_cmp(const void *a, const void *b)
@@ -82,12 +113,52 @@ static long find(const table_t *t, int peer, uint64_t tag)
     return -1;
 }
 
-static mrc_status_t th_begin(void *vctx, uint64_t seq, const mrc__xfer_t *recvs,
-                             size_t n)
+/* Records why this rank's call failed (once: the first reason stays). */
+static void set_failed(ctx_t *c, const failure_t *why)
+{
+    failure_t *f = &c->f->ranks[c->rank].failed;
+    int none = 0;
+    if (!__atomic_compare_exchange_n(&f->state, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    f->status = why->status;
+    f->a = why->a;
+    f->b = why->b;
+    f->ca = why->ca;
+    f->cb = why->cb;
+    __atomic_store_n(&f->state, 2, __ATOMIC_RELEASE);
+}
+
+/* The message of a failure, for any rank that reports it. */
+static mrc_status_t failure_error(const failure_t *f, int rank)
+{
+    if (f->status == MRC_ERR_INVALID_ARG && f->b >= 0)
+        return mrc__call_mismatch(f->a, f->ca, f->b, f->cb);
+    return mrc__error(f->status,
+                      "rank %d: rank %d failed its call (%s), so this call "
+                      "cannot complete",
+                      rank, f->a, mrc_status_name(f->status));
+}
+
+/* MRC_OK, or the failure of peer p, which this rank takes on as its own
+ * (so the ranks waiting on this one learn it too). */
+static mrc_status_t peer_failed(ctx_t *c, int p)
+{
+    const failure_t *f = &c->f->ranks[p].failed;
+    if (__atomic_load_n(&f->state, __ATOMIC_ACQUIRE) != 2)
+        return MRC_OK;
+    set_failed(c, f);
+    return failure_error(f, c->rank);
+}
+
+static mrc_status_t th_begin(void *vctx, uint64_t seq,
+                             const mrc__call_t *call,
+                             const mrc__xfer_t *recvs, size_t n)
 {
     ctx_t *c = vctx;
     rank_state_t *r = &c->f->ranks[c->rank];
     table_t *t = &r->tables[seq & 1];
+    c->num_sends = 0;
     if (n > t->cap) {
         size_t cap = t->cap ? t->cap : 64;
         while (cap < n)
@@ -117,7 +188,9 @@ static mrc_status_t th_begin(void *vctx, uint64_t seq, const mrc__xfer_t *recvs,
         memset(t->slots, 0, n * sizeof *t->slots);
     }
     t->n = n;
+    t->call = *call;
     r->seq = seq;
+    r->call = *call;
     __atomic_store_n(&t->stamp, seq + 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
@@ -125,10 +198,29 @@ static mrc_status_t th_begin(void *vctx, uint64_t seq, const mrc__xfer_t *recvs,
 static mrc_status_t th_isend(void *vctx, const void *buf, mrc__xfer_t *x)
 {
     ctx_t *c = vctx;
-    uint64_t seq = c->f->ranks[c->rank].seq;
+    rank_state_t *me = &c->f->ranks[c->rank];
+    uint64_t seq = me->seq;
     table_t *t = &c->f->ranks[x->peer].tables[seq & 1];
-    if (__atomic_load_n(&t->stamp, __ATOMIC_ACQUIRE) != seq + 1)
-        return MRC_INPROGRESS; /* the receiver has not reached this call */
+    if (__atomic_load_n(&t->stamp, __ATOMIC_ACQUIRE) != seq + 1) {
+        mrc_status_t st = peer_failed(c, x->peer);
+        return st != MRC_OK ? st : MRC_INPROGRESS; /* not there yet */
+    }
+    if (!mrc__call_same(t->call, me->call)) {
+        failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, x->peer, me->call,
+                         t->call};
+        set_failed(c, &why);
+        return failure_error(&why, c->rank);
+    }
+    if (c->num_sends == c->cap_sends) {
+        size_t cap = c->cap_sends ? 2 * c->cap_sends : 64;
+        mrc__xfer_t **q = realloc(c->sends, cap * sizeof *q);
+        if (!q)
+            return mrc__error(MRC_ERR_NO_MEMORY,
+                              "rank %d: out of memory for %zu sends",
+                              c->rank, cap);
+        c->sends = q;
+        c->cap_sends = cap;
+    }
     long i = find(t, c->rank, x->tag);
     if (i < 0)
         return mrc__error(MRC_ERR_INTERNAL,
@@ -139,7 +231,9 @@ static mrc_status_t th_isend(void *vctx, const void *buf, mrc__xfer_t *x)
     s->buf = buf;
     s->bytes = x->bytes;
     s->sender_done = &x->done;
-    __atomic_store_n(&s->state, 1, __ATOMIC_RELEASE);
+    x->priv[0] = (uintptr_t)s;
+    c->sends[c->num_sends++] = x;
+    __atomic_store_n(&s->state, SLOT_SENT, __ATOMIC_RELEASE);
     x->posted = 1;
     return MRC_OK;
 }
@@ -162,17 +256,24 @@ static mrc_status_t th_irecv(void *vctx, mrc__xfer_t *x)
 static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
 {
     ctx_t *c = vctx;
-    if (x->dst == NULL || __atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
-        return MRC_OK; /* a send (the receiver completes it), or done */
+    if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+        return MRC_OK;
+    if (x->dst == NULL) /* a send: the receiver completes it, unless it */
+        return peer_failed(c, x->peer); /* has given up */
     rank_state_t *r = &c->f->ranks[c->rank];
     slot_t *s = &r->tables[r->seq & 1].slots[x->priv[0]];
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != 1)
-        return MRC_OK;
-    if (s->bytes != x->bytes)
+    int sent = SLOT_SENT;
+    if (!__atomic_compare_exchange_n(&s->state, &sent, SLOT_READING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return peer_failed(c, x->peer); /* not sent yet, or revoked */
+    if (s->bytes != x->bytes) {
+        /* Cannot happen once the calls agree; leave the buffer alone. */
+        __atomic_store_n(&s->state, SLOT_SENT, __ATOMIC_RELEASE);
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: %zu bytes arrived from rank %d where %zu "
                           "were expected",
                           c->rank, s->bytes, x->peer, x->bytes);
+    }
     if (x->local && x->stream)
         mrc__reduce_stream(x->dst, x->local, s->buf, x->count, x->dtype,
                            x->op);
@@ -183,18 +284,51 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
     else
         memcpy(x->dst, s->buf, x->bytes);
     __atomic_store_n(s->sender_done, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, SLOT_TAKEN, __ATOMIC_RELEASE);
     __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
 
 static mrc_status_t th_end(void *vctx)
 {
-    (void)vctx;
+    ctx_t *c = vctx;
+    c->num_sends = 0;
     return MRC_OK;
 }
 
+/* This rank's call failed: says so to the peers, and takes back every
+ * send no receiver has taken. A send not done is in a table of this call
+ * (its receiver cannot have finished the call without it), so the slot is
+ * still its own; a receiver reading it now is waited for, which takes no
+ * longer than one copy. */
+static void th_cancel(void *vctx, mrc_status_t st)
+{
+    ctx_t *c = vctx;
+    failure_t why = {0, st, c->rank, -1, {0, 0}, {0, 0}};
+    set_failed(c, &why);
+    for (size_t i = 0; i < c->num_sends; i++) {
+        mrc__xfer_t *x = c->sends[i];
+        if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+            continue;
+        slot_t *s = (slot_t *)x->priv[0];
+        int sent = SLOT_SENT;
+        if (__atomic_compare_exchange_n(&s->state, &sent, SLOT_REVOKED, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            continue;
+        while (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == SLOT_READING)
+            sched_yield();
+    }
+    c->num_sends = 0;
+}
+
 static const mrc__transport_ops_t threads_ops = {
-    "threads", th_begin, th_isend, th_irecv, th_test, th_end, NULL,
+    .name = "threads",
+    .begin = th_begin,
+    .isend = th_isend,
+    .irecv = th_irecv,
+    .test = th_test,
+    .end = th_end,
+    .cancel = th_cancel,
 };
 
 mrc_status_t mrc__threads_fabric_create(int nranks,
@@ -228,6 +362,8 @@ void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f)
             free(f->ranks[i].tables[t].keys);
             free(f->ranks[i].tables[t].slots);
         }
+    for (int i = 0; f->ctxs && i < f->n; i++)
+        free(f->ctxs[i].sends);
     free(f->ranks);
     free(f->ctxs);
     free(f);
