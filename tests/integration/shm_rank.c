@@ -150,25 +150,25 @@ static int die(mrc_comm_t *comm, size_t count)
 /* The last rank's call differs from the others' in one thing. */
 static int mismatch(mrc_comm_t *comm, const char *what)
 {
-    int r = mrc_comm_rank(comm), odd = r == mrc_comm_size(comm) - 1;
+    int r = mrc_comm_rank(comm), last = r == mrc_comm_size(comm) - 1;
     mrc_collective_t c = MRC_ALLREDUCE;
     size_t count = 100000;
     mrc_dtype_t d = MRC_FLOAT32;
     mrc_op_t op = MRC_SUM;
     int root = 0;
     if (strcmp(what, "count") == 0 || strcmp(what, "split") == 0)
-        count += (size_t)odd;
+        count += (size_t)last;
     else if (strcmp(what, "large") == 0) /* reading the peers' buffers */
-        count = odd ? (size_t)4 << 20 : (size_t)2 << 20;
+        count = last ? (size_t)4 << 20 : (size_t)2 << 20;
     else if (strcmp(what, "path") == 0) /* one step against two */
-        count = odd ? 2000 : 1000;
+        count = last ? 2000 : 1000;
     else if (strcmp(what, "dtype") == 0)
-        d = odd ? MRC_INT32 : MRC_FLOAT32;
+        d = last ? MRC_INT32 : MRC_FLOAT32;
     else if (strcmp(what, "op") == 0)
-        op = odd ? MRC_MAX : MRC_SUM;
+        op = last ? MRC_MAX : MRC_SUM;
     else if (strcmp(what, "root") == 0) {
         c = MRC_BROADCAST;
-        root = odd;
+        root = last;
     } else {
         fprintf(stderr, "shm_rank: mismatch of what? '%s'\n", what);
         return 2;
