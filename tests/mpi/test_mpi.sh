@@ -69,6 +69,14 @@ done
 expect 0 "" test "$(grep -c 'rank 0: MPI_Allreduce.*mrc (float32)' \
     "$tmp/verbose")" -eq 1
 
+# While a rank waits in mrc, MPI progresses: rank 1's blocking 8 MiB
+# MPI_Send to rank 0, which waits in a collective, completes (it waited
+# out the timeout before).
+for n in 2 3; do
+    expect 0 "rank 0 of $n: progress: 3 cases, 0 wrong elements, 0 failed" \
+        run $n -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=5 "$RANK" progress
+done
+
 # Counts past 2^31 elements (2 x 2 GiB per rank).
 if [ "${MRC_TEST_BIG:-1}" != 0 ]; then
     expect 0 "rank 0 of 2: 2 cases, 0 wrong elements, 0 failed" \

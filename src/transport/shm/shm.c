@@ -138,6 +138,8 @@ struct mrc__shm_endpoint {
     uint64_t large_seq; /* large ones (by reading the peers' buffers) */
     int all_read;       /* every rank can read every other's memory */
     int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
+    void (*on_idle)(void *); /* called now and then while waiting, or NULL */
+    void *on_idle_arg;
 };
 
 static double now_s(void)
@@ -899,6 +901,8 @@ static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
         mrc_status_t st = check_peers(e);
         if (st != MRC_OK)
             return st;
+        if (e->on_idle && spin % 16 == 0)
+            e->on_idle(e->on_idle_arg);
         double t = now_s();
         if (start == 0)
             start = t;
@@ -1122,8 +1126,15 @@ static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
 
 static const mrc__transport_ops_t shm_ops = {
     "shm", shm_begin, shm_isend, shm_irecv, shm_test, shm_end,
-    shm_allreduce_direct,
+    shm_allreduce_direct, NULL,
 };
+
+void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
+                       void *arg)
+{
+    e->on_idle = idle;
+    e->on_idle_arg = arg;
+}
 
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
 {

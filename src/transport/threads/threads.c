@@ -194,7 +194,7 @@ static mrc_status_t th_end(void *vctx)
 }
 
 static const mrc__transport_ops_t threads_ops = {
-    "threads", th_begin, th_isend, th_irecv, th_test, th_end, NULL,
+    "threads", th_begin, th_isend, th_irecv, th_test, th_end, NULL, NULL,
 };
 
 mrc_status_t mrc__threads_fabric_create(int nranks,
