@@ -360,16 +360,25 @@ static int reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
     }
     MPI_Datatype base;
     size_t bytes;
-    int d = -1;
-    if (signature_of(t, &base, 0) && base != MPI_DATATYPE_NULL)
-        d = reducible(base);
-    if (d < 0) {
-        *why = "a datatype that is not made of one predefined 8- to 64-bit "
-               "integer, float or double";
-        return 0;
+    /* The common case, a predefined type, without asking MPI. */
+    int d = reducible(t);
+    if (d >= 0) {
+        if (__builtin_mul_overflow(count, mrc_dtype_size((mrc_dtype_t)d),
+                                   &bytes)) {
+            *why = "a size that mrc cannot hold";
+            return 0;
+        }
+    } else {
+        if (signature_of(t, &base, 0) && base != MPI_DATATYPE_NULL)
+            d = reducible(base);
+        if (d < 0) {
+            *why = "a datatype that is not made of one predefined 8- to "
+                   "64-bit integer, float or double";
+            return 0;
+        }
+        if (!data_bytes(t, count, &bytes, why))
+            return 0;
     }
-    if (!data_bytes(t, count, &bytes, why))
-        return 0;
     if (bytes == 0) {
         *why = "no data";
         return 0;
@@ -429,8 +438,9 @@ static int data_open(data_t *d, void *buf, size_t count, MPI_Datatype t,
                      size_t bytes, int in, MPI_Comm comm, const char **why)
 {
     *d = (data_t){buf, count, t, bytes, NULL};
-    if (bytes == 0 || contiguous(t, 0))
-        return 1;
+    if (bytes == 0 || reducible(t) >= 0 || t == MPI_BYTE || t == MPI_CHAR ||
+        contiguous(t, 0))
+        return 1; /* predefined types first: no call into MPI */
     d->packed = malloc(bytes);
     if (!d->packed) {
         *why = "out of memory for a packed copy of the data";
