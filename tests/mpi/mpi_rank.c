@@ -39,12 +39,14 @@
  *                     enters a collective, rank 1 sends it with a blocking
  *                     MPI_Send first: mrc's waits must let MPI progress
  *   mpi_rank late     MPI_Bcast whose root enters 3 s late
+ *   mpi_rank dies     rank 1 is killed while rank 0 waits in MPI_Bcast
  *
  * Prints one line per rank; exits 0 only when everything held.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -964,6 +966,29 @@ static int late(void)
     return trust_done("late");
 }
 
+/* Rank 1 is killed while rank 0 waits for its MPI_Bcast: with no timeout,
+ * mrc still sees the dead peer and says so. Rank 0 holds off mpirun's
+ * SIGTERM (SIGKILL follows later), so that mrc, not mpirun, is first. */
+static int dies(void)
+{
+    int rank, x = 1, sum = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 1) {
+        usleep(300000);
+        raise(SIGKILL);
+    }
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    cases++;
+    if (rank == 0 && MPI_Bcast(&x, 1, MPI_INT, 1, MPI_COMM_WORLD) ==
+                         MPI_SUCCESS)
+        failed++; /* the error handler ends the job before this */
+    return trust_done("dies");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -988,9 +1013,11 @@ int main(int argc, char **argv)
         rc = progress();
     else if (argc > 1 && strcmp(argv[1], "late") == 0)
         rc = late();
+    else if (argc > 1 && strcmp(argv[1], "dies") == 0)
+        rc = dies();
     else
         fprintf(stderr, "usage: mpi_rank api | pmpi | big | pairs | mixed | "
-                        "rsb | errors | fatal | progress | late\n");
+                        "rsb | errors | fatal | progress | late | dies\n");
     MPI_Finalize();
     return rc;
 }

@@ -105,6 +105,11 @@ expect 0 "rank 1 of 2: late: 1 cases, 0 wrong elements, 0 failed" \
     > "$tmp/late1" 2>&1
 expect 0 "" test $? -ne 0
 expect 0 "MPI_Bcast on rank 1: .*timed out after 1 s" cat "$tmp/late1"
+# With no timeout a dead peer is still seen, and named.
+"$MPIRUN" -np 2 -x LD_PRELOAD="$LIB" "$RANK" dies > "$tmp/dies" 2>&1
+expect 0 "" test $? -ne 0
+expect 0 "MPI_Bcast on rank 0: .*rank 1 (pid [0-9]*) is gone" \
+    cat "$tmp/dies"
 
 # While a rank waits in mrc, MPI progresses: rank 1's blocking 8 MiB
 # MPI_Send to rank 0, which waits in a collective, completes (it waited
