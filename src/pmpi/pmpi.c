@@ -263,8 +263,8 @@ static int signature_of(MPI_Datatype t, MPI_Datatype *base, int depth)
     int got = ok ? nd : 0;
     for (int i = 0; i < got; i++) {
         /* a struct's member of no elements adds nothing to it */
-        int skip = comb == MPI_COMBINER_STRUCT && i + 1 < ni &&
-                   ints[1 + i] == 0;
+        int skip =
+            comb == MPI_COMBINER_STRUCT && i + 1 < ni && ints[1 + i] == 0;
         MPI_Datatype b;
         if (ok && !skip) {
             ok = signature_of(types[i], &b, depth + 1);
@@ -298,8 +298,7 @@ static int contiguous(MPI_Datatype t, int depth)
         PMPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent_x(t, &tlb, &textent) != MPI_SUCCESS)
         return 0;
-    if (size <= 0 || lb != 0 || tlb != 0 || extent != size ||
-        textent != size)
+    if (size <= 0 || lb != 0 || tlb != 0 || extent != size || textent != size)
         return 0;
     int ni, na, nd, comb;
     if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
@@ -419,8 +418,8 @@ static int pack_pieces(data_t *d, MPI_Comm comm, int unpack)
         char *at = (char *)d->buf + (MPI_Aint)i * (MPI_Aint)extent;
         int pos = 0, rc;
         if (unpack)
-            rc = PMPI_Unpack(d->packed + i * (size_t)size, (int)len, &pos,
-                             at, (int)k, d->type, comm);
+            rc = PMPI_Unpack(d->packed + i * (size_t)size, (int)len, &pos, at,
+                             (int)k, d->type, comm);
         else
             rc = PMPI_Pack(at, (int)k, d->type, d->packed + i * (size_t)size,
                            (int)len, &pos, comm);
@@ -525,13 +524,13 @@ static int poisons(mrc_status_t st)
            st == MRC_ERR_TRANSPORT || st == MRC_ERR_INTERNAL;
 }
 
-/* A call failed in mrc (st; MRC_OK: around it, for `why`): says why, then reports it as MPI does, through
- * the communicator's error handler (MPI_ERRORS_ARE_FATAL, the default,
- * ends the job). A program that goes on (MPI_ERRORS_RETURN, or a handler
- * that returns) keeps a working communicator: the calls after a failure
- * that broke mrc's communicator go to MPI. */
-static int failed(const char *fn, MPI_Comm comm, cached_t *c,
-                  mrc_status_t st, const char *why)
+/* A call failed in mrc (st; MRC_OK: around it, for `why`): says why, then
+ * reports it as MPI does, through the communicator's error handler
+ * (MPI_ERRORS_ARE_FATAL, the default, ends the job). A program that goes on
+ * (MPI_ERRORS_RETURN, or a handler that returns) keeps a working communicator:
+ * the calls after a failure that broke mrc's communicator go to MPI. */
+static int failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
+                  const char *why)
 {
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
@@ -584,8 +583,8 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
     size_t bytes = elems * mrc_dtype_size(dtype);
     data_t s, r;
     int ip = sendbuf == MPI_IN_PLACE;
-    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes,
-                   1, comm, &why))
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
+                   comm, &why))
         return failed(fn, comm, c, MRC_OK, why);
     if (ip)
         r = s;
@@ -593,8 +592,8 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
         data_close(&s, 0, comm);
         return failed(fn, comm, c, MRC_OK, why);
     }
-    mrc_status_t st = mrc_allreduce(data_at(&s), data_at(&r), elems, dtype,
-                                    mop, c->comm);
+    mrc_status_t st =
+        mrc_allreduce(data_at(&s), data_at(&r), elems, dtype, mop, c->comm);
     int rc = data_close(&r, st == MRC_OK, comm);
     if (!ip)
         data_close(&s, 0, comm);
@@ -637,8 +636,8 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     size_t bytes = elems * mrc_dtype_size(dtype);
     int ip = sendbuf == MPI_IN_PLACE && rank == root, out = rank == root;
     data_t s, r = {0};
-    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes,
-                   1, comm, &why))
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
+                   comm, &why))
         return failed(fn, comm, c, MRC_OK, why);
     if (ip)
         r = s;
@@ -647,8 +646,8 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
         data_close(&s, 0, comm);
         return failed(fn, comm, c, MRC_OK, why);
     }
-    mrc_status_t st = mrc_reduce(data_at(&s), out ? data_at(&r) : NULL,
-                                 elems, dtype, mop, root, c->comm);
+    mrc_status_t st = mrc_reduce(data_at(&s), out ? data_at(&r) : NULL, elems,
+                                 dtype, mop, root, c->comm);
     int rc = out ? data_close(&r, st == MRC_OK, comm) : MPI_SUCCESS;
     if (!ip)
         data_close(&s, 0, comm);
@@ -698,9 +697,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
      * so the result comes out of place, into a block of its own. */
     int ip = sendbuf == MPI_IN_PLACE;
     data_t s, r;
-    if (!data_open(&s, (void *)input(sendbuf, recvbuf),
-                   recvcount * (size_t)n, type, block * (size_t)n, 1, comm,
-                   &why))
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), recvcount * (size_t)n,
+                   type, block * (size_t)n, 1, comm, &why))
         return failed(fn, comm, c, MRC_OK, why);
     if (!data_open(&r, recvbuf, recvcount, type, block, 0, comm, &why)) {
         data_close(&s, 0, comm);
@@ -711,8 +709,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
         data_close(&s, 0, comm);
         return failed(fn, comm, c, MRC_OK, "out of memory for the result");
     }
-    mrc_status_t st = mrc_reduce_scatter(data_at(&s), into, elems, dtype,
-                                         mop, c->comm);
+    mrc_status_t st =
+        mrc_reduce_scatter(data_at(&s), into, elems, dtype, mop, c->comm);
     if (into != data_at(&r)) {
         if (st == MRC_OK)
             memcpy(r.buf, into, block);
@@ -793,17 +791,17 @@ static int allgather(const void *sendbuf, size_t sendcount,
     MPI_Count lb = 0, extent = 0;
     PMPI_Type_get_extent_x(recvtype, &lb, &extent);
     /* This rank's block of recvbuf, where in place has its input. */
-    char *mine = (char *)recvbuf + (MPI_Aint)rank * (MPI_Aint)recvcount *
-                                       (MPI_Aint)extent;
+    char *mine = (char *)recvbuf +
+                 (MPI_Aint)rank * (MPI_Aint)recvcount * (MPI_Aint)extent;
     data_t s, r;
-    if (!data_open(&r, recvbuf, recvcount * (size_t)n, recvtype, total, 0,
-                   comm, &why))
+    if (!data_open(&r, recvbuf, recvcount * (size_t)n, recvtype, total, 0, comm,
+                   &why))
         return failed(fn, comm, c, MRC_OK, why);
-    int ok = sendbuf == MPI_IN_PLACE
-                 ? data_open(&s, mine, recvcount, recvtype, rbytes, 1, comm,
-                             &why)
-                 : data_open(&s, (void *)sendbuf, sendcount, sendtype, sbytes,
-                             1, comm, &why);
+    int ok =
+        sendbuf == MPI_IN_PLACE
+            ? data_open(&s, mine, recvcount, recvtype, rbytes, 1, comm, &why)
+            : data_open(&s, (void *)sendbuf, sendcount, sendtype, sbytes, 1,
+                        comm, &why);
     if (!ok) {
         data_close(&r, 0, comm);
         return failed(fn, comm, c, MRC_OK, why);
@@ -811,8 +809,8 @@ static int allgather(const void *sendbuf, size_t sendcount,
     /* In place and contiguous, the input is already this rank's block of
      * the result: mrc's in-place form. */
     const void *from = data_at(&s);
-    mrc_status_t st = mrc_allgather(from, data_at(&r), rbytes, MRC_UINT8,
-                                    c->comm);
+    mrc_status_t st =
+        mrc_allgather(from, data_at(&r), rbytes, MRC_UINT8, c->comm);
     data_close(&s, 0, comm);
     int rc = data_close(&r, st == MRC_OK, comm);
     if (st != MRC_OK || rc != MPI_SUCCESS)
@@ -859,8 +857,8 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
     data_t d;
     if (!data_open(&d, buf, count, type, bytes, rank == root, comm, &why))
         return failed(fn, comm, c, MRC_OK, why);
-    mrc_status_t st = mrc_broadcast(data_at(&d), data_at(&d), bytes,
-                                    MRC_UINT8, root, c->comm);
+    mrc_status_t st = mrc_broadcast(data_at(&d), data_at(&d), bytes, MRC_UINT8,
+                                    root, c->comm);
     int rc = data_close(&d, st == MRC_OK && rank != root, comm);
     if (st != MRC_OK || rc != MPI_SUCCESS)
         return failed(fn, comm, c, st, "unpacking the result failed");

@@ -551,7 +551,10 @@ static int same_data(const void *a, const void *b, int count, MPI_Datatype t)
 {
     if (t == MPI_LONG_DOUBLE_INT) {
         /* by value: a long double's padding is whatever MPI's scratch held */
-        struct { long double v; int i; } x, y;
+        struct {
+            long double v;
+            int i;
+        } x, y;
         for (int k = 0; k < count; k++) {
             memcpy(&x, (const char *)a + (size_t)k * sizeof x, sizeof x);
             memcpy(&y, (const char *)b + (size_t)k * sizeof y, sizeof y);
@@ -579,34 +582,49 @@ static void pair_fill(void *buf, int count, MPI_Datatype t, int rank, int salt)
         char *e = (char *)buf + (size_t)i * (size_t)extent;
         int v = (rank * 7 + i * 3 + salt) % 5, idx = rank * 100 + i;
         if (t == MPI_DOUBLE_INT) {
-            struct { double v; int i; } x = {v, idx};
+            struct {
+                double v;
+                int i;
+            } x = {v, idx};
             memcpy(e, &x.v, sizeof x.v);
             memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
         } else if (t == MPI_LONG_INT) {
-            struct { long v; int i; } x = {v, idx};
+            struct {
+                long v;
+                int i;
+            } x = {v, idx};
             memcpy(e, &x.v, sizeof x.v);
             memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
         } else if (t == MPI_SHORT_INT) {
-            struct { short v; int i; } x = {(short)v, idx};
+            struct {
+                short v;
+                int i;
+            } x = {(short)v, idx};
             memcpy(e, &x.v, sizeof x.v);
             memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
         } else if (t == MPI_2INT) {
             int x[2] = {v, idx};
             memcpy(e, x, sizeof x);
         } else if (t == MPI_FLOAT_INT) {
-            struct { float v; int i; } x = {(float)v, idx};
+            struct {
+                float v;
+                int i;
+            } x = {(float)v, idx};
             memcpy(e, &x.v, sizeof x.v);
             memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
         } else {
-            struct { long double v; int i; } x = {v, idx};
+            struct {
+                long double v;
+                int i;
+            } x = {v, idx};
             memcpy(e, &x.v, sizeof x.v);
             memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
         }
     }
 }
 
-static void pair_case(MPI_Datatype t, int which, MPI_Op op, int count,
-                      int ip, int root)
+static void pair_case(MPI_Datatype t, int which, MPI_Op op, int count, int ip,
+                      int root)
 {
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -653,14 +671,13 @@ static void pair_case(MPI_Datatype t, int which, MPI_Op op, int count,
              which == ALLGATHER || which == BCAST ? "-"
              : op == MPI_MAXLOC                   ? "maxloc"
                                                   : "minloc",
-             count,
-             ip ? " in place" : "", root);
+             count, ip ? " in place" : "", root);
     if (rc1 != MPI_SUCCESS || rc2 != MPI_SUCCESS) {
         failed++;
         report(rank, what);
         goto out;
     }
-    int out = which == ALLGATHER           ? count * n
+    int out = which == ALLGATHER                ? count * n
               : which == REDUCE && rank != root ? 0
               : which == RS_UNEQUAL             ? count + rank % 2
                                                 : count;
@@ -678,9 +695,8 @@ static int pairs(void)
 {
     int n;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    MPI_Datatype types[] = {MPI_DOUBLE_INT, MPI_LONG_INT, MPI_SHORT_INT,
-                            MPI_2INT,       MPI_FLOAT_INT,
-                            MPI_LONG_DOUBLE_INT};
+    MPI_Datatype types[] = {MPI_DOUBLE_INT, MPI_LONG_INT,  MPI_SHORT_INT,
+                            MPI_2INT,       MPI_FLOAT_INT, MPI_LONG_DOUBLE_INT};
     const int counts[] = {1, 2, 5, 1001};
     for (int ti = 0; ti < 6; ti++)
         for (int which = 0; which < NUM_CALLS; which++)
@@ -694,8 +710,8 @@ static int pairs(void)
                         int roots = which == REDUCE || which == BCAST ? n : 1;
                         for (int root = 0; root < roots; root++)
                             pair_case(types[ti], which,
-                                      oi ? MPI_MINLOC : MPI_MAXLOC,
-                                      counts[k], ip, root);
+                                      oi ? MPI_MINLOC : MPI_MAXLOC, counts[k],
+                                      ip, root);
                     }
     return trust_done("pairs");
 }
@@ -810,10 +826,10 @@ static int rsb(void)
         for (size_t i = 0; i < len; i++)
             a[i] = b[i] = (int)(i % 1000) + rank * 7 + 0x5a5a0000;
         cases++;
-        if (MPI_Reduce_scatter_block(MPI_IN_PLACE, a, block, MPI_INT,
-                                     MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
-            PMPI_Reduce_scatter_block(MPI_IN_PLACE, b, block, MPI_INT,
-                                      MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+        if (MPI_Reduce_scatter_block(MPI_IN_PLACE, a, block, MPI_INT, MPI_SUM,
+                                     MPI_COMM_WORLD) != MPI_SUCCESS ||
+            PMPI_Reduce_scatter_block(MPI_IN_PLACE, b, block, MPI_INT, MPI_SUM,
+                                      MPI_COMM_WORLD) != MPI_SUCCESS)
             failed++;
         else if (memcmp(a, b, len * sizeof *a) != 0) {
             wrong++;
@@ -874,8 +890,8 @@ static int errors(void)
         cases++;
         int rc = MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
         if (rc != MPI_SUCCESS) {
-            fprintf(stderr, "rank %d: allreduce %d after it: error %d\n",
-                    rank, i, rc);
+            fprintf(stderr, "rank %d: allreduce %d after it: error %d\n", rank,
+                    i, rc);
             failed++;
         } else
             wrong += sum != n * (n - 1) / 2 + n * i;
@@ -983,8 +999,8 @@ static int dies(void)
     sigaddset(&term, SIGTERM);
     sigprocmask(SIG_BLOCK, &term, NULL);
     cases++;
-    if (rank == 0 && MPI_Bcast(&x, 1, MPI_INT, 1, MPI_COMM_WORLD) ==
-                         MPI_SUCCESS)
+    if (rank == 0 &&
+        MPI_Bcast(&x, 1, MPI_INT, 1, MPI_COMM_WORLD) == MPI_SUCCESS)
         failed++; /* the error handler ends the job before this */
     return trust_done("dies");
 }
