@@ -468,6 +468,8 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             continue;
         }
         /* Nothing moved: let the other ranks run, and watch the clock. */
+        if (t->ops->idle && idle % 16 == 15)
+            t->ops->idle(t->ctx);
         if (++idle % 64 == 0) {
             double now = now_s();
             if (start == 0)

@@ -8,26 +8,36 @@
  * attribute; anything else goes to the PMPI_ call unchanged:
  *
  *   mrc:  intra-communicators of 2 or more ranks; for MPI_Bcast and
- *         MPI_Allgather, contiguous data of any predefined type (or of
- *         contiguous types built of one: how MPI-3 programs move more
- *         than 2^31 elements); for the reductions, a predefined integer or
- *         float type of 8 to 64 bits with MPI_SUM, MPI_PROD, MPI_MIN or
- *         MPI_MAX;
+ *         MPI_Allgather, data of any datatype; for the reductions, data
+ *         whose type signature is one predefined integer or float type of
+ *         8 to 64 bits, with MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX;
  *   MPI:  user-defined ops and the other predefined ones (MPI_BAND,
- *         MPI_MAXLOC, ...), derived types in reductions (Open MPI refuses
- *         predefined ops on them), other types (vectors, structs, pairs,
- *         16-bit, long double, complex), inter-communicators, one-rank
- *         communicators, MPI_Reduce_scatter with unequal counts, an
+ *         MPI_MAXLOC, ...), reductions of other types (pairs such as
+ *         MPI_DOUBLE_INT, 16-bit, long double, complex, structs of
+ *         several types), inter-communicators, one-rank communicators,
+ *         calls of no data, MPI_Reduce_scatter with unequal counts, an
  *         MPI_Allgather whose send and receive blocks differ.
  *
- * The decision rests only on arguments that MPI requires to agree on
- * every rank, so all ranks take the same path. $MRC_MPI_VERBOSE=1 prints
- * (on stderr, once per call site and path) which path a call took and
- * why. An mrc failure (a timeout, a lost peer) is reported through the
- * communicator's error handler as MPI_ERR_OTHER, after its message.
+ * The route rests only on what MPI requires to agree on every rank (the
+ * type signature and count, the op, the root, the communicator), never on
+ * a datatype's layout, which may differ between ranks (a vector on one,
+ * contiguous ints on another): all ranks take the same path. A rank whose
+ * data is not contiguous by extent (holes, as in MPI_DOUBLE_INT's 12 bytes
+ * in 16, or gaps, as in a vector) packs it (MPI_Pack) around the mrc call.
+ * $MRC_MPI_VERBOSE=1 prints (on stderr, once per call site and path)
+ * which path a call took and why.
+ *
+ * No timeout unless $MRC_TIMEOUT sets one: MPI waits as long as a
+ * collective takes; a dead peer is still reported. While a rank waits in
+ * mrc, MPI progresses (see the MPI transport's idle hook). An mrc failure
+ * is reported through the communicator's error handler as MPI_ERR_OTHER,
+ * after its message; if the program goes on (MPI_ERRORS_RETURN), the
+ * calls after a failure that broke mrc's communicator go to MPI.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,12 +55,22 @@ typedef struct cached {
     struct cached *next, *prev;
     MPI_Comm of;
     mrc_comm_t *comm; /* NULL: mrc could not be set up; MPI does it all */
+    int dropped;      /* a call failed in mrc: MPI does the rest */
 } cached_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int keyval = MPI_KEYVAL_INVALID;
 static cached_t *all; /* every live entry, for MPI_Finalize */
 static int verbose = -1;
+
+static int is_verbose(void)
+{
+    if (verbose < 0) {
+        const char *v = getenv("MRC_MPI_VERBOSE");
+        verbose = v && *v && strcmp(v, "0") != 0;
+    }
+    return verbose;
+}
 
 static int delete_entry(MPI_Comm comm, int key, void *value, void *extra)
 {
@@ -82,10 +102,33 @@ static int key(void)
     return k;
 }
 
+/* The drop-in's timeout: none unless $MRC_TIMEOUT sets one. MPI waits as
+ * long as a collective takes (a root may come late and be correct), so a
+ * default would kill correct programs; a dead peer is still seen and
+ * reported without one. */
+static double drop_in_timeout(void)
+{
+    const char *v = getenv("MRC_TIMEOUT");
+    if (!v || !*v)
+        return INFINITY;
+    char *end;
+    double t = strtod(v, &end);
+    if (*end || !(t > 0)) {
+        static int warned;
+        if (!warned++)
+            fprintf(stderr,
+                    "mrc_mpi: MRC_TIMEOUT=%s is not a number of seconds "
+                    "above 0: no timeout\n",
+                    v);
+        return INFINITY;
+    }
+    return t;
+}
+
 /* The mrc communicator of comm, made on first use (collective: every
- * rank of comm gets here in the same call). NULL: MPI does the call; *why
- * says why. */
-static mrc_comm_t *comm_of(MPI_Comm comm, const char **why)
+ * rank of comm gets here in the same call, as every rank takes the same
+ * route). NULL: MPI does the call; *why says why. */
+static cached_t *entry_of(MPI_Comm comm, const char **why)
 {
     int inter = 0, size = 0, found = 0;
     PMPI_Comm_test_inter(comm, &inter);
@@ -108,14 +151,26 @@ static mrc_comm_t *comm_of(MPI_Comm comm, const char **why)
             return NULL;
         }
         c->of = comm;
-        if (mrc_comm_init_mpi(comm, NULL, &c->comm) != MRC_OK) {
-            int rank = 0;
-            PMPI_Comm_rank(comm, &rank);
+        mrc_config_t cfg = {.timeout_s = drop_in_timeout()};
+        int rank = 0;
+        PMPI_Comm_rank(comm, &rank);
+        if (mrc_comm_init_mpi(comm, &cfg, &c->comm) != MRC_OK) {
             if (rank == 0)
                 fprintf(stderr,
                         "mrc_mpi: this communicator stays with MPI: %s\n",
                         mrc_last_error());
             c->comm = NULL;
+        } else if (rank == 0 && is_verbose()) {
+            if (isinf(cfg.timeout_s))
+                fprintf(stderr,
+                        "mrc_mpi: a communicator of %d ranks: no timeout "
+                        "($MRC_TIMEOUT unset), as in MPI\n",
+                        size);
+            else
+                fprintf(stderr,
+                        "mrc_mpi: a communicator of %d ranks: timeout %g s "
+                        "($MRC_TIMEOUT)\n",
+                        size, cfg.timeout_s);
         }
         pthread_mutex_lock(&lock);
         c->next = all;
@@ -125,9 +180,15 @@ static mrc_comm_t *comm_of(MPI_Comm comm, const char **why)
         pthread_mutex_unlock(&lock);
         PMPI_Comm_set_attr(comm, k, c);
     }
-    if (!c->comm)
+    if (!c->comm) {
         *why = "mrc could not be set up on this communicator";
-    return c->comm;
+        return NULL;
+    }
+    if (c->dropped) {
+        *why = "an earlier call failed in mrc on this communicator";
+        return NULL;
+    }
+    return c;
 }
 
 /* ---- what mrc can take ------------------------------------------------- */
@@ -158,68 +219,128 @@ static int reducible(MPI_Datatype t)
     return -1;
 }
 
-/* What a datatype is made of: a predefined type `base` repeated `*mult`
- * times with no gaps (contiguous and dup types of one, to any depth). 0
- * if it is anything else. */
-static int flatten(MPI_Datatype t, MPI_Datatype *base, size_t *mult)
+static int same_basic(MPI_Datatype a, MPI_Datatype b)
 {
-    *mult = 1;
-    MPI_Datatype cur = t;
-    int owned = 0, ok = 0; /* owned: cur came from get_contents */
-    for (int depth = 0; depth < 16; depth++) {
-        int ni, na, nd, combiner;
-        if (PMPI_Type_get_envelope(cur, &ni, &na, &nd, &combiner) !=
-            MPI_SUCCESS)
-            break;
-        if (combiner == MPI_COMBINER_NAMED) {
-            MPI_Aint lb, extent;
-            int size;
-            PMPI_Type_get_true_extent(cur, &lb, &extent);
-            PMPI_Type_size(cur, &size);
-            *base = cur;
-            ok = lb == 0 && extent == size && size > 0;
-            break;
+    return a == b || (reducible(a) >= 0 && reducible(a) == reducible(b));
+}
+
+/* The one predefined type that t's type signature repeats, in *base
+ * (MPI_DATATYPE_NULL for a type of no data): 1; 0 if the signature mixes
+ * types (MPI_DOUBLE_INT and the other pairs of two types, structs of
+ * several) or cannot be read. MPI requires the ranks' signatures to
+ * match, so this is the same on every rank whatever layout each rank's
+ * datatype gives its data. */
+static int signature_of(MPI_Datatype t, MPI_Datatype *base, int depth)
+{
+    *base = MPI_DATATYPE_NULL;
+    MPI_Count size = 0;
+    if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS)
+        return 0;
+    if (size == 0)
+        return 1;
+    int ni, na, nd, comb;
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED) {
+        if (t == MPI_2INT) {
+            *base = MPI_INT;
+            return 1;
         }
-        if ((combiner != MPI_COMBINER_CONTIGUOUS &&
-             combiner != MPI_COMBINER_DUP) ||
-            ni > 1 || na != 0 || nd != 1)
-            break;
-        int count = 1;
-        MPI_Aint unused;
-        MPI_Datatype inner;
-        PMPI_Type_get_contents(cur, ni, na, nd, &count, &unused, &inner);
-        if (owned)
-            PMPI_Type_free(&cur);
-        cur = inner;
-        int ci, ca, cd, cc;
-        PMPI_Type_get_envelope(cur, &ci, &ca, &cd, &cc);
-        owned = cc != MPI_COMBINER_NAMED;
-        if (count < 0)
-            break;
-        *mult *= (size_t)count;
+        if (t == MPI_DOUBLE_INT || t == MPI_LONG_INT || t == MPI_SHORT_INT ||
+            t == MPI_FLOAT_INT || t == MPI_LONG_DOUBLE_INT)
+            return 0;
+        *base = t;
+        return 1;
     }
-    if (owned)
-        PMPI_Type_free(&cur);
+    if (depth > 32 || nd < 1)
+        return 0;
+    int *ints = malloc((size_t)(ni + 1) * sizeof *ints);
+    MPI_Aint *aints = malloc((size_t)(na + 1) * sizeof *aints);
+    MPI_Datatype *types = malloc((size_t)nd * sizeof *types);
+    int ok = ints && aints && types &&
+             PMPI_Type_get_contents(t, ni, na, nd, ints, aints, types) ==
+                 MPI_SUCCESS;
+    int got = ok ? nd : 0;
+    for (int i = 0; i < got; i++) {
+        /* a struct's member of no elements adds nothing to it */
+        int skip =
+            comb == MPI_COMBINER_STRUCT && i + 1 < ni && ints[1 + i] == 0;
+        MPI_Datatype b;
+        if (ok && !skip) {
+            ok = signature_of(types[i], &b, depth + 1);
+            if (ok && b != MPI_DATATYPE_NULL) {
+                if (*base == MPI_DATATYPE_NULL)
+                    *base = b;
+                else if (!same_basic(*base, b))
+                    ok = 0;
+            }
+        }
+        int ci, ca, cd, cc;
+        PMPI_Type_get_envelope(types[i], &ci, &ca, &cd, &cc);
+        if (cc != MPI_COMBINER_NAMED)
+            PMPI_Type_free(&types[i]);
+    }
+    free(ints);
+    free(aints);
+    free(types);
     return ok;
 }
 
-/* Data to move (no reduction): its bytes, or 0 with *why. */
-static int movable(MPI_Datatype t, size_t count, size_t *bytes,
-                   const char **why)
+/* count elements of t lie in count * size bytes from their buffer, in
+ * order, with no holes and no gaps between elements (contiguous by
+ * extent): mrc may take them as they are. A pair type such as
+ * MPI_DOUBLE_INT (size 12, extent 16) is not; contiguous and dup types of
+ * a type that is, are. Anything else is packed (see data_t). */
+static int contiguous(MPI_Datatype t, int depth)
 {
-    MPI_Datatype base;
-    size_t mult;
-    if (!flatten(t, &base, &mult)) {
-        *why = "a datatype that is not contiguous data of a predefined type";
+    MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
+    if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent_x(t, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(t, &tlb, &textent) != MPI_SUCCESS)
+        return 0;
+    if (size <= 0 || lb != 0 || tlb != 0 || extent != size || textent != size)
+        return 0;
+    int ni, na, nd, comb;
+    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    /* Sizes alone cannot rule out overlapping blocks beside a hole. */
+    if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) ||
+        ni > 1 || na != 0 || nd != 1 || depth > 32)
+        return 0;
+    int count = 1;
+    MPI_Aint unused;
+    MPI_Datatype inner;
+    if (PMPI_Type_get_contents(t, ni, na, nd, &count, &unused, &inner) !=
+        MPI_SUCCESS)
+        return 0;
+    int ok = contiguous(inner, depth + 1);
+    int ci, ca, cd, cc;
+    PMPI_Type_get_envelope(inner, &ci, &ca, &cd, &cc);
+    if (cc != MPI_COMBINER_NAMED)
+        PMPI_Type_free(&inner);
+    return ok;
+}
+
+/* The bytes of count elements of t (the same on every rank: MPI requires
+ * the signatures to match), or 0 with *why. */
+static int data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
+                      const char **why)
+{
+    MPI_Count size = 0;
+    if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS || size < 0 ||
+        __builtin_mul_overflow(count, (size_t)size, bytes)) {
+        *why = "a size that mrc cannot hold";
         return 0;
     }
-    int size;
-    PMPI_Type_size(base, &size);
-    *bytes = count * mult * (size_t)size;
     return 1;
 }
 
-/* Data to reduce: its mrc dtype and element count, or 0 with *why. */
+/* Data to reduce: its mrc dtype, op and element count, or 0 with *why.
+ * Decided on the type signature (its one basic type) and the op, which
+ * MPI requires to agree on every rank: all ranks take the same route
+ * whatever their datatypes' layouts. */
 static int reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
                           mrc_dtype_t *dtype, mrc_op_t *mop, size_t *elems,
                           const char **why)
@@ -236,17 +357,118 @@ static int reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
         *why = "an operator other than MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX";
         return 0;
     }
-    /* Predefined types only: MPI refuses MPI_SUM and the like on derived
-     * ones, and so must we. */
+    MPI_Datatype base;
+    size_t bytes;
+    /* The common case, a predefined type, without asking MPI. */
     int d = reducible(t);
-    if (d < 0) {
-        *why = "a datatype that is not a predefined 8- to 64-bit integer, "
-               "float or double";
+    if (d >= 0) {
+        if (__builtin_mul_overflow(count, mrc_dtype_size((mrc_dtype_t)d),
+                                   &bytes)) {
+            *why = "a size that mrc cannot hold";
+            return 0;
+        }
+    } else {
+        if (signature_of(t, &base, 0) && base != MPI_DATATYPE_NULL)
+            d = reducible(base);
+        if (d < 0) {
+            *why = "a datatype that is not made of one predefined 8- to "
+                   "64-bit integer, float or double";
+            return 0;
+        }
+        if (!data_bytes(t, count, &bytes, why))
+            return 0;
+    }
+    if (bytes == 0) {
+        *why = "no data";
         return 0;
     }
     *dtype = (mrc_dtype_t)d;
-    *elems = count;
+    *elems = bytes / mrc_dtype_size(*dtype);
     return 1;
+}
+
+/* ---- a rank's data as bytes mrc can take ------------------------------- */
+
+/* count elements of t at buf as mrc sees them: at buf itself when t is
+ * contiguous by extent, else packed (MPI_Pack) into a buffer of this
+ * rank's: ranks may lay out the same signature differently, and each
+ * packs or not for itself, without changing the call's route. */
+typedef struct data {
+    void *buf;
+    size_t count;
+    MPI_Datatype type;
+    size_t bytes;
+    char *packed; /* NULL: buf is used as it is */
+} data_t;
+
+/* Packs or unpacks in pieces small enough for MPI's int sizes. */
+static int pack_pieces(data_t *d, MPI_Comm comm, int unpack)
+{
+    MPI_Count size = 0, lb = 0, extent = 0;
+    PMPI_Type_size_x(d->type, &size);
+    PMPI_Type_get_extent_x(d->type, &lb, &extent);
+    size_t per = size > 0 ? ((size_t)1 << 30) / (size_t)size : 0;
+    if (per == 0)
+        per = 1;
+    for (size_t i = 0; i < d->count; i += per) {
+        size_t k = d->count - i < per ? d->count - i : per;
+        size_t len = k * (size_t)size;
+        if (len > INT_MAX)
+            return MPI_ERR_TYPE;
+        char *at = (char *)d->buf + (MPI_Aint)i * (MPI_Aint)extent;
+        int pos = 0, rc;
+        if (unpack)
+            rc = PMPI_Unpack(d->packed + i * (size_t)size, (int)len, &pos, at,
+                             (int)k, d->type, comm);
+        else
+            rc = PMPI_Pack(at, (int)k, d->type, d->packed + i * (size_t)size,
+                           (int)len, &pos, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if ((size_t)pos != len)
+            return MPI_ERR_TRUNCATE; /* a packed form with headers */
+    }
+    return MPI_SUCCESS;
+}
+
+/* Sets d up for count elements of t at buf; `in`: its data is input
+ * (packed now). 0 with *why if a buffer is short of memory. */
+static int data_open(data_t *d, void *buf, size_t count, MPI_Datatype t,
+                     size_t bytes, int in, MPI_Comm comm, const char **why)
+{
+    *d = (data_t){buf, count, t, bytes, NULL};
+    if (bytes == 0 || reducible(t) >= 0 || t == MPI_BYTE || t == MPI_CHAR ||
+        contiguous(t, 0))
+        return 1; /* predefined types first: no call into MPI */
+    d->packed = malloc(bytes);
+    if (!d->packed) {
+        *why = "out of memory for a packed copy of the data";
+        return 0;
+    }
+    if (in && pack_pieces(d, comm, 0) != MPI_SUCCESS) {
+        *why = "MPI_Pack failed";
+        free(d->packed);
+        d->packed = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+static void *data_at(const data_t *d)
+{
+    return d->packed ? d->packed : d->buf;
+}
+
+/* Unpacks d's bytes into its buffer if `out` (and the call succeeded),
+ * and frees the packed copy. */
+static int data_close(data_t *d, int out, MPI_Comm comm)
+{
+    int rc = MPI_SUCCESS;
+    if (d->packed && out)
+        rc = pack_pieces(d, comm, 1);
+    free(d->packed);
+    d->packed = NULL;
+    return rc;
 }
 
 /* ---- saying which path a call took ------------------------------------- */
@@ -256,11 +478,7 @@ enum { SITES = 256 };
 static void say(const char *fn, const void *site, const char *path,
                 const char *why)
 {
-    if (verbose < 0) {
-        const char *v = getenv("MRC_MPI_VERBOSE");
-        verbose = v && *v && strcmp(v, "0") != 0;
-    }
-    if (!verbose)
+    if (!is_verbose())
         return;
     static struct {
         const void *site;
@@ -298,12 +516,40 @@ static void say(const char *fn, const void *site, const char *path,
             where, path, why);
 }
 
-static int failed(const char *fn, MPI_Comm comm)
+/* An error that leaves the mrc communicator unusable (mrc poisons it):
+ * MPI must take the calls after it. */
+static int poisons(mrc_status_t st)
+{
+    return st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
+           st == MRC_ERR_TRANSPORT || st == MRC_ERR_INTERNAL;
+}
+
+/* A call failed in mrc (st; MRC_OK: around it, for `why`): says why, then
+ * reports it as MPI does, through the communicator's error handler
+ * (MPI_ERRORS_ARE_FATAL, the default, ends the job). A program that goes on
+ * (MPI_ERRORS_RETURN, or a handler that returns) keeps a working communicator:
+ * the calls after a failure that broke mrc's communicator go to MPI. */
+static int failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
+                  const char *why)
 {
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
     fprintf(stderr, "mrc_mpi: %s on rank %d: %s\n", fn, rank,
-            mrc_last_error());
+            st == MRC_OK ? why : mrc_last_error());
+    if (poisons(st) && !c->dropped) {
+        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+        PMPI_Comm_get_errhandler(comm, &eh);
+        int fatal = eh == MPI_ERRORS_ARE_FATAL;
+        if (eh != MPI_ERRHANDLER_NULL)
+            PMPI_Errhandler_free(&eh);
+        if (!fatal) {
+            c->dropped = 1;
+            fprintf(stderr,
+                    "mrc_mpi: rank %d: the later collectives on this "
+                    "communicator go to MPI\n",
+                    rank);
+        }
+    }
     PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
 }
@@ -311,6 +557,12 @@ static int failed(const char *fn, MPI_Comm comm)
 #define SITE __builtin_return_address(0)
 
 /* ---- the collectives --------------------------------------------------- */
+
+/* The send side of a reduction: sendbuf, or recvbuf in place. */
+static const void *input(const void *sendbuf, void *recvbuf)
+{
+    return sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+}
 
 static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
                      MPI_Datatype type, MPI_Op op, MPI_Comm comm,
@@ -320,17 +572,33 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
     mrc_dtype_t dtype;
     mrc_op_t mop;
     size_t elems;
-    mrc_comm_t *c = NULL;
+    cached_t *c = NULL;
     if (reducible_data(type, count, op, &dtype, &mop, &elems, &why))
-        c = comm_of(comm, &why);
+        c = entry_of(comm, &why);
     if (!c) {
         say(fn, site, "MPI", why);
         return -1;
     }
     say(fn, site, "mrc", mrc_dtype_name(dtype));
-    const void *s = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (mrc_allreduce(s, recvbuf, elems, dtype, mop, c) != MRC_OK)
-        return failed(fn, comm);
+    size_t bytes = elems * mrc_dtype_size(dtype);
+    data_t s, r;
+    int ip = sendbuf == MPI_IN_PLACE;
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
+                   comm, &why))
+        return failed(fn, comm, c, MRC_OK, why);
+    if (ip)
+        r = s;
+    else if (!data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
+        data_close(&s, 0, comm);
+        return failed(fn, comm, c, MRC_OK, why);
+    }
+    mrc_status_t st =
+        mrc_allreduce(data_at(&s), data_at(&r), elems, dtype, mop, c->comm);
+    int rc = data_close(&r, st == MRC_OK, comm);
+    if (!ip)
+        data_close(&s, 0, comm);
+    if (st != MRC_OK || rc != MPI_SUCCESS)
+        return failed(fn, comm, c, st, "unpacking the result failed");
     return MPI_SUCCESS;
 }
 
@@ -352,23 +620,39 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     mrc_dtype_t dtype;
     mrc_op_t mop;
     size_t elems;
-    mrc_comm_t *c = NULL;
+    cached_t *c = NULL;
     int size = 0, rank = 0;
     PMPI_Comm_size(comm, &size);
     PMPI_Comm_rank(comm, &rank);
     if (root < 0 || root >= size)
         why = "a root out of range (MPI reports it)";
     else if (reducible_data(type, count, op, &dtype, &mop, &elems, &why))
-        c = comm_of(comm, &why);
+        c = entry_of(comm, &why);
     if (!c) {
         say(fn, site, "MPI", why);
         return -1;
     }
     say(fn, site, "mrc", mrc_dtype_name(dtype));
-    const void *s = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    if (mrc_reduce(s, rank == root ? recvbuf : NULL, elems, dtype, mop, root,
-                   c) != MRC_OK)
-        return failed(fn, comm);
+    size_t bytes = elems * mrc_dtype_size(dtype);
+    int ip = sendbuf == MPI_IN_PLACE && rank == root, out = rank == root;
+    data_t s, r = {0};
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
+                   comm, &why))
+        return failed(fn, comm, c, MRC_OK, why);
+    if (ip)
+        r = s;
+    else if (out &&
+             !data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
+        data_close(&s, 0, comm);
+        return failed(fn, comm, c, MRC_OK, why);
+    }
+    mrc_status_t st = mrc_reduce(data_at(&s), out ? data_at(&r) : NULL, elems,
+                                 dtype, mop, root, c->comm);
+    int rc = out ? data_close(&r, st == MRC_OK, comm) : MPI_SUCCESS;
+    if (!ip)
+        data_close(&s, 0, comm);
+    if (st != MRC_OK || rc != MPI_SUCCESS)
+        return failed(fn, comm, c, st, "unpacking the result failed");
     return MPI_SUCCESS;
 }
 
@@ -392,30 +676,50 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
     mrc_dtype_t dtype;
     mrc_op_t mop;
     size_t elems;
-    mrc_comm_t *c = NULL;
-    if (reducible_data(type, recvcount, op, &dtype, &mop, &elems, &why))
-        c = comm_of(comm, &why);
+    cached_t *c = NULL;
+    int n = 0;
+    PMPI_Comm_size(comm, &n);
+    if (reducible_data(type, recvcount, op, &dtype, &mop, &elems, &why)) {
+        if (elems > SIZE_MAX / (size_t)n / mrc_dtype_size(dtype))
+            why = "a size that mrc cannot hold";
+        else
+            c = entry_of(comm, &why);
+    }
     if (!c) {
         say(fn, site, "MPI", why);
         return -1;
     }
     say(fn, site, "mrc", mrc_dtype_name(dtype));
-    int rank;
-    PMPI_Comm_rank(comm, &rank);
     size_t block = elems * mrc_dtype_size(dtype);
-    mrc_status_t st;
-    if (sendbuf == MPI_IN_PLACE) {
-        /* MPI: the input fills recvbuf and block 0 of it gets the result;
-         * mrc in place: each rank's block stays where it is. */
-        char *mine = (char *)recvbuf + (size_t)rank * block;
-        st = mrc_reduce_scatter(recvbuf, mine, elems, dtype, mop, c);
-        if (st == MRC_OK && rank > 0)
-            memmove(recvbuf, mine, block);
-    } else {
-        st = mrc_reduce_scatter(sendbuf, recvbuf, elems, dtype, mop, c);
+    /* In place, MPI takes the input from all of recvbuf and writes the
+     * result at its start, leaving the rest as it was: mrc's in-place form
+     * (the result over the rank's own block) would overwrite that block,
+     * so the result comes out of place, into a block of its own. */
+    int ip = sendbuf == MPI_IN_PLACE;
+    data_t s, r;
+    if (!data_open(&s, (void *)input(sendbuf, recvbuf), recvcount * (size_t)n,
+                   type, block * (size_t)n, 1, comm, &why))
+        return failed(fn, comm, c, MRC_OK, why);
+    if (!data_open(&r, recvbuf, recvcount, type, block, 0, comm, &why)) {
+        data_close(&s, 0, comm);
+        return failed(fn, comm, c, MRC_OK, why);
     }
-    if (st != MRC_OK)
-        return failed(fn, comm);
+    void *into = data_at(&r);
+    if (ip && !r.packed && !(into = malloc(block))) {
+        data_close(&s, 0, comm);
+        return failed(fn, comm, c, MRC_OK, "out of memory for the result");
+    }
+    mrc_status_t st =
+        mrc_reduce_scatter(data_at(&s), into, elems, dtype, mop, c->comm);
+    if (into != data_at(&r)) {
+        if (st == MRC_OK)
+            memcpy(r.buf, into, block);
+        free(into);
+    }
+    data_close(&s, 0, comm);
+    int rc = data_close(&r, st == MRC_OK, comm);
+    if (st != MRC_OK || rc != MPI_SUCCESS)
+        return failed(fn, comm, c, st, "unpacking the result failed");
     return MPI_SUCCESS;
 }
 
@@ -453,34 +757,64 @@ EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
                                          op, comm);
 }
 
+/* Allgather and broadcast move bytes: the route rests on the bytes of the
+ * signature alone (any datatype; the ranks' layouts may differ). */
 static int allgather(const void *sendbuf, size_t sendcount,
                      MPI_Datatype sendtype, void *recvbuf, size_t recvcount,
                      MPI_Datatype recvtype, MPI_Comm comm, const void *site,
                      const char *fn)
 {
     const char *why = NULL;
-    size_t sbytes = 0, rbytes = 0;
-    mrc_comm_t *c = NULL;
-    if (movable(recvtype, recvcount, &rbytes, &why) &&
+    size_t sbytes = 0, rbytes = 0, total = 0;
+    cached_t *c = NULL;
+    int n = 0, rank = 0;
+    PMPI_Comm_size(comm, &n);
+    PMPI_Comm_rank(comm, &rank);
+    if (data_bytes(recvtype, recvcount, &rbytes, &why) &&
         (sendbuf == MPI_IN_PLACE ||
-         movable(sendtype, sendcount, &sbytes, &why))) {
+         data_bytes(sendtype, sendcount, &sbytes, &why))) {
         if (sendbuf != MPI_IN_PLACE && sbytes != rbytes)
-            why = "send and receive blocks of different sizes";
+            why = "send and receive blocks of different sizes (MPI reports "
+                  "it)";
+        else if (__builtin_mul_overflow(rbytes, (size_t)n, &total))
+            why = "a size that mrc cannot hold";
+        else if (rbytes == 0)
+            why = "no data";
         else
-            c = comm_of(comm, &why);
+            c = entry_of(comm, &why);
     }
     if (!c) {
         say(fn, site, "MPI", why);
         return -1;
     }
     say(fn, site, "mrc", "bytes");
-    int rank;
-    PMPI_Comm_rank(comm, &rank);
-    const void *s = sendbuf == MPI_IN_PLACE
-                        ? (char *)recvbuf + (size_t)rank * rbytes
-                        : sendbuf;
-    if (mrc_allgather(s, recvbuf, rbytes, MRC_UINT8, c) != MRC_OK)
-        return failed(fn, comm);
+    MPI_Count lb = 0, extent = 0;
+    PMPI_Type_get_extent_x(recvtype, &lb, &extent);
+    /* This rank's block of recvbuf, where in place has its input. */
+    char *mine = (char *)recvbuf +
+                 (MPI_Aint)rank * (MPI_Aint)recvcount * (MPI_Aint)extent;
+    data_t s, r;
+    if (!data_open(&r, recvbuf, recvcount * (size_t)n, recvtype, total, 0, comm,
+                   &why))
+        return failed(fn, comm, c, MRC_OK, why);
+    int ok =
+        sendbuf == MPI_IN_PLACE
+            ? data_open(&s, mine, recvcount, recvtype, rbytes, 1, comm, &why)
+            : data_open(&s, (void *)sendbuf, sendcount, sendtype, sbytes, 1,
+                        comm, &why);
+    if (!ok) {
+        data_close(&r, 0, comm);
+        return failed(fn, comm, c, MRC_OK, why);
+    }
+    /* In place and contiguous, the input is already this rank's block of
+     * the result: mrc's in-place form. */
+    const void *from = data_at(&s);
+    mrc_status_t st =
+        mrc_allgather(from, data_at(&r), rbytes, MRC_UINT8, c->comm);
+    data_close(&s, 0, comm);
+    int rc = data_close(&r, st == MRC_OK, comm);
+    if (st != MRC_OK || rc != MPI_SUCCESS)
+        return failed(fn, comm, c, st, "unpacking the result failed");
     return MPI_SUCCESS;
 }
 
@@ -503,20 +837,31 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
 {
     const char *why = NULL;
     size_t bytes = 0;
-    mrc_comm_t *c = NULL;
-    int size = 0;
+    cached_t *c = NULL;
+    int size = 0, rank = 0;
     PMPI_Comm_size(comm, &size);
+    PMPI_Comm_rank(comm, &rank);
     if (root < 0 || root >= size)
         why = "a root out of range (MPI reports it)";
-    else if (movable(type, count, &bytes, &why))
-        c = comm_of(comm, &why);
+    else if (!data_bytes(type, count, &bytes, &why))
+        ;
+    else if (bytes == 0)
+        why = "no data";
+    else
+        c = entry_of(comm, &why);
     if (!c) {
         say(fn, site, "MPI", why);
         return -1;
     }
     say(fn, site, "mrc", "bytes");
-    if (mrc_broadcast(buf, buf, bytes, MRC_UINT8, root, c) != MRC_OK)
-        return failed(fn, comm);
+    data_t d;
+    if (!data_open(&d, buf, count, type, bytes, rank == root, comm, &why))
+        return failed(fn, comm, c, MRC_OK, why);
+    mrc_status_t st = mrc_broadcast(data_at(&d), data_at(&d), bytes, MRC_UINT8,
+                                    root, c->comm);
+    int rc = data_close(&d, st == MRC_OK && rank != root, comm);
+    if (st != MRC_OK || rc != MPI_SUCCESS)
+        return failed(fn, comm, c, st, "unpacking the result failed");
     return MPI_SUCCESS;
 }
 

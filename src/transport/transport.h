@@ -117,6 +117,11 @@ typedef struct mrc__transport_ops {
     mrc_status_t (*allreduce_direct)(void *ctx, const void *send, void *recv,
                                     size_t count, mrc_dtype_t dtype,
                                     mrc_op_t op, double timeout_s);
+    /* Optional (NULL: none): called now and then while this rank waits
+     * with nothing to do, never on the path of a transfer that moves. An
+     * MPI program's ranks must let MPI progress while they wait in mrc
+     * (a peer may be blocked in MPI_Send to this rank). */
+    void (*idle)(void *ctx);
 } mrc__transport_ops_t;
 
 /* Up to this many bytes allreduce_direct takes a single step. */
@@ -145,6 +150,11 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              const char *token, double timeout_s,
                              mrc__shm_endpoint_t **out);
 void mrc__shm_detach(mrc__shm_endpoint_t *e);
+/* While it waits in its own loops (the direct allreduces), e calls
+ * idle(arg) every few microseconds of waiting; NULL: nothing. So that
+ * the MPI transport can let MPI progress without shm knowing MPI. */
+void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
+                       void *arg);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
 
 #endif /* MRC_TRANSPORT_H */

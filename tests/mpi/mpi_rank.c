@@ -19,15 +19,40 @@
  *                     and an in-place mrc_allreduce through
  *                     mrc_comm_init_mpi against the sum
  *
+ *   mpi_rank pairs    under the preload, the pair types (MPI_DOUBLE_INT,
+ *                     ...: holes inside, gaps between elements) through
+ *                     every intercepted call, packed and compared with the
+ *                     PMPI_ call's
+ *   mpi_rank mixed    under the preload, MPI_Bcast and MPI_Allgather where
+ *                     ranks pass different datatypes of one type signature
+ *                     (a vector on rank 0, contiguous ints elsewhere): the
+ *                     job completes with MPI's results
+ *   mpi_rank rsb      under the preload, an in-place
+ *                     MPI_Reduce_scatter_block leaves the receive buffer
+ *                     past the result as MPI leaves it
+ *   mpi_rank errors   under the preload with $MRC_TIMEOUT=1 and
+ *                     MPI_ERRORS_RETURN: an allreduce that rank 0 enters
+ *                     2 s late fails, and the calls after it still work
+ *   mpi_rank fatal    the same failure under MPI_ERRORS_ARE_FATAL: the job
+ *                     ends, saying why
+ *   mpi_rank progress rank 0 posts an 8 MiB MPI_Irecv from rank 1 and
+ *                     enters a collective, rank 1 sends it with a blocking
+ *                     MPI_Send first: mrc's waits must let MPI progress
+ *   mpi_rank late     MPI_Bcast whose root enters 3 s late
+ *   mpi_rank dies     rank 1 is killed while rank 0 waits in MPI_Bcast
+ *
  * Prints one line per rank; exits 0 only when everything held.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <mpi.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/mpi_types.h"
 #include "exec/reference.h"
@@ -497,6 +522,489 @@ static int big(void)
     return wrong || failed;
 }
 
+/* ---- trust: what MPI programs may do that mrc once got wrong ----------- */
+
+static int trust_done(const char *mode)
+{
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("rank %d of %d: %s: %ld cases, %ld wrong elements, %ld failed\n",
+           rank, size, mode, cases, wrong, failed);
+    return wrong || failed;
+}
+
+/* The data of count elements of t at buf, packed (no holes, no gaps). */
+static char *packed(const void *buf, int count, MPI_Datatype t, int *bytes)
+{
+    int size = 0, pos = 0;
+    PMPI_Pack_size(count, t, MPI_COMM_WORLD, &size);
+    char *p = malloc((size_t)size + 1);
+    if (p)
+        PMPI_Pack(buf, count, t, p, size, &pos, MPI_COMM_WORLD);
+    *bytes = pos;
+    return p;
+}
+
+/* a and b hold the same count elements of t (their data, not holes). */
+static int same_data(const void *a, const void *b, int count, MPI_Datatype t)
+{
+    if (t == MPI_LONG_DOUBLE_INT) {
+        /* by value: a long double's padding is whatever MPI's scratch held */
+        struct {
+            long double v;
+            int i;
+        } x, y;
+        for (int k = 0; k < count; k++) {
+            memcpy(&x, (const char *)a + (size_t)k * sizeof x, sizeof x);
+            memcpy(&y, (const char *)b + (size_t)k * sizeof y, sizeof y);
+            if (x.v != y.v || x.i != y.i)
+                return 0;
+        }
+        return 1;
+    }
+    int na, nb;
+    char *pa = packed(a, count, t, &na), *pb = packed(b, count, t, &nb);
+    int same = pa && pb && na == nb && memcmp(pa, pb, (size_t)na) == 0;
+    free(pa);
+    free(pb);
+    return same;
+}
+
+/* Element i of a pair type: a value that ties across ranks now and then
+ * (so MAXLOC must pick the lower index) and the index (rank-dependent). */
+static void pair_fill(void *buf, int count, MPI_Datatype t, int rank, int salt)
+{
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(t, &lb, &extent);
+    memset(buf, 0x5a, (size_t)count * (size_t)extent);
+    for (int i = 0; i < count; i++) {
+        char *e = (char *)buf + (size_t)i * (size_t)extent;
+        int v = (rank * 7 + i * 3 + salt) % 5, idx = rank * 100 + i;
+        if (t == MPI_DOUBLE_INT) {
+            struct {
+                double v;
+                int i;
+            } x = {v, idx};
+            memcpy(e, &x.v, sizeof x.v);
+            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
+        } else if (t == MPI_LONG_INT) {
+            struct {
+                long v;
+                int i;
+            } x = {v, idx};
+            memcpy(e, &x.v, sizeof x.v);
+            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
+        } else if (t == MPI_SHORT_INT) {
+            struct {
+                short v;
+                int i;
+            } x = {(short)v, idx};
+            memcpy(e, &x.v, sizeof x.v);
+            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
+        } else if (t == MPI_2INT) {
+            int x[2] = {v, idx};
+            memcpy(e, x, sizeof x);
+        } else if (t == MPI_FLOAT_INT) {
+            struct {
+                float v;
+                int i;
+            } x = {(float)v, idx};
+            memcpy(e, &x.v, sizeof x.v);
+            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
+        } else {
+            struct {
+                long double v;
+                int i;
+            } x = {v, idx};
+            memcpy(e, &x.v, sizeof x.v);
+            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
+        }
+    }
+}
+
+static void pair_case(MPI_Datatype t, int which, MPI_Op op, int count, int ip,
+                      int root)
+{
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Aint lb, extent;
+    MPI_Type_get_extent(t, &lb, &extent);
+    int total = count * n + n; /* unequal blocks: up to one more each */
+    size_t bytes = (size_t)total * (size_t)extent;
+    char *in = malloc(bytes), *a = malloc(bytes), *b = malloc(bytes);
+    if (!in || !a || !b) {
+        failed++;
+        goto out;
+    }
+    pair_fill(in, total, t, rank, which);
+    memset(a, 0x5a, bytes);
+    memset(b, 0x5a, bytes);
+    const void *s1 = in, *s2 = in;
+    if (which == BCAST) {
+        if (rank == root) {
+            memcpy(a, in, bytes);
+            memcpy(b, in, bytes);
+        }
+    } else if (ip) {
+        if (which == ALLGATHER) {
+            size_t blk = (size_t)count * (size_t)extent;
+            memcpy(a + (size_t)rank * blk, in, blk);
+            memcpy(b + (size_t)rank * blk, in, blk);
+        } else {
+            memcpy(a, in, bytes);
+            memcpy(b, in, bytes);
+        }
+        if (which != REDUCE || rank == root)
+            s1 = s2 = MPI_IN_PLACE;
+    }
+    cases++;
+    int rc1 = pcall(0, which, s1, a, count, t, op, root, MPI_COMM_WORLD);
+    int rc2 = pcall(1, which, s2, b, count, t, op, root, MPI_COMM_WORLD);
+    char tname[MPI_MAX_OBJECT_NAME] = "";
+    int len;
+    MPI_Type_get_name(t, tname, &len);
+    char what[200];
+    snprintf(what, sizeof what, "MPI_%s %s %s count %d%s root %d",
+             call_name[which], tname,
+             which == ALLGATHER || which == BCAST ? "-"
+             : op == MPI_MAXLOC                   ? "maxloc"
+                                                  : "minloc",
+             count, ip ? " in place" : "", root);
+    if (rc1 != MPI_SUCCESS || rc2 != MPI_SUCCESS) {
+        failed++;
+        report(rank, what);
+        goto out;
+    }
+    int out = which == ALLGATHER                ? count * n
+              : which == REDUCE && rank != root ? 0
+              : which == RS_UNEQUAL             ? count + rank % 2
+                                                : count;
+    if (!same_data(a, b, out, t)) {
+        wrong++;
+        report(rank, what);
+    }
+out:
+    free(in);
+    free(a);
+    free(b);
+}
+
+static int pairs(void)
+{
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Datatype types[] = {MPI_DOUBLE_INT, MPI_LONG_INT,  MPI_SHORT_INT,
+                            MPI_2INT,       MPI_FLOAT_INT, MPI_LONG_DOUBLE_INT};
+    const int counts[] = {1, 2, 5, 1001};
+    for (int ti = 0; ti < 6; ti++)
+        for (int which = 0; which < NUM_CALLS; which++)
+            for (int k = 0; k < 4; k++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (int oi = 0; oi < 2; oi++) {
+                        int moving = which == ALLGATHER || which == BCAST;
+                        if ((moving && oi) || (which == RS_UNEQUAL && ip) ||
+                            (which == BCAST && ip))
+                            continue;
+                        int roots = which == REDUCE || which == BCAST ? n : 1;
+                        for (int root = 0; root < roots; root++)
+                            pair_case(types[ti], which,
+                                      oi ? MPI_MINLOC : MPI_MAXLOC, counts[k],
+                                      ip, root);
+                    }
+    return trust_done("pairs");
+}
+
+/* Rank 0 passes `count` ints as one vector (every other int of its
+ * buffer), the others as count MPI_INTs: one type signature. */
+static void mixed_case(int which, int count, int root)
+{
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int total = which == ALLGATHER ? count * n : count;
+    int *a = malloc((size_t)(2 * total + 2) * sizeof *a);
+    int *b = malloc((size_t)(2 * total + 2) * sizeof *b);
+    int *s = malloc((size_t)(count + 1) * sizeof *s);
+    if (!a || !b || !s) {
+        failed++;
+        goto out;
+    }
+    for (int i = 0; i < 2 * total + 2; i++)
+        a[i] = b[i] = -1;
+    for (int i = 0; i < count; i++)
+        s[i] = rank * 1000 + i;
+    MPI_Datatype vec; /* total ints, every other one */
+    MPI_Type_vector(total, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    MPI_Datatype rt = rank == 0 ? vec : MPI_INT;
+    int rcount = rank == 0 ? 1 : total;
+    int stride = rank == 0 ? 2 : 1;
+    if (which == BCAST && rank == root)
+        for (int i = 0; i < count; i++)
+            a[i * stride] = s[i];
+    cases++;
+    int rc = MPI_SUCCESS;
+    if (which == BCAST)
+        rc = MPI_Bcast(a, rcount, rt, root, MPI_COMM_WORLD);
+    else if (which == ALLGATHER) {
+        /* rank 0 receives into a vector of n*count ints: its blocks */
+        MPI_Datatype blk;
+        MPI_Type_vector(count, 1, 2, MPI_INT, &blk);
+        MPI_Type_create_resized(blk, 0, (MPI_Aint)(2 * count * sizeof(int)),
+                                &rt);
+        MPI_Type_free(&blk);
+        if (rank == 0) {
+            MPI_Type_commit(&rt);
+            rc = MPI_Allgather(s, count, MPI_INT, a, 1, rt, MPI_COMM_WORLD);
+            MPI_Type_free(&rt);
+        } else {
+            MPI_Type_free(&rt);
+            rc = MPI_Allgather(s, count, MPI_INT, a, count, MPI_INT,
+                               MPI_COMM_WORLD);
+        }
+    }
+    MPI_Type_free(&vec);
+    if (rc != MPI_SUCCESS) {
+        failed++;
+        goto out;
+    }
+    /* what MPI gives, all in MPI_INTs */
+    if (which == BCAST) {
+        if (rank == root)
+            memcpy(b, s, (size_t)count * sizeof *b);
+        PMPI_Bcast(b, count, MPI_INT, root, MPI_COMM_WORLD);
+    } else
+        PMPI_Allgather(s, count, MPI_INT, b, count, MPI_INT, MPI_COMM_WORLD);
+    for (int i = 0; i < total; i++)
+        if (a[i * stride] != b[i]) {
+            wrong++;
+            break;
+        }
+out:
+    free(a);
+    free(b);
+    free(s);
+}
+
+static int mixed(void)
+{
+    int n;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    /* The moving calls only: Open MPI refuses MPI_SUM on a derived type,
+     * and with a user op its own allreduce picks its algorithm by count,
+     * so ranks whose counts differ hang in MPI alone. */
+    const int counts[] = {1, 7, 1000, 100000};
+    for (int k = 0; k < 4; k++)
+        for (int root = 0; root < n; root++) {
+            mixed_case(BCAST, counts[k], root);
+            if (root == 0)
+                mixed_case(ALLGATHER, counts[k], 0);
+        }
+    return trust_done("mixed");
+}
+
+/* In place, MPI takes the input from recvbuf and writes the rank's block
+ * at its start: the rest stays as it was (PMPI_ shows it). */
+static int rsb(void)
+{
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const int blocks[] = {1, 3, 1000, 70001};
+    for (int k = 0; k < 4; k++) {
+        int block = blocks[k];
+        size_t len = (size_t)block * (size_t)n + 64;
+        int *a = malloc(len * sizeof *a), *b = malloc(len * sizeof *b);
+        if (!a || !b) {
+            failed++;
+            free(a);
+            free(b);
+            continue;
+        }
+        for (size_t i = 0; i < len; i++)
+            a[i] = b[i] = (int)(i % 1000) + rank * 7 + 0x5a5a0000;
+        cases++;
+        if (MPI_Reduce_scatter_block(MPI_IN_PLACE, a, block, MPI_INT, MPI_SUM,
+                                     MPI_COMM_WORLD) != MPI_SUCCESS ||
+            PMPI_Reduce_scatter_block(MPI_IN_PLACE, b, block, MPI_INT, MPI_SUM,
+                                      MPI_COMM_WORLD) != MPI_SUCCESS)
+            failed++;
+        else if (memcmp(a, b, len * sizeof *a) != 0) {
+            wrong++;
+            size_t i = 0;
+            while (a[i] == b[i])
+                i++;
+            fprintf(stderr,
+                    "rank %d: block %d: recvbuf differs from MPI's at int "
+                    "%zu\n",
+                    rank, block, i);
+        }
+        free(a);
+        free(b);
+    }
+    return trust_done("rsb");
+}
+
+/* An allreduce of 1 MiB (two steps through shared memory) that rank 0
+ * enters 2 s late, with $MRC_TIMEOUT=1: both ranks time out in it. */
+static int late_allreduce(int *out)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    enum { N = 1 << 18 };
+    int *in = malloc(N * sizeof *in);
+    for (int i = 0; i < N; i++)
+        in[i] = i;
+    if (rank == 0)
+        sleep(2);
+    int rc = MPI_Allreduce(in, out, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    free(in);
+    return rc;
+}
+
+static int errors(void)
+{
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int x = 1, sum = 0;
+    cases++;
+    if (MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) !=
+            MPI_SUCCESS ||
+        sum != n)
+        failed++;
+    int *out = malloc((1 << 18) * sizeof *out);
+    cases++;
+    if (late_allreduce(out) == MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: the late allreduce did not fail\n", rank);
+        failed++;
+    }
+    free(out);
+    /* A failed call does not leave a dead communicator. */
+    for (int i = 0; i < 3; i++) {
+        x = rank + i;
+        sum = -1;
+        cases++;
+        int rc = MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc != MPI_SUCCESS) {
+            fprintf(stderr, "rank %d: allreduce %d after it: error %d\n", rank,
+                    i, rc);
+            failed++;
+        } else
+            wrong += sum != n * (n - 1) / 2 + n * i;
+        int v = rank == 0 ? 42 + i : 0;
+        cases++;
+        if (MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+            failed++;
+        else
+            wrong += v != 42 + i;
+    }
+    return trust_done("errors");
+}
+
+static int fatal(void)
+{
+    int x = 1, sum = 0; /* the communicator is made (in step) first */
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int *out = malloc((1 << 18) * sizeof *out);
+    late_allreduce(out);
+    free(out);
+    cases++;
+    failed++; /* not reached: the error ends the job */
+    return trust_done("fatal");
+}
+
+/* Rank 0 waits for rank 1's 8 MiB message while it is in a collective;
+ * rank 1 sends it, blocking, before its own. MPI alone completes. */
+static int progress(void)
+{
+    int rank, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    enum { BYTES = 8 << 20 };
+    char *msg = malloc(BYTES);
+    int *big = malloc((1 << 18) * sizeof *big);
+    if (!msg || !big)
+        return 1;
+    for (int phase = 0; phase < 3; phase++) {
+        int x = rank + 1, sum = 0, v = rank == 0 ? 7 : 0;
+        /* the communicator exists before the message is in flight */
+        MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        memset(msg, rank == 1 ? phase + 1 : 0, BYTES);
+        MPI_Request req = MPI_REQUEST_NULL;
+        if (rank == 0)
+            MPI_Irecv(msg, BYTES, MPI_BYTE, 1, 5, MPI_COMM_WORLD, &req);
+        else if (rank == 1)
+            MPI_Send(msg, BYTES, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+        int rc;
+        cases++;
+        if (phase == 0) { /* one step through shared memory */
+            rc = MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+            wrong += rc == MPI_SUCCESS && sum != n * (n + 1) / 2;
+        } else if (phase == 1) { /* two steps */
+            for (int i = 0; i < 1 << 18; i++)
+                big[i] = rank;
+            rc = MPI_Allreduce(MPI_IN_PLACE, big, 1 << 18, MPI_INT, MPI_SUM,
+                               MPI_COMM_WORLD);
+            wrong += rc == MPI_SUCCESS && big[12345] != n * (n - 1) / 2;
+        } else { /* the program's path */
+            rc = MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            wrong += rc == MPI_SUCCESS && v != 7;
+        }
+        failed += rc != MPI_SUCCESS;
+        if (rank == 0) {
+            MPI_Wait(&req, MPI_STATUS_IGNORE);
+            wrong += msg[0] != phase + 1 || msg[BYTES - 1] != phase + 1;
+        }
+    }
+    free(msg);
+    free(big);
+    return trust_done("progress");
+}
+
+/* MPI_Bcast whose root enters 3 s after the others. */
+static int late(void)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int x = 1, sum = 0, v = rank == 0 ? 99 : 0;
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        sleep(3);
+    cases++;
+    if (MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD) != MPI_SUCCESS)
+        failed++;
+    else
+        wrong += v != 99;
+    return trust_done("late");
+}
+
+/* Rank 1 is killed while rank 0 waits for its MPI_Bcast: with no timeout,
+ * mrc still sees the dead peer and says so. Rank 0 holds off mpirun's
+ * SIGTERM (SIGKILL follows later), so that mrc, not mpirun, is first. */
+static int dies(void)
+{
+    int rank, x = 1, sum = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 1) {
+        usleep(300000);
+        raise(SIGKILL);
+    }
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigprocmask(SIG_BLOCK, &term, NULL);
+    cases++;
+    if (rank == 0 &&
+        MPI_Bcast(&x, 1, MPI_INT, 1, MPI_COMM_WORLD) == MPI_SUCCESS)
+        failed++; /* the error handler ends the job before this */
+    return trust_done("dies");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -507,8 +1015,25 @@ int main(int argc, char **argv)
         rc = pmpi();
     else if (argc > 1 && strcmp(argv[1], "big") == 0)
         rc = big();
+    else if (argc > 1 && strcmp(argv[1], "pairs") == 0)
+        rc = pairs();
+    else if (argc > 1 && strcmp(argv[1], "mixed") == 0)
+        rc = mixed();
+    else if (argc > 1 && strcmp(argv[1], "rsb") == 0)
+        rc = rsb();
+    else if (argc > 1 && strcmp(argv[1], "errors") == 0)
+        rc = errors();
+    else if (argc > 1 && strcmp(argv[1], "fatal") == 0)
+        rc = fatal();
+    else if (argc > 1 && strcmp(argv[1], "progress") == 0)
+        rc = progress();
+    else if (argc > 1 && strcmp(argv[1], "late") == 0)
+        rc = late();
+    else if (argc > 1 && strcmp(argv[1], "dies") == 0)
+        rc = dies();
     else
-        fprintf(stderr, "usage: mpi_rank api | pmpi | big\n");
+        fprintf(stderr, "usage: mpi_rank api | pmpi | big | pairs | mixed | "
+                        "rsb | errors | fatal | progress | late | dies\n");
     MPI_Finalize();
     return rc;
 }

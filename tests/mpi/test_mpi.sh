@@ -60,7 +60,8 @@ for line in \
     "MPI_Allreduce from .*mpi_rank+0x[0-9a-f]*: mrc (float32)" \
     "MPI_Allreduce from .*: MPI (an operator other than MPI_SUM" \
     "MPI_Reduce_scatter from .*: MPI (the ranks' counts differ)" \
-    "MPI_Bcast from .*: MPI (a datatype that is not contiguous" \
+    "MPI_Reduce from .*: MPI (a datatype that is not made of one" \
+    "MPI_Bcast from .*: mrc (bytes)" \
     "MPI_Allgather from .*: mrc (bytes)" \
     "MPI_Reduce from .*: mrc (int64)"; do
     expect 0 "$line" cat "$tmp/verbose"
@@ -68,6 +69,55 @@ done
 # once per call site and path, not once per call
 expect 0 "" test "$(grep -c 'rank 0: MPI_Allreduce.*mrc (float32)' \
     "$tmp/verbose")" -eq 1
+
+# Legal MPI that the drop-in library once got wrong or hung on. The pair
+# types (holes inside, gaps between elements: MPI_DOUBLE_INT is 12 bytes
+# in 16) through every intercepted call, against PMPI_.
+expect 0 "rank 0 of 3: pairs: [0-9]* cases, 0 wrong elements, 0 failed" \
+    run 3 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=5 "$RANK" pairs
+# Ranks that pass different datatypes of one signature take one route.
+expect 0 "rank 0 of 3: mixed: [0-9]* cases, 0 wrong elements, 0 failed" \
+    run 3 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=5 "$RANK" mixed
+# An in-place MPI_Reduce_scatter_block leaves the rest of recvbuf alone.
+expect 0 "rank 1 of 3: rsb: 4 cases, 0 wrong elements, 0 failed" \
+    run 3 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=5 "$RANK" rsb
+# A failed call (a timeout the program asked for) under MPI_ERRORS_RETURN
+# returns an error, says so, and the calls after it go to MPI and work;
+# under MPI_ERRORS_ARE_FATAL the job ends, saying why.
+expect 0 "later collectives on this communicator go to MPI" \
+    run 2 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=1 "$RANK" errors
+cp "$tmp/out" "$tmp/errors"
+expect 0 "rank 1 of 2: errors: 8 cases, 0 wrong elements, 0 failed" \
+    cat "$tmp/errors"
+"$MPIRUN" -np 2 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=1 "$RANK" fatal \
+    > "$tmp/fatal" 2>&1
+expect 0 "" test $? -ne 0
+expect 0 "MPI_Allreduce on rank [01]: .*timed out after 1 s" cat "$tmp/fatal"
+expect 1 "" grep -q "fatal: 1 cases" "$tmp/fatal"
+# No timeout unless MRC_TIMEOUT sets one (MPI has none): a root 3 s late
+# is waited for; with MRC_TIMEOUT=1 the same call fails, saying so.
+expect 0 "no timeout (\$MRC_TIMEOUT unset)" \
+    run 2 -x LD_PRELOAD="$LIB" -x MRC_MPI_VERBOSE=1 "$RANK" late
+cp "$tmp/out" "$tmp/late"
+expect 0 "rank 1 of 2: late: 1 cases, 0 wrong elements, 0 failed" \
+    cat "$tmp/late"
+"$MPIRUN" -np 2 -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=1 "$RANK" late \
+    > "$tmp/late1" 2>&1
+expect 0 "" test $? -ne 0
+expect 0 "MPI_Bcast on rank 1: .*timed out after 1 s" cat "$tmp/late1"
+# With no timeout a dead peer is still seen, and named.
+"$MPIRUN" -np 2 -x LD_PRELOAD="$LIB" "$RANK" dies > "$tmp/dies" 2>&1
+expect 0 "" test $? -ne 0
+expect 0 "MPI_Bcast on rank 0: .*rank 1 (pid [0-9]*) is gone" \
+    cat "$tmp/dies"
+
+# While a rank waits in mrc, MPI progresses: rank 1's blocking 8 MiB
+# MPI_Send to rank 0, which waits in a collective, completes (it waited
+# out the timeout before).
+for n in 2 3; do
+    expect 0 "rank 0 of $n: progress: 3 cases, 0 wrong elements, 0 failed" \
+        run $n -x LD_PRELOAD="$LIB" -x MRC_TIMEOUT=5 "$RANK" progress
+done
 
 # Counts past 2^31 elements (2 x 2 GiB per rank).
 if [ "${MRC_TEST_BIG:-1}" != 0 ]; then

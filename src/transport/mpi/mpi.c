@@ -24,7 +24,7 @@
 #include "exec/kernels.h"
 #include "transport/mpi/mpi_transport.h"
 
-enum { CTRL_TAG = 1, DATA_TAG = 2 };
+enum { CTRL_TAG = 1, DATA_TAG = 2, IDLE_TAG = 3 /* never sent */ };
 #define PIECE ((size_t)1 << 30)
 
 typedef struct header {
@@ -82,6 +82,18 @@ static mrc_status_t mpi_failed(const mrc__mpi_endpoint_t *e, const char *what,
                       what, msg);
 }
 
+/* While a rank waits in mrc, MPI must progress too: a peer may be blocked
+ * in an MPI_Send to this rank that needs this rank's MPI to take it (a
+ * rendezvous), before it can join the collective. One probe (for a tag
+ * that is never sent) runs MPI's progress engine, whatever the
+ * communicator. */
+static void mpi_idle(void *ctx)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    int flag = 0;
+    PMPI_Iprobe(MPI_ANY_SOURCE, IDLE_TAG, e->comm, &flag, MPI_STATUS_IGNORE);
+}
+
 mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
                                       mrc__shm_endpoint_t *shm,
                                       mrc__mpi_endpoint_t **out)
@@ -108,6 +120,8 @@ mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
         e->local_of[r] = shm ? local_of[r] : -1;
         e->remote += r != e->rank && e->local_of[r] < 0;
     }
+    if (shm)
+        mrc__shm_set_idle(shm, mpi_idle, e);
     *out = e;
     return MRC_OK;
 }
@@ -456,6 +470,7 @@ static const mrc__transport_ops_t mpi_ops = {
     .end = mpi_end,
     .cancel = mpi_cancel,
     .allreduce_direct = mpi_allreduce_direct,
+    .idle = mpi_idle,
 };
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)

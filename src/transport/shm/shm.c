@@ -168,6 +168,8 @@ struct mrc__shm_endpoint {
     char token[TOKEN_BYTES];
     int all_read;       /* every rank can read every other's memory */
     int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
+    void (*on_idle)(void *); /* called now and then while waiting, or NULL */
+    void *on_idle_arg;
 };
 
 static double now_s(void)
@@ -1237,6 +1239,8 @@ static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
         mrc_status_t st = check_peers(e);
         if (st != MRC_OK)
             return st;
+        if (e->on_idle && spin % 16 == 0)
+            e->on_idle(e->on_idle_arg);
         double t = now_s();
         if (start == 0)
             start = t;
@@ -1506,6 +1510,13 @@ static const mrc__transport_ops_t shm_ops = {
     .cancel = shm_cancel,
     .allreduce_direct = shm_allreduce_direct,
 };
+
+void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
+                       void *arg)
+{
+    e->on_idle = idle;
+    e->on_idle_arg = arg;
+}
 
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
 {
