@@ -491,11 +491,13 @@ static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
                                 size_t count, mrc_dtype_t dtype, int root,
                                 int need_recv, mrc_comm_t *c);
 
-/* The checks and the run shared by every collective. */
-static mrc_status_t collective(const char *fn, mrc_collective_t coll,
-                               const void *sendbuf, void *recvbuf,
-                               size_t count, mrc_dtype_t dtype, mrc_op_t op,
-                               int root, mrc_comm_t *c)
+/* The checks and the run shared by every collective. The ranks compare
+ * `as` (NULL: this call) before any touches a peer's buffers. */
+static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
+                                  mrc_collective_t coll, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  mrc_dtype_t dtype, mrc_op_t op, int root,
+                                  mrc_comm_t *c)
 {
     if (!c)
         return mrc__error(MRC_ERR_INVALID_ARG, "%s: comm is NULL", fn);
@@ -568,7 +570,7 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
     const mrc__transport_ops_t *ops = c->transport.ops;
     if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
         c->size == c->shared->nranks) {
-        mrc_status_t st = ops->allreduce_direct(c->transport.ctx, sendbuf,
+        mrc_status_t st = ops->allreduce_direct(c->transport.ctx, as, sendbuf,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);
         if (st != MRC_ERR_UNSUPPORTED) {
@@ -619,7 +621,7 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
         c->scratch = q;
         c->scratch_bytes = xbytes;
     }
-    st = mrc__exec_run(x, &c->transport, c->seq++, sendbuf, recvbuf,
+    st = mrc__exec_run(x, &c->transport, as, c->seq++, sendbuf, recvbuf,
                        c->scratch, c->timeout_s);
     /* Whatever failed once the run began (a peer's data may be half
      * taken, its sends unanswered): the ranks are out of step. */
@@ -669,14 +671,28 @@ static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
         goto done;
     }
     mrc__avg_widen(wide_send, sendbuf, in, dtype);
-    st = collective(fn, coll, wide_send, wide_recv, count * (size_t)words,
-                    mrc__avg_wide_dtype(dtype), MRC_SUM, root, c);
+    /* The peers compare the call asked for, not the sum it runs as (which
+     * avg of int8 and of int32, or a sum of int64, would share). */
+    mrc__call_t as = mrc__call_make(coll, count, dtype, MRC_AVG,
+                                    coll == MRC_REDUCE ? root : 0);
+    st = collective_as(fn, &as, coll, wide_send, wide_recv,
+                       count * (size_t)words, mrc__avg_wide_dtype(dtype),
+                       MRC_SUM, root, c);
     if (st == MRC_OK && need_recv)
         mrc__avg_narrow(recvbuf, wide_recv, count, dtype, c->size);
 done:
     free(wide_send);
     free(wide_recv);
     return st;
+}
+
+static mrc_status_t collective(const char *fn, mrc_collective_t coll,
+                               const void *sendbuf, void *recvbuf,
+                               size_t count, mrc_dtype_t dtype, mrc_op_t op,
+                               int root, mrc_comm_t *c)
+{
+    return collective_as(fn, NULL, coll, sendbuf, recvbuf, count, dtype, op,
+                         root, c);
 }
 
 mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf, size_t count,

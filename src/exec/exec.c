@@ -397,7 +397,7 @@ static mrc__call_t call_of(const mrc_compile_config_t *cfg)
 }
 
 static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
-                        uint64_t seq, const void *sendbuf, void *recvbuf,
+                        const mrc__call_t *as, uint64_t seq, const void *sendbuf, void *recvbuf,
                         void *scratch, double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
@@ -407,7 +407,7 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
     memset(x->first_open, 0, (size_t)x->num_stream_ids * sizeof *x->first_open);
     for (int i = 0; i < x->num_slots; i++)
         x->slot_user[i] = -1;
-    mrc__call_t call = call_of(&x->program->cfg);
+    mrc__call_t call = as ? *as : call_of(&x->program->cfg);
     mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs,
                                     x->num_recvs);
     if (st != MRC_OK)
@@ -483,10 +483,11 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
 }
 
 mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
-                           uint64_t seq, const void *sendbuf, void *recvbuf,
-                           void *scratch, double timeout_s)
+                           const mrc__call_t *call, uint64_t seq,
+                           const void *sendbuf, void *recvbuf, void *scratch,
+                           double timeout_s)
 {
-    mrc_status_t st = run(x, t, seq, sendbuf, recvbuf, scratch, timeout_s);
+    mrc_status_t st = run(x, t, call, seq, sendbuf, recvbuf, scratch, timeout_s);
     /* A peer may still be reading this rank's buffers, which the caller
      * is free to release once we return. */
     if (st != MRC_OK && t->ops->cancel)

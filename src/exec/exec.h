@@ -50,9 +50,12 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
                                int node, int in_place, int ranks_here);
 void mrc__exec_release(mrc__exec_t *x);
 
-/* Runs the collective once: call number `seq` of the communicator. */
+/* Runs the collective once: call number `seq` of the communicator. The
+ * ranks compare `call` (NULL: the program's own call) before any touches
+ * a peer's buffers: a caller that runs one call as another (avg on
+ * integers, as a sum of wider words) gives the call it was asked for. */
 mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
-                           uint64_t seq, const void *sendbuf, void *recvbuf,
+                           const mrc__call_t *call, uint64_t seq, const void *sendbuf, void *recvbuf,
                            void *scratch, double timeout_s);
 
 #endif /* MRC_EXEC_H */

@@ -113,8 +113,10 @@ typedef struct mrc__transport_ops {
      * reading the peers' buffers). Each element is reduced by one rank,
      * so every rank gets the same bits. MRC_ERR_UNSUPPORTED (the same on
      * every rank) sends the call down the program's path. The ranks
-     * compare count, dtype and op before any reads a peer's buffer. */
-    mrc_status_t (*allreduce_direct)(void *ctx, const void *send, void *recv,
+     * compare `call` (NULL: this allreduce's own descriptor) before any
+     * reads a peer's buffer. */
+    mrc_status_t (*allreduce_direct)(void *ctx, const mrc__call_t *call,
+                                    const void *send, void *recv,
                                     size_t count, mrc_dtype_t dtype,
                                     mrc_op_t op, double timeout_s);
     /* Optional (NULL: none): called now and then while this rank waits

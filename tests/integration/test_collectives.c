@@ -502,8 +502,10 @@ static void test_bad_arguments(void **state)
 /* ---- ranks that disagree ------------------------------------------------ */
 
 /* The last rank's call differs in one thing: its count, dtype, op, root,
- * or collective. */
-enum { DIFF_COUNT, DIFF_DTYPE, DIFF_OP, DIFF_ROOT, DIFF_COLLECTIVE };
+ * or collective; or, with every rank averaging integers (which runs as a
+ * sum of 64-bit words whatever the type), its dtype. */
+enum { DIFF_COUNT, DIFF_DTYPE, DIFF_OP, DIFF_ROOT, DIFF_COLLECTIVE,
+       DIFF_AVG_DTYPE };
 
 typedef struct disagreeing {
     mrc_comm_t *comm;
@@ -528,6 +530,9 @@ static void *disagreeing_rank(void *arg)
         d->st = mrc_broadcast(a, b, count, dt, odd, c);
     else if (d->diff == DIFF_COLLECTIVE && odd)
         d->st = mrc_reduce(a, b, count, dt, op, 0, c);
+    else if (d->diff == DIFF_AVG_DTYPE)
+        d->st = mrc_allreduce(a, b, count, odd ? MRC_INT32 : MRC_INT8,
+                              MRC_AVG, c);
     else
         d->st = mrc_allreduce(a, b, count, dt, op, c);
     snprintf(d->msg, sizeof d->msg, "%s", mrc_last_error());
@@ -567,6 +572,8 @@ static void test_disagreeing_ranks(void **state)
          "broadcast of 1000 float32 from root 1"},
         {2, DIFF_COLLECTIVE, 1000, "allreduce of 1000 float32 (sum)",
          "reduce of 1000 float32 from root 0 (sum)"},
+        {3, DIFF_AVG_DTYPE, 1000, "allreduce of 1000 int8 (avg)",
+         "allreduce of 1000 int32 (avg)"},
     };
     for (int round = 0; round < 10; round++)
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {

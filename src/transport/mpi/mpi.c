@@ -442,16 +442,17 @@ static mrc_status_t mpi_end(void *ctx)
 }
 
 /* In one step through shared memory when every rank is on this host. */
-static mrc_status_t mpi_allreduce_direct(void *ctx, const void *send,
-                                        void *recv, size_t count,
+static mrc_status_t mpi_allreduce_direct(void *ctx, const mrc__call_t *call,
+                                        const void *send, void *recv,
+                                        size_t count,
                                         mrc_dtype_t dtype, mrc_op_t op,
                                         double timeout_s)
 {
     mrc__mpi_endpoint_t *e = ctx;
     if (e->remote || !e->shm)
         return MRC_ERR_UNSUPPORTED;
-    return e->shm_t.ops->allreduce_direct(e->shm_t.ctx, send, recv, count,
-                                         dtype, op, timeout_s);
+    return e->shm_t.ops->allreduce_direct(e->shm_t.ctx, call, send, recv,
+                                         count, dtype, op, timeout_s);
 }
 
 static void mpi_cancel(void *ctx, mrc_status_t st)

@@ -1478,8 +1478,9 @@ static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
                          "copy of an allreduce");
 }
 
-static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
-                                        void *recv, size_t count,
+static mrc_status_t shm_allreduce_direct(void *ctx, const mrc__call_t *call,
+                                        const void *send, void *recv,
+                                        size_t count,
                                         mrc_dtype_t dtype, mrc_op_t op,
                                         double timeout_s)
 {
@@ -1492,7 +1493,8 @@ static mrc_status_t shm_allreduce_direct(void *ctx, const void *send,
         return e->lost;
     /* What this call is, for the peers that wait on this rank (any path):
      * each path also puts it beside its first stamp. */
-    post_call(e, mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0));
+    post_call(e, call ? *call
+                      : mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0));
     if (bytes <= MRC__SMALL_BYTES)
         return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
     if (bytes <= mid_max(e->n))
