@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,12 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
     mrc__mpi_endpoint_t *e = NULL;
     /* Collective whatever happened above (an error there is the same on
      * every rank, but the host's ranks must still meet). */
-    mrc_status_t est = setup_rank(comm, n, rank, &e, timeout);
+    /* Set-up waits are bounded even when calls are not (the drop-in
+     * library's calls have no timeout, as in MPI): a host leader that
+     * could not make the segment must not leave its peers waiting for it
+     * for ever, and then every rank stays with MPI. */
+    mrc_status_t est = setup_rank(comm, n, rank, &e,
+                                  isfinite(timeout) ? timeout : 60);
     if (st == MRC_OK && est != MRC_OK) {
         st = est;
         snprintf(why, sizeof why, "%s", mrc_last_error());

@@ -516,13 +516,6 @@ static void say(const char *fn, const void *site, const char *path,
             where, path, why);
 }
 
-/* An error that leaves the mrc communicator unusable (mrc poisons it):
- * MPI must take the calls after it. */
-static int poisons(mrc_status_t st)
-{
-    return st == MRC_ERR_TIMEOUT || st == MRC_ERR_PEER_LOST ||
-           st == MRC_ERR_TRANSPORT || st == MRC_ERR_INTERNAL;
-}
 
 /* A call failed in mrc (st; MRC_OK: around it, for `why`): says why, then
  * reports it as MPI does, through the communicator's error handler
@@ -536,7 +529,9 @@ static int failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
     PMPI_Comm_rank(comm, &rank);
     fprintf(stderr, "mrc_mpi: %s on rank %d: %s\n", fn, rank,
             st == MRC_OK ? why : mrc_last_error());
-    if (poisons(st) && !c->dropped) {
+    /* Any error from mrc's call: mrc may have poisoned its communicator
+     * (it does after any error once the ranks have begun to talk). */
+    if (st != MRC_OK && !c->dropped) {
         MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
         PMPI_Comm_get_errhandler(comm, &eh);
         int fatal = eh == MPI_ERRORS_ARE_FATAL;
@@ -551,6 +546,23 @@ static int failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
         }
     }
     PMPI_Comm_call_errhandler(comm, MPI_ERR_OTHER);
+    return MPI_ERR_OTHER;
+}
+
+/* This rank cannot enter mrc for a call that the route sent there (no
+ * memory for its packed copy, say), while its peers wait in mrc for it,
+ * with no timeout unless the user set one: no error handler can leave the
+ * ranks in step, so the job ends, saying why, as MPI does on a resource
+ * failure. */
+static int stranded(const char *fn, MPI_Comm comm, const char *why)
+{
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    fprintf(stderr,
+            "mrc_mpi: %s on rank %d: %s; the other ranks wait in mrc for "
+            "this one, so the job ends\n",
+            fn, rank, why);
+    PMPI_Abort(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
 }
 
@@ -585,12 +597,12 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
     int ip = sendbuf == MPI_IN_PLACE;
     if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
                    comm, &why))
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     if (ip)
         r = s;
     else if (!data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
         data_close(&s, 0, comm);
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     }
     mrc_status_t st =
         mrc_allreduce(data_at(&s), data_at(&r), elems, dtype, mop, c->comm);
@@ -638,13 +650,13 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     data_t s, r = {0};
     if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
                    comm, &why))
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     if (ip)
         r = s;
     else if (out &&
              !data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
         data_close(&s, 0, comm);
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     }
     mrc_status_t st = mrc_reduce(data_at(&s), out ? data_at(&r) : NULL, elems,
                                  dtype, mop, root, c->comm);
@@ -699,15 +711,15 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
     data_t s, r;
     if (!data_open(&s, (void *)input(sendbuf, recvbuf), recvcount * (size_t)n,
                    type, block * (size_t)n, 1, comm, &why))
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     if (!data_open(&r, recvbuf, recvcount, type, block, 0, comm, &why)) {
         data_close(&s, 0, comm);
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     }
     void *into = data_at(&r);
     if (ip && !r.packed && !(into = malloc(block))) {
         data_close(&s, 0, comm);
-        return failed(fn, comm, c, MRC_OK, "out of memory for the result");
+        return stranded(fn, comm, "out of memory for the result");
     }
     mrc_status_t st =
         mrc_reduce_scatter(data_at(&s), into, elems, dtype, mop, c->comm);
@@ -796,7 +808,7 @@ static int allgather(const void *sendbuf, size_t sendcount,
     data_t s, r;
     if (!data_open(&r, recvbuf, recvcount * (size_t)n, recvtype, total, 0, comm,
                    &why))
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     int ok =
         sendbuf == MPI_IN_PLACE
             ? data_open(&s, mine, recvcount, recvtype, rbytes, 1, comm, &why)
@@ -804,7 +816,7 @@ static int allgather(const void *sendbuf, size_t sendcount,
                         comm, &why);
     if (!ok) {
         data_close(&r, 0, comm);
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     }
     /* In place and contiguous, the input is already this rank's block of
      * the result: mrc's in-place form. */
@@ -856,7 +868,7 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
     say(fn, site, "mrc", "bytes");
     data_t d;
     if (!data_open(&d, buf, count, type, bytes, rank == root, comm, &why))
-        return failed(fn, comm, c, MRC_OK, why);
+        return stranded(fn, comm, why);
     mrc_status_t st = mrc_broadcast(data_at(&d), data_at(&d), bytes, MRC_UINT8,
                                     root, c->comm);
     int rc = data_close(&d, st == MRC_OK && rank != root, comm);

@@ -56,6 +56,7 @@ struct mrc__mpi_endpoint {
     int n, rank;
     int *local_of;
     int remote; /* peers on other hosts: 0, and MPI is never polled */
+    int thread_level; /* MPI's, for the idle probe */
     mrc__shm_endpoint_t *shm;
     mrc__transport_t shm_t;
     uint64_t seq;
@@ -86,11 +87,17 @@ static mrc_status_t mpi_failed(const mrc__mpi_endpoint_t *e, const char *what,
  * in an MPI_Send to this rank that needs this rank's MPI to take it (a
  * rendezvous), before it can join the collective. One probe (for a tag
  * that is never sent) runs MPI's progress engine, whatever the
- * communicator. */
+ * communicator. Only from a thread that MPI lets call it: any, under
+ * MPI_THREAD_MULTIPLE; otherwise the main thread (a program that calls
+ * mrc from a worker under MPI_THREAD_FUNNELED must not find MPI called
+ * from there). */
 static void mpi_idle(void *ctx)
 {
     mrc__mpi_endpoint_t *e = ctx;
-    int flag = 0;
+    int flag = 0, main_thread = 0;
+    if (e->thread_level != MPI_THREAD_MULTIPLE &&
+        (PMPI_Is_thread_main(&main_thread) != MPI_SUCCESS || !main_thread))
+        return;
     PMPI_Iprobe(MPI_ANY_SOURCE, IDLE_TAG, e->comm, &flag, MPI_STATUS_IGNORE);
 }
 
@@ -108,6 +115,7 @@ mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
     e->comm = comm;
     PMPI_Comm_size(comm, &e->n);
     PMPI_Comm_rank(comm, &e->rank);
+    PMPI_Query_thread(&e->thread_level);
     e->shm = shm;
     if (shm)
         e->shm_t = mrc__shm_transport(shm);

@@ -506,13 +506,15 @@ static mrc_status_t check_segment(const mrc__shm_endpoint_t *e, int fd,
                           "first; refused",
                           e->rank, e->name, (long)sb.st_uid,
                           (long)geteuid());
+    /* Rank 0 sets the mode before the size: until it has a size, the
+     * mode may still be the umask's. */
+    if (sb.st_size == 0)
+        return MRC_INPROGRESS;
     if ((sb.st_mode & 07777) != 0600)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: shared memory %s has mode %04o, not "
                           "0600: not made by this job; refused",
                           e->rank, e->name, (unsigned)(sb.st_mode & 07777));
-    if (sb.st_size == 0)
-        return MRC_INPROGRESS;
     if ((uint64_t)sb.st_size != bytes)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: shared memory %s is %lld bytes, not the "
