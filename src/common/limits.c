@@ -4,11 +4,16 @@
  * are estimated up front and refused with the figure, so that a hostile
  * file or a typo in a size fails in a millisecond with a message instead
  * of swapping the machine for minutes before malloc gives up (Linux
- * overcommits: malloc rarely says no in time).
+ * overcommits: malloc rarely says no in time). Input files are read
+ * here too, under the cap that the limit sets for them.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -107,4 +112,84 @@ size_t mrc__file_limit(void)
     if (cap < 4096)
         cap = 4096;
     return cap > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)cap;
+}
+
+mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
+                            size_t *len)
+{
+    *out = NULL;
+    if (max_bytes == 0)
+        max_bytes = mrc__file_limit();
+    /* Non-blocking, so that opening a FIFO with no writer does not wait
+     * forever: it is refused below like any file that is not regular. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(errno));
+    struct stat info;
+    char a[32], b[32];
+    if (fstat(fd, &info) != 0) {
+        int e = errno;
+        close(fd);
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(e));
+    }
+    if (!S_ISREG(info.st_mode)) {
+        close(fd);
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s is not a regular file",
+                          path);
+    }
+    if ((uint64_t)info.st_size > max_bytes) {
+        close(fd);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s is %s, larger than the %s limit for input "
+                          "files (raise it with --max-memory or "
+                          "MRC_MAX_MEMORY: the limit is 1/32 of it)",
+                          path, mrc__format_bytes((uint64_t)info.st_size, a,
+                                                  sizeof a),
+                          mrc__format_bytes(max_bytes, b, sizeof b));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0
+                  ? NULL
+                  : fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
+                          strerror(e));
+    }
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    char chunk[65536];
+    size_t n;
+    mrc_status_t st = MRC_OK;
+    /* The size can change under us (a growing file): the cap holds on
+     * what is read too. */
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (sb.len + n > max_bytes) {
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "%s is larger than the %s limit for input files",
+                            path, mrc__format_bytes(max_bytes, b, sizeof b));
+            break;
+        }
+        mrc__sb_append(&sb, chunk, n);
+    }
+    if (st == MRC_OK && ferror(f))
+        st = mrc__error(MRC_ERR_IO, "%s: read error: %s", path,
+                        strerror(errno));
+    fclose(f);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
+    size_t got = sb.len;
+    char *data = mrc__sb_take(&sb);
+    if (!data)
+        return mrc__error(MRC_ERR_NO_MEMORY, "%s: out of memory reading",
+                          path);
+    *out = data;
+    if (len)
+        *len = got;
+    return MRC_OK;
 }

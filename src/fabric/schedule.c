@@ -20,25 +20,6 @@
 /* Packets are indexed by int32 in the schedule's tables. */
 #define MAX_PACKETS ((uint64_t)INT32_MAX)
 
-mrc_status_t mrc__fabric_check_memory(uint64_t entries, uint64_t dests,
-                                      uint64_t packets, uint64_t deliveries,
-                                      uint64_t cycles, int tiles)
-{
-    /* An entry: source, bytes, first (4 + 8 + 8) and its destinations (4
-     * each), in arrays grown by doubling. A packet: its entry, send cycle
-     * and flags (9), and the bound's trip lists (4 a packet sent, 4 a
-     * delivery). A tile and cycle: a mux entry and a busy byte (5), the
-     * horizon rounded up to a power of two (twice at worst). */
-    uint64_t need = mrc__sat_mul_add(entries, 2 * 20, 0);
-    need = mrc__sat_mul_add(dests, 2 * 4, need);
-    need = mrc__sat_mul_add(packets, 9 + 4, need);
-    need = mrc__sat_mul_add(deliveries, 4, need);
-    need = mrc__sat_mul_add(mrc__sat_mul_add(cycles, (uint64_t)tiles, 0), 5,
-                            need);
-    return mrc__check_memory(need, entries ? "exchange and schedule tables"
-                                           : "schedule tables");
-}
-
 typedef struct builder {
     const mrc_fabric_t *f;
     const mrc_exchange_t *x;
