@@ -381,6 +381,15 @@ mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "topology spec is longer than %d characters",
                           MAX_SPEC - 1);
+    /* The spec becomes the topology's name, which may hold no control
+     * characters (a file with one is refused); and numbers parsed with
+     * strtol would skip white space. Not echoed: it may hold anything. */
+    for (size_t i = 0; spec[i]; i++)
+        if ((unsigned char)spec[i] <= ' ' || spec[i] == 0x7f)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "topology spec: a space or control character "
+                              "at position %zu",
+                              i + 1);
     strcpy(buf, spec);
 
     char *rest = buf + strcspn(buf, ":,");
