@@ -581,45 +581,31 @@ static void pair_fill(void *buf, int count, MPI_Datatype t, int rank, int salt)
     for (int i = 0; i < count; i++) {
         char *e = (char *)buf + (size_t)i * (size_t)extent;
         int v = (rank * 7 + i * 3 + salt) % 5, idx = rank * 100 + i;
-        if (t == MPI_DOUBLE_INT) {
-            struct {
-                double v;
-                int i;
-            } x = {v, idx};
-            memcpy(e, &x.v, sizeof x.v);
-            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
-        } else if (t == MPI_LONG_INT) {
-            struct {
-                long v;
-                int i;
-            } x = {v, idx};
-            memcpy(e, &x.v, sizeof x.v);
-            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
-        } else if (t == MPI_SHORT_INT) {
-            struct {
-                short v;
-                int i;
-            } x = {(short)v, idx};
-            memcpy(e, &x.v, sizeof x.v);
-            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
-        } else if (t == MPI_2INT) {
-            int x[2] = {v, idx};
-            memcpy(e, x, sizeof x);
-        } else if (t == MPI_FLOAT_INT) {
-            struct {
-                float v;
-                int i;
-            } x = {(float)v, idx};
-            memcpy(e, &x.v, sizeof x.v);
-            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
-        } else {
-            struct {
-                long double v;
-                int i;
-            } x = {v, idx};
-            memcpy(e, &x.v, sizeof x.v);
-            memcpy(e + offsetof(__typeof__(x), i), &x.i, sizeof x.i);
-        }
+/* The value at the start, the index where C puts it after a T. */
+#define PAIR(T)                                                              \
+    do {                                                                     \
+        struct pair_##T {                                                    \
+            T v;                                                             \
+            int i;                                                           \
+        };                                                                   \
+        T x = (T)v;                                                          \
+        memcpy(e, &x, sizeof x);                                             \
+        memcpy(e + offsetof(struct pair_##T, i), &idx, sizeof idx);          \
+    } while (0)
+        typedef long double long_double;
+        if (t == MPI_DOUBLE_INT)
+            PAIR(double);
+        else if (t == MPI_LONG_INT)
+            PAIR(long);
+        else if (t == MPI_SHORT_INT)
+            PAIR(short);
+        else if (t == MPI_2INT)
+            PAIR(int);
+        else if (t == MPI_FLOAT_INT)
+            PAIR(float);
+        else
+            PAIR(long_double);
+#undef PAIR
     }
 }
 
