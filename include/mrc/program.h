@@ -42,6 +42,9 @@ typedef struct mrc_compile_config {
     mrc_op_t op;     /* ignored by allgather and broadcast */
     int root;        /* reduce, broadcast: the root's rank in its group */
     size_t chunk_bytes; /* pipelining unit; 0 for the default (256 KiB) */
+    /* The family (0: rings). MRC_ALGO_AUTO is refused here: the selector
+     * of the communicator and of `mrc explain` resolves it first. */
+    mrc_algo_t algo;
 } mrc_compile_config_t;
 
 #define MRC_DEFAULT_CHUNK_BYTES ((size_t)256 << 10)

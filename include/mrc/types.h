@@ -51,12 +51,35 @@ typedef enum mrc_collective {
     MRC_NUM_COLLECTIVES
 } mrc_collective_t;
 
+/* Algorithm families: the shapes of program a collective can be compiled
+ * into (docs/program-format.md). Every family is a program that the
+ * checker proves, the executor runs and the simulator times.
+ *   rings    the embedding's rings: reduce-scatter + allgather, chains
+ *            for reduce and broadcast (links: any topology);
+ *   direct1  one step: every node reads every peer's input (small);
+ *   direct2  two steps: every node reduces its block read from every
+ *            peer, then reads the other blocks from their owners;
+ *   tree     recursive doubling / binomial tree (larger groups);
+ *   hier     a family inside each host, rings between hosts.
+ * MRC_ALGO_AUTO asks the selector (a cost model) to pick one. */
+typedef enum mrc_algo {
+    MRC_ALGO_AUTO = -1,
+    MRC_ALGO_RINGS = 0,
+    MRC_ALGO_DIRECT1,
+    MRC_ALGO_DIRECT2,
+    MRC_ALGO_TREE,
+    MRC_ALGO_HIER,
+    MRC_NUM_ALGOS
+} mrc_algo_t;
+
 /* Bytes per element; 0 for an unknown type. */
 MRC_EXTERN size_t mrc_dtype_size(mrc_dtype_t dtype);
 /* "float32", "sum", "allreduce"; "?" for unknown values. */
 MRC_EXTERN const char *mrc_dtype_name(mrc_dtype_t dtype);
 MRC_EXTERN const char *mrc_op_name(mrc_op_t op);
 MRC_EXTERN const char *mrc_collective_name(mrc_collective_t c);
+/* "rings", "direct1", ...; "auto" for MRC_ALGO_AUTO. */
+MRC_EXTERN const char *mrc_algo_name(mrc_algo_t a);
 /* Parse names (dtypes also take i8 u8 i32 u32 i64 u64 f16 bf16 f32 f64;
  * collectives also reduce-scatter/reducescatter, allgather, bcast).
  * MRC_ERR_INVALID_ARG with the list of names if unknown. */
@@ -64,6 +87,8 @@ MRC_EXTERN mrc_status_t mrc_dtype_parse(const char *name, mrc_dtype_t *out);
 MRC_EXTERN mrc_status_t mrc_op_parse(const char *name, mrc_op_t *out);
 MRC_EXTERN mrc_status_t mrc_collective_parse(const char *name,
                                              mrc_collective_t *out);
+/* "auto" or a family's name. */
+MRC_EXTERN mrc_status_t mrc_algo_parse(const char *name, mrc_algo_t *out);
 
 #ifdef __cplusplus
 }

@@ -417,7 +417,8 @@ static mrc_status_t get_program(mrc_comm_t *c, const program_key_t *key,
         s->cap_programs = cap;
     }
     mrc_compile_config_t cc = {key->collective, key->count, key->dtype,
-                               key->op, key->root, s->chunk_bytes};
+                               key->op, key->root, s->chunk_bytes,
+                               MRC_ALGO_RINGS};
     mrc_program_t *p = NULL;
     st = mrc__program_compile_group(s->embedding, &cc, key->group, &p);
     if (st == MRC_OK) {

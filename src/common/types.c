@@ -21,6 +21,9 @@ static const char *const ops[MRC_NUM_OPS] = {"sum", "prod", "min", "max",
 static const char *const collectives[MRC_NUM_COLLECTIVES] = {
     "allreduce", "reduce-scatter", "allgather", "reduce", "broadcast"};
 
+static const char *const algos[MRC_NUM_ALGOS] = {"rings", "direct1",
+                                                "direct2", "tree", "hier"};
+
 size_t mrc_dtype_size(mrc_dtype_t d)
 {
     return (unsigned)d < MRC_NUM_DTYPES ? dtypes[d].size : 0;
@@ -89,5 +92,29 @@ mrc_status_t mrc_collective_parse(const char *name, mrc_collective_t *out)
     return mrc__error(MRC_ERR_INVALID_ARG,
                       "unknown collective '%s' (allreduce reduce-scatter "
                       "allgather reduce broadcast)",
+                      name ? name : "(null)");
+}
+
+const char *mrc_algo_name(mrc_algo_t a)
+{
+    if (a == MRC_ALGO_AUTO)
+        return "auto";
+    return (unsigned)a < MRC_NUM_ALGOS ? algos[a] : "?";
+}
+
+mrc_status_t mrc_algo_parse(const char *name, mrc_algo_t *out)
+{
+    if (name && strcmp(name, "auto") == 0) {
+        *out = MRC_ALGO_AUTO;
+        return MRC_OK;
+    }
+    for (int i = 0; name && i < MRC_NUM_ALGOS; i++)
+        if (strcmp(name, algos[i]) == 0) {
+            *out = (mrc_algo_t)i;
+            return MRC_OK;
+        }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "unknown algorithm '%s' (auto rings direct1 direct2 "
+                      "tree hier)",
                       name ? name : "(null)");
 }
