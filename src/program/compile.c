@@ -26,10 +26,11 @@
 
 #define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
     {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
-     (flags_), 0, 0}
+     (flags_), 0, 0, 0, 0, 0, 0, 0}
 /* A chain's transfer at step (rel + st_) mod N. */
 #define C(op_, pred_, lo_, hi_, a_, b_, local_, st_)                         \
-    {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_)}
+    {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_), \
+     0, 0, 0, 0, 0}
 
 enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
        SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,

@@ -22,11 +22,34 @@ enum mrc__opcode {
     MRC__OP_COPY,  /* local copy of a fragment between buffers */
     MRC__OP_SCALE, /* avg: divide a fragment by the group's size */
     MRC__OP_PORTS, /* a phase starts: switch off this node's idle ports */
+    /* Memory semantics (the direct families; one chain per node):
+     * EXPOSE  buf_a's region made readable by the group: by copy into the
+     *         node's window at the same element offsets (flags & REF
+     *         clear: the copy stays readable to the end of the call, and
+     *         the owner may overwrite buf_a at once), or by reference
+     *         (REF: peers read buf_a itself, so the owner writes it only
+     *         after the readers have said they are done);
+     * GET     a peer's region of buf_a (SEND, RECV or WINDOW; the window
+     *         is where EXPOSE copied to) into buf_b, reduced with `local`
+     *         (at s = 0 or outside a loop; later iterations reduce into
+     *         buf_b itself) or copied (local NONE);
+     * SIGNAL  sets this node's flag `flag` for this call;
+     * WAIT    until the peer's flag `flag` is set for this call;
+     * BARRIER every node of the group has reached it (flag: its number).
+     * The peer is the node at position (peer_pos * pos + peer_step * s +
+     * peer_const) mod N of the stream. */
+    MRC__OP_EXPOSE,
+    MRC__OP_GET,
+    MRC__OP_SIGNAL,
+    MRC__OP_WAIT,
+    MRC__OP_BARRIER,
     MRC__NUM_OPCODES
 };
 
 enum mrc__buffer { MRC__BUF_NONE, MRC__BUF_SEND, MRC__BUF_RECV,
-                   MRC__BUF_SCRATCH };
+                   MRC__BUF_SCRATCH,
+                   MRC__BUF_WINDOW /* the node's exposed copy: element
+                                      offsets as in the whole vector */ };
 
 /* Which nodes execute an instruction, by rel = (pos - root_pos) mod N;
  * a negative argument means N + arg. */
@@ -35,6 +58,9 @@ enum mrc__pred { MRC__PRED_ALWAYS, MRC__PRED_REL_EQ, MRC__PRED_REL_IN,
 
 enum mrc__insn_flags {
     MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
+    MRC__INSN_REF = 2,   /* EXPOSE by reference, not by copy */
+    MRC__INSN_ALL = 4,   /* EXPOSE, GET: every fragment (the whole
+                            buffer, blocks of every rank included) */
 };
 
 typedef struct mrc__insn {
@@ -55,6 +81,12 @@ typedef struct mrc__insn {
      * 0 takes the loop count. */
     uint8_t step_rel;
     int16_t step_const;
+    /* GET, WAIT: the peer's position (see the opcodes). */
+    int8_t peer_pos, peer_step;
+    int16_t peer_const;
+    uint8_t flag;  /* SIGNAL, WAIT, BARRIER: which flag */
+    /* LOOP: iterations N - 1 + loop_extra (0: the rings' N - 1). */
+    int8_t loop_extra;
 } mrc__insn_t;
 
 /* How fragment numbers map to elements. */
@@ -131,14 +163,20 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
 
 /* ---- expansion: one node's operations ---------------------------------- */
 
-enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE };
+enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE,
+                    MRC__EXPOSE, MRC__GET, MRC__SIGNAL, MRC__WAIT,
+                    MRC__BARRIER };
 
 typedef struct mrc__op {
     uint8_t kind;
     uint8_t src;     /* SEND, COPY: buffer read */
     uint8_t dst;     /* RECV, COPY, SCALE: buffer written */
-    uint8_t local;   /* RECV: local operand buffer, NONE for a copy */
-    int32_t peer;    /* SEND: next node; RECV: previous node */
+    uint8_t local;   /* RECV, GET: local operand buffer, NONE for a copy */
+    uint8_t flag;    /* SIGNAL, WAIT, BARRIER: the flag */
+    uint8_t ref;     /* EXPOSE: by reference (src: the buffer exposed) */
+    /* SEND: next node; RECV: previous node; GET, WAIT: the peer. GET
+     * reads the peer's buffer `src` at src_off (the window for a copy). */
+    int32_t peer;
     int32_t port;    /* SEND: out-port; RECV: in-port */
     int32_t stream;
     int32_t step;    /* global step: loop iterations over the phases */
