@@ -195,4 +195,19 @@ char *mrc__strdup(const char *s);
  * success, -1 (errno set) if the kernel gave no random bytes. */
 int mrc__random_job_id(char *out, size_t size);
 
+/* The most bytes a node of a group of n exposes by copy (the direct
+ * families' window; the shared-memory transport sizes its segment by it):
+ * 512 KiB a node up to 2 MiB (1 MiB for 2 nodes), less past 16 nodes.
+ * Beyond that, copies through lines a peer's core holds cost more than
+ * reading the peers' buffers in place (docs/performance.md). */
+static inline size_t mrc__stage_max(int n)
+{
+    size_t nn = n > 0 ? (size_t)n : 1;
+    size_t m = ((size_t)32 << 20) / nn;
+    size_t cap = nn * ((size_t)512 << 10);
+    cap = cap > ((size_t)2 << 20) ? (size_t)2 << 20 : cap;
+    m = m > cap ? cap : m;
+    return m & ~(size_t)4095;
+}
+
 #endif /* MRC_COMMON_H */

@@ -315,6 +315,8 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     mrc_status_t sl = check_slices(p);
     if (sl != MRC_OK)
         return sl;
+    if (mrc__program_has_memory_ops(p))
+        return mrc__check_memory_program(p);
     int largest = 0;
     for (int g = 0; g < p->num_groups; g++) {
         if (p->groups[g].size > largest)

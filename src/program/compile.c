@@ -258,6 +258,31 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                               cfg->root, g, size);
     }
 
+    switch (cfg->algo) {
+    case MRC_ALGO_RINGS:
+        break;
+    case MRC_ALGO_DIRECT1:
+    case MRC_ALGO_DIRECT2: {
+        mrc_compile_config_t c = *cfg;
+        if (c.chunk_bytes == 0)
+            c.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
+        if (!rooted)
+            c.root = 0;
+        return mrc__direct_build(e, &c, only, out);
+    }
+    case MRC_ALGO_AUTO:
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_program_compile: algo auto is resolved by "
+                          "the selector (mrc explain, the communicator), "
+                          "not by the compiler");
+    case MRC_ALGO_TREE:
+    case MRC_ALGO_HIER:
+        return mrc__error(MRC_ERR_UNSUPPORTED, "%s is not built yet",
+                          mrc_algo_name(cfg->algo));
+    default:
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown algorithm %d",
+                          (int)cfg->algo);
+    }
     mrc_program_t *p = calloc(1, sizeof *p);
     if (!p)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");

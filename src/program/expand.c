@@ -69,8 +69,8 @@ static void fragment(const frag_map_t *m, int f, int whole, uint64_t *start,
  * allgather the send buffer; everything else is indexed by the whole
  * vector (block * count + offset). Returns -1 for a block that the buffer
  * does not hold (a program error the checker reports). */
-static int place(const frag_map_t *m, int buf, uint64_t start, int block,
-                 uint64_t *off)
+static int place_of(const frag_map_t *m, int rank, int buf, uint64_t start,
+                    int block, uint64_t *off)
 {
     mrc_collective_t c = m->p->cfg.collective;
     if (block < 0) {
@@ -80,13 +80,100 @@ static int place(const frag_map_t *m, int buf, uint64_t start, int block,
     int own_only = (c == MRC_REDUCE_SCATTER && buf == MRC__BUF_RECV) ||
                    (c == MRC_ALLGATHER && buf == MRC__BUF_SEND);
     if (own_only) {
-        if (block != m->rank)
+        if (block != rank)
             return -1;
         *off = start;
         return 0;
     }
     *off = (uint64_t)block * m->count + start;
     return 0;
+}
+
+/* In this node's buffers. */
+static int place(const frag_map_t *m, int buf, uint64_t start, int block,
+                 uint64_t *off)
+{
+    return place_of(m, m->rank, buf, start, block, off);
+}
+
+/* The elements of a whole buffer of this node (EXPOSE of ALL). */
+static uint64_t buffer_len(const frag_map_t *m, int buf)
+{
+    uint64_t se, re, xe;
+    int node = m->node;
+    mrc__buffer_elems(m->p, node, &se, &re, &xe);
+    switch (buf) {
+    case MRC__BUF_SEND: return se;
+    case MRC__BUF_RECV: return re;
+    case MRC__BUF_SCRATCH: return xe;
+    default:
+        return mrc__window_elems(m->p->cfg.collective, m->p->cfg.count, m->n);
+    }
+}
+
+/* The memory-semantic instructions into op (fragment placed at cstart,
+ * clen; block as fragment() gave it). 0, or -1 for a block a buffer
+ * does not hold. */
+static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
+                     const mrc__insn_t *in, int s, int in_loop,
+                     uint64_t cstart, int block, mrc__op_t *op)
+{
+    const mrc_program_t *p = m->p;
+    int n = m->n;
+    int root_pos = p->streams[it->k].root_pos;
+    int peer_pos = mod((long)root_pos + (long)in->peer_pos * it->rel +
+                           (long)in->peer_step * s + in->peer_const,
+                       n);
+    int peer = mrc__stream_node(p, it->k, peer_pos);
+    op->flag = in->flag;
+    switch (in->op) {
+    case MRC__OP_EXPOSE:
+        op->kind = MRC__EXPOSE;
+        op->src = in->buf_a;
+        op->ref = (in->flags & MRC__INSN_REF) != 0;
+        op->peer = it->node;
+        if (in->flags & MRC__INSN_ALL) {
+            op->frag = -1; /* every fragment */
+            op->src_off = op->dst_off = 0;
+            op->count = buffer_len(m, in->buf_a);
+            if (!op->ref)
+                op->dst = MRC__BUF_WINDOW;
+            return 0;
+        }
+        if (op->ref)
+            return place(m, op->src, cstart, block, &op->src_off);
+        op->dst = MRC__BUF_WINDOW;
+        return place(m, op->src, cstart, block, &op->src_off) |
+               place(m, MRC__BUF_WINDOW, cstart, block, &op->dst_off);
+    case MRC__OP_GET:
+        op->kind = MRC__GET;
+        op->peer = peer;
+        op->src = in->buf_a;
+        op->dst = in->buf_b;
+        op->local = (in->flags & MRC__INSN_ACC) && in_loop && s > 0
+                        ? in->buf_b
+                        : in->local;
+        {
+            int bad = place_of(m, p->nodes[peer].rank, op->src, cstart,
+                               block, &op->src_off) |
+                      place(m, op->dst, cstart, block, &op->dst_off);
+            if (op->local)
+                bad |= place(m, op->local, cstart, block, &op->local_off);
+            return bad;
+        }
+    case MRC__OP_SIGNAL:
+        op->kind = MRC__SIGNAL;
+        op->peer = it->node;
+        return 0;
+    case MRC__OP_WAIT:
+        op->kind = MRC__WAIT;
+        op->peer = peer;
+        return 0;
+    default: /* MRC__OP_BARRIER */
+        op->kind = MRC__BARRIER;
+        op->peer = it->node;
+        return 0;
+    }
 }
 
 static int pred_holds(const mrc__insn_t *in, int rel, int n)
@@ -139,6 +226,7 @@ void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
     it->r = sk->slice_len % (uint64_t)n;
     it->loop_pc = -1;
     it->pc = 0;
+    it->memory = mrc__program_has_memory_ops(p);
 }
 
 /* Interprets instructions from it->pc until one yields an operation. */
@@ -147,7 +235,9 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     const mrc_program_t *p = it->p;
     frag_map_t m = {p, it->k, it->node, it->rank, it->n, p->cfg.count,
                     it->off, it->len, it->q, it->r};
-    int n = it->n, pos = it->ns->pos, iters = n - 1;
+    int n = it->n, pos = it->ns->pos;
+    int iters = n - 1 + (it->loop_pc >= 0 ? p->code[it->loop_pc].loop_extra
+                                          : 0);
     /* The interpreter state lives in locals and is stored back on exit:
      * through the pointer, every pc++ waited on the store before it. */
     int pc = it->pc, loop_pc = it->loop_pc, s = it->s, step = it->step;
@@ -155,6 +245,7 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     for (; pc < p->code_len; pc++) {
         const mrc__insn_t *in = &p->code[pc];
         if (in->op == MRC__OP_LOOP) {
+            iters = n - 1 + in->loop_extra;
             if (iters <= 0) { /* skip to the matching END */
                 while (pc < p->code_len && p->code[pc].op != MRC__OP_END)
                     pc++;
@@ -165,6 +256,8 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             continue;
         }
         if (in->op == MRC__OP_END) {
+            iters = loop_pc >= 0 ? n - 1 + p->code[loop_pc].loop_extra
+                                 : n - 1;
             step++;
             if (++s < iters) {
                 pc = loop_pc;
@@ -195,7 +288,9 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             cstart = fstart + c * q + (c < r ? c : r);
             clen = q + (c < r);
         }
-        if (clen == 0)
+        int sync = in->op == MRC__OP_SIGNAL || in->op == MRC__OP_WAIT ||
+                   in->op == MRC__OP_BARRIER;
+        if (clen == 0 && !sync && !(in->flags & MRC__INSN_ALL))
             continue;
         int in_loop = loop_pc >= 0;
         int last = in_loop && s == iters - 1;
@@ -210,6 +305,10 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         op.tag = ((uint64_t)it->k << 44) | ((uint64_t)op.step << 24) |
                  (uint64_t)it->chunk;
         int bad = 0;
+        /* A whole-slice op of a split program covers every fragment
+         * (the checker of memory programs tracks fragments). */
+        if (whole && p->addressing != MRC__ADDR_WHOLE && n > 1 && it->memory)
+            op.frag = -1;
         switch (in->op) {
         case MRC__OP_SEND:
             op.kind = MRC__SEND;
@@ -242,6 +341,14 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.kind = MRC__SCALE;
             op.dst = in->buf_b;
             bad = place(&m, op.dst, cstart, block, &op.dst_off);
+            break;
+        case MRC__OP_EXPOSE:
+        case MRC__OP_GET:
+        case MRC__OP_SIGNAL:
+        case MRC__OP_WAIT:
+        case MRC__OP_BARRIER:
+            op.count = sync ? 0 : clen;
+            bad = memory_op(&m, it, in, s, in_loop, cstart, block, &op);
             break;
         default:
             *st = mrc__error(MRC_ERR_INVALID_PROGRAM,
@@ -295,6 +402,8 @@ int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
     uint64_t len = p->streams[k].slice_len;
     uint64_t n = (uint64_t)mrc__stream_size(p, k);
     uint64_t maxf = p->addressing == MRC__ADDR_SPLIT ? (len + n - 1) / n : len;
+    if (mrc__program_has_memory_ops(p))
+        return 1; /* one chain a node; its syncs even when empty */
     if (len == 0)
         return 0;
     uint64_t c = (maxf + chunk_elems - 1) / chunk_elems;
@@ -309,8 +418,7 @@ void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
         return;
     const mrc__group_t *g = &p->groups[group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
-    uint64_t per_chain = (uint64_t)p->code_len *
-                         (uint64_t)(g->size > 1 ? g->size - 1 : 1);
+    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)g->size;
     for (int k = g->first_stream; k < g->first_stream + g->num_streams;
          k++) {
         uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);

@@ -59,8 +59,10 @@ enum mrc__pred { MRC__PRED_ALWAYS, MRC__PRED_REL_EQ, MRC__PRED_REL_IN,
 enum mrc__insn_flags {
     MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
     MRC__INSN_REF = 2,   /* EXPOSE by reference, not by copy */
-    MRC__INSN_ALL = 4,   /* EXPOSE, GET: every fragment (the whole
-                            buffer, blocks of every rank included) */
+    MRC__INSN_ALL = 4,   /* EXPOSE: every fragment (the whole buffer,
+                            blocks of every rank included) */
+    MRC__INSN_ACC = 8,   /* GET in a loop: from s = 1 on, reduce into
+                            buf_b (at s = 0: with `local`, or copy) */
 };
 
 typedef struct mrc__insn {
@@ -161,6 +163,21 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                                 const mrc_compile_config_t *cfg, int only,
                                 mrc_program_t **out);
 
+/* The direct families (direct.c): the program of direct1 or direct2 for
+ * the embedding's groups, without the checker; MRC_ERR_UNSUPPORTED with
+ * the reason when the family does not apply to the collective. */
+mrc_status_t mrc__direct_build(const mrc_embedding_t *e,
+                               const mrc_compile_config_t *cfg, int only,
+                               mrc_program_t **out);
+mrc_status_t mrc__direct_applies(const mrc_compile_config_t *cfg, int n);
+/* Elements of a node's window (and of the whole vector that offsets in
+ * it refer to): count, or N x count for reduce-scatter and allgather. */
+uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n);
+/* The checker of such programs (check_memory.c), in place and not. */
+mrc_status_t mrc__check_memory_program(const mrc_program_t *p);
+/* 1 if the code has memory-semantic instructions (one chain per node). */
+int mrc__program_has_memory_ops(const mrc_program_t *p);
+
 /* ---- expansion: one node's operations ---------------------------------- */
 
 enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE,
@@ -208,6 +225,7 @@ typedef struct mrc__chain_iter {
     uint64_t off, len, q, r; /* len = q * n + r */
     int chunk, chunks, in_place;
     int pc, s, step, loop_pc, rel;
+    int memory; /* the program has memory-semantic instructions */
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,

@@ -1,0 +1,455 @@
+/*
+ * The direct families: every node reads its peers' memory instead of
+ * passing fragments round a ring (the shared-memory algorithms of the
+ * field, as programs). One stream per group, in rank order (pos = rank),
+ * one chain per node, and the memory-semantic instructions: a node
+ * exposes a buffer (by copy into its window, or by reference), signals a
+ * flag, and its peers wait for the flag, then get what they need.
+ *
+ *   direct1  one step. allreduce: every node gets every input, in rank
+ *            order, so every node forms the same bits; reduce: the root
+ *            does; reduce-scatter: every node gets its block of every
+ *            input; allgather: every node gets every block; broadcast:
+ *            every node gets the root's vector.
+ *   direct2  two steps: a reduce-scatter (each node reduces its block,
+ *            its own input first, then round the ranks from pos + 1),
+ *            then the blocks go to who needs them (allreduce: everyone;
+ *            reduce: the root); broadcast: a scatter from the root, then
+ *            an allgather.
+ *
+ * Accepts: any group (1 node included), any count, every dtype and op.
+ * Exposure by copy (the window) while the window fits in
+ * mrc__stage_max(N) bytes, else by reference, which adds a final sync so
+ * that no node leaves while a peer reads its buffers. direct1 is by copy
+ * only (it is for small messages). direct2 does not apply to
+ * reduce-scatter and allgather, whose one step is direct1.
+ * Limits: every node reads N - 1 peers (N² gets in all), so these are for
+ * hosts, not for machines of thousands of nodes (the selector knows).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program_internal.h"
+
+enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
+       ALONE = MRC__PRED_ALONE, SB = MRC__BUF_SEND, RB = MRC__BUF_RECV,
+       XB = MRC__BUF_SCRATCH, WB = MRC__BUF_WINDOW, NB = MRC__BUF_NONE,
+       W = MRC__INSN_WHOLE, REF = MRC__INSN_REF, ALL = MRC__INSN_ALL,
+       ACC = MRC__INSN_ACC };
+
+/* Instructions by name. Fragments: f = fp * pos + fs * s + fc; peers:
+ * root_pos + pp * rel + ps * s + pc (rel = pos - root_pos). */
+#define OP(o, pr, lo, hi, fp, fs, fc, a, b, l, fl)                           \
+    {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),            \
+     .frag_pos = (fp), .frag_step = (fs), .frag_const = (fc), .buf_a = (a), \
+     .buf_b = (b), .local = (l), .flags = (fl)}
+#define LOOP(extra) {.op = MRC__OP_LOOP, .loop_extra = (extra)}
+#define END {.op = MRC__OP_END}
+#define SIGNAL(pr, lo, hi, f)                                                \
+    {.op = MRC__OP_SIGNAL, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),  \
+     .flag = (f)}
+#define WAIT(...) WAIT_(__VA_ARGS__)
+#define WAIT_(pr, lo, hi, pp, ps, pc, f)                                      \
+    {.op = MRC__OP_WAIT, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),    \
+     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .flag = (f)}
+#define GET(...) GET_(__VA_ARGS__)
+#define GET_(pr, lo, hi, fp, fs, fc, pp, ps, pc, a, b, l, fl)                 \
+    {.op = MRC__OP_GET, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),     \
+     .frag_pos = (fp), .frag_step = (fs), .frag_const = (fc),              \
+     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .buf_a = (a), \
+     .buf_b = (b), .local = (l), .flags = (fl)}
+#define BARRIER(f) {.op = MRC__OP_BARRIER, .flag = (f)}
+/* The peer pos + s + 1 (round the ranks from the next), and rank s. */
+#define NEXT_S 1, 1, 1
+#define RANK_S 0, 1, 0
+#define ROOT 0, 0, 0
+
+/* ---- direct1 ------------------------------------------------------------ */
+
+/* Every input into the window; rank s's added in rank order. */
+static const mrc__insn_t d1_allreduce[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, W),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(1),
+    WAIT(ALW, 0, 0, RANK_S, 0),
+    GET(ALW, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
+    END,
+    OP(MRC__OP_SCALE, ALW, 0, 0, 0, 0, 0, NB, RB, NB, W),
+};
+
+static const mrc__insn_t d1_reduce[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, W),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(1),
+    WAIT(EQ, 0, 0, RANK_S, 0),
+    GET(EQ, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
+    END,
+    OP(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
+};
+
+/* Fragment f is the block of the node at pos f. */
+static const mrc__insn_t d1_reduce_scatter[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, RB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
+};
+
+static const mrc__insn_t d1_reduce_scatter_ref[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, RB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
+    BARRIER(1),
+};
+
+static const mrc__insn_t d1_allgather[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, SB, WB, NB, 0),
+    SIGNAL(ALW, 0, 0, 0),
+    OP(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
+    END,
+};
+
+static const mrc__insn_t d1_allgather_ref[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    OP(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, SB, RB, NB, 0),
+    END,
+    BARRIER(1),
+};
+
+static const mrc__insn_t d1_broadcast[] = {
+    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, WB, NB, W),
+    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    SIGNAL(EQ, 0, 0, 0),
+    WAIT(IN, 1, -1, ROOT, 0),
+    GET(IN, 1, -1, 0, 0, 0, ROOT, WB, RB, NB, W),
+};
+
+/* ---- direct2 ------------------------------------------------------------ */
+
+/* Split fragments: f is block f, reduced by the node at pos f. */
+static const mrc__insn_t d2_allreduce[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, RB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, RB, WB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
+    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
+    END,
+};
+
+static const mrc__insn_t d2_allreduce_ref[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, RB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
+    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, RB, RB, NB, 0),
+    END,
+    BARRIER(2),
+};
+
+/* Blocks reduced into scratch, then gathered by the root. */
+static const mrc__insn_t d2_reduce[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, XB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, XB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, XB, NB, 0),
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, XB, WB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    OP(MRC__OP_COPY, EQ, 0, 0, 1, 0, 0, XB, RB, NB, 0),
+    LOOP(0),
+    WAIT(EQ, 0, 0, NEXT_S, 1),
+    GET(EQ, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
+    END,
+};
+
+static const mrc__insn_t d2_reduce_ref[] = {
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, XB, NB, NB, REF | ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, XB, SB, ACC),
+    END,
+    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, XB, NB, 0),
+    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, XB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    OP(MRC__OP_COPY, EQ, 0, 0, 1, 0, 0, XB, RB, NB, 0),
+    LOOP(0),
+    WAIT(EQ, 0, 0, NEXT_S, 1),
+    GET(EQ, 0, 0, 1, 1, 1, NEXT_S, XB, RB, NB, 0),
+    END,
+    SIGNAL(EQ, 0, 0, 2),
+    WAIT(IN, 1, -1, ROOT, 2),
+};
+
+/* A scatter from the root, then an allgather. */
+static const mrc__insn_t d2_broadcast[] = {
+    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
+    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    SIGNAL(EQ, 0, 0, 0),
+    WAIT(IN, 1, -1, ROOT, 0),
+    GET(IN, 1, -1, 1, 0, 0, ROOT, WB, RB, NB, 0),
+    OP(MRC__OP_EXPOSE, IN, 1, -1, 1, 0, 0, RB, WB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(0),
+    WAIT(IN, 1, -1, NEXT_S, 1),
+    GET(IN, 1, -1, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
+    END,
+};
+
+static const mrc__insn_t d2_broadcast_ref[] = {
+    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
+    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    SIGNAL(EQ, 0, 0, 0),
+    WAIT(IN, 1, -1, ROOT, 0),
+    GET(IN, 1, -1, 1, 0, 0, ROOT, SB, RB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(0),
+    WAIT(IN, 1, -1, NEXT_S, 1),
+    GET(IN, 1, -1, 1, 1, 1, NEXT_S, RB, RB, NB, 0),
+    END,
+    BARRIER(2),
+};
+
+#undef OP
+#undef LOOP
+#undef END
+#undef SIGNAL
+#undef WAIT
+#undef WAIT_
+#undef GET
+#undef GET_
+#undef BARRIER
+
+#define T(code, addr) {code, (int)(sizeof code / sizeof code[0]), addr}
+
+typedef struct family_code {
+    const mrc__insn_t *code;
+    int len;
+    uint8_t addressing;
+} family_code_t;
+
+/* [family - DIRECT1][collective][by reference]; a NULL code: does not
+ * apply (or not that way). */
+static const family_code_t codes[2][MRC_NUM_COLLECTIVES][2] = {
+    {
+        [MRC_ALLREDUCE] = {T(d1_allreduce, MRC__ADDR_WHOLE)},
+        [MRC_REDUCE_SCATTER] = {T(d1_reduce_scatter, MRC__ADDR_BLOCK_POS),
+                                T(d1_reduce_scatter_ref,
+                                  MRC__ADDR_BLOCK_POS)},
+        [MRC_ALLGATHER] = {T(d1_allgather, MRC__ADDR_BLOCK_POS),
+                           T(d1_allgather_ref, MRC__ADDR_BLOCK_POS)},
+        [MRC_REDUCE] = {T(d1_reduce, MRC__ADDR_WHOLE)},
+        [MRC_BROADCAST] = {T(d1_broadcast, MRC__ADDR_WHOLE)},
+    },
+    {
+        [MRC_ALLREDUCE] = {T(d2_allreduce, MRC__ADDR_SPLIT),
+                           T(d2_allreduce_ref, MRC__ADDR_SPLIT)},
+        [MRC_REDUCE] = {T(d2_reduce, MRC__ADDR_SPLIT),
+                        T(d2_reduce_ref, MRC__ADDR_SPLIT)},
+        [MRC_BROADCAST] = {T(d2_broadcast, MRC__ADDR_SPLIT),
+                           T(d2_broadcast_ref, MRC__ADDR_SPLIT)},
+    },
+};
+
+#undef T
+
+uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
+{
+    uint64_t blocks = c == MRC_REDUCE_SCATTER || c == MRC_ALLGATHER
+                          ? (uint64_t)(n > 0 ? n : 1)
+                          : 1;
+    return mrc__sat_mul_add(blocks, count, 0);
+}
+
+/* The code of a family for a collective and a group of n nodes. */
+static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
+                         const family_code_t **out)
+{
+    int fam = cfg->algo == MRC_ALGO_DIRECT1 ? 0 : 1;
+    const family_code_t *byc = codes[fam][cfg->collective];
+    uint64_t window = mrc__sat_mul_add(
+        mrc__window_elems(cfg->collective, cfg->count, n),
+        mrc_dtype_size(cfg->dtype), 0);
+    int ref = window > mrc__stage_max(n);
+    if (!byc[0].code)
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "%s does not apply to %s%s",
+                          mrc_algo_name(cfg->algo),
+                          mrc_collective_name(cfg->collective),
+                          fam == 1 ? " (its one step is direct1)" : "");
+    if (ref && !byc[1].code) {
+        char a[32], b[32];
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "%s does not apply to %s of %s on %d nodes: it "
+                          "copies its input through the window, which "
+                          "holds at most %s (use direct2 or rings)",
+                          mrc_algo_name(cfg->algo),
+                          mrc_collective_name(cfg->collective),
+                          mrc__format_bytes(window, a, sizeof a), n,
+                          mrc__format_bytes(mrc__stage_max(n), b, sizeof b));
+    }
+    *out = &byc[ref];
+    return MRC_OK;
+}
+
+mrc_status_t mrc__direct_applies(const mrc_compile_config_t *cfg, int n)
+{
+    const family_code_t *fc;
+    return pick(cfg, n, &fc);
+}
+
+/* The tables: one stream per group over the whole vector, positions in
+ * rank order; no routes (a get names its peer, not a link). */
+static mrc_status_t build_tables(mrc_program_t *p, const mrc_embedding_t *e,
+                                 int only)
+{
+    int eg = mrc_embed_num_groups(e);
+    for (int g = 0, pg = 0; g < eg; g++) {
+        if (only >= 0 && g != only)
+            continue;
+        const int *gnodes;
+        int size = mrc_embed_group_nodes(e, g, &gnodes);
+        mrc__group_t *gr = &p->groups[pg];
+        int m = pg == 0 ? 0 : p->groups[pg - 1].first_member +
+                                  p->groups[pg - 1].size;
+        gr->size = size;
+        gr->first_stream = pg;
+        gr->num_streams = 1;
+        gr->first_member = m;
+        mrc__stream_t *st = &p->streams[pg];
+        st->group = pg;
+        st->slice_off = 0;
+        st->slice_len = p->cfg.count;
+        st->root_pos = p->cfg.root;
+        p->ring_first[pg] = m;
+        for (int i = 0; i < size; i++) {
+            int u = gnodes[i];
+            p->members[m + i] = u;
+            p->ring_order[m + i] = u;
+            p->nodes[u].group = pg;
+            p->nodes[u].rank = i;
+            p->nodes[u].first_entry = m + i;
+            mrc__node_stream_t *ns = &p->node_streams[m + i];
+            ns->pos = i;
+            ns->next = gnodes[(i + 1) % size];
+            ns->prev = gnodes[(i + size - 1) % size];
+            ns->out_port = ns->in_port = ns->route = -1;
+        }
+        pg++;
+    }
+    return MRC_OK;
+}
+
+mrc_status_t mrc__direct_build(const mrc_embedding_t *e,
+                               const mrc_compile_config_t *cfg, int only,
+                               mrc_program_t **out)
+{
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
+    const family_code_t *fc = NULL;
+    int members = 0, ng = 0;
+    for (int g = 0; g < eg; g++) {
+        if (only >= 0 && g != only)
+            continue;
+        int size = mrc_embed_group_nodes(e, g, NULL);
+        const family_code_t *c = NULL;
+        mrc_status_t st = pick(cfg, size, &c);
+        if (st != MRC_OK)
+            return st;
+        if (fc && c->code != fc->code)
+            return mrc__error(MRC_ERR_UNSUPPORTED,
+                              "%s: the groups would need different code "
+                              "(by copy and by reference); compile them "
+                              "apart",
+                              mrc_algo_name(cfg->algo));
+        fc = c;
+        members += size;
+        ng++;
+    }
+    if (!fc)
+        return mrc__error(MRC_ERR_INVALID_ARG, "no group to compile");
+    mrc_program_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    p->cfg = *cfg;
+    p->addressing = fc->addressing;
+    p->code_len = fc->len;
+    p->num_nodes = nn;
+    p->num_groups = ng;
+    p->num_streams = ng;
+    p->num_members = members;
+    p->num_entries = members;
+    p->code = malloc((size_t)fc->len * sizeof *p->code);
+    p->groups = calloc((size_t)ng + 1, sizeof *p->groups);
+    p->members = malloc(((size_t)members + 1) * sizeof *p->members);
+    p->streams = calloc((size_t)ng + 1, sizeof *p->streams);
+    p->ring_order = malloc(((size_t)members + 1) * sizeof *p->ring_order);
+    p->ring_first = malloc(((size_t)ng + 1) * sizeof *p->ring_first);
+    p->nodes = calloc((size_t)nn + 1, sizeof *p->nodes);
+    p->node_streams = calloc((size_t)members + 1, sizeof *p->node_streams);
+    p->route_off = calloc(1, sizeof *p->route_off);
+    p->route_nodes = malloc(sizeof *p->route_nodes);
+    p->route_ports = malloc(sizeof *p->route_ports);
+    p->route_in_ports = malloc(sizeof *p->route_in_ports);
+    if (!p->code || !p->groups || !p->members || !p->streams ||
+        !p->ring_order || !p->ring_first || !p->nodes || !p->node_streams ||
+        !p->route_off || !p->route_nodes || !p->route_ports ||
+        !p->route_in_ports) {
+        mrc_program_destroy(p);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
+    }
+    memcpy(p->code, fc->code, (size_t)fc->len * sizeof *p->code);
+    for (int u = 0; u < nn; u++) {
+        p->nodes[u].group = -1;
+        p->nodes[u].rank = -1;
+        p->nodes[u].num_ports = mrc_topo_num_ports(t, u);
+    }
+    build_tables(p, e, only);
+    *out = p;
+    return MRC_OK;
+}
+
+int mrc__program_has_memory_ops(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op >= MRC__OP_EXPOSE)
+            return 1;
+    return 0;
+}

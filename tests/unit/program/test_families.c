@@ -1,0 +1,207 @@
+/* The direct families: compiled and proven by the checker for groups of
+ * 1..16 nodes, odd and tiny counts, every collective, by copy and by
+ * reference, in place and not; refused with a reason where they do not
+ * apply; and the checker catches each sync taken out of them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrc/mrc.h"
+#include "program/program_internal.h"
+
+static mrc_status_t compile(const char *spec, const char *groups,
+                            mrc_algo_t algo, mrc_collective_t c,
+                            size_t count, int root, mrc_program_t **p)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_embed_config_t ec = {.strategy = "auto", .groups = groups};
+    if (mrc_topo_create(spec, &t) != MRC_OK ||
+        mrc_embed_create(t, &ec, &e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    mrc_compile_config_t cc = {.collective = c, .count = count,
+                               .dtype = MRC_FLOAT32, .op = MRC_SUM,
+                               .root = root, .algo = algo};
+    mrc_status_t st = mrc_program_compile(e, &cc, p);
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return st;
+}
+
+static int applies(mrc_algo_t a, mrc_collective_t c)
+{
+    return a == MRC_ALGO_DIRECT1 ||
+           (c != MRC_REDUCE_SCATTER && c != MRC_ALLGATHER);
+}
+
+/* Every (family, collective, group size, count) compiles and is proven,
+ * or is refused as not applying. The large counts take the reference
+ * code (past the window), except direct1's copy-only collectives. */
+static void test_families_proven(void **state)
+{
+    (void)state;
+    const size_t counts[] = {0, 1, 3, 7, 1001, 1 << 20};
+    char spec[32];
+    for (int n = 1; n <= 16; n++) {
+        snprintf(spec, sizeof spec, "ring:%d", n > 1 ? n : 2);
+        const char *groups = n > 1 ? NULL : "1+1";
+        for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_DIRECT2; a++)
+            for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+                for (size_t ci = 0; ci < 6; ci++) {
+                    mrc_program_t *p = NULL;
+                    int root = n > 2 ? 2 : n - 1;
+                    mrc_status_t st = compile(spec, groups, (mrc_algo_t)a,
+                                              (mrc_collective_t)c,
+                                              counts[ci], root, &p);
+                    int big = counts[ci] == (1 << 20);
+                    int copy_only = a == MRC_ALGO_DIRECT1 &&
+                                    (c == MRC_ALLREDUCE || c == MRC_REDUCE ||
+                                     c == MRC_BROADCAST);
+                    if (!applies((mrc_algo_t)a, (mrc_collective_t)c) ||
+                        (big && copy_only)) {
+                        if (st != MRC_ERR_UNSUPPORTED)
+                            fail_msg("%s %s %s %zu: %s, not refused", spec,
+                                     mrc_algo_name((mrc_algo_t)a),
+                                     mrc_collective_name((mrc_collective_t)c),
+                                     counts[ci], mrc_status_name(st));
+                        assert_non_null(strstr(mrc_last_error(),
+                                               mrc_algo_name((mrc_algo_t)a)));
+                        continue;
+                    }
+                    if (st != MRC_OK)
+                        fail_msg("%s %s %s %zu: %s", spec,
+                                 mrc_algo_name((mrc_algo_t)a),
+                                 mrc_collective_name((mrc_collective_t)c),
+                                 counts[ci], mrc_last_error());
+                    assert_true(mrc__program_has_memory_ops(p));
+                    mrc_program_destroy(p);
+                }
+    }
+}
+
+/* The code does not grow with the group. */
+static void test_code_length_constant(void **state)
+{
+    (void)state;
+    for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_DIRECT2; a++) {
+        int len = -1;
+        const char *specs[] = {"ring:2", "ring:9", "ring:16"};
+        for (int i = 0; i < 3; i++) {
+            mrc_program_t *p = NULL;
+            if (compile(specs[i], NULL, (mrc_algo_t)a, MRC_ALLREDUCE, 100,
+                        0, &p) != MRC_OK)
+                fail_msg("%s: %s", specs[i], mrc_last_error());
+            if (len >= 0)
+                assert_int_equal(p->code_len, len);
+            len = p->code_len;
+            mrc_program_destroy(p);
+        }
+    }
+}
+
+/* Groups are compiled apart: each a stream in rank order. */
+static void test_groups(void **state)
+{
+    (void)state;
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile("hcm8", "4+2+2", MRC_ALGO_DIRECT2,
+                             MRC_ALLREDUCE, 999, 0, &p),
+                     MRC_OK);
+    assert_int_equal(p->num_groups, 3);
+    assert_int_equal(p->num_streams, 3);
+    mrc_program_destroy(p);
+}
+
+/* Takes out instruction `drop` (or turns it into `op`) and expects the
+ * checker to refuse the program, naming `what`. */
+static void expect_refused(mrc_algo_t a, mrc_collective_t c, size_t count,
+                           int n, int drop, const char *what)
+{
+    char spec[32];
+    snprintf(spec, sizeof spec, "ring:%d", n);
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile(spec, NULL, a, c, count, 0, &p), MRC_OK);
+    assert_true(drop < p->code_len);
+    memmove(&p->code[drop], &p->code[drop + 1],
+            (size_t)(p->code_len - drop - 1) * sizeof *p->code);
+    p->code_len--;
+    assert_int_equal(mrc_program_check(p), MRC_ERR_INVALID_PROGRAM);
+    if (!strstr(mrc_last_error(), what))
+        fail_msg("dropping instruction %d of %s %s: '%s' lacks '%s'", drop,
+                 mrc_algo_name(a), mrc_collective_name(c), mrc_last_error(),
+                 what);
+    mrc_program_destroy(p);
+}
+
+static int find(const mrc_program_t *p, int op, int nth)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op == op && nth-- == 0)
+            return i;
+    fail_msg("no opcode %d", op);
+    return -1;
+}
+
+static int index_of(mrc_algo_t a, mrc_collective_t c, size_t count, int op,
+                    int nth)
+{
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile("ring:4", NULL, a, c, count, 0, &p), MRC_OK);
+    int i = find(p, op, nth);
+    mrc_program_destroy(p);
+    return i;
+}
+
+static void test_checker_catches(void **state)
+{
+    (void)state;
+    /* No wait before the gets: the input is read before it is there. */
+    expect_refused(MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100, 4,
+                   index_of(MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100,
+                            MRC__OP_WAIT, 0),
+                   "before node");
+    /* No signal: the peers wait for ever. */
+    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100, 4,
+                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100,
+                            MRC__OP_SIGNAL, 1),
+                   "deadlock");
+    /* By reference, without the final barrier: a node leaves while its
+     * buffers are read. */
+    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
+                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20,
+                            MRC__OP_BARRIER, 0),
+                   "leave");
+    /* By reference, the second wait gone: in place, a node overwrites
+     * its input block before its owner has read it. */
+    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
+                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20,
+                            MRC__OP_WAIT, 1),
+                   "node");
+    /* The root's release gone from reduce by reference. */
+    expect_refused(MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20, 4,
+                   index_of(MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20,
+                            MRC__OP_WAIT, 2),
+                   "leave");
+    /* An expose gone: the gets read a window nobody wrote. */
+    expect_refused(MRC_ALGO_DIRECT2, MRC_BROADCAST, 100, 4,
+                   index_of(MRC_ALGO_DIRECT2, MRC_BROADCAST, 100,
+                            MRC__OP_EXPOSE, 1),
+                   "window");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_families_proven),
+        cmocka_unit_test(test_code_length_constant),
+        cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_checker_catches),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
