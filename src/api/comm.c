@@ -30,6 +30,8 @@ typedef struct program_key {
     mrc_op_t op;
     int root;
     int group;
+    mrc_algo_t algo;
+    int unused; /* no padding: keys are compared with memcmp */
 } program_key_t;
 
 typedef struct cached_program {
@@ -51,6 +53,7 @@ struct mrc__shared {
     void *owner;                   /* another transport's endpoint */
     void (*owner_free)(void *);
     size_t chunk_bytes;
+    mrc_algo_t algo; /* MRC_ALGO: a family forced on every call */
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
@@ -139,6 +142,15 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
                                     MRC_DEFAULT_CHUNK_BYTES);
     *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
                                   : env_double("MRC_TIMEOUT", 60);
+    s->algo = MRC_ALGO_RINGS;
+    const char *algo = getenv("MRC_ALGO");
+    if (algo && *algo && mrc_algo_parse(algo, &s->algo) != MRC_OK) {
+        shared_release(s);
+        mrc__error_prefix("MRC_ALGO");
+        return MRC_ERR_INVALID_ARG;
+    }
+    if (s->algo == MRC_ALGO_AUTO)
+        s->algo = MRC_ALGO_RINGS;
     char spec[32];
     snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
     mrc_status_t st = mrc_topo_create(cfg->topology ? cfg->topology : spec,
@@ -418,7 +430,7 @@ static mrc_status_t get_program(mrc_comm_t *c, const program_key_t *key,
     }
     mrc_compile_config_t cc = {key->collective, key->count, key->dtype,
                                key->op, key->root, s->chunk_bytes,
-                               MRC_ALGO_RINGS};
+                               key->algo};
     mrc_program_t *p = NULL;
     st = mrc__program_compile_group(s->embedding, &cc, key->group, &p);
     if (st == MRC_OK) {
@@ -585,7 +597,15 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
             return st;
         }
     }
-    program_key_t key = {coll, count, dtype, op, rooted ? root : 0, c->group};
+    program_key_t key;
+    memset(&key, 0, sizeof key);
+    key.collective = coll;
+    key.count = count;
+    key.dtype = dtype;
+    key.op = op;
+    key.root = rooted ? root : 0;
+    key.group = c->group;
+    key.algo = c->shared->algo;
     if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
         key.op = MRC_SUM;
     const mrc_program_t *p = NULL;

@@ -23,6 +23,10 @@
  * that no node leaves while a peer reads its buffers. direct1 is by copy
  * only (it is for small messages). direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
+ * Every node waits on a flag of every peer, or on one that has (the root
+ * of reduce and broadcast waits on all, the others on the root): the
+ * transports compare the calls at a wait, so ranks that disagree fail on
+ * every rank, as they do on the rings.
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
  */
@@ -85,6 +89,8 @@ static const mrc__insn_t d1_reduce[] = {
     GET(EQ, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
     END,
     OP(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
+    SIGNAL(EQ, 0, 0, 1),
+    WAIT(IN, 1, -1, ROOT, 1),
 };
 
 /* Fragment f is the block of the node at pos f. */
@@ -138,6 +144,12 @@ static const mrc__insn_t d1_broadcast[] = {
     SIGNAL(EQ, 0, 0, 0),
     WAIT(IN, 1, -1, ROOT, 0),
     GET(IN, 1, -1, 0, 0, 0, ROOT, WB, RB, NB, W),
+    SIGNAL(IN, 1, -1, 1),
+    LOOP(0),
+    WAIT(EQ, 0, 0, NEXT_S, 1),
+    END,
+    SIGNAL(EQ, 0, 0, 2),
+    WAIT(IN, 1, -1, ROOT, 2),
 };
 
 /* ---- direct2 ------------------------------------------------------------ */
@@ -227,7 +239,7 @@ static const mrc__insn_t d2_broadcast[] = {
     OP(MRC__OP_EXPOSE, IN, 1, -1, 1, 0, 0, RB, WB, NB, 0),
     SIGNAL(ALW, 0, 0, 1),
     LOOP(0),
-    WAIT(IN, 1, -1, NEXT_S, 1),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
     GET(IN, 1, -1, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
     END,
 };

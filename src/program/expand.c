@@ -418,7 +418,11 @@ void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
         return;
     const mrc__group_t *g = &p->groups[group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
-    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)g->size;
+    /* A loop runs N - 1 times on the rings, up to N in memory programs. */
+    int iters = mrc__program_has_memory_ops(p) ? g->size
+                : g->size > 1                  ? g->size - 1
+                                               : 1;
+    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)iters;
     for (int k = g->first_stream; k < g->first_stream + g->num_streams;
          k++) {
         uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);

@@ -223,9 +223,10 @@ typedef struct mrc__chain_iter {
     const mrc__node_stream_t *ns;
     int node, rank, k, n;
     uint64_t off, len, q, r; /* len = q * n + r */
-    int chunk, chunks, in_place;
+    int chunk, chunks;
+    uint8_t in_place;
+    uint8_t memory; /* the program has memory-semantic instructions */
     int pc, s, step, loop_pc, rel;
-    int memory; /* the program has memory-semantic instructions */
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
