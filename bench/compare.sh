@@ -14,13 +14,17 @@
 # the same buffers, cancels most of that. Compare the ratios, not the
 # times. --json only for its three decimals (the table prints one).
 #
-#   usage: bench/compare.sh [-r ROUNDS] [-k DIR] BEFORE AFTER P
+#   usage: bench/compare.sh [-l] [-r ROUNDS] [-k DIR] BEFORE AFTER P
 #                           [-- MRC-BENCH-ARGS...]
 #
 # BEFORE and AFTER are build directories (holding bench/mrc-bench); P the
 # number of ranks. -r: rounds (default 3). -k: keep the raw outputs in DIR
 # (default: a new temporary directory, named at the end). Arguments after
 # -- replace "-b 8 -e 64M -f 8 -r 5" (--mpi --json are always added).
+# -l: the shared-memory path without MPI instead, P processes started by
+# the build's own `mrc launch -n P`: no MPI to time beside it, so the
+# table compares mrc's times themselves, with the memory-bandwidth floor
+# of the same runs as the only sign of the machine's state.
 # MPIRUN names the launcher (default: mpirun or mpiexec from PATH);
 # COMPARE_TIMEOUT the seconds one run may take (default 900); COMPARE_LIMIT
 # the change in % past which a size is counted as worse (default 5).
@@ -30,7 +34,7 @@ set -u
 
 usage() {
     echo "compare.sh: $*" >&2
-    echo "usage: bench/compare.sh [-r ROUNDS] [-k DIR] BEFORE AFTER P" \
+    echo "usage: bench/compare.sh [-l] [-r ROUNDS] [-k DIR] BEFORE AFTER P" \
          "[-- MRC-BENCH-ARGS...]" >&2
     exit 2
 }
@@ -42,9 +46,11 @@ is_count() { # VALUE: a whole number from 1 to 999?
     [ "${#1}" -le 3 ]
 }
 
-rounds=3 keep=
+rounds=3 keep='' launch=0
 while [ $# -gt 0 ]; do
     case $1 in
+    -l) launch=1
+        shift ;;
     -r) [ $# -ge 2 ] || usage "-r wants a number of rounds"
         rounds=$2
         shift 2 ;;
@@ -82,13 +88,20 @@ for side in BEFORE AFTER; do
              "bench/mrc-bench (build it there first: make build)" >&2
         exit 2
     fi
+    if [ "$launch" = 1 ] && { [ ! -f "$dir/tools/mrc/mrc" ] ||
+                              [ ! -x "$dir/tools/mrc/mrc" ]; }; then
+        echo "compare.sh: -l: $side build directory '$dir' has no" \
+             "tools/mrc/mrc to launch with (build it there first)" >&2
+        exit 2
+    fi
 done
 
 mpirun=${MPIRUN:-}
 if [ -z "$mpirun" ]; then
     mpirun=$(command -v mpirun || command -v mpiexec || true)
 fi
-if [ -z "$mpirun" ] || ! command -v "$mpirun" >/dev/null 2>&1; then
+if [ "$launch" = 0 ] && { [ -z "$mpirun" ] ||
+                          ! command -v "$mpirun" >/dev/null 2>&1; }; then
     echo "compare.sh: no mpirun found (install Open MPI, or set MPIRUN)" >&2
     exit 2
 fi
@@ -118,9 +131,15 @@ fi
 
 run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
     out="$raw/$1-$3.json" err="$raw/$1-$3.err"
-    # shellcheck disable=SC2086 # the words are the arguments
-    $tmo "$mpirun" -np "$ranks" "$2/bench/mrc-bench" $bench_args \
-        --mpi --json > "$out" 2> "$err"
+    if [ "$launch" = 1 ]; then
+        # shellcheck disable=SC2086 # the words are the arguments
+        $tmo "$2/tools/mrc/mrc" launch -n "$ranks" -- \
+            "$2/bench/mrc-bench" $bench_args --json > "$out" 2> "$err"
+    else
+        # shellcheck disable=SC2086 # the words are the arguments
+        $tmo "$mpirun" -np "$ranks" "$2/bench/mrc-bench" $bench_args \
+            --mpi --json > "$out" 2> "$err"
+    fi
     rc=$?
     if [ "$rc" -ne 0 ]; then
         echo "compare.sh: $1 round $3 failed (exit $rc$( [ "$rc" -eq 124 ] &&
@@ -129,7 +148,7 @@ run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
         head -n 8 "$err" >&2
         exit 1
     fi
-    awk -v side="$1" -v round="$3" -v out="$out" '
+    awk -v side="$1" -v round="$3" -v out="$out" -v launch="$launch" '
         function field(name,   s) {
             if (!match($0, "\"" name "\": [0-9.eE+-]+"))
                 return ""
@@ -139,10 +158,12 @@ run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
         }
         /"bytes":/ {
             b = field("bytes"); t = field("time_us")
-            m = field("mpi_time_us"); w = field("wrong")
-            if (b == "" || t == "" || m == "" || w == "") {
+            m = launch ? 1 : field("mpi_time_us"); w = field("wrong")
+            f = field("floor_gbps")
+            if (b == "" || t == "" || m == "" || w == "" || f == "") {
                 print "compare.sh: " out ": a row without bytes, " \
-                      "time_us, mpi_time_us or wrong: " $0 > "/dev/stderr"
+                      "time_us, mpi_time_us, floor_gbps or wrong: " $0 \
+                      > "/dev/stderr"
                 bad = 1
                 exit 1
             }
@@ -158,7 +179,7 @@ run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
                 bad = 1
                 exit 1
             }
-            print side, round, b, t, m
+            print side, round, b, t, m, f
             n++
         }
         END {
@@ -177,8 +198,14 @@ load() { # the load averages, for the record of how busy the machine was
     fi
 }
 
-echo "# compare.sh: mpirun -np $ranks BUILD/bench/mrc-bench $bench_args" \
-     "--mpi --json, $rounds rounds, alternating"
+if [ "$launch" = 1 ]; then
+    echo "# compare.sh: BUILD/tools/mrc/mrc launch -n $ranks --" \
+         "BUILD/bench/mrc-bench $bench_args --json, $rounds rounds," \
+         "alternating"
+else
+    echo "# compare.sh: mpirun -np $ranks BUILD/bench/mrc-bench" \
+         "$bench_args --mpi --json, $rounds rounds, alternating"
+fi
 echo "# BEFORE: $before"
 echo "# AFTER:  $after"
 echo "# load before: $(load)"
@@ -197,7 +224,7 @@ done
 echo "# load after: $(load)"
 echo
 
-awk -v P="$ranks" -v R="$rounds" -v limit="$limit" '
+awk -v P="$ranks" -v R="$rounds" -v limit="$limit" -v launch="$launch" '
     function median(list,   v, n, i, j, t) {
         n = split(list, v, " ")
         for (i = 2; i <= n; i++)
@@ -220,6 +247,7 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" '
         ratio[k] = ratio[k] " " ($4 / $5)
         mrc[k] = mrc[k] " " $4
         mpi[k] = mpi[k] " " $5
+        floor[k] = floor[k] " " $6
         if (!($3 in seen)) {
             seen[$3] = 1
             sizes[++ns] = $3 + 0
@@ -230,8 +258,12 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" '
             for (j = i; j > 1 && sizes[j - 1] > sizes[j]; j--) {
                 t = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = t
             }
-        printf "P = %d: mrc time / MPI time, median of %d rounds " \
-               "(lower: mrc faster)\n\n", P, R
+        if (launch)
+            printf "P = %d, mrc launch: mrc time (us), median of %d " \
+                   "rounds\n\n", P, R
+        else
+            printf "P = %d: mrc time / MPI time, median of %d rounds " \
+                   "(lower: mrc faster)\n\n", P, R
         print "| bytes | before | after | after/before - 1 |" \
               " before (range) | after (range) |"
         print "| ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -253,6 +285,19 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" '
         }
         printf "\n%d of %d sizes more than %s%% worse after than before.\n",
                worse, ns, limit
+        if (launch) {
+            print "\nFloor (GB/s, membw x (P-1)/P^2 of the same runs), " \
+                  "median:\n"
+            print "| bytes | before | after |"
+            print "| ---: | ---: | ---: |"
+            for (i = 1; i <= ns; i++) {
+                s = sizes[i]; b = "before" SUBSEP s; a = "after" SUBSEP s
+                printf "| %d | %s | %s |\n", s,
+                       b in floor ? sprintf("%.2f", median(floor[b])) : "-",
+                       a in floor ? sprintf("%.2f", median(floor[a])) : "-"
+            }
+            exit 0
+        }
         print "\nRaw medians, us per call (mrc / MPI):\n"
         print "| bytes | before mrc | before MPI | after mrc | after MPI |"
         print "| ---: | ---: | ---: | ---: | ---: |"
