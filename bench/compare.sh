@@ -120,7 +120,7 @@ if [ -n "$keep" ]; then
     mkdir -p "$keep" || exit 2
     raw=$keep
 else
-    raw=$(mktemp -d "${TMPDIR:-/tmp}/mrc-compare.XXXXXX") || exit 2
+    raw=$(mktemp -d -t mrc-compare.XXXXXX) || exit 2
 fi
 : > "$raw/rows" || exit 2
 
