@@ -50,6 +50,7 @@ typedef struct sim {
     int num_routes, cap_routes;    /* routes[] holds num_routes entries */
     mrc__msgmap_t paths;           /* (src, dst, 0): i[0] = its route */
     int32_t *bfs_prev, *bfs_queue; /* [nodes]: reaching link; the walk */
+    double *bfs_lat;               /* [nodes]: latency from the start */
     int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
 } sim_t;
 
@@ -71,6 +72,7 @@ static void sim_free(sim_t *s)
     free(s->phys_pool);
     free(s->bfs_prev);
     free(s->bfs_queue);
+    free(s->bfs_lat);
     free(s->group_route);
     mrc__msgmap_free(&s->paths); /* zeroed when unused */
 }
@@ -95,9 +97,10 @@ static mrc_status_t build(sim_t *s)
         int nn = p->num_nodes;
         s->bfs_prev = malloc(((size_t)nn + 1) * sizeof *s->bfs_prev);
         s->bfs_queue = malloc(((size_t)nn + 1) * sizeof *s->bfs_queue);
+        s->bfs_lat = malloc(((size_t)nn + 1) * sizeof *s->bfs_lat);
         s->group_route = malloc(((size_t)p->num_groups + 1) *
                                 sizeof *s->group_route);
-        if (!s->bfs_prev || !s->bfs_queue || !s->group_route ||
+        if (!s->bfs_prev || !s->bfs_queue || !s->bfs_lat || !s->group_route ||
             mrc__msgmap_init(&s->paths, (size_t)nn))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
         for (int g = 0; g < p->num_groups; g++)
@@ -174,13 +177,15 @@ static int new_route(sim_t *s)
 }
 
 /* Breadth-first from src: bfs_prev[v] is the link that reached v (-2 at
- * src, -1 if unreached); stops once dst is reached (-1: never). */
+ * src, -1 if unreached), bfs_lat[v] the latency of that path; stops once
+ * dst is reached (-1: never). */
 static void bfs(sim_t *s, int src, int dst)
 {
     int nn = mrc_topo_num_nodes(s->t), head = 0, tail = 0;
     for (int v = 0; v < nn; v++)
         s->bfs_prev[v] = -1;
     s->bfs_prev[src] = -2;
+    s->bfs_lat[src] = 0;
     s->bfs_queue[tail++] = src;
     while (head < tail) {
         int v = s->bfs_queue[head++];
@@ -193,6 +198,7 @@ static void bfs(sim_t *s, int src, int dst)
             int w = l->a == v ? l->b : l->a;
             if (s->bfs_prev[w] == -1) {
                 s->bfs_prev[w] = links[i];
+                s->bfs_lat[w] = s->bfs_lat[v] + l->latency_ns;
                 s->bfs_queue[tail++] = w;
             }
         }
@@ -271,13 +277,7 @@ static mrc_status_t barrier_route(sim_t *s, int g, int *route)
                                   "group %d's barrier: %s does not connect "
                                   "node %d to node %d",
                                   g, mrc_topo_name(s->t), mem[i], mem[j]);
-            double lat = 0;
-            for (int v = mem[j]; v != mem[i];) {
-                int link = s->bfs_prev[v];
-                lat += mrc_topo_link(s->t, link)->latency_ns;
-                v = across(s, link, v);
-            }
-            worst = fmax(worst, lat);
+            worst = fmax(worst, s->bfs_lat[mem[j]]);
         }
     }
     int r = new_route(s);
