@@ -105,6 +105,37 @@ static void test_code_length_constant(void **state)
     }
 }
 
+/* The listing names the memory instructions, and an image round trip
+ * keeps the program (checked again on load). */
+static void test_listing_and_image(void **state)
+{
+    (void)state;
+    mrc_program_t *p = NULL, *q = NULL;
+    assert_int_equal(compile("ring:5", NULL, MRC_ALGO_DIRECT2, MRC_REDUCE,
+                             1 << 20, 3, &p),
+                     MRC_OK);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    const char *want[] = {"expose all of sendbuf by reference",
+                          "get    frag (pos) mod N of sendbuf at node (rel + "
+                          "s + 1) mod N from the root into scratch",
+                          "signal flag 1", "wait   flag 2 of node (0)"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("listing lacks '%s':\n%s", want[i], text);
+    mrc_free(text);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
+    assert_int_equal(q->cfg.algo, MRC_ALGO_DIRECT2);
+    assert_int_equal(q->code_len, p->code_len);
+    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
+    mrc_free(img);
+    mrc_program_destroy(p);
+    mrc_program_destroy(q);
+}
+
 /* Groups are compiled apart: each a stream in rank order. */
 static void test_groups(void **state)
 {
@@ -201,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_families_proven),
         cmocka_unit_test(test_code_length_constant),
         cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
