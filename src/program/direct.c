@@ -1,4 +1,7 @@
 /*
+ * The families compiled over the group in rank order: the direct
+ * families here, and the tree (tree.c, whose code this builder takes).
+ *
  * The direct families: every node reads its peers' memory instead of
  * passing fragments round a ring (the shared-memory algorithms of the
  * field, as programs). One stream per group, in rank order (pos = rank),
@@ -314,6 +317,13 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
 static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
                          const family_code_t **out)
 {
+    if (cfg->algo == MRC_ALGO_TREE) {
+        static _Thread_local family_code_t tree;
+        mrc_status_t st = mrc__tree_code(cfg, &tree.code, &tree.len);
+        tree.addressing = MRC__ADDR_WHOLE;
+        *out = &tree;
+        return st;
+    }
     int fam = cfg->algo == MRC_ALGO_DIRECT1 ? 0 : 1;
     const family_code_t *byc = codes[fam][cfg->collective];
     uint64_t window = mrc__sat_mul_add(
@@ -389,7 +399,7 @@ static mrc_status_t build_tables(mrc_program_t *p, const mrc_embedding_t *e,
     return MRC_OK;
 }
 
-mrc_status_t mrc__direct_build(const mrc_embedding_t *e,
+mrc_status_t mrc__family_build(const mrc_embedding_t *e,
                                const mrc_compile_config_t *cfg, int only,
                                mrc_program_t **out)
 {

@@ -183,7 +183,7 @@ static const char *validate(const mrc_program_t *p)
     if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
         mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
         c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE ||
-        (unsigned)c->algo > MRC_ALGO_DIRECT2)
+        (unsigned)c->algo > MRC_ALGO_TREE)
         return "unknown collective, type, operator, addressing or family";
     if (p->num_nodes < 1 || p->num_nodes > MRC_TOPO_MAX_NODES ||
         p->num_groups < 0 || p->num_streams < 0 || p->code_len < 0)
@@ -192,7 +192,7 @@ static const char *validate(const mrc_program_t *p)
     for (int i = 0; i < p->code_len; i++) {
         const mrc__insn_t *in = &p->code[i];
         if (in->op < MRC__OP_LOOP || in->op >= MRC__NUM_OPCODES ||
-            in->pred > MRC__PRED_ALONE || in->buf_a > MRC__BUF_WINDOW ||
+            in->pred > MRC__PRED_TREE_PARENT || in->buf_a > MRC__BUF_WINDOW ||
             in->buf_b > MRC__BUF_WINDOW || in->local > MRC__BUF_SCRATCH ||
             in->step_rel > 1 || in->flag >= 16 || in->loop_extra < 0 ||
             in->loop_extra > 1)

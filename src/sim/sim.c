@@ -93,7 +93,8 @@ static mrc_status_t build(sim_t *s)
     if (!s->cap || !s->lat || !s->phys_base || !s->routes)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     s->memory = mrc__program_has_memory_ops(p);
-    if (s->memory) {
+    /* Families other than the rings send off the rings' hops. */
+    if (p->cfg.algo != MRC_ALGO_RINGS) {
         int nn = p->num_nodes;
         s->bfs_prev = malloc(((size_t)nn + 1) * sizeof *s->bfs_prev);
         s->bfs_queue = malloc(((size_t)nn + 1) * sizeof *s->bfs_queue);
@@ -300,10 +301,16 @@ static int op_flow(sim_t *s, int node, const mrc__op_t *op, size_t esize,
     double bytes = (double)op->count * (double)esize;
     int route = -1;
     switch (op->kind) {
-    case MRC__SEND:
-        route = (int)(mrc__node_stream(p, node, op->stream) -
-                      p->node_streams);
+    case MRC__SEND: {
+        const mrc__node_stream_t *ns = mrc__node_stream(p, node, op->stream);
+        route = (int)(ns - p->node_streams);
+        /* A send to another node than the ring's next (the tree's) takes
+         * a shortest path, as a get does. */
+        if (op->peer != ns->next &&
+            (*st = path_route(s, node, op->peer, &route)) != MRC_OK)
+            return -1;
         break;
+    }
     case MRC__GET:
     case MRC__WAIT:
         if (op->peer == node)
@@ -717,8 +724,14 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
     const mrc__op_t *op = &ch->op;
     const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
                                                     op->stream);
-    return post(pp, (int)(ns - p->node_streams), ch->it.node, op->peer,
-                op->tag, (double)op->count * (double)pp->esize);
+    int route = (int)(ns - p->node_streams);
+    if (op->peer != ns->next) { /* the tree's: a shortest path */
+        mrc_status_t st = path_route(pp->s, ch->it.node, op->peer, &route);
+        if (st != MRC_OK)
+            return st;
+    }
+    return post(pp, route, ch->it.node, op->peer, op->tag,
+                (double)op->count * (double)pp->esize);
 }
 
 /* Wakes chain i at time t (not before now). */
@@ -1508,7 +1521,8 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
 
     /* One chain per node, stream and chunk; they are walked in lockstep.
      * The fast path for one large group needs none. */
-    int fast = c.mode == MRC_SIM_BSP && p->num_groups == 1 && !s.memory &&
+    int fast = c.mode == MRC_SIM_BSP && p->num_groups == 1 &&
+               p->cfg.algo == MRC_ALGO_RINGS &&
                (mrc__sim_fast == MRC__SIM_FAST_ALWAYS ||
                 (mrc__sim_fast == MRC__SIM_FAST_AUTO &&
                  (p->groups[0].size > FAST_MIN_GROUP || fast_is_exact(p))));

@@ -74,7 +74,8 @@ static int family_applies(mrc_collective_t coll, size_t count, mrc_dtype_t d,
     mrc_algo_t a = MRC_ALGO_RINGS;
     const char *env = getenv("MRC_ALGO");
     if (!env || mrc_algo_parse(env, &a) != MRC_OK ||
-        (a != MRC_ALGO_DIRECT1 && a != MRC_ALGO_DIRECT2))
+        (a != MRC_ALGO_DIRECT1 && a != MRC_ALGO_DIRECT2 &&
+         a != MRC_ALGO_TREE))
         return 1;
     /* avg on integers runs as a sum of 64-bit words */
     if (op == MRC_AVG && mrc__avg_words(d) != 0 && coll != MRC_ALLGATHER &&
