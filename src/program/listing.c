@@ -163,6 +163,42 @@ mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
     return MRC_OK;
 }
 
+/* The relays: on a routed hop every node between the sender and the
+ * receiver forwards each message (receive from the route's node before
+ * it, send the same to the one after it). */
+static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
+{
+    enum { SHOWN_RELAYS = 64 };
+    int32_t *first = NULL;
+    mrc__relay_t *list = NULL;
+    mrc_status_t st = mrc__relay_index(p, &first, &list);
+    if (st != MRC_OK)
+        return st;
+    int total = first[p->num_nodes], shown = 0;
+    if (total > 0)
+        mrc__sb_printf(sb, "\nrelays (%d: each forwards every message of "
+                           "its hop, same tag and count):\n",
+                       total);
+    for (int v = 0; v < p->num_nodes && shown < SHOWN_RELAYS; v++)
+        for (int i = first[v]; i < first[v + 1] && shown < SHOWN_RELAYS;
+             i++, shown++) {
+            const mrc__relay_t *r = &list[i];
+            int off = p->route_off[r->route];
+            int len = p->route_off[r->route + 1] - off;
+            mrc__sb_printf(sb, "  node %d relays stream %d, hop %d -> %d: "
+                               "from node %d to node %d by port %d\n",
+                           v, r->stream, r->src, p->route_nodes[off + len - 1],
+                           p->route_nodes[off + r->index - 1],
+                           p->route_nodes[off + r->index + 1],
+                           p->route_ports[off + r->index]);
+        }
+    if (total > shown)
+        mrc__sb_printf(sb, "  ... %d more relays\n", total - shown);
+    free(first);
+    free(list);
+    return MRC_OK;
+}
+
 mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
 {
     if (!p || !text)
@@ -254,6 +290,11 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
         mrc__sb_printf(&sb, "  ... %d more nodes\n", p->num_nodes - SHOWN);
     free(first);
     free(active);
+    st = relay_text(&sb, p);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
 
     /* One node's first steps, spelled out. */
     mrc__plan_t plan;
@@ -269,12 +310,15 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
             shown++;
             if (op->kind == MRC__SEND)
                 mrc__sb_printf(&sb, "  step %d: send frag %d (%llu elements "
-                                    "of %s at %llu) to node %d by port %d\n",
+                                    "of %s at %llu) to node %d by port %d"
+                                    "%s\n",
                                op->step, op->frag,
                                (unsigned long long)op->count,
                                buf_name(op->src),
                                (unsigned long long)op->src_off, op->peer,
-                               op->port);
+                               op->port,
+                               op->peer != op->ring_peer ? ", relayed on"
+                                                         : "");
             else if (op->kind == MRC__RECV)
                 mrc__sb_printf(&sb, "  step %d: recv frag %d from node %d "
                                     "on port %d into %s at %llu%s\n",

@@ -155,6 +155,10 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
                                         const mrc_compile_config_t *cfg,
                                         int only, mrc_program_t **out);
 
+/* The checker with node `drop`'s relays left out (-1: none): a test's
+ * way to prove that a relay that never forwards is caught. */
+mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop);
+
 /* The compiler without the checker (compile_group = build + check); for
  * timing the two apart. */
 mrc_status_t mrc__program_build(const mrc_embedding_t *e,
@@ -165,7 +169,9 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
 
 enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE,
                     MRC__EXPOSE, MRC__GET, MRC__SIGNAL, MRC__WAIT,
-                    MRC__BARRIER };
+                    MRC__BARRIER,
+                    MRC__FWD /* a relay of a routed hop: receive from
+                                `from`, send the same to `peer` */ };
 
 typedef struct mrc__op {
     uint8_t kind;
@@ -185,6 +191,13 @@ typedef struct mrc__op {
     uint64_t tag;    /* (stream, step, chunk): unique on its link */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
     uint64_t src_off, dst_off, local_off, count;
+    /* Routed hops: SEND and RECV talk to the first and last relay of the
+     * route (peer), which is not the ring's neighbour (ring_peer: the
+     * hop's far end, whose chain the simulator matches, as it times the
+     * route itself). FWD receives from `from` and sends to `peer`; its
+     * ring_peer is the hop's final node. */
+    int32_t ring_peer;
+    int32_t from;
 } mrc__op_t;
 
 /* A node's operations as independent chains, one per (stream, chunk):
@@ -208,12 +221,37 @@ typedef struct mrc__chain_iter {
     uint64_t off, len, q, r; /* len = q * n + r */
     int chunk, chunks, in_place;
     int pc, s, step, loop_pc, rel;
+    int at;                /* the node that runs the chain */
+    int send_to, recv_from; /* first and last relay of the hops */
+    /* A relay chain (relay > 0): the sends of `node`'s chain, forwarded
+     * by `at`, the relay at place relay_idx of route relay - 1. */
+    int relay, relay_idx;
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
                       int node, int k, int chunk, int chunks, int in_place);
 /* The chain's next op: 1 and *op, 0 at the end, -1 on an error (*st). */
 int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *op, mrc_status_t *st);
+/* A relay of a routed hop: node `at` (recorded by its index) relays the
+ * hop of `src` in `stream`, at place `index` (1 .. len - 2) of `route`. */
+typedef struct mrc__relay {
+    int32_t stream, src, route, index;
+} mrc__relay_t;
+
+/* The relays of every node: node u's are list[first[u] .. first[u + 1]).
+ * The caller frees both. Refuses a route that leaves the program's
+ * nodes (a damaged image). */
+mrc_status_t mrc__relay_index(const mrc_program_t *p, int32_t **first,
+                              mrc__relay_t **list);
+/* A relay chain: node `at` forwards, chunk by chunk, every message that
+ * r->src sends on its hop of r->stream, as FWD ops. */
+void mrc__relay_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int at,
+                      const mrc__relay_t *r, int chunk, int chunks);
+/* Upper bounds of the relay chains and their operations at `node` (see
+ * mrc__plan_bound). */
+void mrc__relay_bound(const mrc_program_t *p, int node, uint64_t chunk_elems,
+                      uint64_t *chains, uint64_t *ops);
+
 /* Chunks of stream k for a chunk size (0 if the stream carries nothing). */
 int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems);
 

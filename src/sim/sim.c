@@ -459,7 +459,7 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
     double bytes = (double)op->count * (double)pp->esize;
     const route_t *rt = &pp->s->routes[route];
     if (rt->len == 0 || bytes == 0) {
-        arrival_t a = {pp->now + rt->latency, ch->it.node, op->peer,
+        arrival_t a = {pp->now + rt->latency, ch->it.node, op->ring_peer,
                        op->tag};
         if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                       sizeof *pp->heap))
@@ -468,7 +468,7 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
         return MRC_OK;
     }
     flow_t f = {bytes, 0, bytes, route, 0};
-    pmeta_t m = {pp->now, ch->it.node, op->peer, op->tag};
+    pmeta_t m = {pp->now, ch->it.node, op->ring_peer, op->tag};
     int q = pp->s->chan_pool[rt->first];
     if (pp->q_busy[q]) { /* the link is sending an earlier message */
         if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
@@ -535,10 +535,10 @@ static mrc_status_t run_chain_now(pipe_t *pp, int i)
             if (st != MRC_OK)
                 return st;
         } else if (ch->op.kind == MRC__RECV) {
-            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.peer,
+            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.ring_peer,
                                              ch->it.node, ch->op.tag);
             if (*link < 0) { /* not here yet: wait for it */
-                mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.peer,
+                mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.ring_peer,
                                                 ch->it.node, ch->op.tag);
                 if (!m)
                     return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");

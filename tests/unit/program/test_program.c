@@ -312,6 +312,91 @@ static void test_checker_refuses_broken(void **state)
     mrc_program_destroy(p);
 }
 
+static mrc_program_t *compile_rs(const char *spec, const char *strategy,
+                                 int replica_size, mrc_collective_t c,
+                                 size_t count)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    mrc_embed_config_t ec = {.strategy = strategy,
+                             .replica_size = replica_size};
+    if (mrc_topo_create(spec, &t) != MRC_OK ||
+        mrc_embed_create(t, &ec, &e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    mrc_compile_config_t cc = {.collective = c, .count = count,
+                               .dtype = MRC_FLOAT32, .op = MRC_SUM};
+    if (mrc_program_compile(e, &cc, &p) != MRC_OK)
+        fail_msg("%s %s: %s", spec, mrc_collective_name(c), mrc_last_error());
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return p;
+}
+
+/* Routed hops: the relays are indexed from the routes, each relay's plan
+ * forwards every message of its hop (FWD from the route's node before it
+ * to the one after, same tag), the bound covers them, the checker proves
+ * the relayed programs and catches a relay that never forwards. */
+static void test_relays(void **state)
+{
+    (void)state;
+    const struct {
+        const char *spec, *strategy;
+        int rs, relays, node, from, to;
+    } cases[] = {
+        /* column rings 0 2 6 4: hops 2 -> 6 and 4 -> 0 pass 4 and 2. */
+        {"ladder:8", "ring-on-line", 2, 8, 4, 2, 6},
+        /* rung rings 0 4 8 12: every hop passes a node of another group,
+         * the way back five of them; both ways round. */
+        {"ladder:16", "rung-ring-4", 0, 64, 2, 0, 4},
+    };
+    for (size_t ci = 0; ci < 2; ci++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+            mrc_program_t *p = compile_rs(cases[ci].spec, cases[ci].strategy,
+                                          cases[ci].rs, (mrc_collective_t)c,
+                                          1001);
+            int32_t *first = NULL;
+            mrc__relay_t *list = NULL;
+            assert_int_equal(mrc__relay_index(p, &first, &list), MRC_OK);
+            assert_int_equal(first[p->num_nodes], cases[ci].relays);
+            free(first);
+            free(list);
+
+            int u = cases[ci].node;
+            mrc__plan_t plan;
+            assert_int_equal(mrc__plan_build(p, u, 100, 0, &plan), MRC_OK);
+            int fwds = 0, seen = 0;
+            for (int i = 0; i < plan.num_ops; i++) {
+                const mrc__op_t *op = &plan.ops[i];
+                if (op->kind != MRC__FWD)
+                    continue;
+                fwds++;
+                assert_true(op->count > 0 && op->count <= 100);
+                seen |= op->from == cases[ci].from &&
+                        op->peer == cases[ci].to;
+            }
+            assert_true(fwds > 0);
+            /* (A chain from the root does not use the hop into it.) */
+            assert_true(seen || c == MRC_REDUCE || c == MRC_BROADCAST);
+            uint64_t chains, ops, rchains, rops;
+            mrc__plan_bound(p, p->nodes[u].group, 100, &chains, &ops);
+            mrc__relay_bound(p, u, 100, &rchains, &rops);
+            assert_true((uint64_t)plan.num_chains <= chains + rchains);
+            assert_true((uint64_t)plan.num_ops <= ops + rops);
+            mrc__plan_free(&plan);
+
+            assert_int_equal(mrc_program_check(p), MRC_OK);
+            assert_int_equal(mrc__program_check_drop_relays(p, u),
+                             MRC_ERR_INVALID_PROGRAM);
+            char want[64];
+            snprintf(want, sizeof want, "to node %d is never received", u);
+            if (!strstr(mrc_last_error(), want))
+                fail_msg("%s: '%s' does not say '%s'", cases[ci].strategy,
+                         mrc_last_error(), want);
+            mrc_program_destroy(p);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_refused_images),
         cmocka_unit_test(test_image_port_count_bounded),
         cmocka_unit_test(test_checker_refuses_broken),
+        cmocka_unit_test(test_relays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
