@@ -37,6 +37,7 @@ void mrc__exec_release(mrc__exec_t *x)
     free(x->fwd_prev);
     free(x->relay_chain);
     free(x->relay_mem);
+    free(x->idle_ports);
     memset(x, 0, sizeof *x);
 }
 
@@ -273,6 +274,10 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
     st = plan_staging(x);
     if (st == MRC_OK)
         st = plan_relays(x);
+    if (st == MRC_OK && !(x->idle_ports = malloc(
+                              (size_t)p->nodes[node].num_ports + 1)))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                        node);
     if (st != MRC_OK) {
         mrc__exec_release(x);
         return st;
@@ -378,6 +383,40 @@ static mrc_status_t forward(mrc__exec_t *x, const mrc__transport_t *t, int i,
     return MRC_OK;
 }
 
+/* At an op of `step`: if it starts a later phase of the port mask than
+ * the last handed over, hands the transport the ports this node leaves
+ * idle in it (and traces them). Chains run ahead of each other, so the
+ * phase is the latest any chain has reached. */
+static void hand_ports(mrc__exec_t *x, const mrc__transport_t *t, int step)
+{
+    const mrc_program_t *p = x->program;
+    if (step < x->ports_until || p->num_port_phases == 0)
+        return;
+    int ph = mrc__port_phase_of(p, step);
+    if (ph < 0)
+        return;
+    const mrc__port_phase_t *f = &p->port_phases[ph];
+    x->ports_until = f->first_step + f->num_steps;
+    int trace = mrc__log_level() >= MRC__LOG_TRACE;
+    if (!t->ops->ports && !trace)
+        return;
+    int u = x->plan.node, n = p->nodes[u].num_ports;
+    mrc__port_idle(p, ph, u, x->idle_ports);
+    if (t->ops->ports)
+        t->ops->ports(t->ctx, x->idle_ports, n);
+    if (trace) {
+        char list[256];
+        size_t at = 0;
+        list[0] = 0;
+        for (int q = 0; q < n && at + 16 < sizeof list; q++)
+            if (x->idle_ports[q])
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%d",
+                                       at ? ", " : "", q);
+        mrc__trace(u, "phase %d (steps %d-%d): idle ports {%s}", ph,
+                   f->first_step, f->first_step + f->num_steps - 1, list);
+    }
+}
+
 /* Advances one chain as far as it can go; sets *moved if it did. */
 static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                             int ch, const void *sb, void *rb, void *xb,
@@ -390,6 +429,7 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
         int i = begin + x->cursor[ch];
         const mrc__op_t *op = &pl->ops[i];
         mrc__xfer_t *xf = &x->xfers[i];
+        hand_ports(x, t, op->step);
         switch (op->kind) {
         case MRC__SEND:
             if (!xf->posted) {
@@ -559,6 +599,7 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
 {
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
+    x->ports_until = 0;
     if (x->num_fwds)
         memset(x->fwd_sends, 0, x->num_fwds * sizeof *x->fwd_sends);
     memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);

@@ -52,6 +52,11 @@ typedef struct mrc__exec {
     uint8_t *relay_chain;   /* [num_chains]: 1 for a relay chain */
     char *relay_mem;
     size_t num_fwds, relay_bytes;
+
+    /* The port mask handed to the transport: the phase reached so far
+     * ends before step ports_until; idle_ports holds the node's mask. */
+    int ports_until;
+    uint8_t *idle_ports;
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are

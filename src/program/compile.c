@@ -118,6 +118,8 @@ void mrc__program_free_arrays(mrc_program_t *p)
     free(p->route_nodes);
     free(p->route_ports);
     free(p->route_in_ports);
+    free(p->port_phases);
+    free(p->port_uses);
 }
 
 void mrc_program_destroy(mrc_program_t *p)
@@ -402,6 +404,11 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         entry += gr->num_streams * size;
         g++;
     }
+    mrc_status_t st = mrc__port_mask_build(p);
+    if (st != MRC_OK) {
+        mrc_program_destroy(p);
+        return st;
+    }
     *out = p;
     return MRC_OK;
 }
@@ -451,7 +458,9 @@ mrc_status_t mrc_program_info(const mrc_program_t *p,
                                   sizeof(int32_t)) +
         (size_t)p->num_nodes * sizeof(mrc__node_t) +
         (size_t)(p->num_routes + 1) * sizeof(int32_t) +
-        (size_t)p->route_pool_len * 2 * sizeof(int32_t);
+        (size_t)p->route_pool_len * 2 * sizeof(int32_t) +
+        (size_t)p->num_port_phases * sizeof(mrc__port_phase_t) +
+        (size_t)p->num_port_uses * sizeof(mrc__port_use_t);
     void *img = NULL;
     size_t len = 0;
     if (mrc_program_save(p, &img, &len) == MRC_OK)

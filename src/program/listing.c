@@ -199,6 +199,52 @@ static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
     return MRC_OK;
 }
 
+/* The port mask: per phase, the ports each node leaves idle. */
+static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
+{
+    enum { SHOWN_PHASES = 8, SHOWN_NODES = 16 };
+    if (p->num_port_phases == 0) {
+        mrc__sb_puts(sb, "\nport mask: none (groups this large keep every "
+                         "port on)\n");
+        return MRC_OK;
+    }
+    int most = 0;
+    for (int u = 0; u < p->num_nodes; u++)
+        if (p->nodes[u].num_ports > most)
+            most = p->nodes[u].num_ports;
+    uint8_t *idle = malloc((size_t)most + 1);
+    if (!idle)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc__sb_printf(sb, "\nport mask (%d phase%s: the ports each node leaves "
+                       "idle, which may be switched off):\n",
+                   p->num_port_phases, p->num_port_phases > 1 ? "s" : "");
+    for (int ph = 0; ph < p->num_port_phases && ph < SHOWN_PHASES; ph++) {
+        const mrc__port_phase_t *f = &p->port_phases[ph];
+        for (int u = 0; u < p->num_nodes && u < SHOWN_NODES; u++) {
+            mrc__port_idle(p, ph, u, idle);
+            mrc__sb_printf(sb, "  phase %d (steps %d-%d): node %d idle ports "
+                               "{",
+                           ph, f->first_step, f->first_step + f->num_steps - 1,
+                           u);
+            const char *sep = "";
+            for (int q = 0; q < p->nodes[u].num_ports; q++)
+                if (idle[q]) {
+                    mrc__sb_printf(sb, "%s%d", sep, q);
+                    sep = ", ";
+                }
+            mrc__sb_puts(sb, "}\n");
+        }
+        if (p->num_nodes > SHOWN_NODES)
+            mrc__sb_printf(sb, "  ... %d more nodes\n",
+                           p->num_nodes - SHOWN_NODES);
+    }
+    if (p->num_port_phases > SHOWN_PHASES)
+        mrc__sb_printf(sb, "  ... %d more phases\n",
+                       p->num_port_phases - SHOWN_PHASES);
+    free(idle);
+    return MRC_OK;
+}
+
 mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
 {
     if (!p || !text)
@@ -291,6 +337,8 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
     free(first);
     free(active);
     st = relay_text(&sb, p);
+    if (st == MRC_OK)
+        st = mask_text(&sb, p);
     if (st != MRC_OK) {
         mrc__sb_free(&sb);
         return st;

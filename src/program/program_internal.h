@@ -129,6 +129,22 @@ typedef struct mrc__node {
     int32_t first_entry; /* into node_streams[] */
 } mrc__node_t;
 
+/* The port mask: the steps of the program cut into phases over which no
+ * node's set of ports in use changes (all the steps of a ring loop; each
+ * step of a reduce or broadcast chain), and for each phase the ports in
+ * use, as (node, port) pairs sorted by node and port: every other port of
+ * a node is idle in that phase, and may be switched off (seed 000's
+ * claims 7 and 15). A port is in use when a message of the phase leaves
+ * or enters the node by it, relayed ones included. */
+typedef struct mrc__port_phase {
+    int32_t first_step, num_steps;
+    int32_t first_use; /* into port_uses; the phase's run to the next's */
+} mrc__port_phase_t;
+
+typedef struct mrc__port_use {
+    int32_t node, port;
+} mrc__port_use_t;
+
 struct mrc_program {
     mrc_compile_config_t cfg;
     uint8_t addressing;
@@ -147,7 +163,27 @@ struct mrc_program {
     int32_t *route_ports;  /* out-port at each node but the last */
     int32_t *route_in_ports; /* port at each node but the first it
                                 arrives on */
+    /* The port mask: num_port_phases + 1 entries (the last one's
+     * first_use is num_port_uses); none (0 phases) for groups above
+     * MRC__PORT_MASK_MAX_GROUP, where every port counts as in use. */
+    int num_port_phases, num_port_uses;
+    mrc__port_phase_t *port_phases;
+    mrc__port_use_t *port_uses;
 };
+
+/* Groups up to this size get a port mask (the checker's full run has the
+ * same bound): it is found by walking every message once. */
+enum { MRC__PORT_MASK_MAX_GROUP = 4096 };
+
+/* Computes the program's port mask from its messages (replacing any). */
+mrc_status_t mrc__port_mask_build(mrc_program_t *p);
+
+/* The phase holding `step`, or -1 (no mask, or a step past the last). */
+int mrc__port_phase_of(const mrc_program_t *p, int step);
+
+/* Fills idle[0 .. num_ports of u) with 1 for each port node u leaves idle
+ * in phase ph, 0 for each it uses. */
+void mrc__port_idle(const mrc_program_t *p, int ph, int u, uint8_t *idle);
 
 /* Compiles only group `only` of the embedding (-1: every group); the
  * nodes of other groups are in no group of the program. */

@@ -37,6 +37,9 @@ typedef struct sim {
     route_t *routes;    /* [num_entries]: node-stream -> its hop */
     int32_t *chan_pool, *phys_pool;
     int pool_len, chan_cap, phys_cap;
+    /* The program's port mask: the physical link of each port in use
+     * (-1: none); the links a phase leaves idle are switched off. */
+    int32_t *use_phys;
 } sim_t;
 
 typedef struct flow {
@@ -55,6 +58,60 @@ static void sim_free(sim_t *s)
     free(s->routes);
     free(s->chan_pool);
     free(s->phys_pool);
+    free(s->use_phys);
+}
+
+/* The physical link behind each port of the mask: a port's lane of its
+ * link, as the routes count them. */
+static mrc_status_t build_mask(sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    if (p->num_port_phases == 0)
+        return MRC_OK;
+    s->use_phys = malloc(((size_t)p->num_port_uses + 1) *
+                         sizeof *s->use_phys);
+    if (!s->use_phys)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int i = 0; i < p->num_port_uses; i++) {
+        int v = p->port_uses[i].node, port = p->port_uses[i].port;
+        int link = -1, peer = -1;
+        s->use_phys[i] = -1;
+        if (mrc_topo_port(s->t, v, port, &link, &peer, NULL) != MRC_OK)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "the program's port mask names port %d of "
+                              "node %d, which %s does not have (is it "
+                              "compiled for this topology?)",
+                              port, v, mrc_topo_name(s->t));
+        const mrc_link_t *l = mrc_topo_link(s->t, link);
+        int first_port = l->a == v ? l->port_a : l->port_b;
+        s->use_phys[i] = s->phys_base[link] + (port - first_port);
+    }
+    return MRC_OK;
+}
+
+/* The links switched on for a step of phase ph (the mask's ports in use)
+ * for dur ns, `times` over: the same figures as booking the step's
+ * flows' links, taken from the program's mask instead. */
+static void book_mask(const sim_t *s, int ph, double start, double dur,
+                      double times, double *phys_on, double *phys_last,
+                      double wake_ns, uint8_t *used)
+{
+    const mrc_program_t *p = s->p;
+    if (ph < 0)
+        return;
+    int lo = p->port_phases[ph].first_use, hi = p->port_phases[ph + 1].first_use;
+    for (int i = lo; i < hi; i++) {
+        int q = s->use_phys[i];
+        if (q < 0 || used[q])
+            continue;
+        used[q] = 1;
+        double gap = start - phys_last[q];
+        phys_on[q] += fmin(gap, wake_ns) + dur * times;
+        phys_last[q] = start + dur * times;
+    }
+    for (int i = lo; i < hi; i++)
+        if (s->use_phys[i] >= 0)
+            used[s->use_phys[i]] = 0;
 }
 
 /* Channels and, for every node and stream, the channels and physical
@@ -699,8 +756,13 @@ enum { PIPELINED_MAX_GROUP = 4096 };
  * repeats the step (a ring phase's identical steps). */
 static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
                       double dur, double times, pipe_acct_t *a,
-                      uint8_t *used)
+                      uint8_t *used, int step)
 {
+    /* The links on: from the program's port mask where it has one (the
+     * flows then book bytes only). */
+    if (s->use_phys)
+        book_mask(s, mrc__port_phase_of(s->p, step), start, dur, times,
+                  a->phys_on, a->phys_last, a->wake_ns, used);
     for (int f = 0; f < nf; f++) {
         const route_t *rt = &s->routes[fl[f].route];
         for (int q = 0; q < rt->len; q++) {
@@ -709,7 +771,7 @@ static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
             a->r->link_bytes[ch] += fl[f].bytes * times;
             a->r->link_utilisation[ch] += fl[f].bytes * times / s->cap[ch];
             a->move_j += fl[f].bytes * times * 8 * a->pj * 1e-12;
-            if (used[ph])
+            if (s->use_phys || used[ph])
                 continue;
             used[ph] = 1;
             double gap = start - a->phys_last[ph];
@@ -717,7 +779,7 @@ static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
             a->phys_last[ph] = start + dur * times;
         }
     }
-    for (int f = 0; f < nf; f++) {
+    for (int f = 0; f < nf && !s->use_phys; f++) {
         const route_t *rt = &s->routes[fl[f].route];
         for (int q = 0; q < rt->len; q++)
             used[s->phys_pool[rt->first + q]] = 0;
@@ -786,7 +848,7 @@ static mrc_status_t fast_bsp(const sim_t *s, step_ws_t *w, size_t esize,
         }
         double dur = run_step(s, fl, nf, w);
         double times = whole ? 1 : (double)loops * (n - 1);
-        book_step(s, fl, nf, a->total_ns, dur, times, a, used);
+        book_step(s, fl, nf, a->total_ns, dur, times, a, used, step);
         a->total_ns += dur * times;
         *steps += whole ? 1 : loops * (n - 1);
     }
@@ -920,6 +982,8 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     double *phys_on = NULL, *phys_last = NULL;
     uint8_t *phys_used = NULL;
     mrc_status_t st = r ? build(&s) : MRC_ERR_NO_MEMORY;
+    if (st == MRC_OK)
+        st = build_mask(&s);
     if (!r)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st != MRC_OK)
@@ -1034,7 +1098,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                 r->link_bytes[ch] += flows[f].bytes;
                 r->link_utilisation[ch] += flows[f].bytes / s.cap[ch];
                 move_j += flows[f].bytes * 8 * pj * 1e-12;
-                if (phys_used[ph])
+                if (s.use_phys || phys_used[ph])
                     continue;
                 phys_used[ph] = 1;
                 double gap = total_ns - phys_last[ph];
@@ -1042,11 +1106,15 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                 phys_last[ph] = total_ns + dur;
             }
         }
-        for (int f = 0; f < nf; f++) { /* clear the marks */
+        for (int f = 0; f < nf && !s.use_phys; f++) { /* clear the marks */
             const route_t *rt = &s.routes[flows[f].route];
             for (int q = 0; q < rt->len; q++)
                 phys_used[s.phys_pool[rt->first + q]] = 0;
         }
+        /* The links on: from the program's port mask where it has one. */
+        if (s.use_phys)
+            book_mask(&s, mrc__port_phase_of(p, step), total_ns, dur, 1,
+                      phys_on, phys_last, wake_ns, phys_used);
         total_ns += dur;
         r->steps++;
     }

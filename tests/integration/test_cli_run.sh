@@ -66,6 +66,15 @@ grep -q "forwards" "$tmp/out" && ! "$MRC" run --topology ladder:16 \
     failed=$((failed + 1))
     echo "FAIL: forwards traced without MRC_DEBUG"
 }
+# The port mask: handed over (and traced) as each phase starts, shown by
+# the listing.
+expect 0 "mrc: rank 2: phase 0 (steps 0-5): idle ports {1}" \
+    env MRC_DEBUG=TRACE "$MRC" run --topology ladder:8 \
+    --strategy ring-on-line --replica-size 2 --count 100 --iters 1 \
+    --collective allreduce
+expect 0 "phase 0 (steps 0-5): node 2 idle ports {1}" \
+    "$MRC" compile ladder:8 --strategy ring-on-line --replica-size 2 \
+    --collective allreduce --count 100 --dtype f32 --listing
 expect 0 "relays (64: each forwards every message of its hop" \
     "$MRC" compile ladder:16 --strategy rung-ring-4 --collective reduce \
     --count 100 --dtype f32 --listing

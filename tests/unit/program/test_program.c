@@ -397,6 +397,51 @@ static void test_relays(void **state)
         }
 }
 
+/* The port mask: one phase for a ring program (its loops use the same
+ * ports at every step), one per step for a chain; relays' ports are in
+ * use; the listing shows it; the image carries it, and refuses one that
+ * would switch off a port the program's messages need. */
+static void test_port_mask(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile_rs("ladder:8", "ring-on-line", 2,
+                                  MRC_ALLREDUCE, 1000);
+    assert_int_equal(p->num_port_phases, 1);
+    assert_int_equal(p->port_phases[0].first_step, 0);
+    assert_int_equal(p->port_phases[0].num_steps, 6); /* 2 (N - 1) */
+    uint8_t idle[8];
+    /* Node 2 relays 4 -> 0 and 0 -> 4 (ports 0 and 2), sends to 6
+     * through 4: only its rung (port 1) is idle. */
+    mrc__port_idle(p, 0, 2, idle);
+    assert_int_equal(idle[0], 0);
+    assert_int_equal(idle[1], 1);
+    assert_int_equal(idle[2], 0);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    assert_non_null(strstr(text, "phase 0 (steps 0-5): node 2 idle ports "
+                                 "{1}"));
+    mrc_free(text);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    /* The last use is (node 7, port 0): say port 1 instead. */
+    uint8_t *d = img;
+    assert_int_equal(d[len - 4], 0);
+    d[len - 4] = 1;
+    reseal(d, len);
+    mrc_program_t *q = NULL;
+    assert_int_equal(mrc_program_load(d, len, &q), MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "port mask"));
+    mrc_free(img);
+    mrc_program_destroy(p);
+
+    p = compile("prism:3,3", "prism-faces", MRC_REDUCE, 1000, 0);
+    assert_true(p->num_port_phases > 1);
+    for (int ph = 0; ph < p->num_port_phases; ph++)
+        assert_int_equal(p->port_phases[ph].num_steps, 1);
+    mrc_program_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_image_port_count_bounded),
         cmocka_unit_test(test_checker_refuses_broken),
         cmocka_unit_test(test_relays),
+        cmocka_unit_test(test_port_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
