@@ -32,43 +32,50 @@ typedef struct builder {
     int num_uses, cap_uses;
 } builder_t;
 
-static void mark(builder_t *b, const mrc_program_t *p, int v, int port)
+/* Marks a port in use this step, listing it the first time. */
+static int mark(builder_t *b, const mrc_program_t *p, int v, int port)
 {
-    if (port >= 0 && port < p->nodes[v].num_ports)
-        b->mark[b->port_first[v] + port] = 1;
+    if (port < 0 || port >= p->nodes[v].num_ports ||
+        b->mark[b->port_first[v] + port])
+        return 0;
+    b->mark[b->port_first[v] + port] = 1;
+    if (mrc__grow((void **)&b->cur, &b->cap_cur, b->num_cur + 1,
+                  sizeof *b->cur))
+        return -1;
+    b->cur[b->num_cur++] = (mrc__port_use_t){v, port};
+    return 0;
 }
 
 /* Marks the ports of a SEND's route. */
-static void mark_route(builder_t *b, const mrc_program_t *p, int u, int k)
+static int mark_route(builder_t *b, const mrc_program_t *p, int u, int k)
 {
     int r = mrc__node_stream(p, u, k)->route;
     if (r < 0)
-        return;
+        return 0;
     for (int j = p->route_off[r]; j < p->route_off[r + 1]; j++) {
         int v = p->route_nodes[j];
-        if (j + 1 < p->route_off[r + 1])
-            mark(b, p, v, p->route_ports[j]);
-        if (j > p->route_off[r])
-            mark(b, p, v, p->route_in_ports[j]);
+        if ((j + 1 < p->route_off[r + 1] &&
+             mark(b, p, v, p->route_ports[j])) ||
+            (j > p->route_off[r] && mark(b, p, v, p->route_in_ports[j])))
+            return -1;
     }
+    return 0;
 }
 
-/* The step's marks as a sorted list, clearing them. */
-static int collect(builder_t *b, const mrc_program_t *p)
+static int by_node_port(const void *a, const void *b)
 {
-    b->num_cur = 0;
-    for (int v = 0; v < p->num_nodes; v++)
-        for (int q = 0; q < p->nodes[v].num_ports; q++) {
-            uint8_t *m = &b->mark[b->port_first[v] + q];
-            if (!*m)
-                continue;
-            *m = 0;
-            if (mrc__grow((void **)&b->cur, &b->cap_cur, b->num_cur + 1,
-                          sizeof *b->cur))
-                return -1;
-            b->cur[b->num_cur++] = (mrc__port_use_t){v, q};
-        }
-    return 0;
+    const mrc__port_use_t *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return (x->port > y->port) - (x->port < y->port);
+}
+
+/* The step's ports, sorted; the marks cleared for the next step. */
+static void collect(builder_t *b)
+{
+    for (int i = 0; i < b->num_cur; i++)
+        b->mark[b->port_first[b->cur[i].node] + b->cur[i].port] = 0;
+    qsort(b->cur, (size_t)b->num_cur, sizeof *b->cur, by_node_port);
 }
 
 /* Appends the step's ports: to the last phase if they are the same. */
@@ -151,13 +158,16 @@ mrc_status_t mrc__port_mask_build(mrc_program_t *p)
                 if (c->op.step > step)
                     break;
                 c->has_op = 0;
-                if (c->op.kind == MRC__SEND)
-                    mark_route(&b, p, c->it.node, c->op.stream);
+                if (c->op.kind == MRC__SEND &&
+                    mark_route(&b, p, c->it.node, c->op.stream))
+                    goto oom;
             }
             live += !c->done;
         }
-        if (collect(&b, p) || add_step(&b, step))
+        collect(&b);
+        if (add_step(&b, step))
             goto oom;
+        b.num_cur = 0;
     }
     p->port_phases = b.phases;
     p->port_uses = b.uses;
