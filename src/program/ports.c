@@ -75,7 +75,8 @@ static void collect(builder_t *b)
 {
     for (int i = 0; i < b->num_cur; i++)
         b->mark[b->port_first[b->cur[i].node] + b->cur[i].port] = 0;
-    qsort(b->cur, (size_t)b->num_cur, sizeof *b->cur, by_node_port);
+    if (b->num_cur > 1)
+        qsort(b->cur, (size_t)b->num_cur, sizeof *b->cur, by_node_port);
 }
 
 /* Appends the step's ports: to the last phase if they are the same. */
@@ -85,8 +86,8 @@ static int add_step(builder_t *b, int step)
         mrc__port_phase_t *last = &b->phases[b->num_phases - 1];
         int n = b->num_uses - last->first_use;
         if (last->first_step + last->num_steps == step && n == b->num_cur &&
-            memcmp(b->uses + last->first_use, b->cur,
-                   (size_t)n * sizeof *b->cur) == 0) {
+            (n == 0 || memcmp(b->uses + last->first_use, b->cur,
+                              (size_t)n * sizeof *b->cur) == 0)) {
             last->num_steps++;
             return 0;
         }
@@ -97,7 +98,9 @@ static int add_step(builder_t *b, int step)
                   sizeof *b->uses))
         return -1;
     b->phases[b->num_phases++] = (mrc__port_phase_t){step, 1, b->num_uses};
-    memcpy(b->uses + b->num_uses, b->cur, (size_t)b->num_cur * sizeof *b->cur);
+    if (b->num_cur > 0)
+        memcpy(b->uses + b->num_uses, b->cur,
+               (size_t)b->num_cur * sizeof *b->cur);
     b->num_uses += b->num_cur;
     return 0;
 }
