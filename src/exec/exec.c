@@ -390,16 +390,21 @@ static mrc_status_t forward(mrc__exec_t *x, const mrc__transport_t *t, int i,
 static void hand_ports(mrc__exec_t *x, const mrc__transport_t *t, int step)
 {
     const mrc_program_t *p = x->program;
-    if (step < x->ports_until || p->num_port_phases == 0)
+    if (step < x->ports_until)
         return;
+    int trace = mrc__log_level() >= MRC__LOG_TRACE;
+    /* Nobody to tell (the CPU transports, no trace): no mask needed. */
+    if ((!t->ops->ports && !trace) || mrc__port_mask_ready(p) != MRC_OK) {
+        x->ports_until = INT32_MAX;
+        return;
+    }
     int ph = mrc__port_phase_of(p, step);
-    if (ph < 0)
+    if (ph < 0) {
+        x->ports_until = INT32_MAX;
         return;
+    }
     const mrc__port_phase_t *f = &p->port_phases[ph];
     x->ports_until = f->first_step + f->num_steps;
-    int trace = mrc__log_level() >= MRC__LOG_TRACE;
-    if (!t->ops->ports && !trace)
-        return;
     int u = x->plan.node, n = p->nodes[u].num_ports;
     mrc__port_idle(p, ph, u, x->idle_ports);
     if (t->ops->ports)

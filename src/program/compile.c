@@ -404,11 +404,6 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         entry += gr->num_streams * size;
         g++;
     }
-    mrc_status_t st = mrc__port_mask_build(p);
-    if (st != MRC_OK) {
-        mrc_program_destroy(p);
-        return st;
-    }
     *out = p;
     return MRC_OK;
 }
@@ -458,9 +453,7 @@ mrc_status_t mrc_program_info(const mrc_program_t *p,
                                   sizeof(int32_t)) +
         (size_t)p->num_nodes * sizeof(mrc__node_t) +
         (size_t)(p->num_routes + 1) * sizeof(int32_t) +
-        (size_t)p->route_pool_len * 2 * sizeof(int32_t) +
-        (size_t)p->num_port_phases * sizeof(mrc__port_phase_t) +
-        (size_t)p->num_port_uses * sizeof(mrc__port_use_t);
+        (size_t)p->route_pool_len * 2 * sizeof(int32_t);
     void *img = NULL;
     size_t len = 0;
     if (mrc_program_save(p, &img, &len) == MRC_OK)

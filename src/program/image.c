@@ -116,6 +116,11 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
     put_i32s(&sb, p->route_in_ports, (size_t)p->route_pool_len);
     /* The port mask: its two counts, each phase (first step, steps,
      * first use), each use (node, port), all int32. */
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
     int32_t mask_counts[] = {p->num_port_phases, p->num_port_uses};
     put_i32s(&sb, mask_counts, 2);
     for (int i = 0; i < p->num_port_phases; i++) {
@@ -500,6 +505,8 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     mrc_status_t st = mrc_program_check(p);
     if (st == MRC_OK)
         st = same_mask(p);
+    if (st == MRC_OK)
+        p->port_mask_ready = 1;
     if (st != MRC_OK) {
         mrc__error_prefix("program image");
         mrc_program_destroy(p);

@@ -203,6 +203,9 @@ static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
 static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
 {
     enum { SHOWN_PHASES = 8, SHOWN_NODES = 16 };
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK)
+        return st;
     if (p->num_port_phases == 0) {
         mrc__sb_puts(sb, "\nport mask: none (groups this large keep every "
                          "port on)\n");

@@ -10,6 +10,7 @@
  * ring program comes out as one phase per collective (its loops use the
  * same ports at every step), a chain as one phase per step.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,4 +229,24 @@ void mrc__port_idle(const mrc_program_t *p, int ph, int u, uint8_t *idle)
                      p->port_uses[i].node == u;
          i++)
         idle[p->port_uses[i].port] = 0;
+}
+
+static pthread_mutex_t mask_lock = PTHREAD_MUTEX_INITIALIZER;
+
+mrc_status_t mrc__port_mask_ready(const mrc_program_t *p)
+{
+    if (__atomic_load_n(&p->port_mask_ready, __ATOMIC_ACQUIRE))
+        return MRC_OK;
+    /* The mask is derived from the program, which stays const for its
+     * users: it is filled in once, as a cache. */
+    mrc_program_t *w = (mrc_program_t *)(uintptr_t)p;
+    mrc_status_t st = MRC_OK;
+    pthread_mutex_lock(&mask_lock);
+    if (!__atomic_load_n(&p->port_mask_ready, __ATOMIC_ACQUIRE)) {
+        st = mrc__port_mask_build(w);
+        if (st == MRC_OK)
+            __atomic_store_n(&w->port_mask_ready, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mask_lock);
+    return st;
 }

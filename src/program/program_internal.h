@@ -165,7 +165,10 @@ struct mrc_program {
                                 arrives on */
     /* The port mask: num_port_phases + 1 entries (the last one's
      * first_use is num_port_uses); none (0 phases) for groups above
-     * MRC__PORT_MASK_MAX_GROUP, where every port counts as in use. */
+     * MRC__PORT_MASK_MAX_GROUP, where every port counts as in use. Found
+     * at first use (see mrc__port_mask_ready): it walks every message,
+     * as the checker does, and a run over the CPU transports needs none. */
+    int port_mask_ready; /* atomic: 1 once the fields below are set */
     int num_port_phases, num_port_uses;
     mrc__port_phase_t *port_phases;
     mrc__port_use_t *port_uses;
@@ -177,6 +180,11 @@ enum { MRC__PORT_MASK_MAX_GROUP = 4096 };
 
 /* Computes the program's port mask from its messages (replacing any). */
 mrc_status_t mrc__port_mask_build(mrc_program_t *p);
+
+/* Makes sure the port mask is there, finding it at the first call (under
+ * a lock: a program is shared by the ranks of a process); the fields may
+ * be read once this returns MRC_OK. */
+mrc_status_t mrc__port_mask_ready(const mrc_program_t *p);
 
 /* The phase holding `step`, or -1 (no mask, or a step past the last). */
 int mrc__port_phase_of(const mrc_program_t *p, int step);

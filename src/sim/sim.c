@@ -66,8 +66,9 @@ static void sim_free(sim_t *s)
 static mrc_status_t build_mask(sim_t *s)
 {
     const mrc_program_t *p = s->p;
-    if (p->num_port_phases == 0)
-        return MRC_OK;
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK || p->num_port_phases == 0)
+        return st;
     s->use_phys = malloc(((size_t)p->num_port_uses + 1) *
                          sizeof *s->use_phys);
     if (!s->use_phys)

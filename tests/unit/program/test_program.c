@@ -406,6 +406,7 @@ static void test_port_mask(void **state)
     (void)state;
     mrc_program_t *p = compile_rs("ladder:8", "ring-on-line", 2,
                                   MRC_ALLREDUCE, 1000);
+    assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
     assert_int_equal(p->num_port_phases, 1);
     assert_int_equal(p->port_phases[0].first_step, 0);
     assert_int_equal(p->port_phases[0].num_steps, 6); /* 2 (N - 1) */
@@ -436,6 +437,7 @@ static void test_port_mask(void **state)
     mrc_program_destroy(p);
 
     p = compile("prism:3,3", "prism-faces", MRC_REDUCE, 1000, 0);
+    assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
     assert_true(p->num_port_phases > 1);
     for (int ph = 0; ph < p->num_port_phases; ph++)
         assert_int_equal(p->port_phases[ph].num_steps, 1);

@@ -289,6 +289,7 @@ static void test_energy_from_mask(void **state)
     assert_int_equal(mrc_topo_create("ladder:8", &t), MRC_OK);
     assert_int_equal(mrc_embed_create(t, &ec, &e), MRC_OK);
     assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
+    assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
     assert_int_equal(p->num_port_phases, 1);
     int idle = idle_lanes(p, t, 0);
     assert_int_equal(idle, 4); /* the rungs: 0-1, 2-3, 4-5, 6-7 */
