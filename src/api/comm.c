@@ -57,6 +57,9 @@ struct mrc__shared {
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
+    /* Some group's hop is routed through another group's node, which
+     * relays it: the groups run one program together (see coupled). */
+    int coupled;
 };
 
 typedef struct cached_plan {
@@ -121,6 +124,25 @@ static size_t env_size(const char *name, size_t dflt)
     return v && mrc__parse_size(v, &s) == 0 && s > 0 ? (size_t)s : dflt;
 }
 
+/* Whether a hop of some group runs through a node of another group (GCL's
+ * rung rings on a ladder: every hop of a column passes the other
+ * column's nodes). Such a node must relay the hop while its own group
+ * calls, so the groups are compiled as one program and must make the
+ * same calls in the same order, as GCL's replicas do; a group that calls
+ * something else is caught by the ranks' agreement like any other. */
+static int coupled(const mrc_embedding_t *e)
+{
+    for (int g = 0; g < mrc_embed_num_groups(e); g++)
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+            for (int h = 0; h < ring->size; h++)
+                for (int i = 1; i < ring->hops[h].route_len - 1; i++)
+                    if (mrc_embed_node_group(e, ring->hops[h].route[i]) != g)
+                        return 1;
+        }
+    return 0;
+}
+
 /* What every rank of a job shares: topology, rings, programs. A NULL cfg
  * takes every default. */
 static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
@@ -170,6 +192,7 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
         shared_release(s);
         return st;
     }
+    s->coupled = coupled(s->embedding);
     *out = s;
     return MRC_OK;
 }
@@ -604,7 +627,7 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     key.dtype = dtype;
     key.op = op;
     key.root = rooted ? root : 0;
-    key.group = c->group;
+    key.group = c->shared->coupled ? -1 : c->group;
     key.algo = c->shared->algo;
     if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
         key.op = MRC_SUM;

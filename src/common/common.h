@@ -209,5 +209,13 @@ static inline size_t mrc__stage_max(int n)
     m = m > cap ? cap : m;
     return m & ~(size_t)4095;
 }
+/* The debug log (MRC_DEBUG=INFO or TRACE, read once per process). */
+enum { MRC__LOG_NONE, MRC__LOG_INFO, MRC__LOG_TRACE };
+int mrc__log_level(void);
+/* Writes "mrc: rank R: <fmt...>" and a newline to stderr in one write;
+ * callers test mrc__log_level() first, so that a run without MRC_DEBUG
+ * formats nothing. */
+void mrc__trace(int rank, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif /* MRC_COMMON_H */

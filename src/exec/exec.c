@@ -31,6 +31,13 @@ void mrc__exec_release(mrc__exec_t *x)
     free(x->recv_of);
     free(x->send_list);
     free(x->cursor);
+    free(x->fwd_of);
+    free(x->fwd_sends);
+    free(x->fwd_at);
+    free(x->fwd_prev);
+    free(x->relay_chain);
+    free(x->relay_mem);
+    free(x->idle_ports);
     memset(x, 0, sizeof *x);
 }
 
@@ -134,6 +141,61 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
     return MRC_OK;
 }
 
+/* Relay memory: two slots per relay chain, each as large as the chain's
+ * largest message, alternating so that a message can arrive while the
+ * one before it is still being taken. */
+static mrc_status_t plan_relays(mrc__exec_t *x)
+{
+    const mrc__plan_t *pl = &x->plan;
+    size_t n = (size_t)pl->num_ops;
+    x->fwd_of = malloc((n + 1) * sizeof *x->fwd_of);
+    x->relay_chain = calloc((size_t)pl->num_chains + 1, 1);
+    if (!x->fwd_of || !x->relay_chain)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning relays");
+    for (size_t i = 0; i < n; i++) {
+        x->fwd_of[i] = -1;
+        if (pl->ops[i].kind == MRC__FWD)
+            x->fwd_of[i] = (int32_t)x->num_fwds++;
+    }
+    if (x->num_fwds == 0)
+        return MRC_OK;
+    x->fwd_sends = calloc(x->num_fwds, sizeof *x->fwd_sends);
+    x->fwd_at = malloc(x->num_fwds * sizeof *x->fwd_at);
+    x->fwd_prev = malloc(x->num_fwds * sizeof *x->fwd_prev);
+    if (!x->fwd_sends || !x->fwd_at || !x->fwd_prev)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning relays");
+    uint64_t total = 0;
+    for (int ch = 0; ch < pl->num_chains; ch++) {
+        int begin = pl->chain_off[ch], end = pl->chain_off[ch + 1];
+        if (pl->ops[begin].kind != MRC__FWD)
+            continue;
+        x->relay_chain[ch] = 1;
+        uint64_t biggest = 0;
+        for (int i = begin; i < end; i++)
+            if (pl->ops[i].count > biggest)
+                biggest = pl->ops[i].count;
+        uint64_t slot = (biggest * x->elem + 63) / 64 * 64;
+        int last[2] = {-1, -1}, j = 0;
+        for (int i = begin; i < end; i++, j ^= 1) {
+            int f = x->fwd_of[i];
+            x->fwd_at[f] = total + (uint64_t)j * slot;
+            x->fwd_prev[f] = last[j];
+            last[j] = f;
+        }
+        total = mrc__sat_mul_add(2, slot, total);
+    }
+    mrc_status_t st = mrc__check_memory(total, "relay slots");
+    if (st != MRC_OK)
+        return st;
+    x->relay_bytes = (size_t)total;
+    x->relay_mem = aligned_alloc(64, x->relay_bytes ? x->relay_bytes : 64);
+    if (!x->relay_mem)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %zu bytes of "
+                                             "relay slots",
+                          x->relay_bytes);
+    return MRC_OK;
+}
+
 /* Refuses, before anything is expanded, a plan that would not fit in the
  * memory limit: its operations (grown by doubling: twice their size at
  * worst) and the executor's state per operation and per chain. A chunk
@@ -141,15 +203,22 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
 static mrc_status_t check_plan_memory(const mrc_program_t *p, int node,
                                       int ranks_here)
 {
-    if (node < 0 || node >= p->num_nodes || p->nodes[node].group < 0)
+    if (node < 0 || node >= p->num_nodes)
         return MRC_OK; /* mrc__plan_build says what is wrong */
-    uint64_t chains, ops;
+    uint64_t chains, ops, relay_chains, relay_ops;
     mrc__plan_bound(p, p->nodes[node].group, 0, &chains, &ops);
+    /* A relay's slots: two chunks per relay chain at most. */
+    mrc__relay_bound(p, node, 0, &relay_chains, &relay_ops);
+    chains += relay_chains;
+    ops = mrc__sat_mul_add(1, relay_ops, ops);
+    uint64_t slot = mrc__sat_mul_add(mrc__chunk_elems(p),
+                                     mrc_dtype_size(p->cfg.dtype), 64);
     uint64_t per_op = 2 * sizeof(mrc__op_t) + 2 * sizeof(mrc__xfer_t) +
                       3 * sizeof(int32_t);
     uint64_t per_chain = 6 * sizeof(int32_t) + 1;
     uint64_t one = mrc__sat_mul_add(ops, per_op,
                                     mrc__sat_mul_add(chains, per_chain, 0));
+    one = mrc__sat_mul_add(mrc__sat_mul_add(relay_chains, 2, 0), slot, one);
     char what[128];
     snprintf(what, sizeof what, "plans (%llu chunks of %zu bytes a rank, %d "
              "rank%s in this process)", (unsigned long long)chains,
@@ -203,6 +272,12 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
                           node);
     }
     st = plan_staging(x);
+    if (st == MRC_OK)
+        st = plan_relays(x);
+    if (st == MRC_OK && !(x->idle_ports = malloc(
+                              (size_t)p->nodes[node].num_ports + 1)))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                        node);
     if (st != MRC_OK) {
         mrc__exec_release(x);
         return st;
@@ -223,7 +298,12 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
     for (size_t i = 0; i < n; i++) {
         const mrc__op_t *op = &x->plan.ops[i];
         x->recv_of[i] = -1;
-        if (op->kind == MRC__RECV) {
+        if (op->kind == MRC__FWD) { /* its receive, announced as any */
+            x->recv_of[i] = (int32_t)x->num_recvs;
+            x->recvs[x->num_recvs].peer = op->from;
+            x->recvs[x->num_recvs].tag = op->tag;
+            x->num_recvs++;
+        } else if (op->kind == MRC__RECV) {
             x->recv_of[i] = (int32_t)x->num_recvs;
             x->recvs[x->num_recvs].peer = op->peer;
             x->recvs[x->num_recvs].tag = op->tag;
@@ -313,6 +393,110 @@ static mrc_status_t memory_op(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
+static int xfer_done(const mrc__xfer_t *xf)
+{
+    return __atomic_load_n(&xf->done, __ATOMIC_ACQUIRE);
+}
+
+/* A relay's op: receive the message into its slot (once the slot's last
+ * send is done), then send it on from there. MRC_OK with *ready clear
+ * while it waits. */
+static mrc_status_t forward(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                            int *ready)
+{
+    const mrc__op_t *op = &x->plan.ops[i];
+    mrc__xfer_t *in = &x->xfers[i];
+    int f = x->fwd_of[i];
+    mrc__xfer_t *out = &x->fwd_sends[f];
+    char *slot = x->relay_mem + x->fwd_at[f];
+    mrc_status_t st;
+    *ready = 0;
+    if (!in->posted) {
+        if (x->fwd_prev[f] >= 0) {
+            mrc__xfer_t *last = &x->fwd_sends[x->fwd_prev[f]];
+            if (!xfer_done(last) && (st = t->ops->test(t->ctx, last)) != MRC_OK)
+                return st;
+            if (!xfer_done(last))
+                return MRC_OK;
+        }
+        in->peer = op->from;
+        in->tag = op->tag;
+        in->count = op->count;
+        in->bytes = op->count * x->elem;
+        in->dtype = x->program->cfg.dtype;
+        in->op = MRC_SUM;
+        in->dst = slot;
+        in->local = NULL;
+        in->stream = 0;
+        st = t->ops->irecv(t->ctx, in);
+        if (st != MRC_OK)
+            return st == MRC_INPROGRESS ? MRC_OK : st;
+    }
+    if (!xfer_done(in)) {
+        if ((st = t->ops->test(t->ctx, in)) != MRC_OK)
+            return st;
+        if (!xfer_done(in))
+            return MRC_OK;
+    }
+    if (!out->posted) {
+        out->peer = op->peer;
+        out->tag = op->tag;
+        out->count = op->count;
+        out->bytes = op->count * x->elem;
+        st = t->ops->isend(t->ctx, slot, out);
+        if (st != MRC_OK)
+            return st == MRC_INPROGRESS ? MRC_OK : st;
+        if (mrc__log_level() >= MRC__LOG_TRACE)
+            mrc__trace(x->plan.node,
+                       "forwards stream %d step %d chunk %d (%llu elements) "
+                       "from %d to %d, hop to %d",
+                       op->stream, op->step, op->chunk,
+                       (unsigned long long)op->count, op->from, op->peer,
+                       op->ring_peer);
+    }
+    *ready = 1;
+    return MRC_OK;
+}
+
+/* At an op of `step`: if it starts a later phase of the port mask than
+ * the last handed over, hands the transport the ports this node leaves
+ * idle in it (and traces them). Chains run ahead of each other, so the
+ * phase is the latest any chain has reached. */
+static void hand_ports(mrc__exec_t *x, const mrc__transport_t *t, int step)
+{
+    const mrc_program_t *p = x->program;
+    if (step < x->ports_until)
+        return;
+    int trace = mrc__log_level() >= MRC__LOG_TRACE;
+    /* Nobody to tell (the CPU transports, no trace): no mask needed. */
+    if ((!t->ops->ports && !trace) || mrc__port_mask_ready(p) != MRC_OK) {
+        x->ports_until = INT32_MAX;
+        return;
+    }
+    int ph = mrc__port_phase_of(p, step);
+    if (ph < 0) {
+        x->ports_until = INT32_MAX;
+        return;
+    }
+    const mrc__port_phase_t *f = &p->port_phases[ph];
+    x->ports_until = f->first_step + f->num_steps;
+    int u = x->plan.node, n = p->nodes[u].num_ports;
+    mrc__port_idle(p, ph, u, x->idle_ports);
+    if (t->ops->ports)
+        t->ops->ports(t->ctx, x->idle_ports, n);
+    if (trace) {
+        char list[256];
+        size_t at = 0;
+        list[0] = 0;
+        for (int q = 0; q < n && at + 16 < sizeof list; q++)
+            if (x->idle_ports[q])
+                at += (size_t)snprintf(list + at, sizeof list - at, "%s%d",
+                                       at ? ", " : "", q);
+        mrc__trace(u, "phase %d (steps %d-%d): idle ports {%s}", ph,
+                   f->first_step, f->first_step + f->num_steps - 1, list);
+    }
+}
+
 /* Advances one chain as far as it can go; sets *moved if it did. */
 static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                             int ch, const void *sb, void *rb, void *xb,
@@ -325,6 +509,7 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
         int i = begin + x->cursor[ch];
         const mrc__op_t *op = &pl->ops[i];
         mrc__xfer_t *xf = &x->xfers[i];
+        hand_ports(x, t, op->step);
         switch (op->kind) {
         case MRC__SEND:
             if (!xf->posted) {
@@ -408,6 +593,14 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
             if (st != MRC_OK)
                 return st;
             break;
+        case MRC__FWD: {
+            int ready;
+            if ((st = forward(x, t, i, &ready)) != MRC_OK)
+                return st;
+            if (!ready)
+                return MRC_OK;
+            break;
+        }
         default:
             return mrc__error(MRC_ERR_INTERNAL, "unknown operation %d",
                               op->kind);
@@ -428,8 +621,10 @@ static int chain_complete(mrc__exec_t *x, const mrc__transport_t *t, int ch,
     if (pl->chain_off[ch] + x->cursor[ch] < pl->chain_off[ch + 1])
         return 0;
     for (int i = pl->chain_off[ch]; i < pl->chain_off[ch + 1]; i++) {
-        mrc__xfer_t *xf = &x->xfers[i];
-        if (pl->ops[i].kind != MRC__SEND ||
+        mrc__xfer_t *xf = pl->ops[i].kind == MRC__FWD
+                              ? &x->fwd_sends[x->fwd_of[i]]
+                              : &x->xfers[i];
+        if ((pl->ops[i].kind != MRC__SEND && pl->ops[i].kind != MRC__FWD) ||
             __atomic_load_n(&xf->done, __ATOMIC_ACQUIRE))
             continue;
         if ((*st = t->ops->test(t->ctx, xf)) != MRC_OK ||
@@ -447,6 +642,13 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
         int i = pl->chain_off[ch] + x->cursor[ch];
         if (i < pl->chain_off[ch + 1]) {
             const mrc__op_t *op = &pl->ops[i];
+            if (op->kind == MRC__FWD)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "node %d timed out after %g s at stream "
+                                  "%d, step %d, relaying from node %d to "
+                                  "node %d",
+                                  pl->node, timeout_s, op->stream, op->step,
+                                  op->from, op->peer);
             return mrc__error(MRC_ERR_TIMEOUT,
                               "node %d timed out after %g s at stream %d, "
                               "step %d, %s node %d",
@@ -531,6 +733,9 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
 {
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
+    x->ports_until = 0;
+    if (x->num_fwds)
+        memset(x->fwd_sends, 0, x->num_fwds * sizeof *x->fwd_sends);
     memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);
     memset(x->complete, 0, (size_t)pl->num_chains);
     memset(x->first_open, 0, (size_t)x->num_stream_ids * sizeof *x->first_open);
@@ -556,7 +761,7 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             if (x->complete[ch])
                 continue;
             int sid = x->chain_group[ch];
-            if (x->staging &&
+            if (x->staging && !x->relay_chain[ch] &&
                 x->chain_rank[ch] >= x->first_open[sid] + x->window) {
                 chains_left++; /* outside its stream's window for now */
                 continue;

@@ -44,6 +44,23 @@ typedef struct mrc__exec {
     int memory;
     mrc__exposure_t exposure;
     char *win; /* this call's window (from the transport) */
+    /* Relays (FWD ops: this node forwards another node's routed hop).
+     * Each receives into one of its chain's two slots of relay memory
+     * and sends from it; the slot is taken again only once the send
+     * before from it is done. Relay chains are outside the windows. */
+    int32_t *fwd_of;        /* [num_ops]: index into fwd_*, or -1 */
+    mrc__xfer_t *fwd_sends; /* [num_fwds]: the forwarding send */
+    uint64_t *fwd_at;       /* [num_fwds]: byte offset of its slot */
+    int32_t *fwd_prev;      /* [num_fwds]: the FWD that last used the slot,
+                               or -1 */
+    uint8_t *relay_chain;   /* [num_chains]: 1 for a relay chain */
+    char *relay_mem;
+    size_t num_fwds, relay_bytes;
+
+    /* The port mask handed to the transport: the phase reached so far
+     * ends before step ports_until; idle_ports holds the node's mask. */
+    int ports_until;
+    uint8_t *idle_ports;
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are

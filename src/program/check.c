@@ -24,6 +24,7 @@
  * for matching and deadlock only. Above RUN_MAX_GROUP the tables are
  * checked against the ring orders instead of running every message.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,9 +90,73 @@ static void free_checker(checker_t *c)
     mrc__msgmap_free(&c->waiting);
 }
 
+/* The node an op waits for a message from (RECV, FWD), or -1. */
+static int waits_on(const mrc__op_t *op)
+{
+    return op->kind == MRC__FWD ? op->from
+           : op->kind == MRC__RECV ? op->peer
+                                   : -1;
+}
+
+/* A relay takes the message from the route's previous node and posts it,
+ * payload and all, to the next: the signature travels unchanged, so the
+ * receiver's dataflow is the sender's, and a relay that never forwards
+ * leaves the receiver waiting (a deadlock) and the message unreceived. */
+static int forward(checker_t *c, int u, const mrc__op_t *op)
+{
+    int32_t *link = mrc__msgmap_find(&c->sent, op->from, u, op->tag);
+    if (*link < 0)
+        return 0;
+    mrc__msg_t in = c->sent.pool[*link];
+    if (in.w[0] != op->count) {
+        mrc__error(MRC_ERR_INVALID_PROGRAM,
+                   "node %d, stream %d, step %d: relays %llu elements from "
+                   "node %d, which sends %llu",
+                   u, op->stream, op->step, (unsigned long long)op->count,
+                   op->from, (unsigned long long)in.w[0]);
+        return -1;
+    }
+    mrc__msgmap_remove(&c->sent, link);
+    if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
+        mrc__error(MRC_ERR_INVALID_PROGRAM,
+                   "node %d, stream %d, step %d: relays tag %llx to node %d "
+                   "twice",
+                   u, op->stream, op->step, (unsigned long long)op->tag,
+                   op->peer);
+        return -1;
+    }
+    mrc__msg_t *s = mrc__msgmap_add(&c->sent, u, op->peer, op->tag);
+    if (!s) {
+        mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+        return -1;
+    }
+    memcpy(s->w, in.w, sizeof s->w);
+    memcpy(s->i, in.i, sizeof s->i);
+    int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
+    if (*w >= 0) {
+        c->ready[c->num_ready++] = c->waiting.pool[*w].i[0];
+        mrc__msgmap_remove(&c->waiting, w);
+    }
+    return 1;
+}
+
+/* A posted message that nobody received, or NULL. */
+static const mrc__msg_t *untaken(checker_t *c)
+{
+    for (int32_t i = 0; c->sent.live > 0 && i < c->sent.num; i++) {
+        /* Live entries are the ones reachable from a bucket. */
+        const mrc__msg_t *s = &c->sent.pool[i];
+        if (*mrc__msgmap_find(&c->sent, s->src, s->dst, s->tag) == i)
+            return s;
+    }
+    return NULL;
+}
+
 /* Runs one op if it can; 1 if it ran, 0 if it must wait, -1 on error. */
 static int step_op(checker_t *c, int u, const mrc__op_t *op)
 {
+    if (op->kind == MRC__FWD)
+        return forward(c, u, op);
     if (op->kind == MRC__SEND) {
         if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
@@ -310,6 +375,11 @@ static mrc_status_t check_tables(const mrc_program_t *p, int g)
 
 mrc_status_t mrc_program_check(const mrc_program_t *p)
 {
+    return mrc__program_check_drop_relays(p, -1);
+}
+
+mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
+{
     if (!p)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_check: NULL");
     mrc_status_t sl = check_slices(p);
@@ -331,6 +401,8 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     memset(&c, 0, sizeof c);
     c.p = p;
     mrc_status_t st = MRC_OK;
+    int32_t *relay_first = NULL;
+    mrc__relay_t *relays = NULL;
     int n = p->num_nodes;
     c.state = calloc((size_t)n, sizeof *c.state);
     if (!c.state)
@@ -339,11 +411,16 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     for (int g = 0; g < p->num_groups; g++)
         if (p->groups[g].size > DATAFLOW_MAX_GROUP)
             c.dataflow = 0;
-    /* One chain per node and stream (whole fragments: one chunk). */
+    /* One chain per node and stream (whole fragments: one chunk), and
+     * one per relay of a routed hop. */
     size_t chains = 0;
     for (int u = 0; u < n; u++)
         if (p->nodes[u].group >= 0)
             chains += (size_t)p->groups[p->nodes[u].group].num_streams;
+    st = mrc__relay_index(p, &relay_first, &relays);
+    if (st != MRC_OK)
+        goto done;
+    chains += (size_t)relay_first[n];
     c.chains = calloc(chains + 1, sizeof *c.chains);
     if (!c.chains)
         goto oom;
@@ -365,6 +442,12 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
                 goto oom;
         }
     }
+    for (int u = 0; u < n; u++)
+        for (int i = relay_first[u]; i < relay_first[u + 1]; i++)
+            if (u != drop &&
+                mrc__stream_chunks(p, relays[i].stream, UINT64_MAX) > 0)
+                mrc__relay_begin(&c.chains[c.num_chains++].it, p, u,
+                                 &relays[i], 0, 1);
     c.ready = malloc((chains + 1) * sizeof *c.ready);
     if (!c.ready || mrc__msgmap_init(&c.sent, chains) ||
         mrc__msgmap_init(&c.waiting, chains))
@@ -388,14 +471,15 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
                 }
                 ch->has_op = 1;
             }
-            int r = step_op(&c, ch->it.node, &ch->op);
+            int r = step_op(&c, ch->it.at, &ch->op);
             if (r < 0) {
                 st = MRC_ERR_INVALID_PROGRAM;
                 goto done;
             }
             if (r == 0) { /* wait for the message */
-                mrc__msg_t *w = mrc__msgmap_add(&c.waiting, ch->op.peer,
-                                                ch->it.node, ch->op.tag);
+                mrc__msg_t *w = mrc__msgmap_add(&c.waiting,
+                                                waits_on(&ch->op),
+                                                ch->it.at, ch->op.tag);
                 if (!w)
                     goto oom;
                 w->i[0] = i;
@@ -407,34 +491,44 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     for (int i = 0; i < c.num_chains; i++) {
         const chain_t *ch = &c.chains[i];
         if (!ch->done) {
+            /* The chain stuck first may be far from the cause: a message
+             * nobody takes (a relay that never forwards, a wrong peer)
+             * names it. */
+            char lost[128] = "";
+            const mrc__msg_t *s = untaken(&c);
+            if (s)
+                snprintf(lost, sizeof lost,
+                         "; node %d's message of stream %d, step %d to node "
+                         "%d is never received",
+                         s->src, s->i[1], s->i[0], s->dst);
             st = mrc__error(MRC_ERR_INVALID_PROGRAM,
                             "deadlock: node %d, stream %d, step %d waits for "
-                            "node %d, which never sends it (tag %llx)",
-                            ch->it.node, ch->op.stream, ch->op.step,
-                            ch->op.peer, (unsigned long long)ch->op.tag);
+                            "node %d, which never sends it (tag %llx)%s%s",
+                            ch->it.at, ch->op.stream, ch->op.step,
+                            waits_on(&ch->op), (unsigned long long)ch->op.tag,
+                            ch->op.kind == MRC__FWD ? " to relay" : "", lost);
             goto done;
         }
     }
-    if (c.sent.live > 0)
-        for (int32_t i = 0; i < c.sent.num; i++) {
-            /* Live entries are the ones reachable from a bucket. */
-            const mrc__msg_t *s = &c.sent.pool[i];
-            int32_t *link = mrc__msgmap_find(&c.sent, s->src, s->dst, s->tag);
-            if (*link == i) {
-                st = mrc__error(MRC_ERR_INVALID_PROGRAM,
-                                "node %d, stream %d, step %d: sends to node "
-                                "%d, which never receives it",
-                                s->src, s->i[1], s->i[0], s->dst);
-                goto done;
-            }
-        }
+    const mrc__msg_t *s = untaken(&c);
+    if (s) {
+        st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                        "node %d, stream %d, step %d: sends to node %d, "
+                        "which never receives it",
+                        s->src, s->i[1], s->i[0], s->dst);
+        goto done;
+    }
     if (c.dataflow)
         st = check_outputs(&c);
 done:
     free_checker(&c);
+    free(relay_first);
+    free(relays);
     return st;
 oom:
     free_checker(&c);
+    free(relay_first);
+    free(relays);
     return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking the "
                                          "program");
 }

@@ -118,6 +118,8 @@ void mrc__program_free_arrays(mrc_program_t *p)
     free(p->route_nodes);
     free(p->route_ports);
     free(p->route_in_ports);
+    free(p->port_phases);
+    free(p->port_uses);
 }
 
 void mrc_program_destroy(mrc_program_t *p)

@@ -251,6 +251,19 @@ static mrc__op_t *push(opbuf_t *b)
     return op;
 }
 
+/* The node after the first (dir 1) or before the last (dir -1) of a
+ * route: the peer a routed hop's sender and receiver talk to. A direct
+ * hop (or none) gives `direct`. */
+static int hop_end(const mrc_program_t *p, int route, int dir, int direct)
+{
+    if (route < 0)
+        return direct;
+    int off = p->route_off[route], end = p->route_off[route + 1];
+    if (end - off <= 2)
+        return direct;
+    return dir > 0 ? p->route_nodes[off + 1] : p->route_nodes[end - 2];
+}
+
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
                       int node, int k, int chunk, int chunks, int in_place)
 {
@@ -275,10 +288,25 @@ void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
     it->loop_pc = -1;
     it->pc = 0;
     it->memory = mrc__program_has_memory_ops(p);
+    it->at = node;
+    it->send_to = hop_end(p, it->ns->route, 1, it->ns->next);
+    it->recv_from = hop_end(p, mrc__node_stream(p, it->ns->prev, k)->route,
+                            -1, it->ns->prev);
 }
 
+static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out,
+                      mrc_status_t *st);
+
 /* Interprets instructions from it->pc until one yields an operation. */
+static int interpret(mrc__chain_iter_t *it, mrc__op_t *out,
+                     mrc_status_t *st);
+
 int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
+{
+    return it->relay ? relay_next(it, out, st) : interpret(it, out, st);
+}
+
+static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
     const mrc_program_t *p = it->p;
     frag_map_t m = {p, it->k, it->node, it->rank, it->n, p->cfg.count,
@@ -363,10 +391,11 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         case MRC__OP_SEND:
             op.kind = MRC__SEND;
             op.src = (!in_loop || s == 0) ? in->buf_a : in->buf_b;
-            op.peer = it->ns->next;
+            op.peer = it->send_to;
+            op.ring_peer = it->ns->next;
             op.port = it->ns->out_port;
-            if (in->flags & MRC__INSN_POW) {
-                op.peer = tree_peer(p, it, in, t);
+            if (in->flags & MRC__INSN_POW) { /* no route: no relay */
+                op.peer = op.ring_peer = tree_peer(p, it, in, t);
                 op.port = -1;
             }
             bad = place(&m, op.src, cstart, block, &op.src_off);
@@ -375,10 +404,11 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.kind = MRC__RECV;
             op.dst = (!in_loop || last) ? in->buf_a : in->buf_b;
             op.local = in->local;
-            op.peer = it->ns->prev;
+            op.peer = it->recv_from;
+            op.ring_peer = it->ns->prev;
             op.port = it->ns->in_port;
-            if (in->flags & MRC__INSN_POW) {
-                op.peer = tree_peer(p, it, in, t);
+            if (in->flags & MRC__INSN_POW) { /* no route: no relay */
+                op.peer = op.ring_peer = tree_peer(p, it, in, t);
                 op.port = -1;
             }
             bad = place(&m, op.dst, cstart, block, &op.dst_off);
@@ -434,6 +464,201 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     it->s = s;
     it->step = step;
     return 0;
+}
+
+/* ---- relays: the interior nodes of routed hops ------------------------ */
+
+/* The sender's chain, run as its code says, gives the messages of the
+ * hop: each of its SENDs becomes a FWD at the relay, with the same tag,
+ * step and count, from the route's node before the relay to the one
+ * after it. The relay touches none of its own buffers. */
+static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out,
+                      mrc_status_t *st)
+{
+    const mrc_program_t *p = it->p;
+    int off = p->route_off[it->relay - 1];
+    mrc__op_t op;
+    int r;
+    while ((r = interpret(it, &op, st)) > 0) {
+        if (op.kind != MRC__SEND)
+            continue;
+        op.kind = MRC__FWD;
+        op.src = op.dst = op.local = MRC__BUF_NONE;
+        op.src_off = op.dst_off = op.local_off = 0;
+        op.from = p->route_nodes[off + it->relay_idx - 1];
+        op.peer = p->route_nodes[off + it->relay_idx + 1];
+        op.port = p->route_ports[off + it->relay_idx];
+        *out = op;
+        return 1;
+    }
+    return r;
+}
+
+void mrc__relay_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int at,
+                      const mrc__relay_t *r, int chunk, int chunks)
+{
+    mrc__chain_begin(it, p, r->src, r->stream, chunk, chunks, 0);
+    it->at = at;
+    it->relay = r->route + 1;
+    it->relay_idx = r->index;
+}
+
+/* Calls visit(arg, relay node, record) for every relay of the program;
+ * stops at (and returns) a non-zero return. A route node outside the
+ * program is -1 (reported by the caller). */
+static int each_relay(const mrc_program_t *p,
+                      int (*visit)(void *, int, const mrc__relay_t *),
+                      void *arg)
+{
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        for (int k = gr->first_stream;
+             k < gr->first_stream + gr->num_streams; k++)
+            for (int pos = 0; pos < gr->size; pos++) {
+                int u = mrc__stream_node(p, k, pos);
+                int route = mrc__node_stream(p, u, k)->route;
+                if (route < 0)
+                    continue;
+                int off = p->route_off[route];
+                int len = p->route_off[route + 1] - off;
+                for (int i = 1; i < len - 1; i++) {
+                    mrc__relay_t rec = {k, u, route, i};
+                    int v = p->route_nodes[off + i];
+                    int r = visit(arg, v >= 0 && v < p->num_nodes ? v : -1,
+                                  &rec);
+                    if (r)
+                        return r;
+                }
+            }
+    }
+    return 0;
+}
+
+typedef struct relay_fill {
+    int32_t *at;
+    mrc__relay_t *list;
+} relay_fill_t;
+
+static int count_relay(void *arg, int v, const mrc__relay_t *r)
+{
+    (void)r;
+    if (v < 0)
+        return 1;
+    ((int32_t *)arg)[v + 1]++;
+    return 0;
+}
+
+static int fill_relay(void *arg, int v, const mrc__relay_t *r)
+{
+    relay_fill_t *f = arg;
+    f->list[f->at[v]++] = *r;
+    return 0;
+}
+
+mrc_status_t mrc__relay_index(const mrc_program_t *p, int32_t **first,
+                              mrc__relay_t **list)
+{
+    int n = p->num_nodes;
+    *list = NULL;
+    *first = calloc((size_t)n + 2, sizeof **first);
+    if (!*first)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory indexing relays");
+    if (each_relay(p, count_relay, *first)) {
+        free(*first);
+        *first = NULL;
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "a hop's route runs through a node outside the "
+                          "program's %d nodes",
+                          n);
+    }
+    for (int u = 0; u < n; u++)
+        (*first)[u + 1] += (*first)[u];
+    int32_t *at = malloc(((size_t)n + 1) * sizeof *at);
+    *list = malloc(((size_t)(*first)[n] + 1) * sizeof **list);
+    if (!at || !*list) {
+        free(at);
+        free(*first);
+        free(*list);
+        *first = NULL;
+        *list = NULL;
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory indexing relays");
+    }
+    memcpy(at, *first, (size_t)n * sizeof *at);
+    relay_fill_t f = {at, *list};
+    each_relay(p, fill_relay, &f);
+    free(at);
+    return MRC_OK;
+}
+
+typedef struct relay_count {
+    const mrc_program_t *p;
+    int node;
+    uint64_t chunk, chains, ops;
+} relay_count_t;
+
+static int bound_relay(void *arg, int v, const mrc__relay_t *r)
+{
+    relay_count_t *c = arg;
+    if (v != c->node)
+        return 0;
+    int n = mrc__stream_size(c->p, r->stream);
+    uint64_t chunks = (uint64_t)mrc__stream_chunks(c->p, r->stream, c->chunk);
+    c->chains += chunks;
+    c->ops = mrc__sat_mul_add(chunks,
+                              (uint64_t)c->p->code_len *
+                                  (uint64_t)(n > 1 ? n - 1 : 1),
+                              c->ops);
+    return 0;
+}
+
+void mrc__relay_bound(const mrc_program_t *p, int node, uint64_t chunk_elems,
+                      uint64_t *chains, uint64_t *ops)
+{
+    relay_count_t c = {p, node, chunk_elems ? chunk_elems : mrc__chunk_elems(p),
+                       0, 0};
+    each_relay(p, bound_relay, &c);
+    *chains = c.chains;
+    *ops = c.ops;
+}
+
+/* Appends the chains that node relays, one per (hop, chunk). */
+static mrc_status_t add_relays(const mrc_program_t *p, int node,
+                               uint64_t chunk, opbuf_t *ops, mrc__plan_t *plan,
+                               int *cap_chains)
+{
+    int32_t *first = NULL;
+    mrc__relay_t *list = NULL;
+    mrc_status_t st = mrc__relay_index(p, &first, &list);
+    for (int i = st == MRC_OK ? first[node] : 0;
+         st == MRC_OK && i < first[node + 1]; i++) {
+        int chunks = mrc__stream_chunks(p, list[i].stream, chunk);
+        for (int c = 0; c < chunks && st == MRC_OK; c++) {
+            mrc__chain_iter_t it;
+            mrc__relay_begin(&it, p, node, &list[i], c, chunks);
+            int before = ops->num, r;
+            mrc__op_t op;
+            while ((r = mrc__chain_next(&it, &op, &st)) > 0) {
+                mrc__op_t *slot = push(ops);
+                if (!slot) {
+                    r = -1;
+                    st = mrc__error(MRC_ERR_NO_MEMORY,
+                                    "out of memory expanding");
+                    break;
+                }
+                *slot = op;
+            }
+            if (r < 0 || ops->num == before)
+                continue;
+            if (mrc__grow((void **)&plan->chain_off, cap_chains,
+                          plan->num_chains + 2, sizeof *plan->chain_off))
+                st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+            else
+                plan->chain_off[++plan->num_chains] = ops->num;
+        }
+    }
+    free(first);
+    free(list);
+    return st;
 }
 
 /* Runs the code for one (stream, chunk) chain, appending its ops. */
@@ -500,9 +725,6 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
         return mrc__error(MRC_ERR_INVALID_ARG, "no node %d in the program",
                           node);
     const mrc__node_t *nd = &p->nodes[node];
-    if (nd->group < 0)
-        return MRC_OK;
-    const mrc__group_t *g = &p->groups[nd->group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
     opbuf_t ops = {0};
     int cap_chains = 0;
@@ -511,8 +733,10 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     plan->chain_off[0] = 0;
     mrc_status_t st = MRC_OK;
-    for (int k = g->first_stream;
-         k < g->first_stream + g->num_streams && st == MRC_OK; k++) {
+    /* A node in no group may still relay other groups' hops. */
+    const mrc__group_t *g = nd->group >= 0 ? &p->groups[nd->group] : NULL;
+    for (int k = g ? g->first_stream : 0;
+         g && k < g->first_stream + g->num_streams && st == MRC_OK; k++) {
         int chunks = mrc__stream_chunks(p, k, chunk);
         for (int c = 0; c < chunks && st == MRC_OK; c++) {
             int before = ops.num;
@@ -527,6 +751,8 @@ mrc_status_t mrc__plan_build(const mrc_program_t *p, int node,
             plan->chain_off[++plan->num_chains] = ops.num;
         }
     }
+    if (st == MRC_OK)
+        st = add_relays(p, node, chunk, &ops, plan, &cap_chains);
     plan->ops = ops.ops;
     plan->num_ops = ops.num;
     if (st != MRC_OK)

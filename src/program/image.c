@@ -11,6 +11,8 @@
 #include "program_internal.h"
 
 #define IMAGE_MAGIC "MRCPROG"
+/* Version 2: the family, the memory operands of each instruction, and
+ * the port mask after the route pool (see mask_fields). */
 enum { IMAGE_VERSION = 2, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
        INSN_BYTES = 23 };
 
@@ -119,6 +121,24 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
     put_i32s(&sb, p->route_nodes, (size_t)p->route_pool_len);
     put_i32s(&sb, p->route_ports, (size_t)p->route_pool_len);
     put_i32s(&sb, p->route_in_ports, (size_t)p->route_pool_len);
+    /* The port mask: its two counts, each phase (first step, steps,
+     * first use), each use (node, port), all int32. */
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
+    int32_t mask_counts[] = {p->num_port_phases, p->num_port_uses};
+    put_i32s(&sb, mask_counts, 2);
+    for (int i = 0; i < p->num_port_phases; i++) {
+        const mrc__port_phase_t *ph = &p->port_phases[i];
+        int32_t v[] = {ph->first_step, ph->num_steps, ph->first_use};
+        put_i32s(&sb, v, 3);
+    }
+    for (int i = 0; i < p->num_port_uses; i++) {
+        int32_t v[] = {p->port_uses[i].node, p->port_uses[i].port};
+        put_i32s(&sb, v, 2);
+    }
     if (sb.failed) {
         mrc__sb_free(&sb);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory saving");
@@ -293,6 +313,62 @@ static const char *validate(const mrc_program_t *p)
     return NULL;
 }
 
+/* Reads the port mask; NULL, or what is wrong with it. */
+static const char *read_mask(reader_t *r, mrc_program_t *p)
+{
+    p->num_port_phases = get_i32(r);
+    p->num_port_uses = get_i32(r);
+    if (p->num_port_phases < 0 || p->num_port_uses < 0)
+        return "impossible table sizes";
+    if (p->num_port_phases == 0 && p->num_port_uses == 0)
+        return NULL;
+    p->port_phases = take(r, (int64_t)p->num_port_phases + 1,
+                          sizeof *p->port_phases, 12);
+    p->port_uses = take(r, p->num_port_uses, sizeof *p->port_uses, 8);
+    if (!p->port_phases || !p->port_uses)
+        return "table sizes larger than the image";
+    for (int i = 0; i < p->num_port_phases; i++) {
+        p->port_phases[i].first_step = get_i32(r);
+        p->port_phases[i].num_steps = get_i32(r);
+        p->port_phases[i].first_use = get_i32(r);
+    }
+    p->port_phases[p->num_port_phases].first_use = p->num_port_uses;
+    for (int i = 0; i < p->num_port_uses; i++) {
+        p->port_uses[i].node = get_i32(r);
+        p->port_uses[i].port = get_i32(r);
+    }
+    return NULL;
+}
+
+/* The mask is the program's own (what its messages use): recomputed and
+ * compared, so that an image cannot switch off a port its program needs. */
+static mrc_status_t same_mask(const mrc_program_t *p)
+{
+    mrc_program_t q = *p;
+    q.port_phases = NULL;
+    q.port_uses = NULL;
+    mrc_status_t st = mrc__port_mask_build(&q);
+    if (st != MRC_OK)
+        return st;
+    int same = q.num_port_phases == p->num_port_phases &&
+               q.num_port_uses == p->num_port_uses &&
+               (q.num_port_phases == 0 ||
+                memcmp(q.port_phases, p->port_phases,
+                       (size_t)q.num_port_phases *
+                           sizeof *q.port_phases) == 0) &&
+               (q.num_port_uses == 0 ||
+                memcmp(q.port_uses, p->port_uses,
+                       (size_t)q.num_port_uses * sizeof *q.port_uses) == 0);
+    free(q.port_phases);
+    free(q.port_uses);
+    if (!same)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "its port mask is not the one its messages use "
+                          "(%d phases, %d ports in use)",
+                          p->num_port_phases, p->num_port_uses);
+    return MRC_OK;
+}
+
 mrc_status_t mrc_program_load(const void *image, size_t len,
                               mrc_program_t **out)
 {
@@ -436,6 +512,8 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
         p->route_ports[i] = get_i32(&r);
     for (int i = 0; i < p->route_pool_len; i++)
         p->route_in_ports[i] = get_i32(&r);
+    if (!r.short_read && (why = read_mask(&r, p)) != NULL)
+        goto bad;
     if (r.short_read || r.at != r.len) {
         why = r.short_read ? "the tables run past the end"
                            : "bytes left after the tables";
@@ -449,6 +527,10 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     if (why)
         goto bad;
     mrc_status_t st = mrc_program_check(p);
+    if (st == MRC_OK)
+        st = same_mask(p);
+    if (st == MRC_OK)
+        p->port_mask_ready = 1;
     if (st != MRC_OK) {
         mrc__error_prefix("program image");
         mrc_program_destroy(p);

@@ -221,6 +221,91 @@ mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
     return MRC_OK;
 }
 
+/* The relays: on a routed hop every node between the sender and the
+ * receiver forwards each message (receive from the route's node before
+ * it, send the same to the one after it). */
+static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
+{
+    enum { SHOWN_RELAYS = 64 };
+    int32_t *first = NULL;
+    mrc__relay_t *list = NULL;
+    mrc_status_t st = mrc__relay_index(p, &first, &list);
+    if (st != MRC_OK)
+        return st;
+    int total = first[p->num_nodes], shown = 0;
+    if (total > 0)
+        mrc__sb_printf(sb, "\nrelays (%d: each forwards every message of "
+                           "its hop, same tag and count):\n",
+                       total);
+    for (int v = 0; v < p->num_nodes && shown < SHOWN_RELAYS; v++)
+        for (int i = first[v]; i < first[v + 1] && shown < SHOWN_RELAYS;
+             i++, shown++) {
+            const mrc__relay_t *r = &list[i];
+            int off = p->route_off[r->route];
+            int len = p->route_off[r->route + 1] - off;
+            mrc__sb_printf(sb, "  node %d relays stream %d, hop %d -> %d: "
+                               "from node %d to node %d by port %d\n",
+                           v, r->stream, r->src, p->route_nodes[off + len - 1],
+                           p->route_nodes[off + r->index - 1],
+                           p->route_nodes[off + r->index + 1],
+                           p->route_ports[off + r->index]);
+        }
+    if (total > shown)
+        mrc__sb_printf(sb, "  ... %d more relays\n", total - shown);
+    free(first);
+    free(list);
+    return MRC_OK;
+}
+
+/* The port mask: per phase, the ports each node leaves idle. */
+static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
+{
+    enum { SHOWN_PHASES = 8, SHOWN_NODES = 16 };
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK)
+        return st;
+    if (p->num_port_phases == 0) {
+        mrc__sb_puts(sb, "\nport mask: none (groups this large keep every "
+                         "port on)\n");
+        return MRC_OK;
+    }
+    int most = 0;
+    for (int u = 0; u < p->num_nodes; u++)
+        if (p->nodes[u].num_ports > most)
+            most = p->nodes[u].num_ports;
+    uint8_t *idle = malloc((size_t)most + 1);
+    if (!idle)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc__sb_printf(sb, "\nport mask (%d phase%s: the ports each node leaves "
+                       "idle, which may be switched off):\n",
+                   p->num_port_phases, p->num_port_phases > 1 ? "s" : "");
+    for (int ph = 0; ph < p->num_port_phases && ph < SHOWN_PHASES; ph++) {
+        const mrc__port_phase_t *f = &p->port_phases[ph];
+        for (int u = 0; u < p->num_nodes && u < SHOWN_NODES; u++) {
+            mrc__port_idle(p, ph, u, idle);
+            mrc__sb_printf(sb, "  phase %d (steps %d-%d): node %d idle ports "
+                               "{",
+                           ph, f->first_step, f->first_step + f->num_steps - 1,
+                           u);
+            const char *sep = "";
+            for (int q = 0; q < p->nodes[u].num_ports; q++)
+                if (idle[q]) {
+                    mrc__sb_printf(sb, "%s%d", sep, q);
+                    sep = ", ";
+                }
+            mrc__sb_puts(sb, "}\n");
+        }
+        if (p->num_nodes > SHOWN_NODES)
+            mrc__sb_printf(sb, "  ... %d more nodes\n",
+                           p->num_nodes - SHOWN_NODES);
+    }
+    if (p->num_port_phases > SHOWN_PHASES)
+        mrc__sb_printf(sb, "  ... %d more phases\n",
+                       p->num_port_phases - SHOWN_PHASES);
+    free(idle);
+    return MRC_OK;
+}
+
 mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
 {
     if (!p || !text)
@@ -312,6 +397,13 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
         mrc__sb_printf(&sb, "  ... %d more nodes\n", p->num_nodes - SHOWN);
     free(first);
     free(active);
+    st = relay_text(&sb, p);
+    if (st == MRC_OK)
+        st = mask_text(&sb, p);
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
 
     /* One node's first steps, spelled out. */
     mrc__plan_t plan;
@@ -327,12 +419,15 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
             shown++;
             if (op->kind == MRC__SEND)
                 mrc__sb_printf(&sb, "  step %d: send frag %d (%llu elements "
-                                    "of %s at %llu) to node %d by port %d\n",
+                                    "of %s at %llu) to node %d by port %d"
+                                    "%s\n",
                                op->step, op->frag,
                                (unsigned long long)op->count,
                                buf_name(op->src),
                                (unsigned long long)op->src_off, op->peer,
-                               op->port);
+                               op->port,
+                               op->peer != op->ring_peer ? ", relayed on"
+                                                         : "");
             else if (op->kind == MRC__RECV)
                 mrc__sb_printf(&sb, "  step %d: recv frag %d from node %d "
                                     "on port %d into %s at %llu%s\n",

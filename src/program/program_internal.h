@@ -142,6 +142,22 @@ typedef struct mrc__node {
     int32_t first_entry; /* into node_streams[] */
 } mrc__node_t;
 
+/* The port mask: the steps of the program cut into phases over which no
+ * node's set of ports in use changes (all the steps of a ring loop; each
+ * step of a reduce or broadcast chain), and for each phase the ports in
+ * use, as (node, port) pairs sorted by node and port: every other port of
+ * a node is idle in that phase, and may be switched off (seed 000's
+ * claims 7 and 15). A port is in use when a message of the phase leaves
+ * or enters the node by it, relayed ones included. */
+typedef struct mrc__port_phase {
+    int32_t first_step, num_steps;
+    int32_t first_use; /* into port_uses; the phase's run to the next's */
+} mrc__port_phase_t;
+
+typedef struct mrc__port_use {
+    int32_t node, port;
+} mrc__port_use_t;
+
 struct mrc_program {
     mrc_compile_config_t cfg;
     uint8_t addressing;
@@ -160,13 +176,45 @@ struct mrc_program {
     int32_t *route_ports;  /* out-port at each node but the last */
     int32_t *route_in_ports; /* port at each node but the first it
                                 arrives on */
+    /* The port mask: num_port_phases + 1 entries (the last one's
+     * first_use is num_port_uses); none (0 phases) for groups above
+     * MRC__PORT_MASK_MAX_GROUP, where every port counts as in use. Found
+     * at first use (see mrc__port_mask_ready): it walks every message,
+     * as the checker does, and a run over the CPU transports needs none. */
+    int port_mask_ready; /* atomic: 1 once the fields below are set */
+    int num_port_phases, num_port_uses;
+    mrc__port_phase_t *port_phases;
+    mrc__port_use_t *port_uses;
 };
+
+/* Groups up to this size get a port mask (the checker's full run has the
+ * same bound): it is found by walking every message once. */
+enum { MRC__PORT_MASK_MAX_GROUP = 4096 };
+
+/* Computes the program's port mask from its messages (replacing any). */
+mrc_status_t mrc__port_mask_build(mrc_program_t *p);
+
+/* Makes sure the port mask is there, finding it at the first call (under
+ * a lock: a program is shared by the ranks of a process); the fields may
+ * be read once this returns MRC_OK. */
+mrc_status_t mrc__port_mask_ready(const mrc_program_t *p);
+
+/* The phase holding `step`, or -1 (no mask, or a step past the last). */
+int mrc__port_phase_of(const mrc_program_t *p, int step);
+
+/* Fills idle[0 .. num_ports of u) with 1 for each port node u leaves idle
+ * in phase ph, 0 for each it uses. */
+void mrc__port_idle(const mrc_program_t *p, int ph, int u, uint8_t *idle);
 
 /* Compiles only group `only` of the embedding (-1: every group); the
  * nodes of other groups are in no group of the program. */
 mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
                                         const mrc_compile_config_t *cfg,
                                         int only, mrc_program_t **out);
+
+/* The checker with node `drop`'s relays left out (-1: none): a test's
+ * way to prove that a relay that never forwards is caught. */
+mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop);
 
 /* The compiler without the checker (compile_group = build + check); for
  * timing the two apart. */
@@ -197,7 +245,9 @@ int mrc__program_has_memory_ops(const mrc_program_t *p);
 
 enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE,
                     MRC__EXPOSE, MRC__GET, MRC__SIGNAL, MRC__WAIT,
-                    MRC__BARRIER };
+                    MRC__BARRIER,
+                    MRC__FWD /* a relay of a routed hop: receive from
+                                `from`, send the same to `peer` */ };
 
 typedef struct mrc__op {
     uint8_t kind;
@@ -217,6 +267,13 @@ typedef struct mrc__op {
     uint64_t tag;    /* (stream, step, chunk): unique on its link */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
     uint64_t src_off, dst_off, local_off, count;
+    /* Routed hops: SEND and RECV talk to the first and last relay of the
+     * route (peer), which is not the ring's neighbour (ring_peer: the
+     * hop's far end, whose chain the simulator matches, as it times the
+     * route itself). FWD receives from `from` and sends to `peer`; its
+     * ring_peer is the hop's final node. */
+    int32_t ring_peer;
+    int32_t from;
 } mrc__op_t;
 
 /* A node's operations as independent chains, one per (stream, chunk):
@@ -242,12 +299,37 @@ typedef struct mrc__chain_iter {
     uint8_t in_place;
     uint8_t memory; /* the program has memory-semantic instructions */
     int pc, s, step, loop_pc, rel;
+    int at;                /* the node that runs the chain */
+    int send_to, recv_from; /* first and last relay of the hops */
+    /* A relay chain (relay > 0): the sends of `node`'s chain, forwarded
+     * by `at`, the relay at place relay_idx of route relay - 1. */
+    int relay, relay_idx;
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
                       int node, int k, int chunk, int chunks, int in_place);
 /* The chain's next op: 1 and *op, 0 at the end, -1 on an error (*st). */
 int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *op, mrc_status_t *st);
+/* A relay of a routed hop: node `at` (recorded by its index) relays the
+ * hop of `src` in `stream`, at place `index` (1 .. len - 2) of `route`. */
+typedef struct mrc__relay {
+    int32_t stream, src, route, index;
+} mrc__relay_t;
+
+/* The relays of every node: node u's are list[first[u] .. first[u + 1]).
+ * The caller frees both. Refuses a route that leaves the program's
+ * nodes (a damaged image). */
+mrc_status_t mrc__relay_index(const mrc_program_t *p, int32_t **first,
+                              mrc__relay_t **list);
+/* A relay chain: node `at` forwards, chunk by chunk, every message that
+ * r->src sends on its hop of r->stream, as FWD ops. */
+void mrc__relay_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int at,
+                      const mrc__relay_t *r, int chunk, int chunks);
+/* Upper bounds of the relay chains and their operations at `node` (see
+ * mrc__plan_bound). */
+void mrc__relay_bound(const mrc_program_t *p, int node, uint64_t chunk_elems,
+                      uint64_t *chains, uint64_t *ops);
+
 /* Chunks of stream k for a chunk size (0 if the stream carries nothing). */
 int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems);
 

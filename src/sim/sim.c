@@ -52,6 +52,9 @@ typedef struct sim {
     int32_t *bfs_prev, *bfs_queue; /* [nodes]: reaching link; the walk */
     double *bfs_lat;               /* [nodes]: latency from the start */
     int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
+    /* The program's port mask: the physical link of each port in use
+     * (-1: none); the links a phase leaves idle are switched off. */
+    int32_t *use_phys;
 } sim_t;
 
 typedef struct flow {
@@ -75,6 +78,64 @@ static void sim_free(sim_t *s)
     free(s->bfs_lat);
     free(s->group_route);
     mrc__msgmap_free(&s->paths); /* zeroed when unused */
+    free(s->use_phys);
+}
+
+/* The physical link behind each port of the mask: a port's lane of its
+ * link, as the routes count them. */
+static mrc_status_t build_mask(sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    mrc_status_t st = mrc__port_mask_ready(p);
+    if (st != MRC_OK || p->num_port_phases == 0)
+        return st;
+    s->use_phys = malloc(((size_t)p->num_port_uses + 1) *
+                         sizeof *s->use_phys);
+    if (!s->use_phys)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int i = 0; i < p->num_port_uses; i++) {
+        int v = p->port_uses[i].node, port = p->port_uses[i].port;
+        int link = -1, peer = -1;
+        s->use_phys[i] = -1;
+        if (mrc_topo_port(s->t, v, port, &link, &peer, NULL) != MRC_OK)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "the program's port mask names port %d of "
+                              "node %d, which %s does not have (is it "
+                              "compiled for this topology?)",
+                              port, v, mrc_topo_name(s->t));
+        const mrc_link_t *l = mrc_topo_link(s->t, link);
+        int first_port = l->a == v ? l->port_a : l->port_b;
+        s->use_phys[i] = s->phys_base[link] + (port - first_port);
+    }
+    return MRC_OK;
+}
+
+/* The links switched on for a step of phase ph (the mask's ports in use)
+ * for dur ns, `times` over: the same figures as booking the step's
+ * flows' links, taken from the program's mask instead. */
+static void book_mask(const sim_t *s, int ph, int group, double start,
+                      double dur, double times, double *phys_on,
+                      double *phys_last, double wake_ns, uint8_t *used)
+{
+    const mrc_program_t *p = s->p;
+    if (ph < 0)
+        return;
+    int lo = p->port_phases[ph].first_use, hi = p->port_phases[ph + 1].first_use;
+    for (int i = lo; i < hi; i++) {
+        int q = s->use_phys[i];
+        /* Groups walk their steps on their own clocks: a group's step
+         * switches on its own nodes' ports only. */
+        if (q < 0 || used[q] ||
+            (group >= 0 && p->nodes[p->port_uses[i].node].group != group))
+            continue;
+        used[q] = 1;
+        double gap = start - phys_last[q];
+        phys_on[q] += fmin(gap, wake_ns) + dur * times;
+        phys_last[q] = start + dur * times;
+    }
+    for (int i = lo; i < hi; i++)
+        if (s->use_phys[i] >= 0)
+            used[s->use_phys[i]] = 0;
 }
 
 /* Channels and, for every node and stream, the channels and physical
@@ -306,8 +367,8 @@ static int op_flow(sim_t *s, int node, const mrc__op_t *op, size_t esize,
         route = (int)(ns - p->node_streams);
         /* A send to another node than the ring's next (the tree's) takes
          * a shortest path, as a get does. */
-        if (op->peer != ns->next &&
-            (*st = path_route(s, node, op->peer, &route)) != MRC_OK)
+        if (op->ring_peer != ns->next &&
+            (*st = path_route(s, node, op->ring_peer, &route)) != MRC_OK)
             return -1;
         break;
     }
@@ -725,12 +786,15 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
     const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
                                                     op->stream);
     int route = (int)(ns - p->node_streams);
-    if (op->peer != ns->next) { /* the tree's: a shortest path */
-        mrc_status_t st = path_route(pp->s, ch->it.node, op->peer, &route);
+    if (op->ring_peer != ns->next) { /* the tree's: a shortest path */
+        mrc_status_t st = path_route(pp->s, ch->it.node, op->ring_peer,
+                                     &route);
         if (st != MRC_OK)
             return st;
     }
-    return post(pp, route, ch->it.node, op->peer, op->tag,
+    /* A routed hop is timed over its route as one message (its relays'
+     * ops are not walked): to the ring's next node. */
+    return post(pp, route, ch->it.node, op->ring_peer, op->tag,
                 (double)op->count * (double)pp->esize);
 }
 
@@ -904,10 +968,10 @@ static mrc_status_t run_chain_now(pipe_t *pp, int i)
             if (st != MRC_OK)
                 return st;
         } else if (ch->op.kind == MRC__RECV) {
-            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.peer,
+            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.ring_peer,
                                              ch->it.node, ch->op.tag);
             if (*link < 0) { /* not here yet: wait for it */
-                mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.peer,
+                mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.ring_peer,
                                                 ch->it.node, ch->op.tag);
                 if (!m)
                     return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -1084,8 +1148,13 @@ enum { PIPELINED_MAX_GROUP = 4096 };
  * repeats the step (a ring phase's identical steps). */
 static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
                       double dur, double times, pipe_acct_t *a,
-                      uint8_t *used)
+                      uint8_t *used, int step, int group)
 {
+    /* The links on: from the program's port mask where it has one (the
+     * flows then book bytes only); group -1: every node's. */
+    if (s->use_phys)
+        book_mask(s, mrc__port_phase_of(s->p, step), group, start, dur,
+                  times, a->phys_on, a->phys_last, a->wake_ns, used);
     for (int f = 0; f < nf; f++) {
         const route_t *rt = &s->routes[fl[f].route];
         for (int q = 0; q < rt->len; q++) {
@@ -1094,7 +1163,7 @@ static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
             a->r->link_bytes[ch] += fl[f].bytes * times;
             a->r->link_utilisation[ch] += fl[f].bytes * times / s->cap[ch];
             a->move_j += fl[f].bytes * times * 8 * a->pj * 1e-12;
-            if (used[ph])
+            if (s->use_phys || used[ph])
                 continue;
             used[ph] = 1;
             double gap = start - a->phys_last[ph];
@@ -1109,7 +1178,7 @@ static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
             }
         }
     }
-    for (int f = 0; f < nf; f++) {
+    for (int f = 0; f < nf && !s->use_phys; f++) {
         const route_t *rt = &s->routes[fl[f].route];
         for (int q = 0; q < rt->len; q++)
             used[s->phys_pool[rt->first + q]] = 0;
@@ -1178,7 +1247,7 @@ static mrc_status_t fast_bsp(const sim_t *s, step_ws_t *w, size_t esize,
         }
         double dur = run_step(s, fl, nf, w);
         double times = whole ? 1 : (double)loops * (n - 1);
-        book_step(s, fl, nf, a->total_ns, dur, times, a, used);
+        book_step(s, fl, nf, a->total_ns, dur, times, a, used, step, -1);
         a->total_ns += dur * times;
         *steps += whole ? 1 : loops * (n - 1);
     }
@@ -1325,7 +1394,7 @@ static mrc_status_t run_bsp_groups(sim_t *s, chain_t *chains, int nchains,
             while (st == MRC_OK && !w->finished && w->pending == 0 &&
                    w->end <= now) {
                 book_step(s, w->fl, w->nf, w->start, w->end - w->start, 1,
-                          a, used);
+                          a, used, w->step - 1, g);
                 a->total_ns = fmax(a->total_ns, w->end);
                 st = gather(s, chains, gidx, gw, g, esize, w->end, &act,
                             &owner, &nact, &cap_act, &cap_owner);
@@ -1497,6 +1566,8 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     double *phys_on = NULL, *phys_last = NULL;
     uint8_t *phys_used = NULL;
     mrc_status_t st = r ? build(&s) : MRC_ERR_NO_MEMORY;
+    if (st == MRC_OK)
+        st = build_mask(&s);
     if (!r)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st != MRC_OK)
@@ -1618,7 +1689,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                 r->link_bytes[ch] += flows[f].bytes;
                 r->link_utilisation[ch] += flows[f].bytes / s.cap[ch];
                 move_j += flows[f].bytes * 8 * pj * 1e-12;
-                if (phys_used[ph])
+                if (s.use_phys || phys_used[ph])
                     continue;
                 phys_used[ph] = 1;
                 double gap = total_ns - phys_last[ph];
@@ -1626,11 +1697,15 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                 phys_last[ph] = total_ns + dur;
             }
         }
-        for (int f = 0; f < nf; f++) { /* clear the marks */
+        for (int f = 0; f < nf && !s.use_phys; f++) { /* clear the marks */
             const route_t *rt = &s.routes[flows[f].route];
             for (int q = 0; q < rt->len; q++)
                 phys_used[s.phys_pool[rt->first + q]] = 0;
         }
+        /* The links on: from the program's port mask where it has one. */
+        if (s.use_phys)
+            book_mask(&s, mrc__port_phase_of(p, step), -1, total_ns, dur, 1,
+                      phys_on, phys_last, wake_ns, phys_used);
         total_ns += dur;
         r->steps++;
     }

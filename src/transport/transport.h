@@ -169,6 +169,12 @@ typedef struct mrc__transport_ops {
      * MPI program's ranks must let MPI progress while they wait in mrc
      * (a peer may be blocked in MPI_Send to this rank). */
     void (*idle)(void *ctx);
+    /* Optional (NULL: nothing to do, as on the CPU transports): from now
+     * on this rank leaves idle the ports p with idle_mask[p] set (p <
+     * nports, the node's ports in the topology): the program's port mask
+     * for the phase its calls have reached, so that a fabric can switch
+     * those links off. Called at the first step of each phase. */
+    void (*ports)(void *ctx, const uint8_t *idle_mask, int nports);
 } mrc__transport_ops_t;
 
 /* Up to this many bytes allreduce_direct takes a single step. */

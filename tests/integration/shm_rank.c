@@ -1,9 +1,12 @@
 /*
  * One rank of the shared-memory tests, started by `mrc launch`:
  *
- *   shm_rank sweep [TOPOLOGY]   every collective, dtype and op, counts
+ *   shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]]
+ *                               every collective, dtype and op, counts
  *                               0, 1, < N, odd and large, in place and
  *                               not, checked element by element
+ *   shm_rank quick [TOPOLOGY [STRATEGY [REPLICA_SIZE]]]
+ *                               every collective once (1001 int32)
  *   shm_rank die-small          the same with 2 elements (the one-step path)
  *   shm_rank sweep-odd          the sweep's sums and averages with every
  *                               buffer at an odd address
@@ -117,6 +120,25 @@ out:
     return wrong || failed;
 }
 
+/* Every collective once, in place and not, on a count that no group
+ * size divides: for embeddings whose sweep would take too long (the
+ * routed hops of a ladder: 8 or 16 processes). */
+static int quick(mrc_comm_t *comm)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    long wrong = 0, failed = 0;
+    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+        for (int ip = 0; ip < 2; ip++) {
+            long w = one_case(comm, (mrc_collective_t)c, 1001, MRC_INT32,
+                              MRC_SUM, ip, n - 1);
+            failed += w < 0;
+            wrong += w > 0 ? w : 0;
+        }
+    printf("rank %d of %d: quick, %ld wrong elements, %ld failed\n", r, n,
+           wrong, failed);
+    return wrong || failed;
+}
+
 static int die(mrc_comm_t *comm, size_t count)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
@@ -192,7 +214,8 @@ static int mismatch(mrc_comm_t *comm, const char *what)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY] | sweep-odd | die | "
+        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]] | "
+                        "quick [...] | sweep-odd | die | "
                         "die-small | mismatch WHAT\n");
         return 2;
     }
@@ -203,7 +226,9 @@ int main(int argc, char **argv)
     if (mis && argc > 2 && strcmp(argv[2], "split") == 0 && nr && rk &&
         atoi(rk) == atoi(nr) - 1)
         setenv("MRC_NO_DIRECT", "1", 1);
-    mrc_config_t cfg = {.topology = argc > 2 && !mis ? argv[2] : NULL};
+    mrc_config_t cfg = {.topology = argc > 2 && !mis ? argv[2] : NULL,
+                        .strategy = argc > 3 && !mis ? argv[3] : NULL,
+                        .replica_size = argc > 4 && !mis ? atoi(argv[4]) : 0};
     mrc_comm_t *comm = NULL;
     if (mrc_comm_init_env(&comm, &cfg) != MRC_OK) {
         fprintf(stderr, "shm_rank: %s\n", mrc_last_error());
@@ -215,6 +240,7 @@ int main(int argc, char **argv)
                                                                   : "")
              : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
+             : strcmp(argv[1], "quick") == 0     ? quick(comm)
                                                  : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;

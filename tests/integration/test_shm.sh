@@ -15,6 +15,18 @@ for n in 1 2 3 4; do
 done
 expect 0 "rank 7 of 8: [0-9]* cases, 0 wrong elements, 0 failed" \
     "$MRC" launch -n 8 --timeout 120 -- "$RANK" sweep hcm8
+# Routed hops between processes: the relays forward (within the group on
+# ring-on-line, through the other groups' nodes on rung rings), exact.
+expect 0 "rank 4: forwards stream 0 step 0 chunk 0 ([0-9]* elements) from 2 to 6" \
+    env MRC_DEBUG=TRACE "$MRC" launch -n 8 --timeout 120 -- "$RANK" quick \
+    ladder:8 ring-on-line 2
+[ "$(grep -c 'quick, 0 wrong elements, 0 failed' "$tmp/out")" -eq 8 ] &&
+    passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: ring-on-line ranks"; }
+expect 0 "rank 2: forwards stream 0 step 0 chunk 0 ([0-9]* elements) from 0 to 4" \
+    env MRC_DEBUG=TRACE "$MRC" launch -n 16 --timeout 120 -- "$RANK" quick \
+    ladder:16 rung-ring-4
+[ "$(grep -c 'quick, 0 wrong elements, 0 failed' "$tmp/out")" -eq 16 ] &&
+    passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: rung-ring-4 ranks"; }
 # Buffers at odd addresses: the same results, and nothing loaded from a
 # misaligned address (the sanitizer build).
 expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \

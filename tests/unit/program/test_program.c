@@ -312,6 +312,138 @@ static void test_checker_refuses_broken(void **state)
     mrc_program_destroy(p);
 }
 
+static mrc_program_t *compile_rs(const char *spec, const char *strategy,
+                                 int replica_size, mrc_collective_t c,
+                                 size_t count)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    mrc_embed_config_t ec = {.strategy = strategy,
+                             .replica_size = replica_size};
+    if (mrc_topo_create(spec, &t) != MRC_OK ||
+        mrc_embed_create(t, &ec, &e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    mrc_compile_config_t cc = {.collective = c, .count = count,
+                               .dtype = MRC_FLOAT32, .op = MRC_SUM};
+    if (mrc_program_compile(e, &cc, &p) != MRC_OK)
+        fail_msg("%s %s: %s", spec, mrc_collective_name(c), mrc_last_error());
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return p;
+}
+
+/* Routed hops: the relays are indexed from the routes, each relay's plan
+ * forwards every message of its hop (FWD from the route's node before it
+ * to the one after, same tag), the bound covers them, the checker proves
+ * the relayed programs and catches a relay that never forwards. */
+static void test_relays(void **state)
+{
+    (void)state;
+    const struct {
+        const char *spec, *strategy;
+        int rs, relays, node, from, to;
+    } cases[] = {
+        /* column rings 0 2 6 4: hops 2 -> 6 and 4 -> 0 pass 4 and 2. */
+        {"ladder:8", "ring-on-line", 2, 8, 4, 2, 6},
+        /* rung rings 0 4 8 12: every hop passes a node of another group,
+         * the way back five of them; both ways round. */
+        {"ladder:16", "rung-ring-4", 0, 64, 2, 0, 4},
+    };
+    for (size_t ci = 0; ci < 2; ci++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+            mrc_program_t *p = compile_rs(cases[ci].spec, cases[ci].strategy,
+                                          cases[ci].rs, (mrc_collective_t)c,
+                                          1001);
+            int32_t *first = NULL;
+            mrc__relay_t *list = NULL;
+            assert_int_equal(mrc__relay_index(p, &first, &list), MRC_OK);
+            assert_int_equal(first[p->num_nodes], cases[ci].relays);
+            free(first);
+            free(list);
+
+            int u = cases[ci].node;
+            mrc__plan_t plan;
+            assert_int_equal(mrc__plan_build(p, u, 100, 0, &plan), MRC_OK);
+            int fwds = 0, seen = 0;
+            for (int i = 0; i < plan.num_ops; i++) {
+                const mrc__op_t *op = &plan.ops[i];
+                if (op->kind != MRC__FWD)
+                    continue;
+                fwds++;
+                assert_true(op->count > 0 && op->count <= 100);
+                seen |= op->from == cases[ci].from &&
+                        op->peer == cases[ci].to;
+            }
+            assert_true(fwds > 0);
+            /* (A chain from the root does not use the hop into it.) */
+            assert_true(seen || c == MRC_REDUCE || c == MRC_BROADCAST);
+            uint64_t chains, ops, rchains, rops;
+            mrc__plan_bound(p, p->nodes[u].group, 100, &chains, &ops);
+            mrc__relay_bound(p, u, 100, &rchains, &rops);
+            assert_true((uint64_t)plan.num_chains <= chains + rchains);
+            assert_true((uint64_t)plan.num_ops <= ops + rops);
+            mrc__plan_free(&plan);
+
+            assert_int_equal(mrc_program_check(p), MRC_OK);
+            assert_int_equal(mrc__program_check_drop_relays(p, u),
+                             MRC_ERR_INVALID_PROGRAM);
+            char want[64];
+            snprintf(want, sizeof want, "to node %d is never received", u);
+            if (!strstr(mrc_last_error(), want))
+                fail_msg("%s: '%s' does not say '%s'", cases[ci].strategy,
+                         mrc_last_error(), want);
+            mrc_program_destroy(p);
+        }
+}
+
+/* The port mask: one phase for a ring program (its loops use the same
+ * ports at every step), one per step for a chain; relays' ports are in
+ * use; the listing shows it; the image carries it, and refuses one that
+ * would switch off a port the program's messages need. */
+static void test_port_mask(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile_rs("ladder:8", "ring-on-line", 2,
+                                  MRC_ALLREDUCE, 1000);
+    assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
+    assert_int_equal(p->num_port_phases, 1);
+    assert_int_equal(p->port_phases[0].first_step, 0);
+    assert_int_equal(p->port_phases[0].num_steps, 6); /* 2 (N - 1) */
+    uint8_t idle[8];
+    /* Node 2 relays 4 -> 0 and 0 -> 4 (ports 0 and 2), sends to 6
+     * through 4: only its rung (port 1) is idle. */
+    mrc__port_idle(p, 0, 2, idle);
+    assert_int_equal(idle[0], 0);
+    assert_int_equal(idle[1], 1);
+    assert_int_equal(idle[2], 0);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    assert_non_null(strstr(text, "phase 0 (steps 0-5): node 2 idle ports "
+                                 "{1}"));
+    mrc_free(text);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    /* The last use is (node 7, port 0): say port 1 instead. */
+    uint8_t *d = img;
+    assert_int_equal(d[len - 4], 0);
+    d[len - 4] = 1;
+    reseal(d, len);
+    mrc_program_t *q = NULL;
+    assert_int_equal(mrc_program_load(d, len, &q), MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "port mask"));
+    mrc_free(img);
+    mrc_program_destroy(p);
+
+    p = compile("prism:3,3", "prism-faces", MRC_REDUCE, 1000, 0);
+    assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
+    assert_true(p->num_port_phases > 1);
+    for (int ph = 0; ph < p->num_port_phases; ph++)
+        assert_int_equal(p->port_phases[ph].num_steps, 1);
+    mrc_program_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -322,6 +454,8 @@ int main(void)
         cmocka_unit_test(test_refused_images),
         cmocka_unit_test(test_image_port_count_bounded),
         cmocka_unit_test(test_checker_refuses_broken),
+        cmocka_unit_test(test_relays),
+        cmocka_unit_test(test_port_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
