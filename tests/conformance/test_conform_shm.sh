@@ -1,7 +1,6 @@
 #!/bin/sh
 # The conformance cases over the shared-memory transport: ranks are
-# processes started by mrc launch. The cases that leave the transport
-# failed (agreement, cancel) run in launches of their own.
+# processes started by mrc launch, each case on a segment of its own.
 # Usage: test_conform_shm.sh MRC CONFORM_RANK
 set -u
 MRC=$1
@@ -28,16 +27,11 @@ check() { # N CASE...
     done
 }
 
+cases="match burst large memory agree memory-agree cancel"
 for n in 2 3; do
-    expect 0 "" "$MRC" launch -n $n --timeout 60 -- "$RANK" shm \
-        match burst large memory
+    expect 0 "" "$MRC" launch -n $n --timeout 60 -- "$RANK" shm $cases
     cp "$tmp/out" "$tmp/run"
-    check $n match burst large memory
-    for k in agree memory-agree cancel; do
-        expect 0 "" "$MRC" launch -n $n --timeout 60 -- "$RANK" shm $k
-        cp "$tmp/out" "$tmp/run"
-        check $n $k
-    done
+    check $n $cases
 done
 # An unknown case is a failure, not a pass.
 expect 1 "no case 'nonesuch'" "$MRC" launch -n 2 --timeout 60 -- "$RANK" \
