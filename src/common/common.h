@@ -210,4 +210,22 @@ static inline size_t mrc__stage_max(int n)
     return m & ~(size_t)4095;
 }
 
+/* MRC_DEBUG (NCCL_DEBUG's habit): WARN, INFO or TRACE; unset or NONE is
+ * silent, any other word is WARN. Read once, on first use, from any
+ * thread. */
+typedef enum mrc__log_level {
+    MRC__LOG_NONE,
+    MRC__LOG_WARN,
+    MRC__LOG_INFO,  /* communicator creation, the first call of a shape */
+    MRC__LOG_TRACE  /* every call */
+} mrc__log_level_t;
+
+mrc__log_level_t mrc__log_level(void);
+/* The level a value of MRC_DEBUG names (for tests). */
+mrc__log_level_t mrc__log_parse_level(const char *value);
+/* Writes "mrc: rank R: <message>\n" to stderr in one write call (rank < 0:
+ * "mrc: <message>") if `level` is enabled. */
+void mrc__log(mrc__log_level_t level, int rank, const char *fmt, ...)
+    MRC_PRINTF(3, 4);
+
 #endif /* MRC_COMMON_H */

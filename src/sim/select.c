@@ -1,0 +1,352 @@
+/*
+ * The selector (select.h): every family compiled for the call, each timed
+ * by the model of its transport, the fastest chosen.
+ *
+ * Accepts: any embedding, group and call; a family that does not compile
+ * (MRC_ERR_UNSUPPORTED from the compiler: it does not apply to the
+ * collective or the group, or is not built yet), that the transport
+ * cannot run, or that the model cannot time is skipped with its reason.
+ * Returns: the family, the reason, every candidate's figures.
+ * Limits: the CPU model is a few constants measured roughly on one
+ * machine (docs/families.md), not a calibration; on the links model a
+ * family is only as well timed as the simulator times its instructions.
+ *
+ * Model of the CPU transports, per node, from the program's own
+ * operations (whole fragments, so that chunking does not count):
+ *
+ *   time = rounds x sync + copied / copy_bw + reduced / reduce_bw
+ *
+ *   rounds   the longest chain's number of waits that follow some work
+ *            (a RECV, WAIT or BARRIER after a SEND, GET, COPY ...): one
+ *            wait for a peer per round, however many peers are waited
+ *            on at once;
+ *   copied   bytes received, got, copied or exposed by copy (and sent,
+ *            where a send copies: shm and MPI);
+ *   reduced  bytes received or got into a reduction.
+ *
+ * The call's time is its slowest node's.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "mrc/embed.h"
+#include "mrc/sim.h"
+#include "program/program_internal.h"
+#include "sim/select.h"
+
+/* Rough figures of this machine's class (docs/families.md, "Selection"):
+ * a flag seen by another core, memcpy of buffers past L2, and a reduction
+ * (two reads, one write) of float32. MPI's round is a point-to-point
+ * message's latency over Open MPI's shared-memory path. */
+static const mrc__cpu_cost_t cpu_costs[MRC__NUM_XPORTS] = {
+    [MRC__XPORT_LINKS] = {0, 0, 0, 0},
+    [MRC__XPORT_THREADS] = {.sync_us = 0.3, .copy_gbps = 5, .reduce_gbps = 7,
+                            .send_copies = 0},
+    [MRC__XPORT_SHM] = {.sync_us = 0.3, .copy_gbps = 5, .reduce_gbps = 7,
+                        .send_copies = 1},
+    [MRC__XPORT_MPI] = {.sync_us = 1.5, .copy_gbps = 5, .reduce_gbps = 7,
+                        .send_copies = 1},
+};
+
+static const char *const xport_names[MRC__NUM_XPORTS] = {
+    "links", "threads", "shm", "mpi"};
+
+const char *mrc__xport_name(mrc__xport_t x)
+{
+    return (unsigned)x < MRC__NUM_XPORTS ? xport_names[x] : "?";
+}
+
+mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out)
+{
+    for (int i = 0; name && i < MRC__NUM_XPORTS; i++)
+        if (strcmp(name, xport_names[i]) == 0) {
+            *out = (mrc__xport_t)i;
+            return MRC_OK;
+        }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "unknown transport '%s' (links, threads, shm or mpi)",
+                      name ? name : "(null)");
+}
+
+mrc__xport_t mrc__xport_of(const char *transport_name)
+{
+    mrc__xport_t x = MRC__XPORT_THREADS;
+    if (transport_name && mrc__xport_parse(transport_name, &x) != MRC_OK)
+        x = MRC__XPORT_THREADS;
+    return x;
+}
+
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x)
+{
+    return &cpu_costs[(unsigned)x < MRC__NUM_XPORTS ? x : MRC__XPORT_THREADS];
+}
+
+double mrc__busbw_factor(mrc_collective_t c, int n)
+{
+    if (n < 1)
+        return 1;
+    switch (c) {
+    case MRC_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case MRC_REDUCE_SCATTER:
+    case MRC_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1;
+    }
+}
+
+/* Nodes of a group whose time is modelled: all of them up to this many
+ * (the families are symmetric but for the root, which is always in). */
+enum { CPU_SAMPLE = 64 };
+
+static int is_wait(int kind)
+{
+    return kind == MRC__RECV || kind == MRC__WAIT || kind == MRC__BARRIER;
+}
+
+/* One node's modelled time. */
+static mrc_status_t node_time(const mrc_program_t *p, int node,
+                              uint64_t whole, const mrc__cpu_cost_t *k,
+                              double *out)
+{
+    mrc__plan_t plan;
+    mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
+    if (st != MRC_OK)
+        return st;
+    double esize = (double)mrc_dtype_size(p->cfg.dtype);
+    double copied = 0, reduced = 0;
+    int rounds = 0;
+    for (int c = 0; c < plan.num_chains; c++) {
+        int r = 0, worked = 1;
+        for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
+            const mrc__op_t *op = &plan.ops[i];
+            double bytes = (double)op->count * esize;
+            if (is_wait(op->kind)) {
+                r += worked;
+                worked = 0;
+            } else {
+                worked = 1;
+            }
+            switch (op->kind) {
+            case MRC__RECV:
+            case MRC__GET:
+                if (op->local != MRC__BUF_NONE)
+                    reduced += bytes;
+                else
+                    copied += bytes;
+                break;
+            case MRC__COPY: copied += bytes; break;
+            case MRC__EXPOSE: copied += op->ref ? 0 : bytes; break;
+            case MRC__SEND: copied += k->send_copies ? bytes : 0; break;
+            default: break;
+            }
+        }
+        rounds = r > rounds ? r : rounds;
+    }
+    mrc__plan_free(&plan);
+    *out = rounds * k->sync_us + copied / (k->copy_gbps * 1e3) +
+           reduced / (k->reduce_gbps * 1e3);
+    return MRC_OK;
+}
+
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
+                           double *time_us)
+{
+    const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
+    *time_us = 0;
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        /* Whole fragments: a chunk as large as any slice. */
+        uint64_t whole = (uint64_t)p->cfg.count * (uint64_t)gr->size;
+        whole = whole ? whole : 1;
+        int root = p->cfg.root < gr->size ? p->cfg.root : 0;
+        for (int i = 0; i < gr->size; i++) {
+            if (i >= CPU_SAMPLE && i != root)
+                continue;
+            double t = 0;
+            mrc_status_t st = node_time(
+                p, p->members[gr->first_member + i], whole, k, &t);
+            if (st != MRC_OK)
+                return st;
+            *time_us = t > *time_us ? t : *time_us;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Data per node and the bound, as the simulator reports them. */
+static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
+                    mrc__candidate_t *c)
+{
+    int n = p->num_groups ? p->groups[0].size : 1;
+    double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        data *= n;
+    double algbw = c->time_us > 0 ? data / (c->time_us * 1e3) : 0;
+    c->busbw_gbps = algbw * mrc__busbw_factor(p->cfg.collective, n);
+    if (in->transport != MRC__XPORT_LINKS) {
+        /* The CPU's bound: the share of the data a node must move, at
+         * the copy bandwidth. */
+        double share = mrc__busbw_factor(p->cfg.collective, n);
+        c->bound_gbps = n > 1 ? mrc__cpu_cost(in->transport)->copy_gbps /
+                                    share
+                              : 0;
+    }
+    c->efficiency = c->bound_gbps > 0 ? algbw / c->bound_gbps : 0;
+}
+
+static int needs_memory(mrc_algo_t a)
+{
+    return a == MRC_ALGO_DIRECT1 || a == MRC_ALGO_DIRECT2;
+}
+
+/* Why the transport cannot run family a; NULL if it can. */
+static const char *transport_refuses(const mrc__select_input_t *in,
+                                     mrc_algo_t a)
+{
+    if (!needs_memory(a))
+        return NULL;
+    if (in->transport == MRC__XPORT_MPI)
+        return "needs memory semantics (expose/get), and the mpi "
+               "transport is point-to-point";
+    if (!in->memory_ok)
+        return in->no_memory_why ? in->no_memory_why
+                                 : "needs memory semantics (expose/get), "
+                                   "which this transport does not offer";
+    return NULL;
+}
+
+/* Compiles and times family a into c; *keep gets the program. */
+static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
+                             mrc__candidate_t *c, mrc_program_t **keep)
+{
+    memset(c, 0, sizeof *c);
+    c->algo = a;
+    *keep = NULL;
+    const char *refused = transport_refuses(in, a);
+    if (refused) {
+        c->status = MRC_ERR_UNSUPPORTED;
+        snprintf(c->why, sizeof c->why, "%s %s", mrc_algo_name(a), refused);
+        return MRC_OK;
+    }
+    mrc_compile_config_t cc = in->cc;
+    cc.algo = a;
+    mrc_program_t *p = NULL;
+    mrc_status_t st =
+        mrc__program_compile_group(in->embedding, &cc, in->group, &p);
+    if (st == MRC_ERR_NO_MEMORY)
+        return st;
+    if (st == MRC_OK) {
+        mrc_program_info_t info;
+        if (mrc_program_info(p, &info) == MRC_OK)
+            c->code_instructions = info.code_instructions;
+        if (in->transport == MRC__XPORT_LINKS) {
+            mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
+            mrc_sim_result_t *r = NULL;
+            st = mrc_sim_run(p, in->topo, &sc, &r);
+            /* A simulator that skips memory operations would time such
+             * a program as free: that is no figure. */
+            if (st == MRC_OK && cc.count > 0 && r->bytes_moved <= 0)
+                st = mrc__error(MRC_ERR_UNSUPPORTED,
+                                "the simulator does not time %s's "
+                                "operations yet",
+                                mrc_algo_name(a));
+            if (st == MRC_OK) {
+                c->time_us = r->time_us;
+                c->bound_gbps = r->bound_gbps;
+            }
+            mrc_sim_result_destroy(r);
+        } else {
+            st = mrc__cpu_time(p, in->transport, &c->time_us);
+        }
+        if (st == MRC_ERR_NO_MEMORY) {
+            mrc_program_destroy(p);
+            return st;
+        }
+    }
+    c->status = st;
+    if (st != MRC_OK) {
+        snprintf(c->why, sizeof c->why, "%s", mrc_last_error());
+        mrc_program_destroy(p);
+        return MRC_OK;
+    }
+    figures(p, in, c);
+    *keep = p;
+    return MRC_OK;
+}
+
+mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
+                         mrc__selection_t *out, mrc_program_t **program)
+{
+    memset(out, 0, sizeof *out);
+    out->chosen = MRC_ALGO_AUTO;
+    if (program)
+        *program = NULL;
+    mrc_program_t *best = NULL;
+    int applies = 0, second = -1;
+    mrc_status_t st = MRC_OK;
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        mrc__candidate_t *c = &out->cand[a];
+        if (force != MRC_ALGO_AUTO && a != (int)force) {
+            c->algo = (mrc_algo_t)a;
+            c->status = MRC_ERR_UNSUPPORTED;
+            snprintf(c->why, sizeof c->why, "not forced (%s is)",
+                     mrc_algo_name(force));
+            continue;
+        }
+        mrc_program_t *p = NULL;
+        st = evaluate(in, (mrc_algo_t)a, c, &p);
+        if (st != MRC_OK)
+            goto fail;
+        if (c->status != MRC_OK)
+            continue;
+        applies++;
+        /* Ties go to the earlier family: rings, then direct1, ... */
+        if (out->chosen == MRC_ALGO_AUTO ||
+            c->time_us < out->cand[out->chosen].time_us) {
+            second = out->chosen;
+            out->chosen = (mrc_algo_t)a;
+            mrc_program_destroy(best);
+            best = p;
+        } else {
+            if (second < 0 || c->time_us < out->cand[second].time_us)
+                second = a;
+            mrc_program_destroy(p);
+        }
+    }
+    if (out->chosen == MRC_ALGO_AUTO) {
+        if (force != MRC_ALGO_AUTO) {
+            snprintf(out->reason, sizeof out->reason, "%s",
+                     out->cand[force].why);
+            return mrc__error(MRC_ERR_UNSUPPORTED, "%s does not apply: %s",
+                              mrc_algo_name(force), out->cand[force].why);
+        }
+        snprintf(out->reason, sizeof out->reason,
+                 "no family applies (rings: %s)",
+                 out->cand[MRC_ALGO_RINGS].why);
+        return mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+    }
+    const mrc__candidate_t *w = &out->cand[out->chosen];
+    if (force != MRC_ALGO_AUTO)
+        snprintf(out->reason, sizeof out->reason, "forced (%s)",
+                 mrc_algo_name(force));
+    else if (applies == 1)
+        snprintf(out->reason, sizeof out->reason,
+                 "the only family that applies on the %s model",
+                 mrc__xport_name(in->transport));
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "fastest of %d on the %s model: %.3f us, next %s %.3f us",
+                 applies, mrc__xport_name(in->transport), w->time_us,
+                 mrc_algo_name((mrc_algo_t)second),
+                 out->cand[second].time_us);
+    if (program)
+        *program = best;
+    else
+        mrc_program_destroy(best);
+    return MRC_OK;
+fail:
+    mrc_program_destroy(best);
+    return st;
+}
