@@ -16,10 +16,9 @@
  *
  *   time = rounds x sync + copied / copy_bw + reduced / reduce_bw
  *
- *   rounds   the longest chain's number of waits that follow some work
- *            (a RECV, WAIT or BARRIER after a SEND, GET, COPY ...): one
- *            wait for a peer per round, however many peers are waited
- *            on at once;
+ *   rounds   the longest chain's number of waits (RECV, WAIT, BARRIER)
+ *            that follow a SEND or a SIGNAL: the waits on several peers
+ *            after one signal overlap, and count once;
  *   copied   bytes received, got, copied or exposed by copy (and sent,
  *            where a send copies: shm and MPI);
  *   reduced  bytes received or got into a reduction.
@@ -121,10 +120,13 @@ static mrc_status_t node_time(const mrc_program_t *p, int node,
         for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
             const mrc__op_t *op = &plan.ops[i];
             double bytes = (double)op->count * esize;
+            /* A wait after this node let its peers go on (sent, or
+             * signalled) is a new round; the waits of one round (a
+             * GET after each) overlap. */
             if (is_wait(op->kind)) {
                 r += worked;
                 worked = 0;
-            } else {
+            } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
                 worked = 1;
             }
             switch (op->kind) {
@@ -217,6 +219,24 @@ static const char *transport_refuses(const mrc__select_input_t *in,
     return NULL;
 }
 
+mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
+                             const mrc_sim_config_t *cfg,
+                             mrc_sim_result_t **out)
+{
+    mrc_status_t st = mrc_sim_run(p, t, cfg, out);
+    /* A simulator that skips memory operations would time such a program
+     * as free: that is no figure. */
+    if (st == MRC_OK && p->cfg.count > 0 && (*out)->bytes_moved <= 0 &&
+        mrc__program_has_memory_ops(p)) {
+        mrc_sim_result_destroy(*out);
+        *out = NULL;
+        st = mrc__error(MRC_ERR_UNSUPPORTED,
+                        "the simulator does not time %s's operations yet",
+                        mrc_algo_name(p->cfg.algo));
+    }
+    return st;
+}
+
 /* Compiles and times family a into c; *keep gets the program. */
 static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
                              mrc__candidate_t *c, mrc_program_t **keep)
@@ -224,19 +244,19 @@ static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
     memset(c, 0, sizeof *c);
     c->algo = a;
     *keep = NULL;
-    const char *refused = transport_refuses(in, a);
-    if (refused) {
-        c->status = MRC_ERR_UNSUPPORTED;
-        snprintf(c->why, sizeof c->why, "%s %s", mrc_algo_name(a), refused);
-        return MRC_OK;
-    }
     mrc_compile_config_t cc = in->cc;
     cc.algo = a;
     mrc_program_t *p = NULL;
+    /* The compiler first: that a family does not apply to the collective
+     * is the more useful reason. */
     mrc_status_t st =
         mrc__program_compile_group(in->embedding, &cc, in->group, &p);
     if (st == MRC_ERR_NO_MEMORY)
         return st;
+    const char *refused = st == MRC_OK ? transport_refuses(in, a) : NULL;
+    if (refused)
+        st = mrc__error(MRC_ERR_UNSUPPORTED, "%s %s", mrc_algo_name(a),
+                        refused);
     if (st == MRC_OK) {
         mrc_program_info_t info;
         if (mrc_program_info(p, &info) == MRC_OK)
@@ -244,14 +264,7 @@ static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
         if (in->transport == MRC__XPORT_LINKS) {
             mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
             mrc_sim_result_t *r = NULL;
-            st = mrc_sim_run(p, in->topo, &sc, &r);
-            /* A simulator that skips memory operations would time such
-             * a program as free: that is no figure. */
-            if (st == MRC_OK && cc.count > 0 && r->bytes_moved <= 0)
-                st = mrc__error(MRC_ERR_UNSUPPORTED,
-                                "the simulator does not time %s's "
-                                "operations yet",
-                                mrc_algo_name(a));
+            st = mrc__select_sim(p, in->topo, &sc, &r);
             if (st == MRC_OK) {
                 c->time_us = r->time_us;
                 c->bound_gbps = r->bound_gbps;
@@ -319,7 +332,7 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
         if (force != MRC_ALGO_AUTO) {
             snprintf(out->reason, sizeof out->reason, "%s",
                      out->cand[force].why);
-            return mrc__error(MRC_ERR_UNSUPPORTED, "%s does not apply: %s",
+            return mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
                               mrc_algo_name(force), out->cand[force].why);
         }
         snprintf(out->reason, sizeof out->reason,

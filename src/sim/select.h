@@ -8,6 +8,7 @@
 #define MRC_SIM_SELECT_H
 
 #include "mrc/program.h"
+#include "mrc/sim.h"
 #include "mrc/topo.h"
 
 /* What moves the data, as the cost model sees it. */
@@ -74,6 +75,12 @@ typedef struct mrc__select_input {
  * does not apply; other errors (out of memory) as they come. */
 mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
                          mrc__selection_t *out, mrc_program_t **program);
+
+/* mrc_sim_run, refusing (MRC_ERR_UNSUPPORTED) a program whose memory
+ * operations the simulator does not time, rather than a time of 0. */
+mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
+                             const mrc_sim_config_t *cfg,
+                             mrc_sim_result_t **out);
 
 /* The CPU model's time of a program (us) for a transport kind. */
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
