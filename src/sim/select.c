@@ -35,19 +35,34 @@
 #include "program/program_internal.h"
 #include "sim/select.h"
 
-/* Rough figures of this machine's class (docs/families.md, "Selection"):
- * a flag seen by another core, memcpy of buffers past L2, and a reduction
- * (two reads, one write) of float32. MPI's round is a point-to-point
- * message's latency over Open MPI's shared-memory path. */
+/* Measured roughly on the 2-core build machine (docs/families.md,
+ * "Selection"): a flag seen by another core and answered, 0.3 us; memcpy
+ * and a float32 sum (two reads, one write) by the tier the vector lives
+ * in (64 KiB L1 and 2 MiB L2 a core, 32 MiB L3). A transfer's fixed cost
+ * (find the peer's buffer, check its stamp, call the kernel) is a guess
+ * of a few cache misses. MPI's round is Open MPI's point-to-point over
+ * shared memory on one host (0.5 us at 8 bytes, docs/performance.md),
+ * doubled for a network between hosts. */
+#define CPU_RATES                                                          \
+    .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
 static const mrc__cpu_cost_t cpu_costs[MRC__NUM_XPORTS] = {
-    [MRC__XPORT_LINKS] = {0, 0, 0, 0},
-    [MRC__XPORT_THREADS] = {.sync_us = 0.3, .copy_gbps = 5, .reduce_gbps = 7,
+    [MRC__XPORT_LINKS] = {0},
+    [MRC__XPORT_THREADS] = {.sync_us = 0.3, .op_us = 0.05, CPU_RATES,
                             .send_copies = 0},
-    [MRC__XPORT_SHM] = {.sync_us = 0.3, .copy_gbps = 5, .reduce_gbps = 7,
+    [MRC__XPORT_SHM] = {.sync_us = 0.3, .op_us = 0.05, CPU_RATES,
                         .send_copies = 1},
-    [MRC__XPORT_MPI] = {.sync_us = 1.5, .copy_gbps = 5, .reduce_gbps = 7,
+    [MRC__XPORT_MPI] = {.sync_us = 1.0, .op_us = 0.2, CPU_RATES,
                         .send_copies = 1},
 };
+
+int mrc__cpu_tier(uint64_t bytes)
+{
+    static const uint64_t limit[] = MRC__CPU_TIER_BYTES;
+    int t = 0;
+    while (t < MRC__CPU_TIERS - 1 && bytes > limit[t])
+        t++;
+    return t;
+}
 
 static const char *const xport_names[MRC__NUM_XPORTS] = {
     "links", "threads", "shm", "mpi"};
@@ -104,7 +119,7 @@ static int is_wait(int kind)
 }
 
 /* One node's modelled time. */
-static mrc_status_t node_time(const mrc_program_t *p, int node,
+static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                               uint64_t whole, const mrc__cpu_cost_t *k,
                               double *out)
 {
@@ -114,7 +129,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node,
         return st;
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
     double copied = 0, reduced = 0;
-    int rounds = 0;
+    int rounds = 0, transfers = 0;
     for (int c = 0; c < plan.num_chains; c++) {
         int r = 0, worked = 1;
         for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
@@ -129,6 +144,8 @@ static mrc_status_t node_time(const mrc_program_t *p, int node,
             } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
                 worked = 1;
             }
+            if (op->kind == MRC__RECV || op->kind == MRC__GET)
+                transfers++;
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:
@@ -146,8 +163,16 @@ static mrc_status_t node_time(const mrc_program_t *p, int node,
         rounds = r > rounds ? r : rounds;
     }
     mrc__plan_free(&plan);
-    *out = rounds * k->sync_us + copied / (k->copy_gbps * 1e3) +
-           reduced / (k->reduce_gbps * 1e3);
+    /* The tier: the node's whole vector (all blocks for reduce-scatter
+     * and allgather). */
+    uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        vec *= (uint64_t)n;
+    int t = mrc__cpu_tier(vec);
+    *out = rounds * k->sync_us + transfers * k->op_us +
+           copied / (k->copy_gbps[t] * 1e3) +
+           reduced / (k->reduce_gbps[t] * 1e3);
     return MRC_OK;
 }
 
@@ -167,7 +192,7 @@ mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
                 continue;
             double t = 0;
             mrc_status_t st = node_time(
-                p, p->members[gr->first_member + i], whole, k, &t);
+                p, p->members[gr->first_member + i], gr->size, whole, k, &t);
             if (st != MRC_OK)
                 return st;
             *time_us = t > *time_us ? t : *time_us;
@@ -191,7 +216,8 @@ static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
         /* The CPU's bound: the share of the data a node must move, at
          * the copy bandwidth. */
         double share = mrc__busbw_factor(p->cfg.collective, n);
-        c->bound_gbps = n > 1 ? mrc__cpu_cost(in->transport)->copy_gbps /
+        const mrc__cpu_cost_t *k = mrc__cpu_cost(in->transport);
+        c->bound_gbps = n > 1 ? k->copy_gbps[mrc__cpu_tier((uint64_t)data)] /
                                     share
                               : 0;
     }

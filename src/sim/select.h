@@ -7,6 +7,8 @@
 #ifndef MRC_SIM_SELECT_H
 #define MRC_SIM_SELECT_H
 
+#include <stdint.h>
+
 #include "mrc/program.h"
 #include "mrc/sim.h"
 #include "mrc/topo.h"
@@ -26,14 +28,25 @@ mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out);
 /* The kind of a transport by its ops' name ("threads", "shm", "mpi"). */
 mrc__xport_t mrc__xport_of(const char *transport_name);
 
+/* Where a node's vector lives, by its bytes: the core's own caches, the
+ * shared last-level cache, or memory. The copy and reduction rates
+ * differ by an order of magnitude between them. */
+enum { MRC__CPU_TIERS = 3 };
+#define MRC__CPU_TIER_BYTES {(uint64_t)32 << 10, (uint64_t)4 << 20}
+
 /* The CPU transports' constants (docs/families.md): a sync between
- * ranks, a copy of memory and a reduction of memory. */
+ * ranks, the fixed cost of one transfer, and copy and reduction rates
+ * (GB/s of bytes written) per tier. */
 typedef struct mrc__cpu_cost {
     double sync_us;
-    double copy_gbps;
-    double reduce_gbps;
+    double op_us;
+    double copy_gbps[MRC__CPU_TIERS];
+    double reduce_gbps[MRC__CPU_TIERS];
     int send_copies; /* a send copies too (into a segment or a buffer) */
 } mrc__cpu_cost_t;
+
+/* The tier of a vector of `bytes`. */
+int mrc__cpu_tier(uint64_t bytes);
 
 const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x);
 
