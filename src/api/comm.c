@@ -460,7 +460,8 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         .group = key->group,
         .transport = mrc__xport_of(c->transport.ops->name),
         .memory_ok = refused == NULL,
-        .no_memory_why = refused};
+        .no_memory_why = refused,
+        .want_times = mrc__log_level() >= MRC__LOG_INFO};
     mrc__selection_t sel;
     mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
     if (st != MRC_OK)

@@ -263,9 +263,12 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
     return st;
 }
 
-/* Compiles and times family a into c; *keep gets the program. */
-static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
-                             mrc__candidate_t *c, mrc_program_t **keep)
+/* Compiles family a into c (status, why, code length); *keep gets the
+ * program if it applies. */
+static mrc_status_t compile_candidate(const mrc__select_input_t *in,
+                                      mrc_algo_t a, int forced,
+                                      mrc__candidate_t *c,
+                                      mrc_program_t **keep)
 {
     memset(c, 0, sizeof *c);
     c->algo = a;
@@ -273,45 +276,61 @@ static mrc_status_t evaluate(const mrc__select_input_t *in, mrc_algo_t a,
     mrc_compile_config_t cc = in->cc;
     cc.algo = a;
     mrc_program_t *p = NULL;
-    /* The compiler first: that a family does not apply to the collective
-     * is the more useful reason. */
-    mrc_status_t st =
-        mrc__program_compile_group(in->embedding, &cc, in->group, &p);
+    /* A family the transport cannot run is not compiled, unless it was
+     * asked for: then the compiler first, since that it does not apply to
+     * the collective is the more useful reason. */
+    const char *refused = transport_refuses(in, a);
+    mrc_status_t st = MRC_OK;
+    if (!refused || forced)
+        st = mrc__program_compile_group(in->embedding, &cc, in->group, &p);
     if (st == MRC_ERR_NO_MEMORY)
         return st;
-    const char *refused = st == MRC_OK ? transport_refuses(in, a) : NULL;
-    if (refused)
+    if (st == MRC_OK && refused) {
+        mrc_program_destroy(p);
+        p = NULL;
         st = mrc__error(MRC_ERR_UNSUPPORTED, "%s %s", mrc_algo_name(a),
                         refused);
-    if (st == MRC_OK) {
-        mrc_program_info_t info;
-        if (mrc_program_info(p, &info) == MRC_OK)
-            c->code_instructions = info.code_instructions;
-        if (in->transport == MRC__XPORT_LINKS) {
-            mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
-            mrc_sim_result_t *r = NULL;
-            st = mrc__select_sim(p, in->topo, &sc, &r);
-            if (st == MRC_OK) {
-                c->time_us = r->time_us;
-                c->bound_gbps = r->bound_gbps;
-            }
-            mrc_sim_result_destroy(r);
-        } else {
-            st = mrc__cpu_time(p, in->transport, &c->time_us);
-        }
-        if (st == MRC_ERR_NO_MEMORY) {
-            mrc_program_destroy(p);
-            return st;
-        }
     }
     c->status = st;
     if (st != MRC_OK) {
         snprintf(c->why, sizeof c->why, "%s", mrc_last_error());
-        mrc_program_destroy(p);
         return MRC_OK;
     }
-    figures(p, in, c);
+    mrc_program_info_t info;
+    if (mrc_program_info(p, &info) == MRC_OK)
+        c->code_instructions = info.code_instructions;
     *keep = p;
+    return MRC_OK;
+}
+
+/* Times a compiled candidate; one the model cannot time stops applying
+ * (its program destroyed, *p NULL). */
+static mrc_status_t time_candidate(const mrc__select_input_t *in,
+                                   mrc_program_t **p, mrc__candidate_t *c)
+{
+    mrc_status_t st;
+    if (in->transport == MRC__XPORT_LINKS) {
+        mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
+        mrc_sim_result_t *r = NULL;
+        st = mrc__select_sim(*p, in->topo, &sc, &r);
+        if (st == MRC_OK) {
+            c->time_us = r->time_us;
+            c->bound_gbps = r->bound_gbps;
+        }
+        mrc_sim_result_destroy(r);
+    } else {
+        st = mrc__cpu_time(*p, in->transport, &c->time_us);
+    }
+    if (st == MRC_ERR_NO_MEMORY)
+        return st;
+    c->status = st;
+    if (st != MRC_OK) {
+        snprintf(c->why, sizeof c->why, "%s", mrc_last_error());
+        mrc_program_destroy(*p);
+        *p = NULL;
+        return MRC_OK;
+    }
+    figures(*p, in, c);
     return MRC_OK;
 }
 
@@ -322,8 +341,8 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
     out->chosen = MRC_ALGO_AUTO;
     if (program)
         *program = NULL;
-    mrc_program_t *best = NULL;
-    int applies = 0, second = -1;
+    mrc_program_t *progs[MRC_NUM_ALGOS] = {0};
+    int compiled = 0, applies = 0, second = -1;
     mrc_status_t st = MRC_OK;
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
         mrc__candidate_t *c = &out->cand[a];
@@ -334,37 +353,46 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
                      mrc_algo_name(force));
             continue;
         }
-        mrc_program_t *p = NULL;
-        st = evaluate(in, (mrc_algo_t)a, c, &p);
+        st = compile_candidate(in, (mrc_algo_t)a, force != MRC_ALGO_AUTO, c,
+                               &progs[a]);
         if (st != MRC_OK)
-            goto fail;
-        if (c->status != MRC_OK)
+            goto done;
+        compiled += progs[a] != NULL;
+    }
+    /* One candidate needs no model, unless its figures are asked for. */
+    int timed = compiled > 1 || in->want_times;
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        if (!progs[a])
+            continue;
+        if (timed && (st = time_candidate(in, &progs[a], &out->cand[a])) !=
+                         MRC_OK)
+            goto done;
+        if (!progs[a])
             continue;
         applies++;
         /* Ties go to the earlier family: rings, then direct1, ... */
         if (out->chosen == MRC_ALGO_AUTO ||
-            c->time_us < out->cand[out->chosen].time_us) {
+            out->cand[a].time_us < out->cand[out->chosen].time_us) {
             second = out->chosen;
             out->chosen = (mrc_algo_t)a;
-            mrc_program_destroy(best);
-            best = p;
-        } else {
-            if (second < 0 || c->time_us < out->cand[second].time_us)
-                second = a;
-            mrc_program_destroy(p);
+        } else if (second < 0 ||
+                   out->cand[a].time_us < out->cand[second].time_us) {
+            second = a;
         }
     }
     if (out->chosen == MRC_ALGO_AUTO) {
         if (force != MRC_ALGO_AUTO) {
             snprintf(out->reason, sizeof out->reason, "%s",
                      out->cand[force].why);
-            return mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
-                              mrc_algo_name(force), out->cand[force].why);
+            st = mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
+                            mrc_algo_name(force), out->cand[force].why);
+            goto done;
         }
         snprintf(out->reason, sizeof out->reason,
                  "no family applies (rings: %s)",
                  out->cand[MRC_ALGO_RINGS].why);
-        return mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+        st = mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+        goto done;
     }
     const mrc__candidate_t *w = &out->cand[out->chosen];
     if (force != MRC_ALGO_AUTO)
@@ -380,12 +408,12 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
                  applies, mrc__xport_name(in->transport), w->time_us,
                  mrc_algo_name((mrc_algo_t)second),
                  out->cand[second].time_us);
-    if (program)
-        *program = best;
-    else
-        mrc_program_destroy(best);
-    return MRC_OK;
-fail:
-    mrc_program_destroy(best);
+    if (program) {
+        *program = progs[out->chosen];
+        progs[out->chosen] = NULL;
+    }
+done:
+    for (int a = 0; a < MRC_NUM_ALGOS; a++)
+        mrc_program_destroy(progs[a]);
     return st;
 }

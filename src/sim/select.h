@@ -79,6 +79,9 @@ typedef struct mrc__select_input {
      * saying why. */
     int memory_ok;
     const char *no_memory_why;
+    /* Time every candidate even when only one applies (explain, logs);
+     * otherwise a lone candidate is chosen untimed (time_us 0). */
+    int want_times;
 } mrc__select_input_t;
 
 /* Compiles and times every family (or only `force`, unless it is

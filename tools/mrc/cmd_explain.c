@@ -138,7 +138,7 @@ int cmd_explain(int argc, char **argv)
     if (!coll || !size)
         return cli_usage(cmd, "explain", "--collective and --size are "
                                          "required");
-    mrc__select_input_t in = {.group = -1, .memory_ok = 1};
+    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .want_times = 1};
     mrc_algo_t force = MRC_ALGO_AUTO;
     mrc_status_t st = mrc_collective_parse(coll, &in.cc.collective);
     if (st == MRC_OK)
