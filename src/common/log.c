@@ -18,8 +18,10 @@ mrc__log_level_t mrc__log_parse_level(const char *v)
     static const struct {
         const char *name;
         mrc__log_level_t level;
-    } names[] = {{"NONE", MRC__LOG_NONE}, {"VERSION", MRC__LOG_WARN},
-                 {"WARN", MRC__LOG_WARN}, {"INFO", MRC__LOG_INFO},
+    } names[] = {{"NONE", MRC__LOG_NONE},
+                 {"VERSION", MRC__LOG_WARN},
+                 {"WARN", MRC__LOG_WARN},
+                 {"INFO", MRC__LOG_INFO},
                  {"TRACE", MRC__LOG_TRACE}};
     if (!v)
         return MRC__LOG_NONE;

@@ -43,29 +43,35 @@
  * of a few cache misses. MPI's round is Open MPI's point-to-point over
  * shared memory on one host (0.5 us at 8 bytes, docs/performance.md),
  * doubled for a network between hosts. */
-#define CPU_RATES                                                          \
-    .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
+#define CPU_RATES .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
 static const mrc__cpu_cost_t cpu_costs[MRC__NUM_XPORTS] = {
     [MRC__XPORT_LINKS] = {0},
-    [MRC__XPORT_THREADS] = {.sync_us = 0.3, .op_us = 0.05, CPU_RATES,
+    [MRC__XPORT_THREADS] = {.sync_us = 0.3,
+                            .op_us = 0.05,
+                            CPU_RATES,
                             .send_copies = 0},
-    [MRC__XPORT_SHM] = {.sync_us = 0.3, .op_us = 0.05, CPU_RATES,
+    [MRC__XPORT_SHM] = {.sync_us = 0.3,
+                        .op_us = 0.05,
+                        CPU_RATES,
                         .send_copies = 1},
-    [MRC__XPORT_MPI] = {.sync_us = 1.0, .op_us = 0.2, CPU_RATES,
+    [MRC__XPORT_MPI] = {.sync_us = 1.0,
+                        .op_us = 0.2,
+                        CPU_RATES,
                         .send_copies = 1},
 };
 
 int mrc__cpu_tier(uint64_t bytes)
 {
-    static const uint64_t limit[] = MRC__CPU_TIER_BYTES;
+    static const uint64_t limit[MRC__CPU_TIERS - 1] = {(uint64_t)32 << 10,
+                                                       (uint64_t)4 << 20};
     int t = 0;
     while (t < MRC__CPU_TIERS - 1 && bytes > limit[t])
         t++;
     return t;
 }
 
-static const char *const xport_names[MRC__NUM_XPORTS] = {
-    "links", "threads", "shm", "mpi"};
+static const char *const xport_names[MRC__NUM_XPORTS] = {"links", "threads",
+                                                         "shm", "mpi"};
 
 const char *mrc__xport_name(mrc__xport_t x)
 {
@@ -191,8 +197,8 @@ mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
             if (i >= CPU_SAMPLE && i != root)
                 continue;
             double t = 0;
-            mrc_status_t st = node_time(
-                p, p->members[gr->first_member + i], gr->size, whole, k, &t);
+            mrc_status_t st = node_time(p, p->members[gr->first_member + i],
+                                        gr->size, whole, k, &t);
             if (st != MRC_OK)
                 return st;
             *time_us = t > *time_us ? t : *time_us;
@@ -217,9 +223,8 @@ static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
          * the copy bandwidth. */
         double share = mrc__busbw_factor(p->cfg.collective, n);
         const mrc__cpu_cost_t *k = mrc__cpu_cost(in->transport);
-        c->bound_gbps = n > 1 ? k->copy_gbps[mrc__cpu_tier((uint64_t)data)] /
-                                    share
-                              : 0;
+        c->bound_gbps =
+            n > 1 ? k->copy_gbps[mrc__cpu_tier((uint64_t)data)] / share : 0;
     }
     c->efficiency = c->bound_gbps > 0 ? algbw / c->bound_gbps : 0;
 }
@@ -267,8 +272,7 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
  * program if it applies. */
 static mrc_status_t compile_candidate(const mrc__select_input_t *in,
                                       mrc_algo_t a, int forced,
-                                      mrc__candidate_t *c,
-                                      mrc_program_t **keep)
+                                      mrc__candidate_t *c, mrc_program_t **keep)
 {
     memset(c, 0, sizeof *c);
     c->algo = a;
@@ -288,8 +292,8 @@ static mrc_status_t compile_candidate(const mrc__select_input_t *in,
     if (st == MRC_OK && refused) {
         mrc_program_destroy(p);
         p = NULL;
-        st = mrc__error(MRC_ERR_UNSUPPORTED, "%s %s", mrc_algo_name(a),
-                        refused);
+        st =
+            mrc__error(MRC_ERR_UNSUPPORTED, "%s %s", mrc_algo_name(a), refused);
     }
     c->status = st;
     if (st != MRC_OK) {
@@ -364,8 +368,8 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
         if (!progs[a])
             continue;
-        if (timed && (st = time_candidate(in, &progs[a], &out->cand[a])) !=
-                         MRC_OK)
+        if (timed &&
+            (st = time_candidate(in, &progs[a], &out->cand[a])) != MRC_OK)
             goto done;
         if (!progs[a])
             continue;
@@ -406,8 +410,7 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
         snprintf(out->reason, sizeof out->reason,
                  "fastest of %d on the %s model: %.3f us, next %s %.3f us",
                  applies, mrc__xport_name(in->transport), w->time_us,
-                 mrc_algo_name((mrc_algo_t)second),
-                 out->cand[second].time_us);
+                 mrc_algo_name((mrc_algo_t)second), out->cand[second].time_us);
     if (program) {
         *program = progs[out->chosen];
         progs[out->chosen] = NULL;

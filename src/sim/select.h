@@ -32,7 +32,6 @@ mrc__xport_t mrc__xport_of(const char *transport_name);
  * shared last-level cache, or memory. The copy and reduction rates
  * differ by an order of magnitude between them. */
 enum { MRC__CPU_TIERS = 3 };
-#define MRC__CPU_TIER_BYTES {(uint64_t)32 << 10, (uint64_t)4 << 20}
 
 /* The CPU transports' constants (docs/families.md): a sync between
  * ranks, the fixed cost of one transfer, and copy and reduction rates
@@ -45,7 +44,7 @@ typedef struct mrc__cpu_cost {
     int send_copies; /* a send copies too (into a segment or a buffer) */
 } mrc__cpu_cost_t;
 
-/* The tier of a vector of `bytes`. */
+/* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
 int mrc__cpu_tier(uint64_t bytes);
 
 const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x);

@@ -38,8 +38,7 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
            "transport %s\n",
            mrc_collective_name(cc->collective), (unsigned long long)size,
            mrc_dtype_name(cc->dtype), mrc_op_name(cc->op),
-           mrc_topo_name(in->topo), strategy,
-           mrc__xport_name(in->transport));
+           mrc_topo_name(in->topo), strategy, mrc__xport_name(in->transport));
     printf("%-8s %12s %12s %8s %6s\n", "family", "time(us)", "busbw(GB/s)",
            "%bound", "code");
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
@@ -48,14 +47,13 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
             continue;
         printf("%-8s %12.3f %12.3f %8.1f %6d%s\n", mrc_algo_name(c->algo),
                c->time_us, c->busbw_gbps, 100 * c->efficiency,
-               c->code_instructions, a == (int)sel->chosen ? "  <- chosen"
-                                                           : "");
+               c->code_instructions,
+               a == (int)sel->chosen ? "  <- chosen" : "");
     }
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
         const mrc__candidate_t *c = &sel->cand[a];
         if (c->status != MRC_OK)
-            printf("%-8s does not apply: %s\n", mrc_algo_name(c->algo),
-                   c->why);
+            printf("%-8s does not apply: %s\n", mrc_algo_name(c->algo), c->why);
     }
     printf("chosen   %s: %s\n", mrc_algo_name(sel->chosen), sel->reason);
 }
@@ -136,8 +134,9 @@ int cmd_explain(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     if (!coll || !size)
-        return cli_usage(cmd, "explain", "--collective and --size are "
-                                         "required");
+        return cli_usage(cmd, "explain",
+                         "--collective and --size are "
+                         "required");
     mrc__select_input_t in = {.group = -1, .memory_ok = 1, .want_times = 1};
     mrc_algo_t force = MRC_ALGO_AUTO;
     mrc_status_t st = mrc_collective_parse(coll, &in.cc.collective);
@@ -157,20 +156,22 @@ int cmd_explain(int argc, char **argv)
     if (mrc__parse_size(size, &bytes) || bytes == 0)
         return cli_usage(cmd, "explain", "--size '%s' is not a size", size);
     if (bytes % es)
-        return cli_usage(cmd, "explain", "--size %llu is not a whole number "
+        return cli_usage(cmd, "explain",
+                         "--size %llu is not a whole number "
                          "of %s elements (%zu bytes)",
                          (unsigned long long)bytes, dtype, es);
     if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
         (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES - 1, &rt)))
-        return cli_usage(cmd, "explain", "--replica-size and --root take a "
-                                         "whole number");
+        return cli_usage(cmd, "explain",
+                         "--replica-size and --root take a "
+                         "whole number");
     in.cc.count = (size_t)(bytes / es);
     in.cc.root = (int)rt;
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     st = mrc_topo_create(pos[0], &t);
-    mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
-                             .replica_size = (int)rs};
+    mrc_embed_config_t ec = {
+        .strategy = strategy, .groups = groups, .replica_size = (int)rs};
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
     if (st != MRC_OK) {

@@ -28,9 +28,12 @@ static void make(fixture_t *f, const char *spec, mrc_collective_t c,
         mrc_embed_create(f->topo, &ec, &f->e) != MRC_OK)
         fail_msg("%s: %s", spec, mrc_last_error());
     f->in = (mrc__select_input_t){
-        .embedding = f->e, .topo = f->topo,
+        .embedding = f->e,
+        .topo = f->topo,
         .cc = {.collective = c, .count = count, .dtype = MRC_FLOAT32},
-        .group = -1, .transport = x, .memory_ok = 1};
+        .group = -1,
+        .transport = x,
+        .memory_ok = 1};
 }
 
 static void drop(fixture_t *f)
