@@ -690,10 +690,11 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
                            need_recv, c);
     /* Allreduces of a whole job: straight through the transport, if it
      * can (shared memory: one step, two through the segment, or reading
-     * the peers' buffers). */
+     * the peers' buffers), unless a family was asked for: that one runs
+     * as a program. */
     const mrc__transport_ops_t *ops = c->transport.ops;
     if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
-        c->size == c->shared->nranks) {
+        c->size == c->shared->nranks && c->shared->algo == MRC_ALGO_AUTO) {
         mrc_status_t st = ops->allreduce_direct(c->transport.ctx, as, sendbuf,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);
@@ -715,9 +716,13 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     }
     program_key_t key;
     memset(&key, 0, sizeof key); /* compared with memcmp, padding too */
-    key = (program_key_t){coll,     count,    dtype,
-                          op,       rooted ? root : 0,
-                          c->group, c->shared->algo};
+    key.collective = coll;
+    key.count = count;
+    key.dtype = dtype;
+    key.op = op;
+    key.root = rooted ? root : 0;
+    key.group = c->group;
+    key.algo = c->shared->algo;
     if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
         key.op = MRC_SUM;
     const mrc_program_t *p = NULL;

@@ -54,5 +54,14 @@ for r in 0 1 2; do
     expect 0 "ok" count "^mrc: rank $r: mrc_broadcast call [0-9]* count 1001 float32 sum: program rings" 1
 done
 expect 0 "ok" count "^mrc: rank [0-2]: program .* predicted" 6
+# A family asked for runs as a program, the whole job's allreduce too.
+MRC_ALGO=rings MRC_DEBUG=TRACE "$MRC" launch -n 2 -- "$RANK" three \
+    > "$tmp/out" 2> "$tmp/err"
+expect 0 "" test $? -eq 0
+for r in 0 1; do
+    expect 0 "ok" count "^mrc: rank $r: mrc_allreduce call [0-9]* count 1001 float32 sum: program rings (allreduce" 1
+    expect 0 "ok" count "^mrc: rank $r: transport shm: node $r, group 0 of 2 ranks, family rings$" 1
+done
+expect 0 "ok" count "no program" 0
 
 expect_summary
