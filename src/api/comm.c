@@ -32,6 +32,7 @@ typedef struct program_key {
     int root;
     int group;
     mrc_algo_t algo; /* asked for: a family, or auto */
+    int unused;      /* no padding: keys are compared with memcmp */
 } program_key_t;
 
 typedef struct cached_program {
@@ -434,13 +435,15 @@ int mrc_comm_size(const mrc_comm_t *c)
 }
 
 /* What this communicator's executor can run over its transport: the
- * memory-semantic families (direct1, direct2) need expose and get, which
- * the executor does not run yet. NULL when it can. */
+ * memory-semantic families (direct1, direct2) need publish, get, signal
+ * and wait. NULL when it can. */
 static const char *memory_refused(const mrc_comm_t *c)
 {
-    (void)c;
-    return "needs memory semantics (expose/get), which the executor does "
-           "not run yet";
+    const mrc__transport_ops_t *ops = c->transport.ops;
+    if (ops->publish && ops->get && ops->signal && ops->wait)
+        return NULL;
+    return "needs memory semantics (expose/get), which this transport "
+           "does not offer yet";
 }
 
 /* The program for a call's shape: the family forced (cfg->algo or

@@ -207,6 +207,19 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
         mrc__exec_release(x);
         return st;
     }
+    x->memory = mrc__program_has_memory_ops(p);
+    if (x->memory && g >= 0) {
+        const mrc__group_t *gr = &p->groups[g];
+        x->exposure.members = &p->members[gr->first_member];
+        x->exposure.num_members = gr->size;
+        x->exposure.window_bytes =
+            (size_t)mrc__window_elems(p->cfg.collective, p->cfg.count,
+                                      gr->size) *
+            x->elem;
+        x->exposure.bytes[MRC__MEM_SEND] = (size_t)se * x->elem;
+        x->exposure.bytes[MRC__MEM_RECV] = (size_t)re * x->elem;
+        x->exposure.bytes[MRC__MEM_SCRATCH] = (size_t)xe * x->elem;
+    }
     for (size_t i = 0; i < n; i++) {
         const mrc__op_t *op = &x->plan.ops[i];
         x->recv_of[i] = -1;
@@ -236,6 +249,68 @@ static char *buffer(int which, const void *sendbuf, void *recvbuf,
 static void copy_plain(void *dst, const void *src, size_t bytes)
 {
     memcpy(dst, src, bytes);
+}
+
+_Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
+                   (int)MRC__MEM_RECV == (int)MRC__BUF_RECV &&
+                   (int)MRC__MEM_SCRATCH == (int)MRC__BUF_SCRATCH &&
+                   (int)MRC__MEM_WINDOW == (int)MRC__BUF_WINDOW,
+               "the transport numbers buffers as the program does");
+
+/* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
+ * (a flag, a barrier, a get the transport cannot do yet). A barrier is
+ * this rank's flag and a wait on every member's, in rank order; xf
+ * remembers how far it is. */
+static mrc_status_t memory_op(mrc__exec_t *x, const mrc__transport_t *t,
+                              const mrc__op_t *op, mrc__xfer_t *xf,
+                              const void *sb, void *rb, void *xb)
+{
+    const mrc__transport_ops_t *o = t->ops;
+    switch (op->kind) {
+    case MRC__EXPOSE:
+        if (!op->ref)
+            memcpy(x->win + op->dst_off * x->elem,
+                   buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                   op->count * x->elem);
+        return MRC_OK;
+    case MRC__GET: {
+        mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
+                                                     : x->program->cfg.op;
+        xf->peer = op->peer;
+        xf->count = op->count;
+        xf->bytes = op->count * x->elem;
+        xf->dtype = x->program->cfg.dtype;
+        xf->op = rop;
+        xf->dst = buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem;
+        xf->local = op->local ? buffer(op->local, sb, rb, xb) +
+                                    op->local_off * x->elem
+                              : NULL;
+        xf->stream = x->stream && !op->local;
+        return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
+    }
+    case MRC__SIGNAL:
+        return o->signal(t->ctx, op->flag);
+    case MRC__WAIT:
+        return o->wait(t->ctx, op->peer, op->flag);
+    default: { /* MRC__BARRIER */
+        int flag = MRC__BARRIER_FLAG + op->flag;
+        if (!xf->posted) {
+            mrc_status_t st = o->signal(t->ctx, flag);
+            if (st != MRC_OK)
+                return st;
+            xf->posted = 1;
+            xf->priv[0] = 0;
+        }
+        while ((int)xf->priv[0] < x->exposure.num_members) {
+            mrc_status_t st = o->wait(
+                t->ctx, x->exposure.members[xf->priv[0]], flag);
+            if (st != MRC_OK)
+                return st;
+            xf->priv[0]++;
+        }
+        return MRC_OK;
+    }
+    }
 }
 
 /* Advances one chain as far as it can go; sets *moved if it did. */
@@ -322,6 +397,17 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
             mrc__scale(buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
                        op->count, x->program->cfg.dtype, x->group_size);
             break;
+        case MRC__EXPOSE:
+        case MRC__GET:
+        case MRC__SIGNAL:
+        case MRC__WAIT:
+        case MRC__BARRIER:
+            st = memory_op(x, t, op, xf, sb, rb, xb);
+            if (st == MRC_INPROGRESS)
+                return MRC_OK;
+            if (st != MRC_OK)
+                return st;
+            break;
         default:
             return mrc__error(MRC_ERR_INTERNAL, "unknown operation %d",
                               op->kind);
@@ -365,8 +451,12 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
                               "node %d timed out after %g s at stream %d, "
                               "step %d, %s node %d",
                               pl->node, timeout_s, op->stream, op->step,
-                              op->kind == MRC__SEND ? "sending to"
-                                                    : "waiting for",
+                              op->kind == MRC__SEND     ? "sending to"
+                              : op->kind == MRC__WAIT   ? "waiting for a "
+                                                          "flag of"
+                              : op->kind == MRC__BARRIER ? "in a barrier "
+                                                           "with"
+                                                         : "waiting for",
                               op->peer);
         }
     }
@@ -396,6 +486,45 @@ static mrc__call_t call_of(const mrc_compile_config_t *cfg)
                           rooted ? cfg->root : 0);
 }
 
+/* Publishes a memory program's buffers; waits (with the timeout) while
+ * the transport still lets a peer read the window of two calls ago. */
+static mrc_status_t publish(mrc__exec_t *x, const mrc__transport_t *t,
+                            const void *sendbuf, void *recvbuf,
+                            void *scratch, double timeout_s)
+{
+    if (!t->ops->publish || !t->ops->get || !t->ops->signal ||
+        !t->ops->wait)
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "the %s transport cannot read peers' memory, "
+                          "which %s needs",
+                          t->ops->name, mrc_algo_name(x->program->cfg.algo));
+    x->exposure.buf[MRC__MEM_SEND] = sendbuf;
+    x->exposure.buf[MRC__MEM_RECV] = recvbuf;
+    x->exposure.buf[MRC__MEM_SCRATCH] = scratch;
+    void *w = NULL;
+    double start = 0;
+    for (unsigned spin = 0;; spin++) {
+        mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, &w);
+        if (st != MRC_INPROGRESS) {
+            x->win = w;
+            return st;
+        }
+        if (t->ops->idle && spin % 16 == 15)
+            t->ops->idle(t->ctx);
+        if (spin % 64 == 63) {
+            double now = now_s();
+            if (start == 0)
+                start = now;
+            else if (timeout_s > 0 && now - start > timeout_s)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "node %d timed out after %g s: a peer "
+                                  "has not ended the call before last",
+                                  x->plan.node, timeout_s);
+        }
+        sched_yield();
+    }
+}
+
 static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
                         const mrc__call_t *as, uint64_t seq, const void *sendbuf, void *recvbuf,
                         void *scratch, double timeout_s)
@@ -412,6 +541,11 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
                                     x->num_recvs);
     if (st != MRC_OK)
         return st;
+    if (x->memory) {
+        st = publish(x, t, sendbuf, recvbuf, scratch, timeout_s);
+        if (st != MRC_OK)
+            return st;
+    }
     double start = 0;
     size_t sends_left = x->num_sends, idle = 0;
     int chains_left = pl->num_chains;

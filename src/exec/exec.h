@@ -39,6 +39,11 @@ typedef struct mrc__exec {
     int32_t *first_open;   /* per stream: lowest chain not yet complete */
     uint8_t *complete;     /* [num_chains] */
     int num_stream_ids;
+
+    /* Memory programs: what the call exposes, and this call's window. */
+    int memory;
+    mrc__exposure_t exposure;
+    char *win; /* this call's window (from the transport) */
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are

@@ -262,20 +262,20 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     case MRC_ALGO_RINGS:
         break;
     case MRC_ALGO_DIRECT1:
-    case MRC_ALGO_DIRECT2: {
+    case MRC_ALGO_DIRECT2:
+    case MRC_ALGO_TREE: {
         mrc_compile_config_t c = *cfg;
         if (c.chunk_bytes == 0)
             c.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
         if (!rooted)
             c.root = 0;
-        return mrc__direct_build(e, &c, only, out);
+        return mrc__family_build(e, &c, only, out);
     }
     case MRC_ALGO_AUTO:
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_program_compile: algo auto is resolved by "
                           "the selector (mrc explain, the communicator), "
                           "not by the compiler");
-    case MRC_ALGO_TREE:
     case MRC_ALGO_HIER:
         return mrc__error(MRC_ERR_UNSUPPORTED, "%s is not built yet",
                           mrc_algo_name(cfg->algo));

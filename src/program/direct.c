@@ -1,4 +1,7 @@
 /*
+ * The families compiled over the group in rank order: the direct
+ * families here, and the tree (tree.c, whose code this builder takes).
+ *
  * The direct families: every node reads its peers' memory instead of
  * passing fragments round a ring (the shared-memory algorithms of the
  * field, as programs). One stream per group, in rank order (pos = rank),
@@ -23,6 +26,10 @@
  * that no node leaves while a peer reads its buffers. direct1 is by copy
  * only (it is for small messages). direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
+ * Every node waits on a flag of every peer, or on one that has (the root
+ * of reduce and broadcast waits on all, the others on the root): the
+ * transports compare the calls at a wait, so ranks that disagree fail on
+ * every rank, as they do on the rings.
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
  */
@@ -85,6 +92,8 @@ static const mrc__insn_t d1_reduce[] = {
     GET(EQ, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
     END,
     OP(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
+    SIGNAL(EQ, 0, 0, 1),
+    WAIT(IN, 1, -1, ROOT, 1),
 };
 
 /* Fragment f is the block of the node at pos f. */
@@ -138,6 +147,12 @@ static const mrc__insn_t d1_broadcast[] = {
     SIGNAL(EQ, 0, 0, 0),
     WAIT(IN, 1, -1, ROOT, 0),
     GET(IN, 1, -1, 0, 0, 0, ROOT, WB, RB, NB, W),
+    SIGNAL(IN, 1, -1, 1),
+    LOOP(0),
+    WAIT(EQ, 0, 0, NEXT_S, 1),
+    END,
+    SIGNAL(EQ, 0, 0, 2),
+    WAIT(IN, 1, -1, ROOT, 2),
 };
 
 /* ---- direct2 ------------------------------------------------------------ */
@@ -227,7 +242,7 @@ static const mrc__insn_t d2_broadcast[] = {
     OP(MRC__OP_EXPOSE, IN, 1, -1, 1, 0, 0, RB, WB, NB, 0),
     SIGNAL(ALW, 0, 0, 1),
     LOOP(0),
-    WAIT(IN, 1, -1, NEXT_S, 1),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
     GET(IN, 1, -1, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
     END,
 };
@@ -302,6 +317,13 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
 static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
                          const family_code_t **out)
 {
+    if (cfg->algo == MRC_ALGO_TREE) {
+        static _Thread_local family_code_t tree;
+        mrc_status_t st = mrc__tree_code(cfg, &tree.code, &tree.len);
+        tree.addressing = MRC__ADDR_WHOLE;
+        *out = &tree;
+        return st;
+    }
     int fam = cfg->algo == MRC_ALGO_DIRECT1 ? 0 : 1;
     const family_code_t *byc = codes[fam][cfg->collective];
     uint64_t window = mrc__sat_mul_add(
@@ -377,7 +399,7 @@ static mrc_status_t build_tables(mrc_program_t *p, const mrc_embedding_t *e,
     return MRC_OK;
 }
 
-mrc_status_t mrc__direct_build(const mrc_embedding_t *e,
+mrc_status_t mrc__family_build(const mrc_embedding_t *e,
                                const mrc_compile_config_t *cfg, int only,
                                mrc_program_t **out)
 {

@@ -176,7 +176,37 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
     }
 }
 
-static int pred_holds(const mrc__insn_t *in, int rel, int n)
+static int pred_holds_ring(const mrc__insn_t *in, int rel, int n);
+
+/* The binomial tree's predicates at step t. */
+static int tree_holds(const mrc__insn_t *in, int rel, int n, int t)
+{
+    if (t < 0 || t > 30)
+        return 0;
+    long step = 1L << t, span = step << 1;
+    if (in->pred == MRC__PRED_TREE_CHILD)
+        return rel % span == step;
+    if (rel % span != 0 || rel + step >= n)
+        return 0;
+    return in->pred_lo == 1 ? rel == 0 : in->pred_lo == 2 ? rel != 0 : 1;
+}
+
+static int ceil_log2(int n)
+{
+    int l = 0;
+    while (l < 31 && (1L << l) < n)
+        l++;
+    return l;
+}
+
+static int pred_holds(const mrc__insn_t *in, int rel, int n, int t)
+{
+    if (in->pred == MRC__PRED_TREE_CHILD || in->pred == MRC__PRED_TREE_PARENT)
+        return tree_holds(in, rel, n, t);
+    return pred_holds_ring(in, rel, n);
+}
+
+static int pred_holds_ring(const mrc__insn_t *in, int rel, int n)
 {
     int lo = in->pred_lo < 0 ? n + in->pred_lo : in->pred_lo;
     int hi = in->pred_hi < 0 ? n + in->pred_hi : in->pred_hi;
@@ -187,6 +217,24 @@ static int pred_holds(const mrc__insn_t *in, int rel, int n)
     case MRC__PRED_ALONE: return n == 1;
     default: return 0;
     }
+}
+
+/* Iterations of a loop for a group of n. */
+static int loop_iters(const mrc__insn_t *loop, int n)
+{
+    if (loop->flags & MRC__INSN_LOG)
+        return ceil_log2(n);
+    return n - 1 + loop->loop_extra;
+}
+
+/* The tree's peer at step t: position root + rel + peer_const * 2^t. */
+static int tree_peer(const mrc_program_t *p, const mrc__chain_iter_t *it,
+                     const mrc__insn_t *in, int t)
+{
+    int n = it->n;
+    long at = (long)p->streams[it->k].root_pos + it->rel +
+              (long)in->peer_const * (1L << t);
+    return mrc__stream_node(p, it->k, mod(at, n));
 }
 
 typedef struct opbuf {
@@ -236,8 +284,8 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     frag_map_t m = {p, it->k, it->node, it->rank, it->n, p->cfg.count,
                     it->off, it->len, it->q, it->r};
     int n = it->n, pos = it->ns->pos;
-    int iters = n - 1 + (it->loop_pc >= 0 ? p->code[it->loop_pc].loop_extra
-                                          : 0);
+    int iters = it->loop_pc >= 0 ? loop_iters(&p->code[it->loop_pc], n)
+                                 : n - 1;
     /* The interpreter state lives in locals and is stored back on exit:
      * through the pointer, every pc++ waited on the store before it. */
     int pc = it->pc, loop_pc = it->loop_pc, s = it->s, step = it->step;
@@ -245,7 +293,7 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     for (; pc < p->code_len; pc++) {
         const mrc__insn_t *in = &p->code[pc];
         if (in->op == MRC__OP_LOOP) {
-            iters = n - 1 + in->loop_extra;
+            iters = loop_iters(in, n);
             if (iters <= 0) { /* skip to the matching END */
                 while (pc < p->code_len && p->code[pc].op != MRC__OP_END)
                     pc++;
@@ -256,8 +304,7 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             continue;
         }
         if (in->op == MRC__OP_END) {
-            iters = loop_pc >= 0 ? n - 1 + p->code[loop_pc].loop_extra
-                                 : n - 1;
+            iters = loop_pc >= 0 ? loop_iters(&p->code[loop_pc], n) : n - 1;
             step++;
             if (++s < iters) {
                 pc = loop_pc;
@@ -267,7 +314,10 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             }
             continue;
         }
-        if (in->op == MRC__OP_PORTS || !pred_holds(in, it->rel, n))
+        /* t: the loop's step, or reversed (the tree's broadcast). */
+        int t = (in->flags & MRC__INSN_REV) && loop_pc >= 0 ? iters - 1 - s
+                                                          : s;
+        if (in->op == MRC__OP_PORTS || !pred_holds(in, it->rel, n, t))
             continue;
         int comm = in->op == MRC__OP_SEND || in->op == MRC__OP_RECV;
         if (comm && n == 1)
@@ -315,6 +365,10 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.src = (!in_loop || s == 0) ? in->buf_a : in->buf_b;
             op.peer = it->ns->next;
             op.port = it->ns->out_port;
+            if (in->flags & MRC__INSN_POW) {
+                op.peer = tree_peer(p, it, in, t);
+                op.port = -1;
+            }
             bad = place(&m, op.src, cstart, block, &op.src_off);
             break;
         case MRC__OP_RECV:
@@ -323,6 +377,10 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.local = in->local;
             op.peer = it->ns->prev;
             op.port = it->ns->in_port;
+            if (in->flags & MRC__INSN_POW) {
+                op.peer = tree_peer(p, it, in, t);
+                op.port = -1;
+            }
             bad = place(&m, op.dst, cstart, block, &op.dst_off);
             if (op.local)
                 bad |= place(&m, op.local, cstart, block, &op.local_off);
@@ -418,7 +476,11 @@ void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
         return;
     const mrc__group_t *g = &p->groups[group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
-    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)g->size;
+    /* A loop runs N - 1 times on the rings, up to N in memory programs. */
+    int iters = mrc__program_has_memory_ops(p) ? g->size
+                : g->size > 1                  ? g->size - 1
+                                               : 1;
+    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)iters;
     for (int k = g->first_stream; k < g->first_stream + g->num_streams;
          k++) {
         uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);

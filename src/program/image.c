@@ -11,8 +11,8 @@
 #include "program_internal.h"
 
 #define IMAGE_MAGIC "MRCPROG"
-enum { IMAGE_VERSION = 1, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
-       INSN_BYTES = 17 };
+enum { IMAGE_VERSION = 2, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
+       INSN_BYTES = 23 };
 
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n)
 {
@@ -61,6 +61,7 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
     put(&sb, (uint32_t)c->op, 4);
     put(&sb, (uint32_t)c->root, 4);
     put(&sb, c->chunk_bytes, 8);
+    put(&sb, (uint32_t)c->algo, 4);
     put(&sb, p->addressing, 1);
     int32_t counts[] = {p->num_nodes,   p->num_groups,  p->num_streams,
                         p->code_len,    p->num_members, p->num_entries,
@@ -81,6 +82,11 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
         put(&sb, in->flags, 1);
         put(&sb, in->step_rel, 1);
         put(&sb, (uint16_t)in->step_const, 2);
+        put(&sb, (uint8_t)in->peer_pos, 1);
+        put(&sb, (uint8_t)in->peer_step, 1);
+        put(&sb, (uint16_t)in->peer_const, 2);
+        put(&sb, in->flag, 1);
+        put(&sb, (uint8_t)in->loop_extra, 1);
     }
     for (int i = 0; i < p->num_groups; i++) {
         const mrc__group_t *g = &p->groups[i];
@@ -176,8 +182,9 @@ static const char *validate(const mrc_program_t *p)
     const mrc_compile_config_t *c = &p->cfg;
     if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
         mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
-        c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE)
-        return "unknown collective, type, operator or addressing";
+        c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE ||
+        (unsigned)c->algo > MRC_ALGO_TREE)
+        return "unknown collective, type, operator, addressing or family";
     if (p->num_nodes < 1 || p->num_nodes > MRC_TOPO_MAX_NODES ||
         p->num_groups < 0 || p->num_streams < 0 || p->code_len < 0)
         return "impossible table sizes";
@@ -185,10 +192,20 @@ static const char *validate(const mrc_program_t *p)
     for (int i = 0; i < p->code_len; i++) {
         const mrc__insn_t *in = &p->code[i];
         if (in->op < MRC__OP_LOOP || in->op >= MRC__NUM_OPCODES ||
-            in->pred > MRC__PRED_ALONE || in->buf_a > MRC__BUF_SCRATCH ||
-            in->buf_b > MRC__BUF_SCRATCH || in->local > MRC__BUF_SCRATCH ||
-            in->step_rel > 1)
+            in->pred > MRC__PRED_TREE_PARENT || in->buf_a > MRC__BUF_WINDOW ||
+            in->buf_b > MRC__BUF_WINDOW || in->local > MRC__BUF_SCRATCH ||
+            in->step_rel > 1 || in->flag >= 16 || in->loop_extra < 0 ||
+            in->loop_extra > 1)
             return "an instruction with an unknown opcode or operand";
+        /* Memory instructions only in a direct family, and one family's
+         * code only: the checker of memory programs orders flags, not
+         * messages. */
+        if ((in->op >= MRC__OP_EXPOSE) !=
+            (c->algo == MRC_ALGO_DIRECT1 || c->algo == MRC_ALGO_DIRECT2) &&
+            in->op != MRC__OP_COPY && in->op != MRC__OP_SCALE &&
+            in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
+            in->op != MRC__OP_PORTS)
+            return "an instruction its family does not have";
         depth += in->op == MRC__OP_LOOP;
         depth -= in->op == MRC__OP_END;
         if (depth < 0 || depth > 1)
@@ -320,6 +337,7 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     c->op = (mrc_op_t)get(&r, 4);
     c->root = get_i32(&r);
     c->chunk_bytes = (size_t)get(&r, 8);
+    c->algo = (mrc_algo_t)get_i32(&r);
     p->addressing = (uint8_t)get(&r, 1);
     p->num_nodes = get_i32(&r);
     p->num_groups = get_i32(&r);
@@ -366,6 +384,11 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
         in->flags = (uint8_t)get(&r, 1);
         in->step_rel = (uint8_t)get(&r, 1);
         in->step_const = (int16_t)(uint16_t)get(&r, 2);
+        in->peer_pos = (int8_t)(uint8_t)get(&r, 1);
+        in->peer_step = (int8_t)(uint8_t)get(&r, 1);
+        in->peer_const = (int16_t)(uint16_t)get(&r, 2);
+        in->flag = (uint8_t)get(&r, 1);
+        in->loop_extra = (int8_t)(uint8_t)get(&r, 1);
     }
     for (int i = 0; i < p->num_groups; i++) {
         mrc__group_t *g = &p->groups[i];

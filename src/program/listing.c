@@ -12,8 +12,8 @@
 static const char *buf_name(int b)
 {
     static const char *const names[] = {"-", "sendbuf", "recvbuf",
-                                        "scratch"};
-    return b >= 0 && b <= 3 ? names[b] : "?";
+                                        "scratch", "window"};
+    return b >= 0 && b <= 4 ? names[b] : "?";
 }
 
 static void frag_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
@@ -39,6 +39,29 @@ static void frag_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
                        any && in->frag_const < 0 ? -in->frag_const
                                                  : in->frag_const);
     mrc__sb_puts(sb, ") mod N");
+}
+
+/* The peer of a get or wait: the node at position root + (pp * rel +
+ * ps * s + pc) mod N. */
+static void peer_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
+{
+    mrc__sb_puts(sb, "node (");
+    int any = 0;
+    if (in->peer_pos) {
+        mrc__sb_puts(sb, in->peer_pos == 1 ? "rel" : "-rel");
+        any = 1;
+    }
+    if (in->peer_step) {
+        mrc__sb_printf(sb, "%s", any ? (in->peer_step > 0 ? " + s" : " - s")
+                                     : (in->peer_step > 0 ? "s" : "-s"));
+        any = 1;
+    }
+    if (in->peer_const || !any)
+        mrc__sb_printf(sb, "%s%d", any ? (in->peer_const > 0 ? " + " : " - ")
+                                       : "",
+                       any && in->peer_const < 0 ? -in->peer_const
+                                                 : in->peer_const);
+    mrc__sb_puts(sb, ") mod N from the root");
 }
 
 static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
@@ -72,7 +95,42 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         mrc__sb_puts(sb, "ports  switch off the ports this node leaves idle");
         break;
     case MRC__OP_LOOP:
-        mrc__sb_puts(sb, "loop   s = 0 .. N-2");
+        mrc__sb_puts(sb, in->loop_extra ? "loop   s = 0 .. N-1"
+                                        : "loop   s = 0 .. N-2");
+        break;
+    case MRC__OP_EXPOSE:
+        mrc__sb_puts(sb, "expose ");
+        if (in->flags & MRC__INSN_ALL)
+            mrc__sb_puts(sb, "all");
+        else
+            frag_expr(sb, in);
+        mrc__sb_printf(sb, " of %s %s", buf_name(in->buf_a),
+                       in->flags & MRC__INSN_REF ? "by reference"
+                                                 : "by copy into the window");
+        break;
+    case MRC__OP_GET:
+        mrc__sb_puts(sb, "get    ");
+        frag_expr(sb, in);
+        mrc__sb_printf(sb, " of %s at ", buf_name(in->buf_a));
+        peer_expr(sb, in);
+        mrc__sb_printf(sb, " into %s", buf_name(in->buf_b));
+        if (in->local || (in->flags & MRC__INSN_ACC))
+            mrc__sb_printf(sb, ", %s with %s%s",
+                           p->cfg.op == MRC_AVG ? "sum" : mrc_op_name(p->cfg.op),
+                           in->local ? buf_name(in->local)
+                                     : buf_name(in->buf_b),
+                           in->flags & MRC__INSN_ACC ? " (s = 0), then itself"
+                                                     : "");
+        break;
+    case MRC__OP_SIGNAL:
+        mrc__sb_printf(sb, "signal flag %d", in->flag);
+        break;
+    case MRC__OP_WAIT:
+        mrc__sb_printf(sb, "wait   flag %d of ", in->flag);
+        peer_expr(sb, in);
+        break;
+    case MRC__OP_BARRIER:
+        mrc__sb_printf(sb, "barrier %d of the group", in->flag);
         break;
     case MRC__OP_END:
         mrc__sb_puts(sb, "end");

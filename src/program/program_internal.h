@@ -54,7 +54,13 @@ enum mrc__buffer { MRC__BUF_NONE, MRC__BUF_SEND, MRC__BUF_RECV,
 /* Which nodes execute an instruction, by rel = (pos - root_pos) mod N;
  * a negative argument means N + arg. */
 enum mrc__pred { MRC__PRED_ALWAYS, MRC__PRED_REL_EQ, MRC__PRED_REL_IN,
-                 MRC__PRED_ALONE /* only in a group of one node */ };
+                 MRC__PRED_ALONE, /* only in a group of one node */
+                 /* The binomial tree at step t (the loop's s, reversed
+                  * with MRC__INSN_REV): a child that sends this step,
+                  * rel mod 2^(t+1) = 2^t; a parent that receives,
+                  * rel mod 2^(t+1) = 0 and rel + 2^t < N (pred_lo 1: the
+                  * root only, 2: not the root, 0: either). */
+                 MRC__PRED_TREE_CHILD, MRC__PRED_TREE_PARENT };
 
 enum mrc__insn_flags {
     MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
@@ -63,6 +69,11 @@ enum mrc__insn_flags {
                             blocks of every rank included) */
     MRC__INSN_ACC = 8,   /* GET in a loop: from s = 1 on, reduce into
                             buf_b (at s = 0: with `local`, or copy) */
+    MRC__INSN_LOG = 16,  /* LOOP: ceil(log2 N) iterations */
+    MRC__INSN_REV = 32,  /* in a loop: t = iterations - 1 - s, not s */
+    MRC__INSN_POW = 64,  /* SEND, RECV: to / from the node at position
+                            root + rel + peer_const * 2^t, not the ring's
+                            next / previous (the binomial tree) */
 };
 
 typedef struct mrc__insn {
@@ -163,13 +174,17 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                                 const mrc_compile_config_t *cfg, int only,
                                 mrc_program_t **out);
 
-/* The direct families (direct.c): the program of direct1 or direct2 for
- * the embedding's groups, without the checker; MRC_ERR_UNSUPPORTED with
- * the reason when the family does not apply to the collective. */
-mrc_status_t mrc__direct_build(const mrc_embedding_t *e,
+/* The families over a group in rank order (direct.c): the program of
+ * direct1, direct2 or tree for the embedding's groups, without the
+ * checker; MRC_ERR_UNSUPPORTED with the reason when the family does not
+ * apply to the collective. */
+mrc_status_t mrc__family_build(const mrc_embedding_t *e,
                                const mrc_compile_config_t *cfg, int only,
                                mrc_program_t **out);
 mrc_status_t mrc__direct_applies(const mrc_compile_config_t *cfg, int n);
+/* The tree's code for a collective (tree.c). */
+mrc_status_t mrc__tree_code(const mrc_compile_config_t *cfg,
+                            const mrc__insn_t **code, int *len);
 /* Elements of a node's window (and of the whole vector that offsets in
  * it refer to): count, or N x count for reduce-scatter and allgather. */
 uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n);
@@ -223,9 +238,10 @@ typedef struct mrc__chain_iter {
     const mrc__node_stream_t *ns;
     int node, rank, k, n;
     uint64_t off, len, q, r; /* len = q * n + r */
-    int chunk, chunks, in_place;
+    int chunk, chunks;
+    uint8_t in_place;
+    uint8_t memory; /* the program has memory-semantic instructions */
     int pc, s, step, loop_pc, rel;
-    int memory; /* the program has memory-semantic instructions */
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,

@@ -18,7 +18,9 @@
  *
  *   rounds   the longest chain's number of waits (RECV, WAIT, BARRIER)
  *            that follow a SEND or a SIGNAL: the waits on several peers
- *            after one signal overlap, and count once;
+ *            after one signal overlap, and count once; for send/receive
+ *            programs at least their dependency depth (the simulator's
+ *            BSP steps);
  *   copied   bytes received, got, copied or exposed by copy (and sent,
  *            where a send copies: shm and MPI);
  *   reduced  bytes received or got into a reduction.
@@ -127,7 +129,7 @@ static int is_wait(int kind)
 /* One node's modelled time. */
 static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                               uint64_t whole, const mrc__cpu_cost_t *k,
-                              double *out)
+                              int depth, double *out)
 {
     mrc__plan_t plan;
     mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
@@ -169,6 +171,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
         rounds = r > rounds ? r : rounds;
     }
     mrc__plan_free(&plan);
+    rounds = depth > rounds ? depth : rounds;
     /* The tier: the node's whole vector (all blocks for reduce-scatter
      * and allgather). */
     uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
@@ -182,11 +185,35 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     return MRC_OK;
 }
 
-mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
-                           double *time_us)
+/* The rounds on the program's longest chain of dependencies: a node's
+ * own waits do not see that its peer waited before sending (a binomial
+ * tree's leaf waits once, behind 2 log2 n hops). For send/receive
+ * programs the simulator's BSP steps are that depth; memory programs'
+ * waits overlap (every peer signals at once), and count by node. */
+static mrc_status_t dependency_depth(const mrc_program_t *p,
+                                     const mrc_topo_t *t, int *depth)
+{
+    *depth = 0;
+    if (!t || mrc__program_has_memory_ops(p) || p->cfg.count == 0)
+        return MRC_OK;
+    mrc_sim_config_t sc = {.mode = MRC_SIM_BSP, .chunks = 1};
+    mrc_sim_result_t *r = NULL;
+    mrc_status_t st = mrc_sim_run(p, t, &sc, &r);
+    if (st == MRC_OK)
+        *depth = r->steps;
+    mrc_sim_result_destroy(r);
+    return st;
+}
+
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
+                           mrc__xport_t x, double *time_us)
 {
     const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
     *time_us = 0;
+    int depth = 0;
+    mrc_status_t dst = dependency_depth(p, topo, &depth);
+    if (dst != MRC_OK)
+        return dst;
     for (int g = 0; g < p->num_groups; g++) {
         const mrc__group_t *gr = &p->groups[g];
         /* Whole fragments: a chunk as large as any slice. */
@@ -198,7 +225,7 @@ mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
                 continue;
             double t = 0;
             mrc_status_t st = node_time(p, p->members[gr->first_member + i],
-                                        gr->size, whole, k, &t);
+                                        gr->size, whole, k, depth, &t);
             if (st != MRC_OK)
                 return st;
             *time_us = t > *time_us ? t : *time_us;
@@ -323,7 +350,7 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
         }
         mrc_sim_result_destroy(r);
     } else {
-        st = mrc__cpu_time(*p, in->transport, &c->time_us);
+        st = mrc__cpu_time(*p, in->topo, in->transport, &c->time_us);
     }
     if (st == MRC_ERR_NO_MEMORY)
         return st;

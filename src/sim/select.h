@@ -97,9 +97,11 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
                              const mrc_sim_config_t *cfg,
                              mrc_sim_result_t **out);
 
-/* The CPU model's time of a program (us) for a transport kind. */
-mrc_status_t mrc__cpu_time(const mrc_program_t *p, mrc__xport_t x,
-                           double *time_us);
+/* The CPU model's time of a program (us) for a transport kind; `topo`
+ * (the program's, or NULL to skip it) gives the dependency depth of
+ * send/receive programs through the simulator's BSP steps. */
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
+                           mrc__xport_t x, double *time_us);
 
 /* nccl-tests' bus bandwidth factor for a collective over n ranks. */
 double mrc__busbw_factor(mrc_collective_t c, int n);

@@ -6,7 +6,14 @@
  * a fluid simulation: rates are max-min fair over channel capacities,
  * recomputed whenever a flow finishes; each message also pays the latency
  * of every link on its route (cut-through). The step ends when its last
- * message has arrived, and the next starts (the barrier of BSP).
+ * message has arrived, and the next starts (the barrier of BSP). The
+ * barrier spans one group: groups that run at once each walk their own
+ * steps, sharing only the links they both use (run_bsp_groups).
+ *
+ * Memory-semantic programs (the direct families) are simulated from the
+ * same expansion: a GET is a transfer from the owner to the reader over a
+ * shortest path, a WAIT a zero-byte message from the signalling peer, a
+ * BARRIER the group's largest path latency; EXPOSE costs nothing.
  *
  * For a ring of N nodes with bandwidth B and latency A, an allreduce of S
  * bytes on one bidirectional ring and one chunk is 2(N-1) steps of
@@ -37,6 +44,14 @@ typedef struct sim {
     route_t *routes;    /* [num_entries]: node-stream -> its hop */
     int32_t *chan_pool, *phys_pool;
     int pool_len, chan_cap, phys_cap;
+    /* Memory-semantic programs: routes beyond the program's (a GET's or a
+     * WAIT's path from the peer, a group's barrier), found on demand. */
+    int memory;
+    int num_routes, cap_routes;    /* routes[] holds num_routes entries */
+    mrc__msgmap_t paths;           /* (src, dst, 0): i[0] = its route */
+    int32_t *bfs_prev, *bfs_queue; /* [nodes]: reaching link; the walk */
+    double *bfs_lat;               /* [nodes]: latency from the start */
+    int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
 } sim_t;
 
 typedef struct flow {
@@ -55,6 +70,11 @@ static void sim_free(sim_t *s)
     free(s->routes);
     free(s->chan_pool);
     free(s->phys_pool);
+    free(s->bfs_prev);
+    free(s->bfs_queue);
+    free(s->bfs_lat);
+    free(s->group_route);
+    mrc__msgmap_free(&s->paths); /* zeroed when unused */
 }
 
 /* Channels and, for every node and stream, the channels and physical
@@ -69,8 +89,24 @@ static mrc_status_t build(sim_t *s)
     s->lat = malloc(((size_t)s->num_chan + 1) * sizeof *s->lat);
     s->phys_base = malloc(((size_t)nl + 1) * sizeof *s->phys_base);
     s->routes = calloc((size_t)p->num_entries + 1, sizeof *s->routes);
+    s->num_routes = s->cap_routes = p->num_entries;
     if (!s->cap || !s->lat || !s->phys_base || !s->routes)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    s->memory = mrc__program_has_memory_ops(p);
+    /* Families other than the rings send off the rings' hops. */
+    if (p->cfg.algo != MRC_ALGO_RINGS) {
+        int nn = p->num_nodes;
+        s->bfs_prev = malloc(((size_t)nn + 1) * sizeof *s->bfs_prev);
+        s->bfs_queue = malloc(((size_t)nn + 1) * sizeof *s->bfs_queue);
+        s->bfs_lat = malloc(((size_t)nn + 1) * sizeof *s->bfs_lat);
+        s->group_route = malloc(((size_t)p->num_groups + 1) *
+                                sizeof *s->group_route);
+        if (!s->bfs_prev || !s->bfs_queue || !s->bfs_lat || !s->group_route ||
+            mrc__msgmap_init(&s->paths, (size_t)nn))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+        for (int g = 0; g < p->num_groups; g++)
+            s->group_route[g] = -1;
+    }
     for (int i = 0; i < nl; i++) {
         const mrc_link_t *l = mrc_topo_link(t, i);
         s->cap[2 * i] = s->cap[2 * i + 1] = l->count * l->bandwidth_gbps;
@@ -120,6 +156,180 @@ static mrc_status_t build(sim_t *s)
         }
     }
     return MRC_OK;
+}
+
+/* ---- routes of the memory-semantic ops --------------------------------- */
+
+/* A GET moves its bytes from the owner to the reader, and a WAIT's signal
+ * comes from the peer: neither is a hop of the program's rings, so they
+ * take a shortest path (in hops) over the topology, found on demand and
+ * kept for the run, and share the links' bandwidth with every other
+ * transfer. A BARRIER is a route of no link whose latency is the
+ * group's largest path latency. */
+
+/* A new route at the end of routes[], its hops to be appended. */
+static int new_route(sim_t *s)
+{
+    if (mrc__grow((void **)&s->routes, &s->cap_routes, s->num_routes + 1,
+                  sizeof *s->routes))
+        return -1;
+    s->routes[s->num_routes] = (route_t){s->pool_len, 0, 0};
+    return s->num_routes++;
+}
+
+/* Breadth-first from src: bfs_prev[v] is the link that reached v (-2 at
+ * src, -1 if unreached), bfs_lat[v] the latency of that path; stops once
+ * dst is reached (-1: never). */
+static void bfs(sim_t *s, int src, int dst)
+{
+    int nn = mrc_topo_num_nodes(s->t), head = 0, tail = 0;
+    for (int v = 0; v < nn; v++)
+        s->bfs_prev[v] = -1;
+    s->bfs_prev[src] = -2;
+    s->bfs_lat[src] = 0;
+    s->bfs_queue[tail++] = src;
+    while (head < tail) {
+        int v = s->bfs_queue[head++];
+        if (v == dst)
+            return;
+        const int *links = NULL;
+        int nlk = mrc_topo_node_links(s->t, v, &links);
+        for (int i = 0; i < nlk; i++) {
+            const mrc_link_t *l = mrc_topo_link(s->t, links[i]);
+            int w = l->a == v ? l->b : l->a;
+            if (s->bfs_prev[w] == -1) {
+                s->bfs_prev[w] = links[i];
+                s->bfs_lat[w] = s->bfs_lat[v] + l->latency_ns;
+                s->bfs_queue[tail++] = w;
+            }
+        }
+    }
+}
+
+/* The node at the other end of link `link` from v. */
+static int across(const sim_t *s, int link, int v)
+{
+    const mrc_link_t *l = mrc_topo_link(s->t, link);
+    return l->a == v ? l->b : l->a;
+}
+
+/* The route from src to dst (src != dst): the shortest path in hops,
+ * each hop on the first physical link of its link entry. */
+static mrc_status_t path_route(sim_t *s, int src, int dst, int *route)
+{
+    int32_t *slot = mrc__msgmap_find(&s->paths, src, dst, 0);
+    if (*slot >= 0) {
+        *route = s->paths.pool[*slot].i[0];
+        return MRC_OK;
+    }
+    bfs(s, src, dst);
+    if (s->bfs_prev[dst] == -1)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "node %d reads from or waits on node %d, which "
+                          "%s does not connect to it",
+                          dst, src, mrc_topo_name(s->t));
+    /* The path backwards, into bfs_queue (done with), then forwards. */
+    int hops = 0;
+    for (int v = dst; v != src; v = across(s, s->bfs_prev[v], v))
+        s->bfs_queue[hops++] = v;
+    int r = new_route(s);
+    if (r < 0)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int h = hops - 1; h >= 0; h--) {
+        int to = s->bfs_queue[h], link = s->bfs_prev[to];
+        int from = across(s, link, to);
+        const mrc_link_t *l = mrc_topo_link(s->t, link);
+        if (mrc__grow((void **)&s->chan_pool, &s->chan_cap, s->pool_len + 1,
+                      sizeof *s->chan_pool) ||
+            mrc__grow((void **)&s->phys_pool, &s->phys_cap, s->pool_len + 1,
+                      sizeof *s->phys_pool))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+        s->chan_pool[s->pool_len] = 2 * link + (l->a == from ? 0 : 1);
+        s->phys_pool[s->pool_len] = s->phys_base[link];
+        s->pool_len++;
+        s->routes[r].latency += l->latency_ns;
+    }
+    s->routes[r].len = hops;
+    mrc__msg_t *m = mrc__msgmap_add(&s->paths, src, dst, 0);
+    if (!m)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    m->i[0] = r;
+    *route = r;
+    return MRC_OK;
+}
+
+/* Group g's barrier: no link, the latency of its farthest pair (the last
+ * node to arrive is heard by the farthest one that long after). */
+static mrc_status_t barrier_route(sim_t *s, int g, int *route)
+{
+    if (s->group_route[g] >= 0) {
+        *route = s->group_route[g];
+        return MRC_OK;
+    }
+    const mrc_program_t *p = s->p;
+    const mrc__group_t *gr = &p->groups[g];
+    const int32_t *mem = p->members + gr->first_member;
+    double worst = 0;
+    for (int i = 0; i < gr->size; i++) {
+        bfs(s, mem[i], -1);
+        for (int j = 0; j < gr->size; j++) {
+            if (s->bfs_prev[mem[j]] == -1)
+                return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                                  "group %d's barrier: %s does not connect "
+                                  "node %d to node %d",
+                                  g, mrc_topo_name(s->t), mem[i], mem[j]);
+            worst = fmax(worst, s->bfs_lat[mem[j]]);
+        }
+    }
+    int r = new_route(s);
+    if (r < 0)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    s->routes[r].latency = worst;
+    s->group_route[g] = r;
+    *route = r;
+    return MRC_OK;
+}
+
+/* The BSP flow of a node's op: a SEND's message over its hop, a GET's
+ * transfer from the owner, a WAIT's zero-byte signal from the peer, a
+ * BARRIER's latency. 1 and *f; 0 if the op moves nothing (EXPOSE, SIGNAL,
+ * local copies, a node's own data); -1 on an error (*st). */
+static int op_flow(sim_t *s, int node, const mrc__op_t *op, size_t esize,
+                   flow_t *f, mrc_status_t *st)
+{
+    const mrc_program_t *p = s->p;
+    double bytes = (double)op->count * (double)esize;
+    int route = -1;
+    switch (op->kind) {
+    case MRC__SEND: {
+        const mrc__node_stream_t *ns = mrc__node_stream(p, node, op->stream);
+        route = (int)(ns - p->node_streams);
+        /* A send to another node than the ring's next (the tree's) takes
+         * a shortest path, as a get does. */
+        if (op->peer != ns->next &&
+            (*st = path_route(s, node, op->peer, &route)) != MRC_OK)
+            return -1;
+        break;
+    }
+    case MRC__GET:
+    case MRC__WAIT:
+        if (op->peer == node)
+            return 0;
+        if ((*st = path_route(s, op->peer, node, &route)) != MRC_OK)
+            return -1;
+        if (op->kind == MRC__WAIT)
+            bytes = 0;
+        break;
+    case MRC__BARRIER:
+        if ((*st = barrier_route(s, p->nodes[node].group, &route)) != MRC_OK)
+            return -1;
+        bytes = 0;
+        break;
+    default:
+        return 0;
+    }
+    *f = (flow_t){bytes, 0, bytes, route, 0};
+    return 1;
 }
 
 /* ---- one step: max-min fair fluid flows --------------------------------- */
@@ -389,8 +599,19 @@ typedef struct queued {
     int32_t next;
 } queued_t;
 
+/* Memory-semantic ops in flight: a WAIT before its peer's SIGNAL, a node
+ * at a BARRIER before the rest of its group. */
+typedef struct pwait {
+    int32_t chain, peer, flag;
+} pwait_t;
+
+typedef struct pbar {
+    int32_t group, flag, chain; /* chain -1: the count of (group, flag) */
+    int32_t count;
+} pbar_t;
+
 typedef struct pipe {
-    const sim_t *s;
+    sim_t *s;
     queued_t *queue; /* pool of waiting messages */
     int nqueue, cap_queue;
     int32_t *q_head, *q_tail; /* per first channel, -1 empty */
@@ -411,7 +632,17 @@ typedef struct pipe {
     double *busy_from;    /* start of its current busy period */
     pipe_acct_t *acct;
     int dirty;
+    mrc__msgmap_t flags; /* (node, -1, flag): w[0] = when it was set */
+    pwait_t *waits;      /* WAITs whose flag is not set yet */
+    int nwaits, cap_waits;
+    pbar_t *bars;        /* nodes at a barrier, and the counts */
+    int nbars, cap_bars;
+    int32_t *group_chains; /* [groups]: chains of the group */
 } pipe_t;
+
+/* An arrival from WAKE wakes chain `dst` (a GET's data, a signal, a
+ * barrier's release) instead of matching a RECV. */
+enum { WAKE = -2 };
 
 static void arrival_push(pipe_t *pp, arrival_t a)
 {
@@ -429,6 +660,11 @@ static arrival_t arrival_pop(pipe_t *pp)
  * for its receiver. */
 static mrc_status_t deliver(pipe_t *pp, const arrival_t *a)
 {
+    if (a->src == WAKE) {
+        pp->ready[pp->nready++] = a->dst;
+        pp->chains[a->dst].has_op = 0; /* its op is done */
+        return MRC_OK;
+    }
     int32_t *link = mrc__msgmap_find(&pp->msgs, a->src, a->dst, a->tag);
     if (*link >= 0) {
         mrc__msg_t *m = &pp->msgs.pool[*link];
@@ -447,20 +683,15 @@ static mrc_status_t deliver(pipe_t *pp, const arrival_t *a)
 
 static mrc_status_t activate(pipe_t *pp, const flow_t *f, const pmeta_t *m);
 
-/* Posts a message at the current time: on the wire, or queued behind the
- * sender's earlier message on the same link. */
-static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
+/* Posts `bytes` over `route` at the current time: on the wire, or queued
+ * behind the earlier message on its first link; (src, dst, tag) is what
+ * arrives. */
+static mrc_status_t post(pipe_t *pp, int route, int32_t src, int32_t dst,
+                         uint64_t tag, double bytes)
 {
-    const mrc_program_t *p = pp->s->p;
-    const mrc__op_t *op = &ch->op;
-    const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
-                                                    op->stream);
-    int route = (int)(ns - p->node_streams);
-    double bytes = (double)op->count * (double)pp->esize;
     const route_t *rt = &pp->s->routes[route];
     if (rt->len == 0 || bytes == 0) {
-        arrival_t a = {pp->now + rt->latency, ch->it.node, op->peer,
-                       op->tag};
+        arrival_t a = {pp->now + rt->latency, src, dst, tag};
         if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                       sizeof *pp->heap))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -468,7 +699,7 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
         return MRC_OK;
     }
     flow_t f = {bytes, 0, bytes, route, 0};
-    pmeta_t m = {pp->now, ch->it.node, op->peer, op->tag};
+    pmeta_t m = {pp->now, src, dst, tag};
     int q = pp->s->chan_pool[rt->first];
     if (pp->q_busy[q]) { /* the link is sending an earlier message */
         if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
@@ -484,6 +715,144 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
         return MRC_OK;
     }
     return activate(pp, &f, &m);
+}
+
+/* A SEND: its message over its hop. */
+static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
+{
+    const mrc_program_t *p = pp->s->p;
+    const mrc__op_t *op = &ch->op;
+    const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
+                                                    op->stream);
+    int route = (int)(ns - p->node_streams);
+    if (op->peer != ns->next) { /* the tree's: a shortest path */
+        mrc_status_t st = path_route(pp->s, ch->it.node, op->peer, &route);
+        if (st != MRC_OK)
+            return st;
+    }
+    return post(pp, route, ch->it.node, op->peer, op->tag,
+                (double)op->count * (double)pp->esize);
+}
+
+/* Wakes chain i at time t (not before now). */
+static mrc_status_t wake_at(pipe_t *pp, int i, double t)
+{
+    if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
+                  sizeof *pp->heap))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    arrival_push(pp, (arrival_t){fmax(t, pp->now), WAKE, i, 0});
+    return MRC_OK;
+}
+
+/* A node's SIGNAL: its flag is set now, and every node already waiting
+ * for it hears of it a path's latency later (a zero-byte message). */
+static mrc_status_t signal_now(pipe_t *pp, int node, int flag)
+{
+    int32_t *slot = mrc__msgmap_find(&pp->flags, node, -1, (uint64_t)flag);
+    if (*slot < 0) {
+        mrc__msg_t *m = mrc__msgmap_add(&pp->flags, node, -1,
+                                        (uint64_t)flag);
+        if (!m)
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        memcpy(&m->w[0], &pp->now, sizeof pp->now);
+    }
+    mrc_status_t st = MRC_OK;
+    for (int j = pp->nwaits - 1; j >= 0 && st == MRC_OK; j--) {
+        pwait_t wt = pp->waits[j];
+        if (wt.peer != node || wt.flag != flag)
+            continue;
+        pp->waits[j] = pp->waits[--pp->nwaits];
+        int route;
+        st = path_route(pp->s, node, pp->chains[wt.chain].it.node, &route);
+        if (st == MRC_OK)
+            st = post(pp, route, WAKE, wt.chain, 0, 0);
+    }
+    return st;
+}
+
+/* A node at a BARRIER: the group's last node to reach it releases every
+ * one of them the group's largest path latency later. */
+static mrc_status_t barrier_reach(pipe_t *pp, int i, int flag)
+{
+    int g = pp->s->p->nodes[pp->chains[i].it.node].group;
+    if (mrc__grow((void **)&pp->bars, &pp->cap_bars, pp->nbars + 2,
+                  sizeof *pp->bars))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    pbar_t *count = NULL;
+    for (int j = 0; j < pp->nbars && !count; j++)
+        if (pp->bars[j].chain < 0 && pp->bars[j].group == g &&
+            pp->bars[j].flag == flag)
+            count = &pp->bars[j];
+    if (!count) {
+        count = &pp->bars[pp->nbars++];
+        *count = (pbar_t){g, flag, -1, 0};
+    }
+    pp->bars[pp->nbars++] = (pbar_t){g, flag, i, 0};
+    if (++count->count < pp->group_chains[g])
+        return MRC_OK;
+    int route;
+    mrc_status_t st = barrier_route(pp->s, g, &route);
+    double release = pp->now + pp->s->routes[route].latency;
+    for (int j = pp->nbars - 1; j >= 0 && st == MRC_OK; j--) {
+        pbar_t b = pp->bars[j];
+        if (b.group != g || b.flag != flag)
+            continue;
+        pp->bars[j] = pp->bars[--pp->nbars];
+        if (b.chain >= 0)
+            st = wake_at(pp, b.chain, release);
+    }
+    return st;
+}
+
+/* A memory-semantic op of chain i: 1 if the chain now waits (for a GET's
+ * data, a signal, a barrier), 0 if it runs on, -1 on an error (*st). A
+ * GET moves its bytes from the owner to the reader like a message; a
+ * node's own data and an EXPOSE cost nothing in this model. */
+static int memory_op(pipe_t *pp, int i, mrc_status_t *st)
+{
+    chain_t *ch = &pp->chains[i];
+    const mrc__op_t *op = &ch->op;
+    int node = ch->it.node, route;
+    switch (op->kind) {
+    case MRC__GET:
+        if (op->peer == node)
+            return 0;
+        if ((*st = path_route(pp->s, op->peer, node, &route)) != MRC_OK ||
+            (*st = post(pp, route, WAKE, i, 0,
+                        (double)op->count * (double)pp->esize)) != MRC_OK)
+            return -1;
+        return 1;
+    case MRC__SIGNAL:
+        *st = signal_now(pp, node, op->flag);
+        return *st == MRC_OK ? 0 : -1;
+    case MRC__WAIT: {
+        if (op->peer == node)
+            return 0;
+        int32_t *slot = mrc__msgmap_find(&pp->flags, op->peer, -1,
+                                         (uint64_t)op->flag);
+        if (*slot >= 0) { /* set already: its message may be on its way */
+            double set;
+            memcpy(&set, &pp->flags.pool[*slot].w[0], sizeof set);
+            if ((*st = path_route(pp->s, op->peer, node, &route)) != MRC_OK ||
+                (*st = wake_at(pp, i, set + pp->s->routes[route].latency)) !=
+                    MRC_OK)
+                return -1;
+            return 1;
+        }
+        if (mrc__grow((void **)&pp->waits, &pp->cap_waits, pp->nwaits + 1,
+                      sizeof *pp->waits)) {
+            *st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+            return -1;
+        }
+        pp->waits[pp->nwaits++] = (pwait_t){i, op->peer, op->flag};
+        return 1;
+    }
+    case MRC__BARRIER:
+        *st = barrier_reach(pp, i, op->flag);
+        return *st == MRC_OK ? 1 : -1;
+    default:
+        return 0;
+    }
 }
 
 /* Puts a message on the wire now. */
@@ -546,6 +915,12 @@ static mrc_status_t run_chain_now(pipe_t *pp, int i)
                 return MRC_OK;
             }
             mrc__msgmap_remove(&pp->msgs, link);
+        } else {
+            int waits = memory_op(pp, i, &st);
+            if (waits < 0)
+                return st;
+            if (waits)
+                return MRC_OK;
         }
         ch->has_op = 0;
     }
@@ -589,7 +964,7 @@ static mrc_status_t finish_flow(pipe_t *pp, int f)
     return activate(pp, &item.f, &item.m);
 }
 
-static mrc_status_t run_pipelined(const sim_t *s, chain_t *chains,
+static mrc_status_t run_pipelined(sim_t *s, chain_t *chains,
                                   int nchains, size_t esize, step_ws_t *w,
                                   pipe_acct_t *acct)
 {
@@ -606,12 +981,18 @@ static mrc_status_t run_pipelined(const sim_t *s, chain_t *chains,
     pp.q_head = malloc(((size_t)s->num_chan + 1) * sizeof *pp.q_head);
     pp.q_tail = malloc(((size_t)s->num_chan + 1) * sizeof *pp.q_tail);
     pp.q_busy = calloc((size_t)s->num_chan + 1, 1);
+    pp.group_chains = calloc((size_t)s->p->num_groups + 1,
+                             sizeof *pp.group_chains);
+    if (pp.group_chains)
+        for (int i = 0; i < nchains; i++)
+            pp.group_chains[s->p->nodes[chains[i].it.node].group]++;
     if (pp.q_head && pp.q_tail)
         for (int c = 0; c <= s->num_chan; c++)
             pp.q_head[c] = pp.q_tail[c] = -1;
     if (!pp.ready || !pp.phys_active || !pp.busy_from || !pp.q_head ||
-        !pp.q_tail || !pp.q_busy ||
-        mrc__msgmap_init(&pp.msgs, (size_t)nchains)) {
+        !pp.q_tail || !pp.q_busy || !pp.group_chains ||
+        mrc__msgmap_init(&pp.msgs, (size_t)nchains) ||
+        (s->memory && mrc__msgmap_init(&pp.flags, (size_t)nchains))) {
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
         goto done;
     }
@@ -682,7 +1063,11 @@ done:
     free(pp.q_head);
     free(pp.q_tail);
     free(pp.q_busy);
+    free(pp.group_chains);
+    free(pp.waits);
+    free(pp.bars);
     mrc__msgmap_free(&pp.msgs);
+    mrc__msgmap_free(&pp.flags);
     return st;
 }
 
@@ -713,8 +1098,15 @@ static void book_step(const sim_t *s, const flow_t *fl, int nf, double start,
                 continue;
             used[ph] = 1;
             double gap = start - a->phys_last[ph];
-            a->phys_on[ph] += fmin(gap, a->wake_ns) + dur * times;
-            a->phys_last[ph] = start + dur * times;
+            if (gap >= 0) {
+                a->phys_on[ph] += fmin(gap, a->wake_ns) + dur * times;
+                a->phys_last[ph] = start + dur * times;
+            } else if (start + dur * times > a->phys_last[ph]) {
+                /* Another group's step still had it on (groups that
+                 * share a link): only the time past that counts. */
+                a->phys_on[ph] += start + dur * times - a->phys_last[ph];
+                a->phys_last[ph] = start + dur * times;
+            }
         }
     }
     for (int f = 0; f < nf; f++) {
@@ -806,6 +1198,191 @@ static int fast_is_exact(const mrc_program_t *p)
         if (p->streams[k].slice_len % (uint64_t)g->size)
             return 0;
     return 1;
+}
+
+/* ---- BSP with several groups: a barrier per group ---------------------- */
+
+/* Groups run their collectives at the same time and wait for nobody but
+ * their own nodes: each walks its steps on its own clock (a step starts
+ * when its group's previous step has arrived), while the flows of every
+ * group in flight share the links' capacity (max-min fair, recomputed at
+ * each event, as in a step). Groups of a valid embedding share no link,
+ * so each then takes exactly the time it takes alone, and the run the
+ * time of its slowest group. */
+typedef struct gwalk {
+    int first, n;       /* its chains: gidx[first .. first + n) */
+    int step, steps;    /* the next step to gather; steps that moved */
+    int finished;       /* every chain done */
+    int pending;        /* flows of its step still moving */
+    double start, end;  /* its step's start; its last arrival so far */
+    flow_t *fl;         /* its step's flows, for the accounting */
+    int nf, cap;
+} gwalk_t;
+
+/* Gathers group g's next step that moves something, starting at t: its
+ * flows with bytes and links join the flows in flight (act, owner);
+ * the others end at once, after their latency. 0, or an error. */
+static mrc_status_t gather(sim_t *s, chain_t *chains, const int32_t *gidx,
+                           gwalk_t *gw, int g, size_t esize, double t,
+                           flow_t **act, int32_t **owner, int *nact,
+                           int *cap_act, int *cap_owner)
+{
+    gwalk_t *w = &gw[g];
+    mrc_status_t st = MRC_OK;
+    w->nf = 0;
+    w->pending = 0;
+    w->start = w->end = t;
+    while (w->nf == 0) {
+        int live = 0;
+        for (int i = w->first; i < w->first + w->n; i++) {
+            chain_t *ch = &chains[gidx[i]];
+            while (!ch->done) {
+                if (!ch->has_op) {
+                    int rr = mrc__chain_next(&ch->it, &ch->op, &st);
+                    if (rr < 0)
+                        return st;
+                    if (rr == 0) {
+                        ch->done = 1;
+                        break;
+                    }
+                    ch->has_op = 1;
+                }
+                if (ch->op.step > w->step)
+                    break;
+                ch->has_op = 0;
+                flow_t f;
+                int made = op_flow(s, ch->it.node, &ch->op, esize, &f, &st);
+                if (made < 0)
+                    return st;
+                if (made == 0)
+                    continue;
+                if (mrc__grow((void **)&w->fl, &w->cap, w->nf + 1,
+                              sizeof *w->fl))
+                    return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                w->fl[w->nf++] = f;
+            }
+            live += !ch->done;
+        }
+        w->step++;
+        if (w->nf == 0 && live == 0) {
+            w->finished = 1;
+            return MRC_OK;
+        }
+    }
+    w->steps++;
+    for (int f = 0; f < w->nf; f++) {
+        const route_t *rt = &s->routes[w->fl[f].route];
+        if (w->fl[f].remaining <= 0 || rt->len == 0) {
+            w->end = fmax(w->end, t + rt->latency);
+            continue;
+        }
+        if (mrc__grow((void **)act, cap_act, *nact + 1, sizeof **act) ||
+            mrc__grow((void **)owner, cap_owner, *nact + 1, sizeof **owner))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        (*act)[*nact] = w->fl[f];
+        (*owner)[(*nact)++] = g;
+        w->pending++;
+    }
+    return MRC_OK;
+}
+
+static mrc_status_t run_bsp_groups(sim_t *s, chain_t *chains, int nchains,
+                                   size_t esize, step_ws_t *ws,
+                                   pipe_acct_t *a, int *steps)
+{
+    const mrc_program_t *p = s->p;
+    int ng = p->num_groups, nact = 0, cap_act = 0, cap_owner = 0;
+    flow_t *act = NULL;
+    int32_t *owner = NULL;
+    gwalk_t *gw = calloc((size_t)ng + 1, sizeof *gw);
+    int32_t *gidx = malloc(((size_t)nchains + 1) * sizeof *gidx);
+    uint8_t *used = calloc((size_t)s->num_phys + 1, 1);
+    mrc_status_t st = MRC_OK;
+    if (!gw || !gidx || !used) {
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+        goto done;
+    }
+    /* The chains by group, in their order (counting sort). */
+    for (int i = 0; i < nchains; i++)
+        gw[p->nodes[chains[i].it.node].group].n++;
+    for (int g = 1; g < ng; g++)
+        gw[g].first = gw[g - 1].first + gw[g - 1].n;
+    for (int g = 0; g < ng; g++)
+        gw[g].n = 0;
+    for (int i = 0; i < nchains; i++) {
+        gwalk_t *w = &gw[p->nodes[chains[i].it.node].group];
+        gidx[w->first + w->n++] = i;
+    }
+    for (int g = 0; g < ng && st == MRC_OK; g++)
+        st = gather(s, chains, gidx, gw, g, esize, 0, &act, &owner, &nact,
+                    &cap_act, &cap_owner);
+    double now = 0;
+    while (st == MRC_OK) {
+        /* Groups whose step has arrived book it and start the next. */
+        int running = 0;
+        for (int g = 0; g < ng && st == MRC_OK; g++) {
+            gwalk_t *w = &gw[g];
+            while (st == MRC_OK && !w->finished && w->pending == 0 &&
+                   w->end <= now) {
+                book_step(s, w->fl, w->nf, w->start, w->end - w->start, 1,
+                          a, used);
+                a->total_ns = fmax(a->total_ns, w->end);
+                st = gather(s, chains, gidx, gw, g, esize, w->end, &act,
+                            &owner, &nact, &cap_act, &cap_owner);
+            }
+            running += !w->finished;
+        }
+        if (st != MRC_OK || running == 0)
+            break;
+        double next = INFINITY;
+        for (int g = 0; g < ng; g++)
+            if (!gw[g].finished && gw[g].pending == 0)
+                next = fmin(next, gw[g].end);
+        if (nact > 0) {
+            size_t hops = 0;
+            for (int f = 0; f < nact; f++)
+                hops += (size_t)s->routes[act[f].route].len;
+            if (reserve(ws, nact, hops, s->num_chan)) {
+                st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            index_channels(s, act, nact, ws);
+            allocate(s, act, nact, ws);
+            clear_index(ws);
+            for (int f = 0; f < nact; f++)
+                if (act[f].rate > 0)
+                    next = fmin(next, now + act[f].remaining / act[f].rate);
+        }
+        if (!isfinite(next)) { /* no rate and no arrival: cannot be */
+            st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                            "simulation stalled at %.0f ns", now);
+            break;
+        }
+        double dt = next - now;
+        now = next;
+        for (int f = nact - 1; f >= 0; f--) {
+            act[f].remaining -= act[f].rate * dt;
+            /* Finished, allowing for rounding in the subtraction. */
+            if (act[f].remaining > 1e-9 * act[f].bytes)
+                continue;
+            gwalk_t *w = &gw[owner[f]];
+            w->end = fmax(w->end, now + s->routes[act[f].route].latency);
+            w->pending--;
+            act[f] = act[--nact];
+            owner[f] = owner[nact];
+        }
+    }
+    for (int g = 0; g < ng; g++)
+        *steps = gw[g].steps > *steps ? gw[g].steps : *steps;
+done:
+    for (int g = 0; gw && g < ng; g++)
+        free(gw[g].fl);
+    free(gw);
+    free(gidx);
+    free(used);
+    free(act);
+    free(owner);
+    return st;
 }
 
 /* ---- the run ---------------------------------------------------------- */
@@ -945,6 +1522,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     /* One chain per node, stream and chunk; they are walked in lockstep.
      * The fast path for one large group needs none. */
     int fast = c.mode == MRC_SIM_BSP && p->num_groups == 1 &&
+               p->cfg.algo == MRC_ALGO_RINGS &&
                (mrc__sim_fast == MRC__SIM_FAST_ALWAYS ||
                 (mrc__sim_fast == MRC__SIM_FAST_AUTO &&
                  (p->groups[0].size > FAST_MIN_GROUP || fast_is_exact(p))));
@@ -972,10 +1550,16 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     size_t esize = mrc_dtype_size(p->cfg.dtype);
     double total_ns = 0, move_j = 0;
     int cap_flows = 0, live = nchains;
-    if (c.mode == MRC_SIM_PIPELINED || fast) {
+    /* Several groups in BSP: each has its own barrier (the lockstep
+     * below holds every group to the slowest one's steps). */
+    int grouped = c.mode == MRC_SIM_BSP && !fast && p->num_groups > 1;
+    if (c.mode == MRC_SIM_PIPELINED || fast || grouped) {
         pipe_acct_t acct = {r, phys_on, phys_last, pj, wake_ns, 0, 0};
-        st = fast ? fast_bsp(&s, &w, esize, &acct, &r->steps)
-                  : run_pipelined(&s, chains, nchains, esize, &w, &acct);
+        st = fast      ? fast_bsp(&s, &w, esize, &acct, &r->steps)
+             : grouped ? run_bsp_groups(&s, chains, nchains, esize, &w,
+                                        &acct, &r->steps)
+                       : run_pipelined(&s, chains, nchains, esize, &w,
+                                       &acct);
         if (st != MRC_OK)
             goto done;
         total_ns = acct.total_ns;
@@ -1001,16 +1585,16 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
                 if (ch->op.step > step)
                     break;
                 ch->has_op = 0;
-                if (ch->op.kind != MRC__SEND)
+                flow_t f;
+                int made = op_flow(&s, ch->it.node, &ch->op, esize, &f, &st);
+                if (made < 0)
+                    goto done;
+                if (made == 0)
                     continue;
                 if (mrc__grow((void **)&flows, &cap_flows, nf + 1,
                               sizeof *flows))
                     goto oom;
-                double bytes = (double)ch->op.count * (double)esize;
-                const mrc__node_stream_t *ns =
-                    mrc__node_stream(p, ch->it.node, ch->op.stream);
-                flows[nf++] = (flow_t){bytes, 0, bytes,
-                                       (int32_t)(ns - p->node_streams), 0};
+                flows[nf++] = f;
             }
             live += !ch->done;
         }

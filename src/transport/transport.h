@@ -82,6 +82,25 @@ mrc_status_t mrc__call_mismatch(int a, mrc__call_t ca, int b, mrc__call_t cb);
 /* Writes "allreduce of 100000 float32 (sum)" to out. */
 void mrc__call_describe(mrc__call_t c, char *out, size_t size);
 
+/* Memory semantics: the buffers a peer can read, by the numbers the
+ * program gives them (enum mrc__buffer). */
+enum mrc__mem_buf { MRC__MEM_SEND = 1, MRC__MEM_RECV, MRC__MEM_SCRATCH,
+                    MRC__MEM_WINDOW, MRC__MEM_BUFS };
+
+/* Flags a call may signal: the program's 0..15, barriers from 16. */
+enum { MRC__FLAGS = 32, MRC__BARRIER_FLAG = 16 };
+
+/* What a call exposes: its buffers (NULL and 0 where it has none), the
+ * bytes of window it needs, and its group (transport ranks), the peers
+ * that may read them. */
+typedef struct mrc__exposure {
+    const void *buf[MRC__MEM_BUFS]; /* by enum mrc__mem_buf; [0] unused */
+    size_t bytes[MRC__MEM_BUFS];
+    size_t window_bytes;
+    const int32_t *members;
+    int num_members;
+} mrc__exposure_t;
+
 typedef struct mrc__transport_ops {
     const char *name;
     /* A collective starts: seq numbers the calls of a communicator (the
@@ -107,6 +126,32 @@ typedef struct mrc__transport_ops {
      * others revoked), and peers waiting on this rank learn that it
      * failed instead of waiting out the timeout. */
     void (*cancel)(void *ctx, mrc_status_t st);
+    /* Memory semantics (all four NULL where the transport has none: the
+     * direct families then do not apply to it).
+     *
+     * publish: after begin, before any other memory op of the call: the
+     * call's buffers, which peers may read once the program exposes them
+     * by reference, and *window, this rank's window for the call
+     * (window_bytes), which the executor writes what it exposes by copy
+     * into. A window stays readable by the group to the end of the call
+     * on every rank: a transport keeps two (by the parity of seq), and
+     * refuses with MRC_INPROGRESS (ask again) while a member has not
+     * ended the call two before.
+     * get: reads x->bytes at byte offset `off` of peer's buffer `buf`
+     * (a window: of this call) into x->dst, reduced with x->local or
+     * copied, as a receive does; synchronous (MRC_INPROGRESS: ask again).
+     * The program has ordered the read after the peer's expose; the
+     * transport refuses a read outside what the peer published, and a
+     * peer whose call differs (mrc__call_mismatch).
+     * signal: sets this rank's flag for this call. wait: MRC_OK once the
+     * peer's flag is set for this call (or a later one), MRC_INPROGRESS
+     * before; never blocks. */
+    mrc_status_t (*publish)(void *ctx, const mrc__exposure_t *x,
+                            void **window);
+    mrc_status_t (*get)(void *ctx, int peer, int buf, uint64_t off,
+                        mrc__xfer_t *x);
+    mrc_status_t (*signal)(void *ctx, int flag);
+    mrc_status_t (*wait)(void *ctx, int peer, int flag);
     /* Optional (NULL: none): a whole-job allreduce without the program,
      * where the transport can do better (shared memory: one step up to
      * MRC__SMALL_BYTES, two through the segment up to 1-2 MiB, then by

@@ -62,7 +62,7 @@ cat > "$tmp/q.json" <<'EOF2'
  "nodes": [{"id": 0}, {"id": 1}, {"id": 2}],
  "links": [{"a": 0, "b": 1}, {"a": 1, "b": 2}, {"a": 2, "b": 0}]}
 EOF2
-expect 0 "ok rings" check_json "$tmp/q.json" --collective allreduce \
+expect 0 "ok " check_json "$tmp/q.json" --collective allreduce \
     --size 1K
 expect 0 'a"b\\c' /usr/bin/python3 -c \
     'import json,sys; print(json.load(open(sys.argv[1]))["topology"])' \
@@ -84,16 +84,21 @@ expect 0 "7 instructions" "$MRC" compile ring:4 --collective allreduce \
     --count 16 --dtype f32 --algo direct1
 expect 2 "direct2 does not apply to allgather" "$MRC" compile ring:4 \
     --collective allgather --count 16 --dtype f32 --algo direct2
-expect 2 "tree is not built yet" "$MRC" compile ring:4 \
-    --collective allreduce --count 16 --dtype f32 --algo tree
-expect 0 "11 instructions" "$MRC" compile ring:4 --collective allreduce \
-    --count 16 --dtype f32 --algo auto
+expect 2 "hier is not built yet" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo hier
+# auto: the family explain chooses on the links.
+chosen=$("$MRC" explain ring:4 --collective allreduce --size 64 --json |
+    /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)
+c=[x for x in d["candidates"] if x["family"] == d["chosen"]][0]
+print(c["code_instructions"])')
+expect 0 "shared code   $chosen instructions" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo auto
 expect 2 "unknown algorithm" "$MRC" compile ring:4 --collective allreduce \
     --count 16 --dtype f32 --algo fast
 expect 0 "in 6 steps" "$MRC" sim ring:4 --collective allreduce --size 1M \
     --algo rings
-expect 2 "tree is not built yet" "$MRC" sim ring:4 --collective allreduce \
-    --size 1M --algo tree
+expect 2 "hier is not built yet" "$MRC" sim ring:4 --collective allreduce \
+    --size 1M --algo hier
 expect 2 "unknown algorithm" "$MRC" sim ring:4 --collective allreduce \
     --size 1M --algo fast
 expect 0 " 0  auto " "$MRC" run --topology ring:4 --strategy auto \

@@ -68,11 +68,28 @@ typedef struct failure {
     mrc__call_t ca, cb;
 } failure_t;
 
+/* What a rank exposes in one call (by parity of its number). */
+typedef struct published {
+    uint64_t seq; /* atomic: seq + 1 of the call, set after the rest */
+    const char *buf[MRC__MEM_BUFS];
+    size_t bytes[MRC__MEM_BUFS];
+} published_t;
+
 typedef struct rank_state {
     table_t tables[2];
     uint64_t seq;
     mrc__call_t call;
     failure_t failed;
+    /* Memory semantics: flags (seq + 1 of the call that set each), the
+     * buffers published by parity, the windows, how far the rank is, and
+     * the peers reading its memory now. */
+    uint64_t flags[MRC__FLAGS];
+    published_t pub[2];
+    char *window[2];
+    size_t window_cap[2];
+    uint64_t ended;   /* atomic: seq + 1 of the last call ended */
+    uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
+    int readers;      /* atomic: peers inside a get of this rank */
 } rank_state_t;
 
 struct mrc__threads_fabric {
@@ -292,7 +309,150 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
 static mrc_status_t th_end(void *vctx)
 {
     ctx_t *c = vctx;
+    rank_state_t *r = &c->f->ranks[c->rank];
     c->num_sends = 0;
+    __atomic_store_n(&r->ended, r->seq + 1, __ATOMIC_RELEASE);
+    return MRC_OK;
+}
+
+/* ---- memory semantics ---------------------------------------------------
+ * A peer's buffers are read in place (plain loads: one address space). */
+
+static mrc_status_t th_publish(void *vctx, const mrc__exposure_t *x,
+                               void **window)
+{
+    ctx_t *c = vctx;
+    rank_state_t *r = &c->f->ranks[c->rank];
+    uint64_t seq = r->seq;
+    int par = (int)(seq & 1);
+    /* The window of call seq - 2 may be read until its readers end it. */
+    for (int i = 0; seq >= 2 && i < x->num_members; i++) {
+        int m = x->members[i];
+        if (m == c->rank || __atomic_load_n(&c->f->ranks[m].ended,
+                                            __ATOMIC_ACQUIRE) >= seq - 1)
+            continue;
+        mrc_status_t st = peer_failed(c, m);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    if (x->window_bytes > r->window_cap[par]) {
+        char *w = malloc(x->window_bytes);
+        if (!w)
+            return mrc__error(MRC_ERR_NO_MEMORY,
+                              "rank %d: out of memory for a window of %zu "
+                              "bytes",
+                              c->rank, x->window_bytes);
+        free(r->window[par]);
+        r->window[par] = w;
+        r->window_cap[par] = x->window_bytes;
+    }
+    published_t *p = &r->pub[par];
+    for (int b = 1; b < MRC__MEM_BUFS; b++) {
+        p->buf[b] = x->buf[b];
+        p->bytes[b] = x->buf[b] ? x->bytes[b] : 0;
+    }
+    p->buf[MRC__MEM_WINDOW] = r->window[par];
+    p->bytes[MRC__MEM_WINDOW] = x->window_bytes;
+    __atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+    *window = r->window[par];
+    return MRC_OK;
+}
+
+static mrc_status_t th_signal(void *vctx, int flag)
+{
+    ctx_t *c = vctx;
+    rank_state_t *r = &c->f->ranks[c->rank];
+    if (flag < 0 || flag >= MRC__FLAGS)
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d", c->rank,
+                          flag);
+    __atomic_store_n(&r->flags[flag], r->seq + 1, __ATOMIC_RELEASE);
+    return MRC_OK;
+}
+
+/* The peer's call of this call number, compared with ours. */
+static mrc_status_t same_call(ctx_t *c, int peer)
+{
+    rank_state_t *me = &c->f->ranks[c->rank];
+    const table_t *t = &c->f->ranks[peer].tables[me->seq & 1];
+    if (__atomic_load_n(&t->stamp, __ATOMIC_ACQUIRE) != me->seq + 1 ||
+        mrc__call_same(t->call, me->call))
+        return MRC_OK; /* a peer ahead compared with us in its turn */
+    failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, peer, me->call,
+                     t->call};
+    set_failed(c, &why);
+    return failure_error(&why, c->rank);
+}
+
+static mrc_status_t th_wait(void *vctx, int peer, int flag)
+{
+    ctx_t *c = vctx;
+    rank_state_t *me = &c->f->ranks[c->rank];
+    if (flag < 0 || flag >= MRC__FLAGS || peer < 0 || peer >= c->f->n)
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d of rank %d",
+                          c->rank, flag, peer);
+    /* The calls are compared as soon as the peer has begun this one, so
+     * that ranks that disagree fail even where no flag would ever come. */
+    mrc_status_t st = same_call(c, peer);
+    if (st != MRC_OK)
+        return st;
+    if (__atomic_load_n(&c->f->ranks[peer].flags[flag], __ATOMIC_ACQUIRE) <
+        me->seq + 1) {
+        st = peer_failed(c, peer);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    return MRC_OK;
+}
+
+static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
+                           mrc__xfer_t *x)
+{
+    ctx_t *c = vctx;
+    rank_state_t *me = &c->f->ranks[c->rank];
+    if (peer < 0 || peer >= c->f->n || buf < 1 || buf >= MRC__MEM_BUFS)
+        return mrc__error(MRC_ERR_INTERNAL,
+                          "rank %d: no buffer %d of rank %d", c->rank, buf,
+                          peer);
+    rank_state_t *r = &c->f->ranks[peer];
+    uint64_t seq = me->seq;
+    const published_t *p = &r->pub[seq & 1];
+    mrc_status_t st = same_call(c, peer);
+    if (st != MRC_OK)
+        return st;
+    if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
+        st = peer_failed(c, peer);
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_TRANSPORT,
+                                         "rank %d reads rank %d's memory, "
+                                         "which has not published its "
+                                         "buffers of call %llu",
+                                         c->rank, peer,
+                                         (unsigned long long)seq);
+    }
+    if (!p->buf[buf] || off > p->bytes[buf] ||
+        x->bytes > p->bytes[buf] - off)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d reads %zu bytes at %llu of rank %d's "
+                          "buffer %d, which holds %zu",
+                          c->rank, x->bytes, (unsigned long long)off, peer,
+                          buf, p->bytes[buf]);
+    /* Pinned while it reads: a peer that fails waits for us to finish,
+     * and after it has revoked the call no read starts. */
+    __atomic_add_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);
+    if (__atomic_load_n(&r->revoked, __ATOMIC_ACQUIRE) == seq + 1) {
+        __atomic_sub_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);
+        st = peer_failed(c, peer);
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_TRANSPORT,
+                                         "rank %d failed its call", peer);
+    }
+    const char *src = p->buf[buf] + off;
+    if (x->local)
+        mrc__reduce(x->dst, x->local, src, x->count, x->dtype, x->op);
+    else if (x->stream)
+        mrc__copy_stream(x->dst, src, x->bytes);
+    else
+        memmove(x->dst, src, x->bytes);
+    __atomic_sub_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);
+    x->done = 1;
     return MRC_OK;
 }
 
@@ -319,6 +479,12 @@ static void th_cancel(void *vctx, mrc_status_t st)
             sched_yield();
     }
     c->num_sends = 0;
+    /* No get of this rank's memory starts from now on, and the ones in
+     * flight are waited for. */
+    rank_state_t *r = &c->f->ranks[c->rank];
+    __atomic_store_n(&r->revoked, r->seq + 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&r->readers, __ATOMIC_ACQUIRE) > 0)
+        sched_yield();
 }
 
 static const mrc__transport_ops_t threads_ops = {
@@ -329,6 +495,10 @@ static const mrc__transport_ops_t threads_ops = {
     .test = th_test,
     .end = th_end,
     .cancel = th_cancel,
+    .publish = th_publish,
+    .get = th_get,
+    .signal = th_signal,
+    .wait = th_wait,
 };
 
 mrc_status_t mrc__threads_fabric_create(int nranks,
@@ -362,6 +532,10 @@ void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f)
             free(f->ranks[i].tables[t].keys);
             free(f->ranks[i].tables[t].slots);
         }
+    for (int i = 0; f->ranks && i < f->n; i++) {
+        free(f->ranks[i].window[0]);
+        free(f->ranks[i].window[1]);
+    }
     for (int i = 0; f->ctxs && i < f->n; i++)
         free(f->ctxs[i].sends);
     free(f->ranks);

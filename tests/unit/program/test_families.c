@@ -40,6 +40,11 @@ static int applies(mrc_algo_t a, mrc_collective_t c)
            (c != MRC_REDUCE_SCATTER && c != MRC_ALLGATHER);
 }
 
+static int has_memory(mrc_algo_t a)
+{
+    return a == MRC_ALGO_DIRECT1 || a == MRC_ALGO_DIRECT2;
+}
+
 /* Every (family, collective, group size, count) compiles and is proven,
  * or is refused as not applying. The large counts take the reference
  * code (past the window), except direct1's copy-only collectives. */
@@ -51,7 +56,7 @@ static void test_families_proven(void **state)
     for (int n = 1; n <= 16; n++) {
         snprintf(spec, sizeof spec, "ring:%d", n > 1 ? n : 2);
         const char *groups = n > 1 ? NULL : "1+1";
-        for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_DIRECT2; a++)
+        for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_TREE; a++)
             for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
                 for (size_t ci = 0; ci < 6; ci++) {
                     mrc_program_t *p = NULL;
@@ -60,7 +65,7 @@ static void test_families_proven(void **state)
                                               (mrc_collective_t)c,
                                               counts[ci], root, &p);
                     int big = counts[ci] == (1 << 20);
-                    int copy_only = a == MRC_ALGO_DIRECT1 &&
+                    int copy_only = a == MRC_ALGO_DIRECT1 && big &&
                                     (c == MRC_ALLREDUCE || c == MRC_REDUCE ||
                                      c == MRC_BROADCAST);
                     if (!applies((mrc_algo_t)a, (mrc_collective_t)c) ||
@@ -79,7 +84,8 @@ static void test_families_proven(void **state)
                                  mrc_algo_name((mrc_algo_t)a),
                                  mrc_collective_name((mrc_collective_t)c),
                                  counts[ci], mrc_last_error());
-                    assert_true(mrc__program_has_memory_ops(p));
+                    assert_int_equal(mrc__program_has_memory_ops(p),
+                                     has_memory((mrc_algo_t)a));
                     mrc_program_destroy(p);
                 }
     }
@@ -89,7 +95,7 @@ static void test_families_proven(void **state)
 static void test_code_length_constant(void **state)
 {
     (void)state;
-    for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_DIRECT2; a++) {
+    for (int a = MRC_ALGO_DIRECT1; a <= MRC_ALGO_TREE; a++) {
         int len = -1;
         const char *specs[] = {"ring:2", "ring:9", "ring:16"};
         for (int i = 0; i < 3; i++) {
@@ -103,6 +109,37 @@ static void test_code_length_constant(void **state)
             mrc_program_destroy(p);
         }
     }
+}
+
+/* The listing names the memory instructions, and an image round trip
+ * keeps the program (checked again on load). */
+static void test_listing_and_image(void **state)
+{
+    (void)state;
+    mrc_program_t *p = NULL, *q = NULL;
+    assert_int_equal(compile("ring:5", NULL, MRC_ALGO_DIRECT2, MRC_REDUCE,
+                             1 << 20, 3, &p),
+                     MRC_OK);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    const char *want[] = {"expose all of sendbuf by reference",
+                          "get    frag (pos) mod N of sendbuf at node (rel + "
+                          "s + 1) mod N from the root into scratch",
+                          "signal flag 1", "wait   flag 2 of node (0)"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("listing lacks '%s':\n%s", want[i], text);
+    mrc_free(text);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
+    assert_int_equal(q->cfg.algo, MRC_ALGO_DIRECT2);
+    assert_int_equal(q->code_len, p->code_len);
+    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
+    mrc_free(img);
+    mrc_program_destroy(p);
+    mrc_program_destroy(q);
 }
 
 /* Groups are compiled apart: each a stream in rank order. */
@@ -201,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_families_proven),
         cmocka_unit_test(test_code_length_constant),
         cmocka_unit_test(test_groups),
+        cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

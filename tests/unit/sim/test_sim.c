@@ -7,9 +7,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mrc/mrc.h"
+#include "program/program_internal.h"
 #include "sim/sim_internal.h"
 
 typedef struct setup {
@@ -240,6 +242,203 @@ static void test_fast_path(void **state)
             }
 }
 
+/* Groups that run at once wait for nobody but their own nodes: with the
+ * groups of hcm8 (which share no link), the run takes the time of its
+ * slowest group simulated alone, not the sum of per-step maxima; bytes
+ * and link loads are the groups' sums, energy at most theirs. */
+static void test_independent_groups(void **state)
+{
+    (void)state;
+    const char *groups[] = {"4+2+2", "2+2+2+2", "4+4"};
+    const mrc_sim_mode_t modes[] = {MRC_SIM_BSP, MRC_SIM_PIPELINED};
+    mrc_topo_t *topo = NULL;
+    assert_int_equal(mrc_topo_create("hcm8", &topo), MRC_OK);
+    for (int gi = 0; gi < 3; gi++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
+            mrc_embed_config_t ec = {.strategy = "hcm8",
+                                     .groups = groups[gi]};
+            mrc_compile_config_t cc = {.collective = (mrc_collective_t)c,
+                                       .count = 3 * 100003,
+                                       .dtype = MRC_FLOAT32};
+            mrc_embedding_t *e = NULL;
+            mrc_program_t *whole = NULL;
+            if (mrc_embed_create(topo, &ec, &e) != MRC_OK ||
+                mrc_program_compile(e, &cc, &whole) != MRC_OK)
+                fail_msg("%s: %s", groups[gi], mrc_last_error());
+            int ng = mrc_embed_num_groups(e);
+            for (int m = 0; m < 2; m++) {
+                mrc_sim_config_t sc = {.mode = modes[m], .chunks = 2};
+                mrc_sim_result_t *all = NULL;
+                assert_int_equal(mrc_sim_run(whole, topo, &sc, &all), MRC_OK);
+                double slowest = 0, bytes = 0, energy = 0;
+                int steps = 0;
+                double *links = calloc(2 * (size_t)all->num_links,
+                                       sizeof *links);
+                assert_non_null(links);
+                for (int g = 0; g < ng; g++) {
+                    mrc_program_t *one = NULL;
+                    mrc_sim_result_t *r = NULL;
+                    if (mrc__program_compile_group(e, &cc, g, &one) !=
+                            MRC_OK ||
+                        mrc_sim_run(one, topo, &sc, &r) != MRC_OK)
+                        fail_msg("group %d: %s", g, mrc_last_error());
+                    slowest = fmax(slowest, r->time_us);
+                    bytes += r->bytes_moved;
+                    energy += r->energy_j;
+                    steps = r->steps > steps ? r->steps : steps;
+                    for (int l = 0; l < 2 * r->num_links; l++)
+                        links[l] += r->link_bytes[l];
+                    mrc_sim_result_destroy(r);
+                    mrc_program_destroy(one);
+                }
+                expect_close(all->time_us, slowest, "the slowest group");
+                expect_close(all->bytes_moved, bytes, "bytes");
+                /* A physical link that two groups use in opposite
+                 * directions is on once for both. */
+                assert_true(all->energy_j <= energy * (1 + 1e-9));
+                for (int l = 0; l < 2 * all->num_links; l++)
+                    expect_close(all->link_bytes[l], links[l], "link bytes");
+                if (modes[m] == MRC_SIM_BSP)
+                    assert_int_equal(all->steps, steps);
+                free(links);
+                mrc_sim_result_destroy(all);
+            }
+            mrc_program_destroy(whole);
+            mrc_embed_destroy(e);
+        }
+    mrc_topo_destroy(topo);
+}
+
+/* Compiles `algo` for the collective on spec (groups: NULL or "A+B");
+ * 0, or 1 where the family does not apply. */
+static int make_algo(setup_t *s, const char *spec, const char *groups,
+                     mrc_algo_t algo, mrc_collective_t c, size_t count)
+{
+    memset(s, 0, sizeof *s);
+    mrc_embed_config_t ec = {.groups = groups};
+    mrc_compile_config_t cc = {.collective = c, .count = count,
+                               .dtype = MRC_FLOAT32, .algo = algo};
+    if (mrc_topo_create(spec, &s->topo) != MRC_OK ||
+        mrc_embed_create(s->topo, &ec, &s->e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    mrc_status_t st = mrc_program_compile(s->e, &cc, &s->p);
+    if (st == MRC_ERR_UNSUPPORTED)
+        return 1;
+    if (st != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    return 0;
+}
+
+/* The memory-semantic ops of the direct families. direct1's allreduce on
+ * a ring of 4 (B = 2 bytes/ns, A = 100 ns), BSP: at step s every node
+ * gets rank s's vector of S bytes; the next node and the far one share
+ * the first hop toward them (B/2 each), and the far one is two hops
+ * away: 4 (2S/B + 2A). */
+static void test_memory_closed_form(void **state)
+{
+    (void)state;
+    setup_t s;
+    assert_int_equal(make_algo(&s, "ring:4,bw=2,lat=100", NULL,
+                               MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 16000),
+                     0);
+    mrc_sim_result_t *r = sim(&s, 0);
+    expect_close(r->time_us * 1e3, 4 * (2 * 64000.0 / 2 + 200), "direct1");
+    assert_int_equal(r->steps, 4);
+    /* Each step: 3 gets, 4 link crossings of 64000 bytes. */
+    expect_close(r->bytes_moved, 4 * 4 * 64000.0, "bytes");
+    mrc_sim_result_destroy(r);
+    drop(&s);
+}
+
+/* A get moves count elements over the shortest path from the owner, in
+ * either mode (on ring:5 the path from u to v is min(|u-v|, 5-|u-v|)
+ * hops); every family and collective runs to its end (no stall), in
+ * place of a window (small) and by reference with its barrier (large). */
+static void test_memory_conservation(void **state)
+{
+    (void)state;
+    const mrc_algo_t algos[] = {MRC_ALGO_DIRECT1, MRC_ALGO_DIRECT2};
+    const size_t counts[] = {1001, 2000000};
+    for (int a = 0; a < 2; a++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+            for (int k = 0; k < 2; k++) {
+                setup_t s;
+                if (make_algo(&s, "ring:5", NULL, algos[a],
+                              (mrc_collective_t)c, counts[k])) {
+                    drop(&s);
+                    continue;
+                }
+                double want = 0;
+                for (int u = 0; u < 5; u++) {
+                    mrc__chain_iter_t it;
+                    mrc__op_t op;
+                    mrc_status_t st = MRC_OK;
+                    mrc__chain_begin(&it, s.p, u, 0, 0, 1, 0);
+                    while (mrc__chain_next(&it, &op, &st) > 0) {
+                        if (op.kind != MRC__GET)
+                            continue;
+                        int d = abs(op.peer - u);
+                        d = d < 5 - d ? d : 5 - d;
+                        want += (double)op.count * 4 * d;
+                    }
+                    assert_int_equal(st, MRC_OK);
+                }
+                assert_true(want > 0);
+                mrc_sim_result_t *b = sim_mode(&s, 0, MRC_SIM_BSP);
+                mrc_sim_result_t *q = sim_mode(&s, 0, MRC_SIM_PIPELINED);
+                expect_close(b->bytes_moved, want, "bsp bytes");
+                expect_close(q->bytes_moved, want, "pipelined bytes");
+                assert_true(b->time_us > 0 && q->time_us > 0);
+                assert_true(q->energy_j <= q->energy_no_gating_j * 1.000001);
+                mrc_sim_result_destroy(b);
+                mrc_sim_result_destroy(q);
+                drop(&s);
+            }
+}
+
+/* Barriers and signals are per group: direct programs on ring:5 with
+ * groups 2+3 take the time of their slower group alone, in either mode
+ * (by reference, with the final barrier, and through the window). */
+static void test_memory_groups(void **state)
+{
+    (void)state;
+    const mrc_algo_t algos[] = {MRC_ALGO_DIRECT1, MRC_ALGO_DIRECT2};
+    const size_t counts[] = {1001, 2000000};
+    const mrc_sim_mode_t modes[] = {MRC_SIM_BSP, MRC_SIM_PIPELINED};
+    int ran = 0;
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 2; k++) {
+            setup_t s;
+            if (make_algo(&s, "ring:5", "2+3", algos[a], MRC_ALLREDUCE,
+                          counts[k])) { /* direct1 of a large vector */
+                drop(&s);
+                continue;
+            }
+            ran++;
+            mrc_compile_config_t cc = s.p->cfg;
+            for (int m = 0; m < 2; m++) {
+                mrc_sim_result_t *all = sim_mode(&s, 0, modes[m]);
+                double slowest = 0, bytes = 0;
+                for (int g = 0; g < 2; g++) {
+                    setup_t one = s;
+                    if (mrc__program_compile_group(s.e, &cc, g, &one.p) !=
+                        MRC_OK)
+                        fail_msg("group %d: %s", g, mrc_last_error());
+                    mrc_sim_result_t *r = sim_mode(&one, 0, modes[m]);
+                    slowest = fmax(slowest, r->time_us);
+                    bytes += r->bytes_moved;
+                    mrc_sim_result_destroy(r);
+                    mrc_program_destroy(one.p);
+                }
+                expect_close(all->time_us, slowest, "the slower group");
+                expect_close(all->bytes_moved, bytes, "bytes");
+                mrc_sim_result_destroy(all);
+            }
+            drop(&s);
+        }
+    assert_int_equal(ran, 3);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -262,6 +461,10 @@ int main(void)
         cmocka_unit_test(test_energy_gating),
         cmocka_unit_test(test_pipelined),
         cmocka_unit_test(test_fast_path),
+        cmocka_unit_test(test_independent_groups),
+        cmocka_unit_test(test_memory_closed_form),
+        cmocka_unit_test(test_memory_conservation),
+        cmocka_unit_test(test_memory_groups),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
