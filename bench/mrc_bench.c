@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "common/common.h"
-#include "exec/reference.h"
+#include "reference.h"
 #include "mrc/mrc.h"
 #if MRC_HAVE_MPI
 #include "api/mpi_types.h"

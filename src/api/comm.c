@@ -13,7 +13,7 @@
 
 #include "api/comm_internal.h"
 #include "exec/exec.h"
-#include "exec/kernels.h"
+#include "reduce/reduce.h"
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
 #include "sim/select.h"

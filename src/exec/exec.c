@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "exec.h"
-#include "kernels.h"
+#include "reduce/reduce.h"
 
 static double now_s(void)
 {

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/reference.h"
+#include "reference.h"
 #include "mrc/mrc.h"
 
 /* 1: buffers start one byte past malloc's (sweep-odd). */

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "exec/kernels.h"
-#include "exec/reference.h"
+#include "reduce/reduce.h"
+#include "reference.h"
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
 

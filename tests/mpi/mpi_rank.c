@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "api/mpi_types.h"
-#include "exec/reference.h"
+#include "reference.h"
 #include "mrc/mrc.h"
 #include "mrc/mrc_mpi.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "exec/reference.h"
+#include "reference.h"
 
 void help_run(void)
 {

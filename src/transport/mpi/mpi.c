@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "exec/kernels.h"
+#include "reduce/reduce.h"
 #include "transport/mpi/mpi_transport.h"
 
 enum { CTRL_TAG = 1, DATA_TAG = 2, IDLE_TAG = 3 /* never sent */ };

@@ -63,7 +63,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "exec/kernels.h"
+#include "reduce/reduce.h"
 #include "transport/transport.h"
 
 enum {

@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "common/common.h"
-#include "exec/kernels.h"
+#include "reduce/reduce.h"
 #include "transport/transport.h"
 
 typedef struct rkey {

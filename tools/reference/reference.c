@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "reduce/reduce.h"
 #include "reference.h"
 
 static int signed_or_float(mrc_dtype_t d)

@@ -3,8 +3,8 @@
  * restrict pointers so that the compiler vectorises them (the 16-bit
  * floats go through float and round back to nearest even).
  */
-#ifndef MRC_KERNELS_H
-#define MRC_KERNELS_H
+#ifndef MRC_REDUCE_H
+#define MRC_REDUCE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,4 +47,4 @@ uint16_t mrc__float_to_half(float f);
 float mrc__bf16_to_float(uint16_t b);
 uint16_t mrc__float_to_bf16(float f);
 
-#endif /* MRC_KERNELS_H */
+#endif /* MRC_REDUCE_H */

@@ -1,7 +1,7 @@
-/* The reduction kernels (see kernels.h). */
+/* The reduction kernels (see reduce.h). */
 #include <string.h>
 
-#include "kernels.h"
+#include "reduce.h"
 
 /* ---- streaming stores --------------------------------------------------- */
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/kernels.h"
+#include "reduce/reduce.h"
 
 static void test_half(void **state)
 {
