@@ -53,6 +53,12 @@ typedef struct mrc_config {
     int replica_size;
     /* At most this many rings per group (see mrc_embed_config_t). */
     int max_rings;
+    /* Algorithm family: "rings", "direct1", "direct2", "tree", "hier"
+     * or "auto" (see mrc_algo_t); NULL: $MRC_ALGO, else auto (the
+     * selector's cost model picks one per call shape). A family that
+     * does not apply to a call fails it with MRC_ERR_UNSUPPORTED and
+     * the reason. */
+    const char *algo;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

@@ -16,6 +16,7 @@
 #include "reduce/reduce.h"
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
+#include "sim/select.h"
 #include "transport/transport.h"
 
 /* Each rank keeps the plans of its last PLAN_CACHE shapes of call; the
@@ -30,8 +31,8 @@ typedef struct program_key {
     mrc_op_t op;
     int root;
     int group;
-    mrc_algo_t algo;
-    int unused; /* no padding: keys are compared with memcmp */
+    mrc_algo_t algo; /* asked for: a family, or auto */
+    int unused;      /* no padding: keys are compared with memcmp */
 } program_key_t;
 
 typedef struct cached_program {
@@ -53,7 +54,7 @@ struct mrc__shared {
     void *owner;                   /* another transport's endpoint */
     void (*owner_free)(void *);
     size_t chunk_bytes;
-    mrc_algo_t algo; /* MRC_ALGO: a family forced on every call */
+    mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
@@ -143,6 +144,26 @@ static int coupled(const mrc_embedding_t *e)
     return 0;
 }
 
+/* The family asked for: cfg->algo, else $MRC_ALGO, else the rings when
+ * the caller named a ring strategy (seed 002's ring-on-line, seed 000's
+ * prism-faces: a user who names one asks for its rings), else auto. A
+ * name that is no family is an error at creation, not a silent
+ * default. */
+static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
+{
+    *out = MRC_ALGO_AUTO;
+    const char *v = cfg->algo ? cfg->algo : getenv("MRC_ALGO");
+    if ((!v || !*v) && cfg->strategy && strcmp(cfg->strategy, "auto") != 0)
+        *out = MRC_ALGO_RINGS;
+    if (!v || !*v)
+        return MRC_OK;
+    mrc_status_t st = mrc_algo_parse(v, out);
+    if (st != MRC_OK)
+        mrc__error_prefix("%s", cfg->algo ? "mrc_config_t.algo"
+                                          : "$MRC_ALGO");
+    return st;
+}
+
 /* What every rank of a job shares: topology, rings, programs. A NULL cfg
  * takes every default. */
 static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
@@ -164,19 +185,14 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
                                     MRC_DEFAULT_CHUNK_BYTES);
     *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
                                   : env_double("MRC_TIMEOUT", 60);
-    s->algo = MRC_ALGO_RINGS;
-    const char *algo = getenv("MRC_ALGO");
-    if (algo && *algo && mrc_algo_parse(algo, &s->algo) != MRC_OK) {
+    mrc_status_t st = algo_config(cfg, &s->algo);
+    if (st != MRC_OK) {
         shared_release(s);
-        mrc__error_prefix("MRC_ALGO");
-        return MRC_ERR_INVALID_ARG;
+        return st;
     }
-    if (s->algo == MRC_ALGO_AUTO)
-        s->algo = MRC_ALGO_RINGS;
     char spec[32];
     snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
-    mrc_status_t st = mrc_topo_create(cfg->topology ? cfg->topology : spec,
-                                      &s->topo);
+    st = mrc_topo_create(cfg->topology ? cfg->topology : spec, &s->topo);
     if (st == MRC_OK && mrc_topo_num_nodes(s->topo) != nranks)
         st = mrc__error(MRC_ERR_INVALID_ARG,
                         "topology %s has %d nodes but there are %d ranks",
@@ -195,6 +211,41 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     s->coupled = coupled(s->embedding);
     *out = s;
     return MRC_OK;
+}
+
+/* MRC_DEBUG=INFO at creation: the topology, the transport and the rings
+ * of this rank's group, one line each. */
+static void log_comm(const mrc_comm_t *c)
+{
+    if (mrc__log_level() < MRC__LOG_INFO)
+        return;
+    const shared_t *s = c->shared;
+    mrc__log(MRC__LOG_INFO, c->rank, "topology %s: %d nodes, %d links",
+             mrc_topo_name(s->topo), mrc_topo_num_nodes(s->topo),
+             mrc_topo_num_links(s->topo));
+    mrc__log(MRC__LOG_INFO, c->rank,
+             "transport %s: node %d, group %d of %d ranks, family %s",
+             c->transport.ops->name, c->node, c->group, c->size,
+             mrc_algo_name(s->algo));
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    int nr = mrc_embed_num_rings(s->embedding, c->group);
+    mrc__sb_printf(&sb, "rings %s: %d", mrc_embed_strategy(s->embedding),
+                   nr);
+    for (int r = 0; r < nr; r++) {
+        const mrc_ring_t *ring = mrc_embed_ring(s->embedding, c->group, r);
+        mrc__sb_puts(&sb, r ? "; " : ": ");
+        /* Past 16 nodes a ring is its first ones and its length. */
+        for (int i = 0; i < ring->size && i < 16; i++)
+            mrc__sb_printf(&sb, i ? " %d" : "%d", ring->nodes[i]);
+        if (ring->size > 16)
+            mrc__sb_printf(&sb, " ... (%d nodes)", ring->size);
+        if (ring->bidirectional)
+            mrc__sb_puts(&sb, " (both ways)");
+    }
+    if (!sb.failed)
+        mrc__log(MRC__LOG_INFO, c->rank, "%s", sb.data);
+    mrc__sb_free(&sb);
 }
 
 /* The communicator of node r; it holds a reference on s. */
@@ -217,6 +268,7 @@ static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
             c->rank = i;
     c->transport = t;
     c->timeout_s = timeout;
+    log_comm(c);
     *out = c;
     return MRC_OK;
 }
@@ -410,9 +462,59 @@ int mrc_comm_size(const mrc_comm_t *c)
     return c ? c->size : -1;
 }
 
+/* What this communicator's executor can run over its transport: the
+ * memory-semantic families (direct1, direct2) need publish, get, signal
+ * and wait. NULL when it can. */
+static const char *memory_refused(const mrc_comm_t *c)
+{
+    const mrc__transport_ops_t *ops = c->transport.ops;
+    if (ops->publish && ops->get && ops->signal && ops->wait)
+        return NULL;
+    return "needs memory semantics (expose/get), which this transport "
+           "does not offer yet";
+}
+
+/* The program for a call's shape: the family forced (cfg->algo or
+ * $MRC_ALGO), or the one the selector predicts fastest on this
+ * transport's model. Called once per shape, under the shared lock. */
+static mrc_status_t select_program(const mrc_comm_t *c,
+                                   const program_key_t *key,
+                                   mrc_program_t **out)
+{
+    const shared_t *s = c->shared;
+    const char *refused = memory_refused(c);
+    mrc__select_input_t in = {
+        .embedding = s->embedding,
+        .topo = s->topo,
+        .cc = {key->collective, key->count, key->dtype, key->op, key->root,
+               s->chunk_bytes, MRC_ALGO_RINGS},
+        .group = key->group,
+        .transport = mrc__xport_of(c->transport.ops->name),
+        .memory_ok = refused == NULL,
+        .no_memory_why = refused,
+        .want_times = mrc__log_level() >= MRC__LOG_INFO};
+    mrc__selection_t sel;
+    mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
+    if (st != MRC_OK)
+        return st;
+    if (mrc__log_level() >= MRC__LOG_INFO) {
+        const mrc__candidate_t *w = &sel.cand[sel.chosen];
+        mrc__log(MRC__LOG_INFO, c->rank,
+                 "program %s for %s count %zu %s %s group %d: %d "
+                 "instructions, predicted %.3f us on %s (%s)",
+                 mrc_algo_name(sel.chosen),
+                 mrc_collective_name(key->collective), key->count,
+                 mrc_dtype_name(key->dtype), mrc_op_name(key->op),
+                 key->group, w->code_instructions, w->time_us,
+                 c->transport.ops->name, sel.reason);
+    }
+    return MRC_OK;
+}
+
 /* The program for a call, compiled once for all ranks of the group, and
  * held (refs) until the caller's plan lets go of it. */
-static mrc_status_t get_program(mrc_comm_t *c, const program_key_t *key,
+static mrc_status_t get_program(const mrc_comm_t *c,
+                                const program_key_t *key,
                                 const mrc_program_t **out)
 {
     shared_t *s = c->shared;
@@ -451,11 +553,8 @@ static mrc_status_t get_program(mrc_comm_t *c, const program_key_t *key,
         s->programs = q;
         s->cap_programs = cap;
     }
-    mrc_compile_config_t cc = {key->collective, key->count, key->dtype,
-                               key->op, key->root, s->chunk_bytes,
-                               key->algo};
     mrc_program_t *p = NULL;
-    st = mrc__program_compile_group(s->embedding, &cc, key->group, &p);
+    st = select_program(c, key, &p);
     if (st == MRC_OK) {
         cached_program_t *e = &s->programs[s->num_programs++];
         e->key = *key;
@@ -526,6 +625,26 @@ static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
                                 const void *sendbuf, void *recvbuf,
                                 size_t count, mrc_dtype_t dtype, int root,
                                 int need_recv, mrc_comm_t *c);
+
+/* MRC_DEBUG=TRACE: every call names the program it runs. */
+static void log_call(const mrc_comm_t *c, const char *fn,
+                     const mrc_program_t *p, size_t count, mrc_dtype_t dtype,
+                     mrc_op_t op, int in_place)
+{
+    if (mrc__log_level() < MRC__LOG_TRACE)
+        return;
+    mrc_program_info_t info;
+    if (mrc_program_info(p, &info) != MRC_OK)
+        return;
+    mrc__log(MRC__LOG_TRACE, c->rank,
+             "%s call %llu count %zu %s %s%s: program %s (%s, %d "
+             "instructions)",
+             fn, (unsigned long long)c->seq, count, mrc_dtype_name(dtype),
+             mrc_op_name(op), in_place ? " in place" : "",
+             mrc_algo_name(info.config.algo),
+             mrc_collective_name(info.config.collective),
+             info.code_instructions);
+}
 
 /* The checks and the run shared by every collective. The ranks compare
  * `as` (NULL: this call) before any touches a peer's buffers. */
@@ -602,14 +721,20 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
                            need_recv, c);
     /* Allreduces of a whole job: straight through the transport, if it
      * can (shared memory: one step, two through the segment, or reading
-     * the peers' buffers). */
+     * the peers' buffers), unless a family was asked for: that one runs
+     * as a program. */
     const mrc__transport_ops_t *ops = c->transport.ops;
     if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
-        c->size == c->shared->nranks) {
+        c->size == c->shared->nranks && c->shared->algo == MRC_ALGO_AUTO) {
         mrc_status_t st = ops->allreduce_direct(c->transport.ctx, as, sendbuf,
                                                recvbuf, count, dtype, op,
                                                c->timeout_s);
         if (st != MRC_ERR_UNSUPPORTED) {
+            mrc__log(MRC__LOG_TRACE, c->rank,
+                     "%s count %zu %s %s: no program (the %s transport's "
+                     "own allreduce)",
+                     fn, count, mrc_dtype_name(dtype), mrc_op_name(op),
+                     ops->name);
             /* As on the program's path: the peers may be mid-call. */
             if (st != MRC_OK) {
                 c->poisoned = st;
@@ -621,7 +746,7 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         }
     }
     program_key_t key;
-    memset(&key, 0, sizeof key);
+    memset(&key, 0, sizeof key); /* compared with memcmp, padding too */
     key.collective = coll;
     key.count = count;
     key.dtype = dtype;
@@ -665,6 +790,7 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         c->scratch = q;
         c->scratch_bytes = xbytes;
     }
+    log_call(c, fn, p, count, dtype, op, in_place);
     st = mrc__exec_run(x, &c->transport, as, c->seq++, sendbuf, recvbuf,
                        c->scratch, c->timeout_s);
     /* Whatever failed once the run began (a peer's data may be half

@@ -209,13 +209,27 @@ static inline size_t mrc__stage_max(int n)
     m = m > cap ? cap : m;
     return m & ~(size_t)4095;
 }
-/* The debug log (MRC_DEBUG=INFO or TRACE, read once per process). */
-enum { MRC__LOG_NONE, MRC__LOG_INFO, MRC__LOG_TRACE };
-int mrc__log_level(void);
-/* Writes "mrc: rank R: <fmt...>" and a newline to stderr in one write;
- * callers test mrc__log_level() first, so that a run without MRC_DEBUG
- * formats nothing. */
-void mrc__trace(int rank, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+
+
+/* MRC_DEBUG (NCCL_DEBUG's habit): WARN, INFO or TRACE; unset or NONE is
+ * silent, any other word is WARN. Read once, on first use, from any
+ * thread. */
+typedef enum mrc__log_level {
+    MRC__LOG_NONE,
+    MRC__LOG_WARN,
+    MRC__LOG_INFO,  /* communicator creation, the first call of a shape */
+    MRC__LOG_TRACE  /* every call */
+} mrc__log_level_t;
+
+mrc__log_level_t mrc__log_level(void);
+/* The level a value of MRC_DEBUG names (for tests). */
+mrc__log_level_t mrc__log_parse_level(const char *value);
+/* Writes "mrc: rank R: <message>\n" to stderr in one write call (rank < 0:
+ * "mrc: <message>") if `level` is enabled. */
+void mrc__log(mrc__log_level_t level, int rank, const char *fmt, ...)
+    MRC_PRINTF(3, 4);
+/* mrc__log at TRACE; callers test mrc__log_level() first, so that a run
+ * without MRC_DEBUG formats nothing. */
+void mrc__trace(int rank, const char *fmt, ...) MRC_PRINTF(2, 3);
 
 #endif /* MRC_COMMON_H */

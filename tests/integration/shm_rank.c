@@ -68,6 +68,15 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     return wrong;
 }
 
+/* Exactly three calls (for MRC_DEBUG=TRACE: one line each). */
+static int three(mrc_comm_t *comm)
+{
+    long w = one_case(comm, MRC_ALLREDUCE, 1001, MRC_FLOAT32, MRC_SUM, 0, 0);
+    w += one_case(comm, MRC_BROADCAST, 1001, MRC_FLOAT32, MRC_SUM, 0, 0);
+    w += one_case(comm, MRC_REDUCE_SCATTER, 7, MRC_INT32, MRC_MAX, 0, 0);
+    return w != 0;
+}
+
 static int sweep(mrc_comm_t *comm)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
@@ -241,6 +250,7 @@ int main(int argc, char **argv)
              : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
              : strcmp(argv[1], "quick") == 0     ? quick(comm)
+             : strcmp(argv[1], "three") == 0     ? three(comm)
                                                  : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;

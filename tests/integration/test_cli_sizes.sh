@@ -25,7 +25,7 @@ expect 1 "" grep -q "algbw\|allreduce" "$tmp/out"
 # A chunk of one byte makes a plan entry per element: refused when the
 # call is planned, on every rank, with no row for it.
 expect 1 "auto allreduce: rank 0: .*needs [0-9.]* GiB of plans" \
-    env "$limit" "$MRC" run --chunk 1 --collective allreduce
+    env "$limit" "$MRC" run --chunk 1 --collective allreduce --algo rings
 expect 1 "" grep -q "algbw" "$tmp/out"
 expect 2 "needs 70 KiB of buffers" \
     "$MRC" run --topology ring:3 --count 1000 --max-memory 1K

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sim/select.h"
 
 int cli_usage(const char *cmd, const char *topic, const char *fmt, ...)
 {
@@ -247,5 +248,32 @@ int cli_max_memory(const char *cmd, const char *topic, const char *value)
         return cli_usage(cmd, topic, "--max-memory '%s' is not a size (such "
                          "as 8G)", value);
     mrc__set_memory_limit(v);
+    return CLI_OK;
+}
+
+int cli_algo(const char *cmd, const char *topic, const char *value,
+             mrc_algo_t *out)
+{
+    *out = MRC_ALGO_AUTO;
+    if (!value)
+        return CLI_OK;
+    if (mrc_algo_parse(value, out) != MRC_OK)
+        return cli_usage(cmd, topic, "--algo: %s", mrc_last_error());
+    return CLI_OK;
+}
+
+int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
+                     const mrc_topo_t *t, mrc_compile_config_t *cc)
+{
+    if (cc->algo != MRC_ALGO_AUTO)
+        return CLI_OK;
+    mrc__select_input_t in = {.embedding = e, .topo = t, .cc = *cc,
+                              .group = -1, .transport = MRC__XPORT_LINKS,
+                              .memory_ok = 1};
+    mrc__selection_t sel;
+    mrc_status_t st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    cc->algo = sel.chosen;
     return CLI_OK;
 }

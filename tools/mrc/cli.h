@@ -82,5 +82,16 @@ int cmd_sim(int argc, char **argv);
 void help_sim(void);
 int cmd_fabric(int argc, char **argv);
 void help_fabric(void);
+int cmd_explain(int argc, char **argv);
+void help_explain(void);
+/* --algo VALUE (NULL: auto) as a family; CLI_USAGE naming the families
+ * if it is none. */
+int cli_algo(const char *cmd, const char *topic, const char *value,
+             mrc_algo_t *out);
+/* cc->algo MRC_ALGO_AUTO: the family the selector picks on the links'
+ * model (the simulator), as `mrc explain` shows; another family is left
+ * as it is. CLI status, with the message when nothing applies. */
+int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
+                     const mrc_topo_t *t, mrc_compile_config_t *cc);
 
 #endif /* MRC_CLI_H */

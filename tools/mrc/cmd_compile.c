@@ -14,7 +14,8 @@ void help_compile(void)
         "R]\n"
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
-        "                   [--chunk BYTES] [--listing] [-o FILE] [--json]\n"
+        "                   [--chunk BYTES] [--algo A] [--listing] [-o FILE]\n"
+        "                   [--json]\n"
         "       mrc compile --load FILE [--listing] [--json]\n"
         "       [--max-memory SIZE]: the memory limit (input files: 1/32)\n"
         "\n"
@@ -33,7 +34,11 @@ void help_compile(void)
         "ops          sum prod min max avg\n"
         "--count      elements per node (per block for reduce-scatter and\n"
         "             allgather); K/M/G suffixes\n"
-        "--chunk      pipelining unit in bytes (default 256K)\n");
+        "--chunk      pipelining unit in bytes (default 256K)\n"
+        "--algo       the family: rings (default), direct1, direct2, tree,\n"
+        "             hier, or auto (the selector's choice on the links'\n"
+        "             model, as 'mrc explain' shows); one that does not\n"
+        "             apply is refused with the reason (exit 2)\n");
 }
 
 static double now_ms(void)
@@ -123,7 +128,7 @@ int cmd_compile(int argc, char **argv)
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *count = NULL, *dtype = NULL,
                         *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
-                        *load = NULL, *max_memory = NULL;
+                        *load = NULL, *max_memory = NULL, *algo = "rings";
     int json = 0, listing = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -137,12 +142,16 @@ int cmd_compile(int argc, char **argv)
                               {"output", 'o', &out, NULL},
                               {"load", 0, &load, NULL},
                               {"max-memory", 0, &max_memory, NULL},
+                              {"algo", 'a', &algo, NULL},
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "compile", max_memory);
+    mrc_compile_config_t cc = {0};
+    if (rc == CLI_OK)
+        rc = cli_algo(cmd, "compile", algo, &cc.algo);
     if (rc != CLI_OK)
         return rc;
     if (load)
@@ -153,7 +162,6 @@ int cmd_compile(int argc, char **argv)
     if (!coll || !count || !dtype)
         return cli_usage(cmd, "compile",
                          "--collective, --count and --dtype are required");
-    mrc_compile_config_t cc = {0};
     uint64_t n = 0, cb = 0;
     long rs = 0, rt = 0;
     mrc_status_t st = mrc_collective_parse(coll, &cc.collective);
@@ -186,6 +194,8 @@ int cmd_compile(int argc, char **argv)
                              .replica_size = (int)rs};
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
+    if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, &cc)) != CLI_OK)
+        goto done;
     double t0 = now_ms(), t1 = t0, t2 = t0;
     if (st == MRC_OK) {
         st = mrc__program_build(e, &cc, -1, &p);
@@ -210,6 +220,7 @@ int cmd_compile(int argc, char **argv)
         rc = report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing);
     else if (st != MRC_OK)
         rc = cli_fail(cmd, st);
+done:
     mrc_program_destroy(p);
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);

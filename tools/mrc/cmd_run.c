@@ -21,7 +21,7 @@ void help_run(void)
         "               [--collective C|all] [--count N] [--dtype T] [--op "
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
-        "               [--max-memory SIZE]\n"
+        "               [--max-memory SIZE] [--algo A]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -35,6 +35,9 @@ void help_run(void)
         "allgather blocks are count/n), float32, sum, 5 iterations after 1\n"
         "warm-up. Any wrong element or failed call makes the exit status 1;\n"
         "a failed call prints its error and no row.\n"
+        "--algo: the family (rings, direct1, direct2, tree, hier or auto;\n"
+        "default $MRC_ALGO, else auto: the selector's choice per call); a\n"
+        "call it does not apply to prints why and makes the status 2.\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
         "refused up front with the figure.\n");
@@ -128,6 +131,7 @@ typedef struct row {
     double time_us, algbw, busbw;
     size_t wrong;
     int failed;
+    int unsupported; /* a call refused the family asked for (--algo) */
 } row_t;
 
 /* Runs one collective on all ranks; fills the row. */
@@ -158,6 +162,7 @@ static int run_one(mrc_comm_t **comms, int nranks, row_t *row, char *error,
         row->wrong += w[r].wrong;
         if (w[r].st != MRC_OK && !row->failed) {
             row->failed = 1;
+            row->unsupported = w[r].st == MRC_ERR_UNSUPPORTED;
             snprintf(error, errlen, "rank %d: %s", r, w[r].error);
         }
     }
@@ -213,7 +218,7 @@ int cmd_run(int argc, char **argv)
     const char *topology = "hcm8", *strategy = NULL, *groups = NULL,
                *replica = NULL, *coll = "all", *count = "1M",
                *dtype = "float32", *op = "sum", *iters = "5", *warmup = "1",
-               *chunk = NULL, *max_memory = NULL;
+               *chunk = NULL, *max_memory = NULL, *algo = NULL;
     const char *pos[1];
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
@@ -228,11 +233,15 @@ int cmd_run(int argc, char **argv)
                               {"warmup", 0, &warmup, NULL},
                               {"chunk", 0, &chunk, NULL},
                               {"max-memory", 0, &max_memory, NULL},
+                              {"algo", 'a', &algo, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "run", max_memory);
+    mrc_algo_t family = MRC_ALGO_AUTO;
+    if (rc == CLI_OK)
+        rc = cli_algo(cmd, "run", algo, &family);
     if (rc != CLI_OK)
         return rc;
     run_cfg_t base = {0};
@@ -286,7 +295,7 @@ int cmd_run(int argc, char **argv)
     }
     mrc_comm_t **comms = calloc((size_t)nranks, sizeof *comms);
     row_t *rows = calloc(64 * MRC_NUM_COLLECTIVES, sizeof *rows);
-    int nrows = 0, bad = 0;
+    int nrows = 0, bad = 0, usage = 0;
     if (!comms || !rows) {
         free(comms);
         free(rows);
@@ -315,7 +324,8 @@ int cmd_run(int argc, char **argv)
         mrc_embed_destroy(e);
         mrc_config_t cfg = {.topology = topology, .strategy = name,
                             .groups = groups, .replica_size = (int)rs,
-                            .chunk_bytes = (size_t)cb};
+                            .chunk_bytes = (size_t)cb,
+                            .algo = algo};
         st = mrc_comm_init_all(comms, nranks, &cfg);
         if (st != MRC_OK) {
             rc = cli_fail(cmd, st);
@@ -349,6 +359,7 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "mrc run: %s %s: %s\n", name,
                         mrc_collective_name(row->rc.coll), error);
             bad |= row->failed || row->wrong > 0;
+            usage |= row->unsupported;
         }
         for (int r = 0; r < nranks; r++)
             mrc_comm_destroy(comms[r]);
@@ -387,5 +398,6 @@ int cmd_run(int argc, char **argv)
     mrc_topo_destroy(t);
     if (rc != CLI_OK)
         return rc;
-    return bad ? CLI_FAIL : CLI_OK;
+    /* --algo that does not apply to a call is bad input, not a failure. */
+    return usage ? CLI_USAGE : bad ? CLI_FAIL : CLI_OK;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sim/select.h"
 
 void help_sim(void)
 {
@@ -13,7 +14,7 @@ void help_sim(void)
         "               --collective C --size BYTES [--dtype T]\n"
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
-        "               [--wake-us U] [--max-memory SIZE] [--json]\n"
+        "               [--wake-us U] [--max-memory SIZE] [--algo A] [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "\n"
@@ -37,6 +38,9 @@ void help_sim(void)
         "             writes PREFIX.csv and PREFIX.json (default prefix\n"
         "             'sweep'), and PREFIX.svg (busbw against size) with\n"
         "             gnuplot when it is installed; at most 41 sizes\n"
+        "--algo       the family: rings (default), direct1, direct2, tree,\n"
+        "             hier, or auto (the selector's choice, as 'mrc\n"
+        "             explain' shows); one that does not apply: exit 2\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n");
@@ -47,6 +51,7 @@ typedef struct sim_args {
     int replica;
     mrc_collective_t coll;
     mrc_dtype_t dtype;
+    mrc_algo_t algo;
     uint64_t size;
     mrc_sim_config_t cfg;
 } sim_args_t;
@@ -65,13 +70,22 @@ static mrc_status_t simulate(const sim_args_t *a, const mrc_topo_t *t,
     size_t es = mrc_dtype_size(a->dtype);
     mrc_compile_config_t cc = {.collective = a->coll,
                                .count = (size_t)(size / es),
-                               .dtype = a->dtype};
+                               .dtype = a->dtype,
+                               .algo = a->algo};
+    if (st == MRC_OK && cc.algo == MRC_ALGO_AUTO) {
+        /* As `mrc explain` chooses on the links' model. */
+        mrc__select_input_t in = {.embedding = e, .topo = t, .cc = cc,
+                                  .group = -1, .memory_ok = 1};
+        mrc__selection_t sel;
+        st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
+        cc.algo = sel.chosen;
+    }
     if (st == MRC_OK) {
         *rings = mrc_embed_num_rings(e, 0);
         st = mrc_program_compile(e, &cc, &p);
     }
     if (st == MRC_OK)
-        st = mrc_sim_run(p, t, &a->cfg, out);
+        st = mrc__select_sim(p, t, &a->cfg, out);
     mrc_program_destroy(p);
     mrc_embed_destroy(e);
     return st;
@@ -341,7 +355,8 @@ int cmd_sim(int argc, char **argv)
                         *coll = NULL, *size = NULL, *dtype = "float32",
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
-                        *prefix = "sweep", *max_memory = NULL;
+                        *prefix = "sweep", *max_memory = NULL,
+                        *algo = "rings";
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -357,15 +372,18 @@ int cmd_sim(int argc, char **argv)
                               {"sweep", 0, &sweep_range, NULL},
                               {"output", 'o', &prefix, NULL},
                               {"max-memory", 0, &max_memory, NULL},
+                              {"algo", 'a', &algo, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "sim", max_memory);
+    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
+    if (rc == CLI_OK)
+        rc = cli_algo(cmd, "sim", algo, &a.algo);
     if (rc != CLI_OK)
         return rc;
-    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
     long rs = 0, ck = 0;
     double e = 0, w = 0, u = 0;
     if (!coll || (!size && !sweep_range))

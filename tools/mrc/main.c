@@ -28,6 +28,9 @@ static void usage(FILE *out)
             "  sim SPEC --collective C       simulate the program on the "
             "links:\n"
             "                                time, utilisation, energy\n"
+            "  explain SPEC --collective C   every algorithm family's "
+            "predicted\n"
+            "                                time, and the one chosen\n"
             "  launch -n N -- PROGRAM ...    N processes of PROGRAM as one "
             "job\n"
             "  fabric --pattern P            schedule and check an exchange "
@@ -85,8 +88,12 @@ static int cmd_help(int argc, char **argv)
         help_fabric();
         return CLI_OK;
     }
+    if (argc == 1 && strcmp(argv[0], "explain") == 0) {
+        help_explain();
+        return CLI_OK;
+    }
     fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run, sim, launch, fabric)\n",
+                    "compile, run, sim, explain, launch, fabric)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -122,6 +129,8 @@ int main(int argc, char **argv)
         return cmd_launch(argc - 2, argv + 2);
     if (strcmp(cmd, "fabric") == 0)
         return cmd_fabric(argc - 2, argv + 2);
+    if (strcmp(cmd, "explain") == 0)
+        return cmd_explain(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

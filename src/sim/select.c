@@ -1,0 +1,449 @@
+/*
+ * The selector (select.h): every family compiled for the call, each timed
+ * by the model of its transport, the fastest chosen.
+ *
+ * Accepts: any embedding, group and call; a family that does not compile
+ * (MRC_ERR_UNSUPPORTED from the compiler: it does not apply to the
+ * collective or the group, or is not built yet), that the transport
+ * cannot run, or that the model cannot time is skipped with its reason.
+ * Returns: the family, the reason, every candidate's figures.
+ * Limits: the CPU model is a few constants measured roughly on one
+ * machine (docs/families.md), not a calibration; on the links model a
+ * family is only as well timed as the simulator times its instructions.
+ *
+ * Model of the CPU transports, per node, from the program's own
+ * operations (whole fragments, so that chunking does not count):
+ *
+ *   time = rounds x sync + copied / copy_bw + reduced / reduce_bw
+ *
+ *   rounds   the longest chain's number of waits (RECV, WAIT, BARRIER)
+ *            that follow a SEND or a SIGNAL: the waits on several peers
+ *            after one signal overlap, and count once; for send/receive
+ *            programs at least their dependency depth (the simulator's
+ *            BSP steps);
+ *   copied   bytes received, got, copied or exposed by copy (and sent,
+ *            where a send copies: shm and MPI);
+ *   reduced  bytes received or got into a reduction.
+ *
+ * The call's time is its slowest node's.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "mrc/embed.h"
+#include "mrc/sim.h"
+#include "program/program_internal.h"
+#include "sim/select.h"
+
+/* Measured roughly on the 2-core build machine (docs/families.md,
+ * "Selection"): a flag seen by another core and answered, 0.3 us; memcpy
+ * and a float32 sum (two reads, one write) by the tier the vector lives
+ * in (64 KiB L1 and 2 MiB L2 a core, 32 MiB L3). A transfer's fixed cost
+ * (find the peer's buffer, check its stamp, call the kernel) is a guess
+ * of a few cache misses. MPI's round is Open MPI's point-to-point over
+ * shared memory on one host (0.5 us at 8 bytes, docs/performance.md),
+ * doubled for a network between hosts. */
+#define CPU_RATES .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
+static const mrc__cpu_cost_t cpu_costs[MRC__NUM_XPORTS] = {
+    [MRC__XPORT_LINKS] = {0},
+    [MRC__XPORT_THREADS] = {.sync_us = 0.3,
+                            .op_us = 0.05,
+                            CPU_RATES,
+                            .send_copies = 0},
+    [MRC__XPORT_SHM] = {.sync_us = 0.3,
+                        .op_us = 0.05,
+                        CPU_RATES,
+                        .send_copies = 1},
+    [MRC__XPORT_MPI] = {.sync_us = 1.0,
+                        .op_us = 0.2,
+                        CPU_RATES,
+                        .send_copies = 1},
+};
+
+int mrc__cpu_tier(uint64_t bytes)
+{
+    static const uint64_t limit[MRC__CPU_TIERS - 1] = {(uint64_t)32 << 10,
+                                                       (uint64_t)4 << 20};
+    int t = 0;
+    while (t < MRC__CPU_TIERS - 1 && bytes > limit[t])
+        t++;
+    return t;
+}
+
+static const char *const xport_names[MRC__NUM_XPORTS] = {"links", "threads",
+                                                         "shm", "mpi"};
+
+const char *mrc__xport_name(mrc__xport_t x)
+{
+    return (unsigned)x < MRC__NUM_XPORTS ? xport_names[x] : "?";
+}
+
+mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out)
+{
+    for (int i = 0; name && i < MRC__NUM_XPORTS; i++)
+        if (strcmp(name, xport_names[i]) == 0) {
+            *out = (mrc__xport_t)i;
+            return MRC_OK;
+        }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "unknown transport '%s' (links, threads, shm or mpi)",
+                      name ? name : "(null)");
+}
+
+mrc__xport_t mrc__xport_of(const char *transport_name)
+{
+    mrc__xport_t x = MRC__XPORT_THREADS;
+    if (transport_name && mrc__xport_parse(transport_name, &x) != MRC_OK)
+        x = MRC__XPORT_THREADS;
+    return x;
+}
+
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x)
+{
+    return &cpu_costs[(unsigned)x < MRC__NUM_XPORTS ? x : MRC__XPORT_THREADS];
+}
+
+double mrc__busbw_factor(mrc_collective_t c, int n)
+{
+    if (n < 1)
+        return 1;
+    switch (c) {
+    case MRC_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case MRC_REDUCE_SCATTER:
+    case MRC_ALLGATHER: return (double)(n - 1) / n;
+    default: return 1;
+    }
+}
+
+/* Nodes of a group whose time is modelled: all of them up to this many
+ * (the families are symmetric but for the root, which is always in). */
+enum { CPU_SAMPLE = 64 };
+
+static int is_wait(int kind)
+{
+    return kind == MRC__RECV || kind == MRC__WAIT || kind == MRC__BARRIER;
+}
+
+/* One node's modelled time. */
+static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
+                              uint64_t whole, const mrc__cpu_cost_t *k,
+                              int depth, double *out)
+{
+    mrc__plan_t plan;
+    mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
+    if (st != MRC_OK)
+        return st;
+    double esize = (double)mrc_dtype_size(p->cfg.dtype);
+    double copied = 0, reduced = 0;
+    int rounds = 0, transfers = 0;
+    for (int c = 0; c < plan.num_chains; c++) {
+        int r = 0, worked = 1;
+        for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
+            const mrc__op_t *op = &plan.ops[i];
+            double bytes = (double)op->count * esize;
+            /* A wait after this node let its peers go on (sent, or
+             * signalled) is a new round; the waits of one round (a
+             * GET after each) overlap. */
+            if (is_wait(op->kind)) {
+                r += worked;
+                worked = 0;
+            } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
+                worked = 1;
+            }
+            if (op->kind == MRC__RECV || op->kind == MRC__GET)
+                transfers++;
+            switch (op->kind) {
+            case MRC__RECV:
+            case MRC__GET:
+                if (op->local != MRC__BUF_NONE)
+                    reduced += bytes;
+                else
+                    copied += bytes;
+                break;
+            case MRC__COPY: copied += bytes; break;
+            case MRC__EXPOSE: copied += op->ref ? 0 : bytes; break;
+            case MRC__SEND: copied += k->send_copies ? bytes : 0; break;
+            default: break;
+            }
+        }
+        rounds = r > rounds ? r : rounds;
+    }
+    mrc__plan_free(&plan);
+    rounds = depth > rounds ? depth : rounds;
+    /* The tier: the node's whole vector (all blocks for reduce-scatter
+     * and allgather). */
+    uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        vec *= (uint64_t)n;
+    int t = mrc__cpu_tier(vec);
+    *out = rounds * k->sync_us + transfers * k->op_us +
+           copied / (k->copy_gbps[t] * 1e3) +
+           reduced / (k->reduce_gbps[t] * 1e3);
+    return MRC_OK;
+}
+
+/* The rounds on the program's longest chain of dependencies: a node's
+ * own waits do not see that its peer waited before sending (a binomial
+ * tree's leaf waits once, behind 2 log2 n hops). For send/receive
+ * programs the simulator's BSP steps are that depth; memory programs'
+ * waits overlap (every peer signals at once), and count by node. */
+static mrc_status_t dependency_depth(const mrc_program_t *p,
+                                     const mrc_topo_t *t, int *depth)
+{
+    *depth = 0;
+    if (!t || mrc__program_has_memory_ops(p) || p->cfg.count == 0)
+        return MRC_OK;
+    mrc_sim_config_t sc = {.mode = MRC_SIM_BSP, .chunks = 1};
+    mrc_sim_result_t *r = NULL;
+    mrc_status_t st = mrc_sim_run(p, t, &sc, &r);
+    if (st == MRC_OK)
+        *depth = r->steps;
+    mrc_sim_result_destroy(r);
+    return st;
+}
+
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
+                           mrc__xport_t x, double *time_us)
+{
+    const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
+    *time_us = 0;
+    int depth = 0;
+    mrc_status_t dst = dependency_depth(p, topo, &depth);
+    if (dst != MRC_OK)
+        return dst;
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        /* Whole fragments: a chunk as large as any slice. */
+        uint64_t whole = (uint64_t)p->cfg.count * (uint64_t)gr->size;
+        whole = whole ? whole : 1;
+        int root = p->cfg.root < gr->size ? p->cfg.root : 0;
+        for (int i = 0; i < gr->size; i++) {
+            if (i >= CPU_SAMPLE && i != root)
+                continue;
+            double t = 0;
+            mrc_status_t st = node_time(p, p->members[gr->first_member + i],
+                                        gr->size, whole, k, depth, &t);
+            if (st != MRC_OK)
+                return st;
+            *time_us = t > *time_us ? t : *time_us;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Data per node and the bound, as the simulator reports them. */
+static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
+                    mrc__candidate_t *c)
+{
+    int n = p->num_groups ? p->groups[0].size : 1;
+    double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        data *= n;
+    double algbw = c->time_us > 0 ? data / (c->time_us * 1e3) : 0;
+    c->busbw_gbps = algbw * mrc__busbw_factor(p->cfg.collective, n);
+    if (in->transport != MRC__XPORT_LINKS) {
+        /* The CPU's bound: the share of the data a node must move, at
+         * the copy bandwidth. */
+        double share = mrc__busbw_factor(p->cfg.collective, n);
+        const mrc__cpu_cost_t *k = mrc__cpu_cost(in->transport);
+        c->bound_gbps =
+            n > 1 ? k->copy_gbps[mrc__cpu_tier((uint64_t)data)] / share : 0;
+    }
+    c->efficiency = c->bound_gbps > 0 ? algbw / c->bound_gbps : 0;
+}
+
+static int needs_memory(mrc_algo_t a)
+{
+    return a == MRC_ALGO_DIRECT1 || a == MRC_ALGO_DIRECT2;
+}
+
+/* Why the transport cannot run family a; NULL if it can. */
+static const char *transport_refuses(const mrc__select_input_t *in,
+                                     mrc_algo_t a)
+{
+    if (!needs_memory(a))
+        return NULL;
+    if (in->transport == MRC__XPORT_MPI)
+        return "needs memory semantics (expose/get), and the mpi "
+               "transport is point-to-point";
+    if (!in->memory_ok)
+        return in->no_memory_why ? in->no_memory_why
+                                 : "needs memory semantics (expose/get), "
+                                   "which this transport does not offer";
+    return NULL;
+}
+
+mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
+                             const mrc_sim_config_t *cfg,
+                             mrc_sim_result_t **out)
+{
+    mrc_status_t st = mrc_sim_run(p, t, cfg, out);
+    /* A simulator that skips memory operations would time such a program
+     * as free: that is no figure. */
+    if (st == MRC_OK && p->cfg.count > 0 && (*out)->bytes_moved <= 0 &&
+        mrc__program_has_memory_ops(p)) {
+        mrc_sim_result_destroy(*out);
+        *out = NULL;
+        st = mrc__error(MRC_ERR_UNSUPPORTED,
+                        "the simulator does not time %s's operations yet",
+                        mrc_algo_name(p->cfg.algo));
+    }
+    return st;
+}
+
+/* Compiles family a into c (status, why, code length); *keep gets the
+ * program if it applies. */
+static mrc_status_t compile_candidate(const mrc__select_input_t *in,
+                                      mrc_algo_t a, int forced,
+                                      mrc__candidate_t *c, mrc_program_t **keep)
+{
+    memset(c, 0, sizeof *c);
+    c->algo = a;
+    *keep = NULL;
+    mrc_compile_config_t cc = in->cc;
+    cc.algo = a;
+    mrc_program_t *p = NULL;
+    /* A family the transport cannot run is not compiled, unless it was
+     * asked for: then the compiler first, since that it does not apply to
+     * the collective is the more useful reason. */
+    const char *refused = transport_refuses(in, a);
+    mrc_status_t st = MRC_OK;
+    if (!refused || forced)
+        st = mrc__program_compile_group(in->embedding, &cc, in->group, &p);
+    if (st == MRC_ERR_NO_MEMORY)
+        return st;
+    if (st == MRC_OK && refused) {
+        mrc_program_destroy(p);
+        p = NULL;
+        st =
+            mrc__error(MRC_ERR_UNSUPPORTED, "%s %s", mrc_algo_name(a), refused);
+    }
+    c->status = st;
+    if (st != MRC_OK) {
+        snprintf(c->why, sizeof c->why, "%s", mrc_last_error());
+        return MRC_OK;
+    }
+    mrc_program_info_t info;
+    if (mrc_program_info(p, &info) == MRC_OK)
+        c->code_instructions = info.code_instructions;
+    *keep = p;
+    return MRC_OK;
+}
+
+/* Times a compiled candidate; one the model cannot time stops applying
+ * (its program destroyed, *p NULL). */
+static mrc_status_t time_candidate(const mrc__select_input_t *in,
+                                   mrc_program_t **p, mrc__candidate_t *c)
+{
+    mrc_status_t st;
+    if (in->transport == MRC__XPORT_LINKS) {
+        mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
+        mrc_sim_result_t *r = NULL;
+        st = mrc__select_sim(*p, in->topo, &sc, &r);
+        if (st == MRC_OK) {
+            c->time_us = r->time_us;
+            c->bound_gbps = r->bound_gbps;
+        }
+        mrc_sim_result_destroy(r);
+    } else {
+        st = mrc__cpu_time(*p, in->topo, in->transport, &c->time_us);
+    }
+    if (st == MRC_ERR_NO_MEMORY)
+        return st;
+    c->status = st;
+    if (st != MRC_OK) {
+        snprintf(c->why, sizeof c->why, "%s", mrc_last_error());
+        mrc_program_destroy(*p);
+        *p = NULL;
+        return MRC_OK;
+    }
+    figures(*p, in, c);
+    return MRC_OK;
+}
+
+mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
+                         mrc__selection_t *out, mrc_program_t **program)
+{
+    memset(out, 0, sizeof *out);
+    out->chosen = MRC_ALGO_AUTO;
+    if (program)
+        *program = NULL;
+    mrc_program_t *progs[MRC_NUM_ALGOS] = {0};
+    int compiled = 0, applies = 0, second = -1;
+    mrc_status_t st = MRC_OK;
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        mrc__candidate_t *c = &out->cand[a];
+        if (force != MRC_ALGO_AUTO && a != (int)force) {
+            c->algo = (mrc_algo_t)a;
+            c->status = MRC_ERR_UNSUPPORTED;
+            snprintf(c->why, sizeof c->why, "not forced (%s is)",
+                     mrc_algo_name(force));
+            continue;
+        }
+        st = compile_candidate(in, (mrc_algo_t)a, force != MRC_ALGO_AUTO, c,
+                               &progs[a]);
+        if (st != MRC_OK)
+            goto done;
+        compiled += progs[a] != NULL;
+    }
+    /* One candidate needs no model, unless its figures are asked for. */
+    int timed = compiled > 1 || in->want_times;
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        if (!progs[a])
+            continue;
+        if (timed &&
+            (st = time_candidate(in, &progs[a], &out->cand[a])) != MRC_OK)
+            goto done;
+        if (!progs[a])
+            continue;
+        applies++;
+        /* Ties go to the earlier family: rings, then direct1, ... */
+        if (out->chosen == MRC_ALGO_AUTO ||
+            out->cand[a].time_us < out->cand[out->chosen].time_us) {
+            second = out->chosen;
+            out->chosen = (mrc_algo_t)a;
+        } else if (second < 0 ||
+                   out->cand[a].time_us < out->cand[second].time_us) {
+            second = a;
+        }
+    }
+    if (out->chosen == MRC_ALGO_AUTO) {
+        if (force != MRC_ALGO_AUTO) {
+            snprintf(out->reason, sizeof out->reason, "%s",
+                     out->cand[force].why);
+            st = mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
+                            mrc_algo_name(force), out->cand[force].why);
+            goto done;
+        }
+        snprintf(out->reason, sizeof out->reason,
+                 "no family applies (rings: %s)",
+                 out->cand[MRC_ALGO_RINGS].why);
+        st = mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+        goto done;
+    }
+    const mrc__candidate_t *w = &out->cand[out->chosen];
+    if (force != MRC_ALGO_AUTO)
+        snprintf(out->reason, sizeof out->reason, "forced (%s)",
+                 mrc_algo_name(force));
+    else if (applies == 1)
+        snprintf(out->reason, sizeof out->reason,
+                 "the only family that applies on the %s model",
+                 mrc__xport_name(in->transport));
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "fastest of %d on the %s model: %.3f us, next %s %.3f us",
+                 applies, mrc__xport_name(in->transport), w->time_us,
+                 mrc_algo_name((mrc_algo_t)second), out->cand[second].time_us);
+    if (program) {
+        *program = progs[out->chosen];
+        progs[out->chosen] = NULL;
+    }
+done:
+    for (int a = 0; a < MRC_NUM_ALGOS; a++)
+        mrc_program_destroy(progs[a]);
+    return st;
+}

@@ -1,0 +1,109 @@
+/*
+ * The selector: which algorithm family runs a call. Every family that
+ * compiles for the call (and that the transport can run) is a candidate;
+ * each candidate's time is predicted from its compiled program, and the
+ * fastest wins. docs/families.md ("Selection") describes the model.
+ */
+#ifndef MRC_SIM_SELECT_H
+#define MRC_SIM_SELECT_H
+
+#include <stdint.h>
+
+#include "mrc/program.h"
+#include "mrc/sim.h"
+#include "mrc/topo.h"
+
+/* What moves the data, as the cost model sees it. */
+typedef enum mrc__xport {
+    MRC__XPORT_LINKS,   /* the topology's links: the simulator's model */
+    MRC__XPORT_THREADS, /* ranks as threads of one process */
+    MRC__XPORT_SHM,     /* processes of one host over a shared segment */
+    MRC__XPORT_MPI,     /* MPI point-to-point (across hosts) */
+    MRC__NUM_XPORTS
+} mrc__xport_t;
+
+const char *mrc__xport_name(mrc__xport_t x);
+/* "links", "threads", "shm" or "mpi"; MRC_ERR_INVALID_ARG naming them. */
+mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out);
+/* The kind of a transport by its ops' name ("threads", "shm", "mpi"). */
+mrc__xport_t mrc__xport_of(const char *transport_name);
+
+/* Where a node's vector lives, by its bytes: the core's own caches, the
+ * shared last-level cache, or memory. The copy and reduction rates
+ * differ by an order of magnitude between them. */
+enum { MRC__CPU_TIERS = 3 };
+
+/* The CPU transports' constants (docs/families.md): a sync between
+ * ranks, the fixed cost of one transfer, and copy and reduction rates
+ * (GB/s of bytes written) per tier. */
+typedef struct mrc__cpu_cost {
+    double sync_us;
+    double op_us;
+    double copy_gbps[MRC__CPU_TIERS];
+    double reduce_gbps[MRC__CPU_TIERS];
+    int send_copies; /* a send copies too (into a segment or a buffer) */
+} mrc__cpu_cost_t;
+
+/* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
+int mrc__cpu_tier(uint64_t bytes);
+
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x);
+
+typedef struct mrc__candidate {
+    mrc_algo_t algo;
+    /* MRC_OK: compiled and timed; otherwise why it does not apply. */
+    mrc_status_t status;
+    char why[256];
+    double time_us;
+    double busbw_gbps;
+    double bound_gbps;
+    double efficiency; /* algbw / bound */
+    int code_instructions;
+} mrc__candidate_t;
+
+typedef struct mrc__selection {
+    mrc_algo_t chosen; /* MRC_ALGO_AUTO when nothing applies */
+    char reason[320];
+    mrc__candidate_t cand[MRC_NUM_ALGOS];
+} mrc__selection_t;
+
+typedef struct mrc__select_input {
+    const mrc_embedding_t *embedding;
+    const mrc_topo_t *topo;
+    mrc_compile_config_t cc; /* algo is ignored */
+    int group;               /* the group to compile; -1: every group */
+    mrc__xport_t transport;
+    /* 0 when the runtime cannot run expose/get programs (the families
+     * direct1 and direct2) over this transport, with `no_memory_why`
+     * saying why. */
+    int memory_ok;
+    const char *no_memory_why;
+    /* Time every candidate even when only one applies (explain, logs);
+     * otherwise a lone candidate is chosen untimed (time_us 0). */
+    int want_times;
+} mrc__select_input_t;
+
+/* Compiles and times every family (or only `force`, unless it is
+ * MRC_ALGO_AUTO) and picks the fastest. *program (if not NULL) gets the
+ * chosen program, which the caller destroys. MRC_ERR_UNSUPPORTED with
+ * the reason as the last error when the forced family, or every family,
+ * does not apply; other errors (out of memory) as they come. */
+mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
+                         mrc__selection_t *out, mrc_program_t **program);
+
+/* mrc_sim_run, refusing (MRC_ERR_UNSUPPORTED) a program whose memory
+ * operations the simulator does not time, rather than a time of 0. */
+mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
+                             const mrc_sim_config_t *cfg,
+                             mrc_sim_result_t **out);
+
+/* The CPU model's time of a program (us) for a transport kind; `topo`
+ * (the program's, or NULL to skip it) gives the dependency depth of
+ * send/receive programs through the simulator's BSP steps. */
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
+                           mrc__xport_t x, double *time_us);
+
+/* nccl-tests' bus bandwidth factor for a collective over n ranks. */
+double mrc__busbw_factor(mrc_collective_t c, int n);
+
+#endif /* MRC_SIM_SELECT_H */

@@ -1,0 +1,118 @@
+#!/bin/sh
+# mrc explain, and --algo on compile, run and sim.
+# Usage: test_cli_explain.sh MRC
+MRC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+expect 0 "mrc explain SPEC" "$MRC" help explain
+expect 0 "explain SPEC" "$MRC" --help
+# Text: a row per family that applies, the others with why, the choice.
+expect 0 "^rings .*<- chosen" "$MRC" explain ring:8 --collective allgather \
+    --size 1M
+expect 0 "direct2  does not apply: direct2 does not apply to allgather" \
+    "$MRC" explain ring:8 --collective allgather --size 1M
+expect 0 "^chosen   rings: " "$MRC" explain hcm8 --collective allreduce \
+    --size 64M
+# The CPU model: small allreduces in one step, larger ones in two.
+expect 0 "^direct1 .*<- chosen" "$MRC" explain ring:4 --collective \
+    allreduce --size 256 --transport shm
+expect 0 "^direct2 .*<- chosen" "$MRC" explain ring:4 --collective \
+    allreduce --size 1M --transport shm
+# MPI point-to-point has no memory semantics.
+expect 0 "direct1  does not apply: .*point-to-point" "$MRC" explain ring:4 \
+    --collective allreduce --size 256 --transport mpi
+expect 0 "^chosen   direct2: forced" "$MRC" explain ring:4 --collective \
+    allreduce --size 1M --transport threads --algo direct2
+
+# JSON: every family once, the chosen one applies and is the fastest.
+check_json() {
+    "$MRC" explain "$@" --json > "$tmp/e.json" 2>&1 &&
+        /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["candidates"]
+assert [x["family"] for x in c] == ["rings", "direct1", "direct2", "tree",
+                                    "hier"], c
+ok = [x for x in c if x["applies"]]
+assert ok, c
+best = min(ok, key=lambda x: x["time_us"])
+assert d["chosen"] == best["family"], (d["chosen"], best)
+for x in ok:
+    assert x["time_us"] > 0 and x["busbw_gbps"] > 0, x
+    assert 0 < x["bound_pct"] <= 100.0001, x
+for x in c:
+    if not x["applies"]:
+        assert x["why"], x
+assert d["reason"], d
+print("ok", d["chosen"])
+' "$tmp/e.json"
+}
+expect 0 "ok rings" check_json hcm8 --collective allreduce --size 8M
+expect 0 "ok direct1" check_json ring:4 --collective allreduce --size 256 \
+    --transport threads
+expect 0 "ok direct2" check_json ring:8 --collective allreduce \
+    --size 64K --transport shm
+expect 0 "ok rings" check_json ring:4 --collective broadcast --size 1M \
+    --transport mpi --root 2
+# A name that needs escaping reaches JSON escaped.
+cat > "$tmp/q.json" <<'EOF2'
+{"format": "mrc-topology", "version": 1, "name": "a\"b\\c",
+ "nodes": [{"id": 0}, {"id": 1}, {"id": 2}],
+ "links": [{"a": 0, "b": 1}, {"a": 1, "b": 2}, {"a": 2, "b": 0}]}
+EOF2
+expect 0 "ok " check_json "$tmp/q.json" --collective allreduce \
+    --size 1K
+expect 0 'a"b\\c' /usr/bin/python3 -c \
+    'import json,sys; print(json.load(open(sys.argv[1]))["topology"])' \
+    "$tmp/e.json"
+
+# Bad input: exit 2 with what and why.
+expect 2 "family direct2 asked for: direct2 does not apply to allgather" \
+    "$MRC" explain ring:4 --collective allgather --size 1K --algo direct2
+expect 2 "unknown transport 'tcp'" "$MRC" explain ring:4 --collective \
+    allreduce --size 1K --transport tcp
+expect 2 "required" "$MRC" explain ring:4 --collective allreduce
+expect 2 "not a whole number of float32" "$MRC" explain ring:4 \
+    --collective allreduce --size 7
+expect 2 "unknown algorithm 'fast'" "$MRC" explain ring:4 --collective \
+    allreduce --size 1K --algo fast
+
+# --algo on compile, sim and run.
+expect 0 "7 instructions" "$MRC" compile ring:4 --collective allreduce \
+    --count 16 --dtype f32 --algo direct1
+expect 2 "direct2 does not apply to allgather" "$MRC" compile ring:4 \
+    --collective allgather --count 16 --dtype f32 --algo direct2
+expect 2 "hier is not built yet" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo hier
+# auto: the family explain chooses on the links.
+chosen=$("$MRC" explain ring:4 --collective allreduce --size 64 --json |
+    /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)
+c=[x for x in d["candidates"] if x["family"] == d["chosen"]][0]
+print(c["code_instructions"])')
+expect 0 "shared code   $chosen instructions" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo auto
+expect 2 "unknown algorithm" "$MRC" compile ring:4 --collective allreduce \
+    --count 16 --dtype f32 --algo fast
+expect 0 "in 6 steps" "$MRC" sim ring:4 --collective allreduce --size 1M \
+    --algo rings
+expect 2 "hier is not built yet" "$MRC" sim ring:4 --collective allreduce \
+    --size 1M --algo hier
+expect 2 "unknown algorithm" "$MRC" sim ring:4 --collective allreduce \
+    --size 1M --algo fast
+expect 0 " 0  auto " "$MRC" run --topology ring:4 --strategy auto \
+    --collective allreduce --count 1K --iters 1 --algo rings
+expect 2 "direct2 does not apply to allgather" "$MRC" run --topology ring:4 \
+    --strategy auto --collective allgather --count 1K --iters 1 --algo direct2
+expect 2 "unknown algorithm" "$MRC" run --topology ring:4 --collective \
+    allreduce --count 1K --iters 1 --algo fast
+# MRC_ALGO does as --algo, and a bad one is named.
+expect 2 "MRC_ALGO: unknown algorithm 'fast'" env MRC_ALGO=fast "$MRC" run \
+    --topology ring:4 --strategy auto --collective allreduce --count 1K \
+    --iters 1
+expect 2 "direct2 does not apply to allgather" env MRC_ALGO=direct2 "$MRC" \
+    run --topology ring:4 --strategy auto --collective allgather --count 1K \
+    --iters 1
+
+expect_summary

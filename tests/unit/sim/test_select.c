@@ -1,0 +1,198 @@
+/* The selector: candidates, reasons, forcing, and its small pieces; and
+ * the MRC_DEBUG levels. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "mrc/mrc.h"
+#include "sim/select.h"
+
+typedef struct fixture {
+    mrc_topo_t *topo;
+    mrc_embedding_t *e;
+    mrc__select_input_t in;
+} fixture_t;
+
+static void make(fixture_t *f, const char *spec, mrc_collective_t c,
+                 size_t count, mrc__xport_t x)
+{
+    memset(f, 0, sizeof *f);
+    mrc_embed_config_t ec = {0};
+    if (mrc_topo_create(spec, &f->topo) != MRC_OK ||
+        mrc_embed_create(f->topo, &ec, &f->e) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    f->in = (mrc__select_input_t){
+        .embedding = f->e,
+        .topo = f->topo,
+        .cc = {.collective = c, .count = count, .dtype = MRC_FLOAT32},
+        .group = -1,
+        .transport = x,
+        .memory_ok = 1};
+}
+
+static void drop(fixture_t *f)
+{
+    mrc_embed_destroy(f->e);
+    mrc_topo_destroy(f->topo);
+}
+
+/* The chosen family applies and is the fastest of those that do. */
+static void assert_fastest(const mrc__selection_t *s)
+{
+    assert_true(s->chosen >= 0 && s->chosen < MRC_NUM_ALGOS);
+    const mrc__candidate_t *w = &s->cand[s->chosen];
+    assert_int_equal(w->status, MRC_OK);
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        assert_int_equal(s->cand[a].algo, a);
+        if (s->cand[a].status == MRC_OK)
+            assert_true(w->time_us <= s->cand[a].time_us);
+        else
+            assert_true(s->cand[a].why[0] != '\0');
+    }
+    assert_true(s->reason[0] != '\0');
+}
+
+static void test_shm_small_and_large(void **state)
+{
+    (void)state;
+    fixture_t f;
+    mrc__selection_t s;
+    mrc_program_t *p = NULL;
+    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__XPORT_SHM); /* 256 B */
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, &p), MRC_OK);
+    assert_fastest(&s);
+    assert_int_equal(s.chosen, MRC_ALGO_DIRECT1);
+    mrc_program_info_t info;
+    assert_int_equal(mrc_program_info(p, &info), MRC_OK);
+    assert_int_equal(info.config.algo, MRC_ALGO_DIRECT1);
+    mrc_program_destroy(p);
+    f.in.cc.count = 1 << 18; /* 1 MiB */
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_fastest(&s);
+    assert_int_equal(s.chosen, MRC_ALGO_DIRECT2);
+    drop(&f);
+}
+
+/* No memory semantics: never direct1 or direct2, with the transport's
+ * reason. */
+static void test_no_memory(void **state)
+{
+    (void)state;
+    fixture_t f;
+    mrc__selection_t s;
+    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__XPORT_MPI);
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_fastest(&s);
+    assert_true(s.chosen != MRC_ALGO_DIRECT1 && s.chosen != MRC_ALGO_DIRECT2);
+    assert_int_equal(s.cand[MRC_ALGO_RINGS].status, MRC_OK);
+    assert_int_equal(s.cand[MRC_ALGO_DIRECT1].status, MRC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(s.cand[MRC_ALGO_DIRECT1].why, "point-to-point"));
+    f.in.transport = MRC__XPORT_THREADS;
+    f.in.memory_ok = 0;
+    f.in.no_memory_why = "cannot, for this test";
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_true(s.chosen != MRC_ALGO_DIRECT1 && s.chosen != MRC_ALGO_DIRECT2);
+    assert_non_null(strstr(s.cand[MRC_ALGO_DIRECT2].why, "for this test"));
+    drop(&f);
+}
+
+/* Forcing: the family, or MRC_ERR_UNSUPPORTED naming it and why. */
+static void test_forced(void **state)
+{
+    (void)state;
+    fixture_t f;
+    mrc__selection_t s;
+    mrc_program_t *p = NULL;
+    make(&f, "ring:5", MRC_ALLGATHER, 3, MRC__XPORT_SHM);
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_DIRECT2, &s, &p),
+                     MRC_ERR_UNSUPPORTED);
+    assert_null(p);
+    assert_non_null(strstr(mrc_last_error(), "direct2"));
+    assert_non_null(strstr(mrc_last_error(), "allgather"));
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, &p), MRC_OK);
+    assert_int_equal(s.chosen, MRC_ALGO_RINGS);
+    assert_non_null(strstr(s.reason, "forced"));
+    assert_non_null(p);
+    mrc_program_destroy(p);
+    drop(&f);
+}
+
+/* On the links the simulator times rings; a family it cannot time is
+ * skipped, never timed as free. */
+static void test_links(void **state)
+{
+    (void)state;
+    fixture_t f;
+    mrc__selection_t s;
+    make(&f, "hcm8", MRC_ALLREDUCE, 1 << 20, MRC__XPORT_LINKS);
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_fastest(&s);
+    const mrc__candidate_t *r = &s.cand[MRC_ALGO_RINGS];
+    assert_int_equal(r->status, MRC_OK);
+    assert_true(r->time_us > 0 && r->busbw_gbps > 0);
+    assert_true(r->efficiency > 0 && r->efficiency <= 1.0001);
+    for (int a = 0; a < MRC_NUM_ALGOS; a++)
+        if (s.cand[a].status == MRC_OK)
+            assert_true(s.cand[a].time_us > 0);
+    drop(&f);
+}
+
+/* Count 0 and a group of one compile and select. */
+static void test_edges(void **state)
+{
+    (void)state;
+    fixture_t f;
+    mrc__selection_t s;
+    make(&f, "line:1", MRC_REDUCE, 5, MRC__XPORT_THREADS);
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_fastest(&s);
+    drop(&f);
+    make(&f, "ring:3", MRC_BROADCAST, 0, MRC__XPORT_SHM);
+    f.in.cc.root = 2;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_fastest(&s);
+    drop(&f);
+}
+
+static void test_pieces(void **state)
+{
+    (void)state;
+    mrc__xport_t x;
+    assert_int_equal(mrc__xport_parse("shm", &x), MRC_OK);
+    assert_int_equal(x, MRC__XPORT_SHM);
+    assert_int_equal(mrc__xport_parse("tcp", &x), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "'tcp'"));
+    assert_int_equal(mrc__xport_of("mpi"), MRC__XPORT_MPI);
+    assert_int_equal(mrc__xport_of("unknown"), MRC__XPORT_THREADS);
+    assert_int_equal(mrc__cpu_tier(4096), 0);
+    assert_int_equal(mrc__cpu_tier((uint64_t)1 << 20), 1);
+    assert_int_equal(mrc__cpu_tier((uint64_t)64 << 20), 2);
+    assert_true(mrc__busbw_factor(MRC_ALLREDUCE, 4) == 1.5);
+    assert_true(mrc__busbw_factor(MRC_ALLGATHER, 4) == 0.75);
+    assert_true(mrc__busbw_factor(MRC_BROADCAST, 4) == 1);
+    assert_int_equal(mrc__log_parse_level(NULL), MRC__LOG_NONE);
+    assert_int_equal(mrc__log_parse_level(""), MRC__LOG_NONE);
+    assert_int_equal(mrc__log_parse_level("info"), MRC__LOG_INFO);
+    assert_int_equal(mrc__log_parse_level("TRACE"), MRC__LOG_TRACE);
+    assert_int_equal(mrc__log_parse_level("WARN"), MRC__LOG_WARN);
+    assert_int_equal(mrc__log_parse_level("loud"), MRC__LOG_WARN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shm_small_and_large),
+        cmocka_unit_test(test_no_memory),
+        cmocka_unit_test(test_forced),
+        cmocka_unit_test(test_links),
+        cmocka_unit_test(test_edges),
+        cmocka_unit_test(test_pieces),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+/* mrc explain: every algorithm family for a call, its predicted time,
+ * busbw and share of the bound, and the one the selector picks, and why. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sim/select.h"
+
+void help_explain(void)
+{
+    printf(
+        "usage: mrc explain SPEC --collective C --size BYTES [--dtype T]\n"
+        "                   [--op O] [--root R] [--strategy S]\n"
+        "                   [--groups G | --replica-size R]\n"
+        "                   [--transport links|threads|shm|mpi] [--json]\n"
+        "\n"
+        "Compiles the collective in every algorithm family (rings, direct1,\n"
+        "direct2, tree, hier), predicts each one's time with the cost model\n"
+        "of the transport, and prints time, busbw (nccl-tests factors) and\n"
+        "%%bound per family, the family the selector chooses and why, and\n"
+        "why each family that does not apply does not (docs/families.md).\n"
+        "\n"
+        "--transport  links (default): the topology's links, timed by the\n"
+        "             simulator (as 'mrc sim'); threads, shm: the CPU model\n"
+        "             (a sync, a copy and a reduction rate); mpi: MPI\n"
+        "             point-to-point, where only rings, tree and hier apply\n"
+        "--size       bytes per node (per block for reduce-scatter and\n"
+        "             allgather); K/M/G suffixes\n"
+        "--json       one JSON object\n");
+}
+
+static void print_text(const mrc__select_input_t *in, const char *strategy,
+                       uint64_t size, const mrc__selection_t *sel)
+{
+    const mrc_compile_config_t *cc = &in->cc;
+    printf("explain  %s of %llu bytes (%s, %s) on %s, strategy %s, "
+           "transport %s\n",
+           mrc_collective_name(cc->collective), (unsigned long long)size,
+           mrc_dtype_name(cc->dtype), mrc_op_name(cc->op),
+           mrc_topo_name(in->topo), strategy, mrc__xport_name(in->transport));
+    printf("%-8s %12s %12s %8s %6s\n", "family", "time(us)", "busbw(GB/s)",
+           "%bound", "code");
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        const mrc__candidate_t *c = &sel->cand[a];
+        if (c->status != MRC_OK)
+            continue;
+        printf("%-8s %12.3f %12.3f %8.1f %6d%s\n", mrc_algo_name(c->algo),
+               c->time_us, c->busbw_gbps, 100 * c->efficiency,
+               c->code_instructions,
+               a == (int)sel->chosen ? "  <- chosen" : "");
+    }
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        const mrc__candidate_t *c = &sel->cand[a];
+        if (c->status != MRC_OK)
+            printf("%-8s does not apply: %s\n", mrc_algo_name(c->algo), c->why);
+    }
+    printf("chosen   %s: %s\n", mrc_algo_name(sel->chosen), sel->reason);
+}
+
+static void print_json(const mrc__select_input_t *in, const char *strategy,
+                       uint64_t size, const mrc__selection_t *sel)
+{
+    const mrc_compile_config_t *cc = &in->cc;
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    mrc__sb_puts(&sb, "{\"topology\": ");
+    mrc__sb_json_string(&sb, mrc_topo_name(in->topo));
+    mrc__sb_puts(&sb, ", \"strategy\": ");
+    mrc__sb_json_string(&sb, strategy);
+    mrc__sb_printf(&sb,
+                   ", \"collective\": \"%s\", \"bytes\": %llu, \"dtype\": "
+                   "\"%s\", \"op\": \"%s\", \"transport\": \"%s\", "
+                   "\"chosen\": \"%s\", \"reason\": ",
+                   mrc_collective_name(cc->collective),
+                   (unsigned long long)size, mrc_dtype_name(cc->dtype),
+                   mrc_op_name(cc->op), mrc__xport_name(in->transport),
+                   mrc_algo_name(sel->chosen));
+    mrc__sb_json_string(&sb, sel->reason);
+    mrc__sb_puts(&sb, ", \"candidates\": [");
+    for (int a = 0; a < MRC_NUM_ALGOS; a++) {
+        const mrc__candidate_t *c = &sel->cand[a];
+        mrc__sb_printf(&sb, "%s\n  {\"family\": \"%s\", \"applies\": %s",
+                       a ? "," : "", mrc_algo_name(c->algo),
+                       c->status == MRC_OK ? "true" : "false");
+        if (c->status == MRC_OK) {
+            mrc__sb_puts(&sb, ", \"time_us\": ");
+            mrc__sb_double(&sb, c->time_us);
+            mrc__sb_puts(&sb, ", \"busbw_gbps\": ");
+            mrc__sb_double(&sb, c->busbw_gbps);
+            mrc__sb_puts(&sb, ", \"bound_gbps\": ");
+            mrc__sb_double(&sb, c->bound_gbps);
+            mrc__sb_puts(&sb, ", \"bound_pct\": ");
+            mrc__sb_double(&sb, 100 * c->efficiency);
+            mrc__sb_printf(&sb, ", \"code_instructions\": %d",
+                           c->code_instructions);
+        } else {
+            mrc__sb_puts(&sb, ", \"why\": ");
+            mrc__sb_json_string(&sb, c->why);
+        }
+        mrc__sb_puts(&sb, "}");
+    }
+    mrc__sb_puts(&sb, "\n]}\n");
+    char *text = mrc__sb_take(&sb);
+    if (!text) {
+        fprintf(stderr, "mrc explain: out of memory\n");
+        exit(CLI_FAIL);
+    }
+    fputs(text, stdout);
+    free(text);
+}
+
+int cmd_explain(int argc, char **argv)
+{
+    const char *cmd = "mrc explain";
+    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
+                        *coll = NULL, *size = NULL, *dtype = "float32",
+                        *op = "sum", *root = NULL, *transport = "links",
+                        *algo = NULL;
+    int json = 0, npos = 0;
+    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
+                              {"groups", 'g', &groups, NULL},
+                              {"replica-size", 'r', &replica, NULL},
+                              {"collective", 'c', &coll, NULL},
+                              {"size", 0, &size, NULL},
+                              {"dtype", 'd', &dtype, NULL},
+                              {"op", 0, &op, NULL},
+                              {"root", 0, &root, NULL},
+                              {"transport", 't', &transport, NULL},
+                              {"algo", 'a', &algo, NULL},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    if (!coll || !size)
+        return cli_usage(cmd, "explain",
+                         "--collective and --size are "
+                         "required");
+    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .want_times = 1};
+    mrc_algo_t force = MRC_ALGO_AUTO;
+    mrc_status_t st = mrc_collective_parse(coll, &in.cc.collective);
+    if (st == MRC_OK)
+        st = mrc_dtype_parse(dtype, &in.cc.dtype);
+    if (st == MRC_OK)
+        st = mrc_op_parse(op, &in.cc.op);
+    if (st == MRC_OK)
+        st = mrc__xport_parse(transport, &in.transport);
+    if (st == MRC_OK && algo)
+        st = mrc_algo_parse(algo, &force);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    uint64_t bytes = 0;
+    long rs = 0, rt = 0;
+    size_t es = mrc_dtype_size(in.cc.dtype);
+    if (mrc__parse_size(size, &bytes) || bytes == 0)
+        return cli_usage(cmd, "explain", "--size '%s' is not a size", size);
+    if (bytes % es)
+        return cli_usage(cmd, "explain",
+                         "--size %llu is not a whole number "
+                         "of %s elements (%zu bytes)",
+                         (unsigned long long)bytes, dtype, es);
+    if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
+        (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES - 1, &rt)))
+        return cli_usage(cmd, "explain",
+                         "--replica-size and --root take a "
+                         "whole number");
+    in.cc.count = (size_t)(bytes / es);
+    in.cc.root = (int)rt;
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    st = mrc_topo_create(pos[0], &t);
+    mrc_embed_config_t ec = {
+        .strategy = strategy, .groups = groups, .replica_size = (int)rs};
+    if (st == MRC_OK)
+        st = mrc_embed_create(t, &ec, &e);
+    if (st != MRC_OK) {
+        rc = cli_fail(cmd, st);
+        goto done;
+    }
+    in.topo = t;
+    in.embedding = e;
+    mrc__selection_t sel;
+    st = mrc__select(&in, force, &sel, NULL);
+    if (st != MRC_OK) {
+        rc = cli_fail(cmd, st);
+        goto done;
+    }
+    if (json)
+        print_json(&in, mrc_embed_strategy(e), bytes, &sel);
+    else
+        print_text(&in, mrc_embed_strategy(e), bytes, &sel);
+done:
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return rc;
+}
