@@ -365,9 +365,9 @@ static int op_flow(sim_t *s, int node, const mrc__op_t *op, size_t esize,
     case MRC__SEND: {
         const mrc__node_stream_t *ns = mrc__node_stream(p, node, op->stream);
         route = (int)(ns - p->node_streams);
-        /* A send to another node than the ring's next (the tree's) takes
-         * a shortest path, as a get does. */
-        if (op->ring_peer != ns->next &&
+        /* A send of another family than the rings (the tree's) takes a
+         * shortest path, as a get does: its tables have no hops. */
+        if (p->cfg.algo != MRC_ALGO_RINGS &&
             (*st = path_route(s, node, op->ring_peer, &route)) != MRC_OK)
             return -1;
         break;
@@ -786,7 +786,7 @@ static mrc_status_t start_flow(pipe_t *pp, const chain_t *ch)
     const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node,
                                                     op->stream);
     int route = (int)(ns - p->node_streams);
-    if (op->ring_peer != ns->next) { /* the tree's: a shortest path */
+    if (p->cfg.algo != MRC_ALGO_RINGS) { /* the tree's: a shortest path */
         mrc_status_t st = path_route(pp->s, ch->it.node, op->ring_peer,
                                      &route);
         if (st != MRC_OK)
