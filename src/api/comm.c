@@ -53,7 +53,7 @@ struct mrc__shared {
     void *owner;                   /* another transport's endpoint */
     void (*owner_free)(void *);
     size_t chunk_bytes;
-    mrc_algo_t algo; /* MRC_ALGO: a family forced on every call */
+    mrc_algo_t algo; /* MRC_ALGO: a family forced on every call, or AUTO */
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
@@ -142,15 +142,13 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
                                     MRC_DEFAULT_CHUNK_BYTES);
     *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
                                   : env_double("MRC_TIMEOUT", 60);
-    s->algo = MRC_ALGO_RINGS;
+    s->algo = MRC_ALGO_AUTO; /* default_algo per call */
     const char *algo = getenv("MRC_ALGO");
     if (algo && *algo && mrc_algo_parse(algo, &s->algo) != MRC_OK) {
         shared_release(s);
         mrc__error_prefix("MRC_ALGO");
         return MRC_ERR_INVALID_ARG;
     }
-    if (s->algo == MRC_ALGO_AUTO)
-        s->algo = MRC_ALGO_RINGS;
     char spec[32];
     snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
     mrc_status_t st = mrc_topo_create(cfg->topology ? cfg->topology : spec,
@@ -493,6 +491,30 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     return MRC_OK;
 }
 
+/* STAND-IN FOR THE SELECTOR (src/sim/select.c replaces it): the family
+ * of a call when MRC_ALGO does not force one, as mrc chose before its
+ * whole-job allreduces became programs. An allreduce of the whole job
+ * over a transport with memory semantics (shared memory, MPI on one
+ * host; not threads, whose rings read the peers' buffers already) takes
+ * direct1 up to MRC__SMALL_BYTES, direct2 above: by copy through the
+ * window up to mrc__stage_max, by reference beyond where the ranks can
+ * read each other's memory. Everything else, and every call with
+ * $MRC_NO_DIRECT set (to compare), takes the rings. */
+static mrc_algo_t default_algo(const mrc_comm_t *c, mrc_collective_t coll,
+                               size_t bytes)
+{
+    const mrc__transport_ops_t *o = c->transport.ops;
+    if (coll != MRC_ALLREDUCE || c->shared->fabric || !o->publish ||
+        c->size != c->shared->nranks || getenv("MRC_NO_DIRECT"))
+        return MRC_ALGO_RINGS;
+    if (bytes <= MRC__SMALL_BYTES)
+        return MRC_ALGO_DIRECT1;
+    if (bytes <= mrc__stage_max(c->size) || !o->reads_buffers ||
+        o->reads_buffers(c->transport.ctx))
+        return MRC_ALGO_DIRECT2;
+    return MRC_ALGO_RINGS;
+}
+
 static int overlap(const void *a, size_t an, const void *b, size_t bn)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -577,26 +599,6 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         mrc__avg_words(dtype) != 0)
         return avg_widened(fn, coll, sendbuf, recvbuf, count, dtype, root,
                            need_recv, c);
-    /* Allreduces of a whole job: straight through the transport, if it
-     * can (shared memory: one step, two through the segment, or reading
-     * the peers' buffers). */
-    const mrc__transport_ops_t *ops = c->transport.ops;
-    if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
-        c->size == c->shared->nranks) {
-        mrc_status_t st = ops->allreduce_direct(c->transport.ctx, as, sendbuf,
-                                               recvbuf, count, dtype, op,
-                                               c->timeout_s);
-        if (st != MRC_ERR_UNSUPPORTED) {
-            /* As on the program's path: the peers may be mid-call. */
-            if (st != MRC_OK) {
-                c->poisoned = st;
-                if (ops->cancel)
-                    ops->cancel(c->transport.ctx, st);
-                mrc__error_prefix("%s (rank %d)", fn, c->rank);
-            }
-            return st;
-        }
-    }
     program_key_t key;
     memset(&key, 0, sizeof key);
     key.collective = coll;
@@ -605,7 +607,9 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     key.op = op;
     key.root = rooted ? root : 0;
     key.group = c->group;
-    key.algo = c->shared->algo;
+    key.algo = c->shared->algo != MRC_ALGO_AUTO
+                   ? c->shared->algo
+                   : default_algo(c, coll, count * esize);
     if (coll == MRC_ALLGATHER || coll == MRC_BROADCAST)
         key.op = MRC_SUM;
     const mrc_program_t *p = NULL;

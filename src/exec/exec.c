@@ -212,10 +212,17 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
         const mrc__group_t *gr = &p->groups[g];
         x->exposure.members = &p->members[gr->first_member];
         x->exposure.num_members = gr->size;
+        /* A window only where the code uses one (by copy): programs by
+         * reference expose their buffers in place. */
+        int windowed = 0;
+        for (int i = 0; i < p->code_len; i++)
+            windowed |= p->code[i].buf_a == MRC__BUF_WINDOW ||
+                        p->code[i].buf_b == MRC__BUF_WINDOW;
         x->exposure.window_bytes =
-            (size_t)mrc__window_elems(p->cfg.collective, p->cfg.count,
-                                      gr->size) *
-            x->elem;
+            windowed ? (size_t)mrc__window_elems(p->cfg.collective,
+                                                 p->cfg.count, gr->size) *
+                           x->elem
+                     : 0;
         x->exposure.bytes[MRC__MEM_SEND] = (size_t)se * x->elem;
         x->exposure.bytes[MRC__MEM_RECV] = (size_t)re * x->elem;
         x->exposure.bytes[MRC__MEM_SCRATCH] = (size_t)xe * x->elem;
