@@ -83,10 +83,7 @@ enum {
     RDV_MIN = 16 << 10,
     BOUNCE = 128 << 10,
 };
-/* A reduction of this many bytes or more is written around the cache: it
- * will not be read again before it leaves it (P=2, 16 MiB: 1.1-1.2x MPI's
- * time instead of 1.4-1.5x, docs/performance.md). */
-#define STREAM_BYTES ((size_t)1 << 20)
+
 /* The channels of a job share this budget (sparse until used: only ring
  * neighbours touch theirs), within per-slot limits. */
 #define CHANNEL_BUDGET ((size_t)512 << 20)
@@ -1279,15 +1276,16 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
 }
 
 /* Reduces (or copies) the len bytes at src into x's destination at byte
- * `at`; large results are written around the cache (no read for
- * ownership). */
+ * `at`; x->stream: written around the cache (no read for ownership; the
+ * executor asks for it where the block is past the caches anyway: P=2,
+ * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
 static void take(const mrc__xfer_t *x, const char *src, size_t at,
                  size_t len)
 {
     char *dst = (char *)x->dst + at;
     size_t es = mrc_dtype_size(x->dtype);
     if (x->local)
-        (x->bytes >= STREAM_BYTES ? mrc__reduce_stream : mrc__reduce)(
+        (x->stream ? mrc__reduce_stream : mrc__reduce)(
             dst, (const char *)x->local + at, src, len / es, x->dtype,
             x->op);
     else if (x->stream)
