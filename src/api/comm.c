@@ -54,6 +54,7 @@ struct mrc__shared {
     void (*owner_free)(void *);
     size_t chunk_bytes;
     mrc_algo_t algo; /* MRC_ALGO: a family forced on every call, or AUTO */
+    int no_direct;   /* $MRC_NO_DIRECT: default_algo keeps the rings */
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
@@ -143,6 +144,7 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
                                   : env_double("MRC_TIMEOUT", 60);
     s->algo = MRC_ALGO_AUTO; /* default_algo per call */
+    s->no_direct = getenv("MRC_NO_DIRECT") != NULL;
     const char *algo = getenv("MRC_ALGO");
     if (algo && *algo && mrc_algo_parse(algo, &s->algo) != MRC_OK) {
         shared_release(s);
@@ -505,7 +507,7 @@ static mrc_algo_t default_algo(const mrc_comm_t *c, mrc_collective_t coll,
 {
     const mrc__transport_ops_t *o = c->transport.ops;
     if (coll != MRC_ALLREDUCE || c->shared->fabric || !o->publish ||
-        c->size != c->shared->nranks || getenv("MRC_NO_DIRECT"))
+        c->size != c->shared->nranks || c->shared->no_direct)
         return MRC_ALGO_RINGS;
     if (bytes <= MRC__SMALL_BYTES)
         return MRC_ALGO_DIRECT1;

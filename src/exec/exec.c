@@ -708,8 +708,10 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             start = 0; /* the timeout counts time without progress */
             continue;
         }
-        /* Nothing moved: let the other ranks run, and watch the clock. */
-        if (t->ops->idle && idle % 16 == 15)
+        /* Nothing moved: let the other ranks run, and watch the clock
+         * (MPI's progress too, past the spin: a probe costs a
+         * microsecond, more than a small call's wait). */
+        if (t->ops->idle && idle >= 64 && idle % 16 == 15)
             t->ops->idle(t->ctx);
         if (++idle % 64 == 0) {
             double now = now_s();

@@ -171,6 +171,7 @@ struct mrc__shm_endpoint {
     double last_post_check;
     char token[TOKEN_BYTES];
     int all_read;       /* every rank can read every other's memory */
+    uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
 };
@@ -220,9 +221,12 @@ static char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 typedef struct published {
     uint64_t seq; /* atomic: seq + 1 of the call, written after the rest */
     mrc__call_t call;
-    uint64_t addr[MRC__MEM_BUFS];
-    uint64_t bytes[MRC__MEM_BUFS];
-    char pad[24];
+    /* by enum mrc__mem_buf - 1: in the first line, all that a read of
+     * the window needs */
+    uint64_t bytes[MRC__MEM_BUFS - 1];
+    char pad1[8];
+    uint64_t addr[MRC__MEM_BUFS - 1];
+    char pad2[32];
 } published_t;
 
 static published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
@@ -263,17 +267,24 @@ static rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
     return (rank_post_t *)(pub_at(e, e->n, 0)) + r;
 }
 
-/* A flag, stamped with seq + 1 of the call that set it: a line of its
- * own, as only its rank writes it and every peer polls it. */
+/* A flag, stamped with seq + 1 of the call that set it, beside that
+ * call's descriptor (written first), so that a waiter compares the calls
+ * in the line it polls: a line of its own, as only its rank writes it and
+ * every peer polls it. */
 typedef struct flag {
     uint64_t seq; /* atomic */
-    char pad[56];
+    mrc__call_t call;
+    char pad[40];
 } flag_t;
 
 static flag_t *flag_at(const mrc__shm_endpoint_t *e, int r, int f)
 {
     return (flag_t *)(post_at(e, e->n)) + (size_t)r * MRC__FLAGS + f;
 }
+
+_Static_assert(sizeof(published_t) == 128 && sizeof(rank_post_t) == 256 &&
+                   sizeof(flag_t) == 64,
+               "what peers poll keeps to lines of its own");
 
 static size_t channels_at(int n)
 {
@@ -699,7 +710,8 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         memcpy(e->token, token, strnlen(token, sizeof e->token));
     e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
-    mrc_status_t st = e->send_slot && e->recv_slot
+    e->ended = calloc((size_t)nranks, sizeof *e->ended);
+    mrc_status_t st = e->send_slot && e->recv_slot && e->ended
                           ? open_segment(e, timeout_s)
                           : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st != MRC_OK) {
@@ -789,6 +801,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     }
     free(e->send_slot);
     free(e->recv_slot);
+    free(e->ended);
     free(e->free_tokens);
     free(e->bounce);
     free(e->sends);
@@ -1256,8 +1269,11 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
         if (m < 0 || m >= e->n)
             return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d",
                               e->rank, m);
-        if (m == e->rank || __atomic_load_n(&post_at(e, m)->ended,
-                                            __ATOMIC_ACQUIRE) >= seq - 1)
+        if (m == e->rank || e->ended[m] >= seq - 1)
+            continue;
+        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended,
+                                      __ATOMIC_ACQUIRE);
+        if (e->ended[m] >= seq - 1)
             continue;
         mrc_status_t st = waiting_on(e, m);
         return st != MRC_OK ? st : MRC_INPROGRESS;
@@ -1265,11 +1281,11 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
     published_t *p = pub_at(e, e->rank, seq);
     p->call = e->call;
     for (int b = 1; b < MRC__MEM_BUFS; b++) {
-        p->addr[b] = (uint64_t)(uintptr_t)x->buf[b];
-        p->bytes[b] = x->buf[b] ? x->bytes[b] : 0;
+        p->addr[b - 1] = (uint64_t)(uintptr_t)x->buf[b];
+        p->bytes[b - 1] = x->buf[b] ? x->bytes[b] : 0;
     }
-    p->addr[MRC__MEM_WINDOW] = 0;
-    p->bytes[MRC__MEM_WINDOW] = x->window_bytes;
+    p->addr[MRC__MEM_WINDOW - 1] = 0;
+    p->bytes[MRC__MEM_WINDOW - 1] = x->window_bytes;
     __atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
     *window = window_at(e, e->rank, seq);
     return MRC_OK;
@@ -1354,8 +1370,8 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
     }
     if (!mrc__call_same(p->call, e->call))
         return disagree(e, peer, p->call, e->rank, e->call);
-    uint64_t size = p->bytes[buf];
-    if ((buf != MRC__MEM_WINDOW && !p->addr[buf]) || off > size ||
+    uint64_t size = p->bytes[buf - 1];
+    if ((buf != MRC__MEM_WINDOW && !p->addr[buf - 1]) || off > size ||
         x->bytes > size - off)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d reads %zu bytes at %llu of rank %d's "
@@ -1366,9 +1382,10 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
     if (buf == MRC__MEM_WINDOW)
         take(x, window_at(e, peer, seq) + off, 0, x->bytes);
     else if (peer == e->rank)
-        take(x, (const char *)(uintptr_t)p->addr[buf] + off, 0, x->bytes);
+        take(x, (const char *)(uintptr_t)p->addr[buf - 1] + off, 0,
+             x->bytes);
     else
-        st = read_pinned(e, peer, p->addr[buf] + off, x);
+        st = read_pinned(e, peer, p->addr[buf - 1] + off, x);
     if (st == MRC_OK)
         __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return st;
@@ -1380,8 +1397,13 @@ static mrc_status_t shm_signal(void *ctx, int flag)
     if (flag < 0 || flag >= MRC__FLAGS)
         return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d", e->rank,
                           flag);
-    __atomic_store_n(&flag_at(e, e->rank, flag)->seq, e->seq + 1,
-                     __ATOMIC_RELEASE);
+    /* A seqlock: a peer still in the call before may be reading it. */
+    flag_t *f = flag_at(e, e->rank, flag);
+    __atomic_store_n(&f->seq, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&f->call.count, e->call.count, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->call.meta, e->call.meta, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->seq, e->seq + 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
 
@@ -1393,18 +1415,28 @@ static mrc_status_t shm_wait(void *ctx, int peer, int flag)
                           e->rank, flag, peer);
     if (e->lost != MRC_OK)
         return e->lost;
-    if (__atomic_load_n(&flag_at(e, peer, flag)->seq, __ATOMIC_ACQUIRE) >=
-        e->seq + 1) {
-        /* The peer wrote its call of this number before any flag of it
-         * (and cannot be two calls ahead of this rank). */
-        const mrc__call_t *c = &post_at(e, peer)->calls[e->seq & 1];
-        mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
-                              __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
+    flag_t *f = flag_at(e, peer, flag);
+    uint64_t got = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
+    if (got == e->seq + 1) {
+        /* Set in this call: its descriptor was written before (unless
+         * the peer has set it again since, in its next call). */
+        mrc__call_t theirs = {
+            __atomic_load_n(&f->call.count, __ATOMIC_RELAXED),
+            __atomic_load_n(&f->call.meta, __ATOMIC_RELAXED)};
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&f->seq, __ATOMIC_RELAXED) != got)
+            return MRC_OK;
         if (!mrc__call_same(theirs, e->call))
             return disagree(e, peer, theirs, e->rank, e->call);
         return MRC_OK;
     }
-    mrc_status_t st = waiting_on(e, peer);
+    if (got > e->seq + 1) /* set in the next call: compared then */
+        return MRC_OK;
+    /* Not yet: look at the peers now and then (their posts are lines
+     * they write at every call; polling them would slow them down). */
+    mrc_status_t st = check_peers(e);
+    if (st == MRC_OK && e->idle % 64 == 0)
+        st = waiting_on(e, peer);
     return st != MRC_OK ? st : MRC_INPROGRESS;
 }
 
