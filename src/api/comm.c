@@ -155,6 +155,10 @@ static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
     const char *v = cfg->algo ? cfg->algo : getenv("MRC_ALGO");
     if ((!v || !*v) && cfg->strategy && strcmp(cfg->strategy, "auto") != 0)
         *out = MRC_ALGO_RINGS;
+    /* $MRC_NO_DIRECT (set, any value): the rings, to compare with the
+     * direct programs the selector would take. */
+    if ((!v || !*v) && getenv("MRC_NO_DIRECT"))
+        *out = MRC_ALGO_RINGS;
     if (!v || !*v)
         return MRC_OK;
     mrc_status_t st = mrc_algo_parse(v, out);
@@ -489,9 +493,16 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         .cc = {key->collective, key->count, key->dtype, key->op, key->root,
                s->chunk_bytes, MRC_ALGO_RINGS},
         .group = key->group,
-        .transport = mrc__xport_of(c->transport.ops->name),
+        /* MPI ranks all on one host run over its shared-memory endpoint
+         * (and have its memory semantics): modelled as shm. */
+        .transport = refused == NULL &&
+                             strcmp(c->transport.ops->name, "mpi") == 0
+                         ? MRC__XPORT_SHM
+                         : mrc__xport_of(c->transport.ops->name),
         .memory_ok = refused == NULL,
         .no_memory_why = refused,
+        .ref_ok = !c->transport.ops->reads_buffers ||
+                  c->transport.ops->reads_buffers(c->transport.ctx),
         .want_times = mrc__log_level() >= MRC__LOG_INFO};
     mrc__selection_t sel;
     mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
@@ -719,32 +730,6 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         mrc__avg_words(dtype) != 0)
         return avg_widened(fn, coll, sendbuf, recvbuf, count, dtype, root,
                            need_recv, c);
-    /* Allreduces of a whole job: straight through the transport, if it
-     * can (shared memory: one step, two through the segment, or reading
-     * the peers' buffers), unless a family was asked for: that one runs
-     * as a program. */
-    const mrc__transport_ops_t *ops = c->transport.ops;
-    if (coll == MRC_ALLREDUCE && ops->allreduce_direct &&
-        c->size == c->shared->nranks && c->shared->algo == MRC_ALGO_AUTO) {
-        mrc_status_t st = ops->allreduce_direct(c->transport.ctx, as, sendbuf,
-                                               recvbuf, count, dtype, op,
-                                               c->timeout_s);
-        if (st != MRC_ERR_UNSUPPORTED) {
-            mrc__log(MRC__LOG_TRACE, c->rank,
-                     "%s count %zu %s %s: no program (the %s transport's "
-                     "own allreduce)",
-                     fn, count, mrc_dtype_name(dtype), mrc_op_name(op),
-                     ops->name);
-            /* As on the program's path: the peers may be mid-call. */
-            if (st != MRC_OK) {
-                c->poisoned = st;
-                if (ops->cancel)
-                    ops->cancel(c->transport.ctx, st);
-                mrc__error_prefix("%s (rank %d)", fn, c->rank);
-            }
-            return st;
-        }
-    }
     program_key_t key;
     memset(&key, 0, sizeof key); /* compared with memcmp, padding too */
     key.collective = coll;

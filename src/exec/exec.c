@@ -9,6 +9,14 @@
 #include "exec.h"
 #include "reduce/reduce.h"
 
+/* A hint to the core that this thread spins on memory. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -287,10 +295,17 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
         const mrc__group_t *gr = &p->groups[g];
         x->exposure.members = &p->members[gr->first_member];
         x->exposure.num_members = gr->size;
+        /* A window only where the code uses one (by copy): programs by
+         * reference expose their buffers in place. */
+        int windowed = 0;
+        for (int i = 0; i < p->code_len; i++)
+            windowed |= p->code[i].buf_a == MRC__BUF_WINDOW ||
+                        p->code[i].buf_b == MRC__BUF_WINDOW;
         x->exposure.window_bytes =
-            (size_t)mrc__window_elems(p->cfg.collective, p->cfg.count,
-                                      gr->size) *
-            x->elem;
+            windowed ? (size_t)mrc__window_elems(p->cfg.collective,
+                                                 p->cfg.count, gr->size) *
+                           x->elem
+                     : 0;
         x->exposure.bytes[MRC__MEM_SEND] = (size_t)se * x->elem;
         x->exposure.bytes[MRC__MEM_RECV] = (size_t)re * x->elem;
         x->exposure.bytes[MRC__MEM_SCRATCH] = (size_t)xe * x->elem;
@@ -337,6 +352,10 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
                    (int)MRC__MEM_WINDOW == (int)MRC__BUF_WINDOW,
                "the transport numbers buffers as the program does");
 
+/* Gets: the tile of a run into one destination (get_run), and the size
+ * from which a reduction is written around the caches. */
+enum { GET_TILE = 64 << 10, GET_STREAM = 1 << 20 };
+
 /* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
  * (a flag, a barrier, a get the transport cannot do yet). A barrier is
  * this rank's flag and a wait on every member's, in rank order; xf
@@ -365,7 +384,9 @@ static mrc_status_t memory_op(mrc__exec_t *x, const mrc__transport_t *t,
         xf->local = op->local ? buffer(op->local, sb, rb, xb) +
                                     op->local_off * x->elem
                               : NULL;
-        xf->stream = x->stream && !op->local;
+        /* A reduction of a block past the caches is written around
+         * them, as are large copies. */
+        xf->stream = op->local ? xf->bytes >= (size_t)GET_STREAM : x->stream;
         return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
     }
     case MRC__SIGNAL:
@@ -497,6 +518,80 @@ static void hand_ports(mrc__exec_t *x, const mrc__transport_t *t, int step)
     }
 }
 
+/* A run of gets into one destination, as the direct programs reduce a
+ * block over the peers (GET, then WAIT and GET for each further peer,
+ * each reading the destination as its local operand), is done a tile at
+ * a time: each tile of the destination stays in cache while every peer's
+ * tile is added to it, in the program's order per element (so the same
+ * bits), instead of N - 1 passes over the whole block. The run's waits
+ * are looked at first (nothing in between signals, so waiting for them
+ * early cannot deadlock). Returns the number of ops done (0: op i is not
+ * such a run and runs alone), or -1 while a wait is not satisfied. */
+static int get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                   int end, const void *sb, void *rb, void *xb,
+                   mrc_status_t *st)
+{
+    const mrc__op_t *ops = x->plan.ops, *first = &ops[i];
+    size_t bytes = first->count * x->elem;
+    *st = MRC_OK;
+    if (!first->local || bytes < 2 * (size_t)GET_TILE)
+        return 0;
+    int last = i;
+    while (last + 2 < end && ops[last + 1].kind == MRC__WAIT &&
+           ops[last + 2].kind == MRC__GET) {
+        const mrc__op_t *g = &ops[last + 2];
+        if (g->dst != first->dst || g->dst_off != first->dst_off ||
+            g->count != first->count || g->local != first->dst ||
+            g->local_off != first->dst_off)
+            break;
+        last += 2;
+    }
+    if (last == i)
+        return 0;
+    for (int k = i + 1; k < last; k += 2) {
+        mrc__xfer_t *w = &x->xfers[k];
+        if (w->done)
+            continue;
+        *st = t->ops->wait(t->ctx, ops[k].peer, ops[k].flag);
+        if (*st == MRC_INPROGRESS) {
+            *st = MRC_OK;
+            return -1;
+        }
+        if (*st != MRC_OK)
+            return 0;
+        w->done = 1;
+    }
+    mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
+                                                 : x->program->cfg.op;
+    char *dst = buffer(first->dst, sb, rb, xb) + first->dst_off * x->elem;
+    size_t tile = GET_TILE / x->elem * x->elem;
+    for (size_t off = 0; off < bytes; off += tile) {
+        size_t len = bytes - off < tile ? bytes - off : tile;
+        for (int k = i; k <= last; k += 2) {
+            const mrc__op_t *op = &ops[k];
+            mrc__xfer_t *xf = &x->xfers[k];
+            xf->peer = op->peer;
+            xf->count = len / x->elem;
+            xf->bytes = len;
+            xf->dtype = x->program->cfg.dtype;
+            xf->op = rop;
+            xf->dst = dst + off;
+            xf->local = buffer(op->local, sb, rb, xb) +
+                        op->local_off * x->elem + off;
+            /* The last write of a block past the caches goes around them. */
+            xf->stream = k == last && bytes >= (size_t)GET_STREAM;
+            xf->done = 0;
+            while ((*st = t->ops->get(t->ctx, op->peer, op->src,
+                                      op->src_off * x->elem + off, xf)) ==
+                   MRC_INPROGRESS)
+                sched_yield();
+            if (*st != MRC_OK)
+                return 0;
+        }
+    }
+    return last - i + 1;
+}
+
 /* Advances one chain as far as it can go; sets *moved if it did. */
 static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                             int ch, const void *sb, void *rb, void *xb,
@@ -510,6 +605,18 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
         const mrc__op_t *op = &pl->ops[i];
         mrc__xfer_t *xf = &x->xfers[i];
         hand_ports(x, t, op->step);
+        if (op->kind == MRC__GET) {
+            int done = get_run(x, t, i, end, sb, rb, xb, &st);
+            if (st != MRC_OK)
+                return st;
+            if (done < 0)
+                return MRC_OK; /* a wait of the run: later */
+            if (done > 0) {
+                x->cursor[ch] += done;
+                *moved = 1;
+                continue;
+            }
+        }
         switch (op->kind) {
         case MRC__SEND:
             if (!xf->posted) {
@@ -806,8 +913,10 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             start = 0; /* the timeout counts time without progress */
             continue;
         }
-        /* Nothing moved: let the other ranks run, and watch the clock. */
-        if (t->ops->idle && idle % 16 == 15)
+        /* Nothing moved: let the other ranks run, and watch the clock
+         * (MPI's progress too, past the spin: a probe costs a
+         * microsecond, more than a small call's wait). */
+        if (t->ops->idle && idle >= 64 && idle % 16 == 15)
             t->ops->idle(t->ctx);
         if (++idle % 64 == 0) {
             double now = now_s();
@@ -816,7 +925,13 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             else if (timeout_s > 0 && now - start > timeout_s)
                 return timed_out(x, timeout_s);
         }
-        sched_yield();
+        /* A peer a few hundred nanoseconds behind (a small call's flag)
+         * is waited for on the spot; a system call per look would cost
+         * more than the wait. */
+        if (idle < 64)
+            cpu_relax();
+        else
+            sched_yield();
     }
     return t->ops->end(t->ctx);
 }

@@ -267,9 +267,9 @@ static const char *transport_refuses(const mrc__select_input_t *in,
 {
     if (!needs_memory(a))
         return NULL;
-    if (in->transport == MRC__XPORT_MPI)
+    if (!in->memory_ok && in->transport == MRC__XPORT_MPI)
         return "needs memory semantics (expose/get), and the mpi "
-               "transport is point-to-point";
+               "transport between hosts is point-to-point";
     if (!in->memory_ok)
         return in->no_memory_why ? in->no_memory_why
                                  : "needs memory semantics (expose/get), "
@@ -295,6 +295,16 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
     return st;
 }
 
+/* Whether the program exposes a buffer by reference. */
+static int exposes_by_reference(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op == MRC__OP_EXPOSE &&
+            (p->code[i].flags & MRC__INSN_REF))
+            return 1;
+    return 0;
+}
+
 /* Compiles family a into c (status, why, code length); *keep gets the
  * program if it applies. */
 static mrc_status_t compile_candidate(const mrc__select_input_t *in,
@@ -316,6 +326,9 @@ static mrc_status_t compile_candidate(const mrc__select_input_t *in,
         st = mrc__program_compile_group(in->embedding, &cc, in->group, &p);
     if (st == MRC_ERR_NO_MEMORY)
         return st;
+    if (st == MRC_OK && !refused && !in->ref_ok && exposes_by_reference(p))
+        refused = "reads the peers' buffers in place (by reference), which "
+                  "this host does not allow (cross-memory attach)";
     if (st == MRC_OK && refused) {
         mrc_program_destroy(p);
         p = NULL;

@@ -78,6 +78,9 @@ typedef struct mrc__select_input {
      * saying why. */
     int memory_ok;
     const char *no_memory_why;
+    /* 1 when a peer's buffers can be read in place (exposure by
+     * reference: cross-memory attach on shm); 0 skips such programs. */
+    int ref_ok;
     /* Time every candidate even when only one applies (explain, logs);
      * otherwise a lone candidate is chosen untimed (time_us 0). */
     int want_times;

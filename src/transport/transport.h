@@ -152,18 +152,11 @@ typedef struct mrc__transport_ops {
                         mrc__xfer_t *x);
     mrc_status_t (*signal)(void *ctx, int flag);
     mrc_status_t (*wait)(void *ctx, int peer, int flag);
-    /* Optional (NULL: none): a whole-job allreduce without the program,
-     * where the transport can do better (shared memory: one step up to
-     * MRC__SMALL_BYTES, two through the segment up to 1-2 MiB, then by
-     * reading the peers' buffers). Each element is reduced by one rank,
-     * so every rank gets the same bits. MRC_ERR_UNSUPPORTED (the same on
-     * every rank) sends the call down the program's path. The ranks
-     * compare `call` (NULL: this allreduce's own descriptor) before any
-     * reads a peer's buffer. */
-    mrc_status_t (*allreduce_direct)(void *ctx, const mrc__call_t *call,
-                                    const void *send, void *recv,
-                                    size_t count, mrc_dtype_t dtype,
-                                    mrc_op_t op, double timeout_s);
+    /* Optional (NULL: yes, where get is there): whether get can read a
+     * peer's buffers by reference as well as its window (shared memory:
+     * only where the kernel lets the ranks read each other's memory), so
+     * that the caller picks a program that can run. */
+    int (*reads_buffers)(void *ctx);
     /* Optional (NULL: none): called now and then while this rank waits
      * with nothing to do, never on the path of a transfer that moves. An
      * MPI program's ranks must let MPI progress while they wait in mrc
@@ -177,7 +170,8 @@ typedef struct mrc__transport_ops {
     void (*ports)(void *ctx, const uint8_t *idle_mask, int nports);
 } mrc__transport_ops_t;
 
-/* Up to this many bytes allreduce_direct takes a single step. */
+/* Up to this many bytes a whole-job allreduce over a transport with
+ * memory semantics takes a single step (direct1). */
 #define MRC__SMALL_BYTES 4096
 
 typedef struct mrc__transport {
@@ -203,9 +197,10 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              const char *token, double timeout_s,
                              mrc__shm_endpoint_t **out);
 void mrc__shm_detach(mrc__shm_endpoint_t *e);
-/* While it waits in its own loops (the direct allreduces), e calls
- * idle(arg) every few microseconds of waiting; NULL: nothing. So that
- * the MPI transport can let MPI progress without shm knowing MPI. */
+/* While it waits in its own loops (a failed call waiting for the reads
+ * of its buffers in flight), e calls idle(arg) now and then; NULL:
+ * nothing. So that the MPI transport can let MPI progress without shm
+ * knowing MPI. */
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
                        void *arg);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);

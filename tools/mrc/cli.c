@@ -269,7 +269,7 @@ int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
         return CLI_OK;
     mrc__select_input_t in = {.embedding = e, .topo = t, .cc = *cc,
                               .group = -1, .transport = MRC__XPORT_LINKS,
-                              .memory_ok = 1};
+                              .memory_ok = 1, .ref_ok = 1};
     mrc__selection_t sel;
     mrc_status_t st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
     if (st != MRC_OK)

@@ -137,7 +137,8 @@ int cmd_explain(int argc, char **argv)
         return cli_usage(cmd, "explain",
                          "--collective and --size are "
                          "required");
-    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .want_times = 1};
+    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .ref_ok = 1,
+                               .want_times = 1};
     mrc_algo_t force = MRC_ALGO_AUTO;
     mrc_status_t st = mrc_collective_parse(coll, &in.cc.collective);
     if (st == MRC_OK)
@@ -146,6 +147,9 @@ int cmd_explain(int argc, char **argv)
         st = mrc_op_parse(op, &in.cc.op);
     if (st == MRC_OK)
         st = mrc__xport_parse(transport, &in.transport);
+    /* --transport mpi models MPI between hosts: point-to-point only (MPI
+     * ranks of one host run over shared memory: --transport shm). */
+    in.memory_ok = in.transport != MRC__XPORT_MPI;
     if (st == MRC_OK && algo)
         st = mrc_algo_parse(algo, &force);
     if (st != MRC_OK)

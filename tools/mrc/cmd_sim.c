@@ -75,7 +75,7 @@ static mrc_status_t simulate(const sim_args_t *a, const mrc_topo_t *t,
     if (st == MRC_OK && cc.algo == MRC_ALGO_AUTO) {
         /* As `mrc explain` chooses on the links' model. */
         mrc__select_input_t in = {.embedding = e, .topo = t, .cc = cc,
-                                  .group = -1, .memory_ok = 1};
+                                  .group = -1, .memory_ok = 1, .ref_ok = 1};
         mrc__selection_t sel;
         st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
         cc.algo = sel.chosen;

@@ -449,18 +449,41 @@ static mrc_status_t mpi_end(void *ctx)
     return e->shm ? e->shm_t.ops->end(e->shm_t.ctx) : MRC_OK;
 }
 
-/* In one step through shared memory when every rank is on this host. */
-static mrc_status_t mpi_allreduce_direct(void *ctx, const mrc__call_t *call,
-                                        const void *send, void *recv,
-                                        size_t count,
-                                        mrc_dtype_t dtype, mrc_op_t op,
-                                        double timeout_s)
+/* Memory semantics: through the shared-memory endpoint, when every rank
+ * is on this host (the transport has none otherwise: mrc__mpi_transport
+ * gives the table without them). Every rank local, the ranks' indices
+ * there are theirs in the job (local_of is the identity), so the group's
+ * members need no renaming. */
+static mrc_status_t mpi_publish(void *ctx, const mrc__exposure_t *x,
+                                void **window)
 {
     mrc__mpi_endpoint_t *e = ctx;
-    if (e->remote || !e->shm)
-        return MRC_ERR_UNSUPPORTED;
-    return e->shm_t.ops->allreduce_direct(e->shm_t.ctx, call, send, recv,
-                                         count, dtype, op, timeout_s);
+    return e->shm_t.ops->publish(e->shm_t.ctx, x, window);
+}
+
+static mrc_status_t mpi_get(void *ctx, int peer, int buf, uint64_t off,
+                            mrc__xfer_t *x)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    return e->shm_t.ops->get(e->shm_t.ctx, e->local_of[peer], buf, off, x);
+}
+
+static mrc_status_t mpi_signal(void *ctx, int flag)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    return e->shm_t.ops->signal(e->shm_t.ctx, flag);
+}
+
+static mrc_status_t mpi_wait(void *ctx, int peer, int flag)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    return e->shm_t.ops->wait(e->shm_t.ctx, e->local_of[peer], flag);
+}
+
+static int mpi_reads_buffers(void *ctx)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    return e->shm_t.ops->reads_buffers(e->shm_t.ctx);
 }
 
 static void mpi_cancel(void *ctx, mrc_status_t st)
@@ -478,12 +501,29 @@ static const mrc__transport_ops_t mpi_ops = {
     .test = mpi_test,
     .end = mpi_end,
     .cancel = mpi_cancel,
-    .allreduce_direct = mpi_allreduce_direct,
+    .idle = mpi_idle,
+};
+
+/* Every rank on this host: the same, and the memory semantics. */
+static const mrc__transport_ops_t mpi_local_ops = {
+    .name = "mpi",
+    .begin = mpi_begin,
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
+    .test = mpi_test,
+    .end = mpi_end,
+    .cancel = mpi_cancel,
+    .publish = mpi_publish,
+    .get = mpi_get,
+    .signal = mpi_signal,
+    .wait = mpi_wait,
+    .reads_buffers = mpi_reads_buffers,
     .idle = mpi_idle,
 };
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)
 {
-    mrc__transport_t t = {&mpi_ops, e};
+    mrc__transport_t t = {e->shm && !e->remote ? &mpi_local_ops : &mpi_ops,
+                          e};
     return t;
 }

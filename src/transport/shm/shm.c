@@ -36,13 +36,19 @@
  * through a small cache-resident bounce buffer for a reduction) and sets
  * the sender's completion flag. One copy instead of two.
  *
- * An allreduce over the whole job skips the program: up to
- * MRC__SMALL_BYTES every rank puts its input in a slot of its own and
- * reduces all the slots in rank order; up to mid_max() every rank copies
- * its input into the segment, reduces one block of all the inputs there,
- * and the others copy it out (allreduce_mid); above, the same blocks are
- * read straight from the peers' buffers (allreduce_large, when the kernel
- * allows cross-memory attach). $MRC_NO_DIRECT turns this off (to compare).
+ * Memory semantics, for the direct programs: a rank publishes its
+ * buffers of a call (their addresses and sizes, stamped with the call's
+ * number and its descriptor) and gets a window in the segment, one of two
+ * by the call's parity, which it may reuse once every member has ended
+ * the call two before. A get from a window is a plain load from the
+ * segment; a get from a buffer published by reference reads it with
+ * cross-memory attach (through the bounce buffer when it reduces),
+ * pinned by a reader count in the owner's post, so that an owner whose
+ * call fails revokes its buffers and waits for the reads in flight before
+ * it returns. Reads outside what the owner published are refused. Flags
+ * are lines of the segment stamped with the call's number; a wait is one
+ * look (the executor polls), and while the flag is not there it watches
+ * the peers as a receive does.
  *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
@@ -68,7 +74,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 2,
+    SHM_VERSION = 3,
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -77,6 +83,7 @@ enum {
     RDV_MIN = 16 << 10,
     BOUNCE = 128 << 10,
 };
+
 /* The channels of a job share this budget (sparse until used: only ring
  * neighbours touch theirs), within per-slot limits. */
 #define CHANNEL_BUDGET ((size_t)512 << 20)
@@ -159,15 +166,12 @@ struct mrc__shm_endpoint {
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
     int joined;        /* this rank's pid is in the header */
-    uint64_t small_seq; /* small allreduces so far */
-    uint64_t mid_seq;   /* mid-size ones */
-    uint64_t large_seq; /* large ones (by reading the peers' buffers) */
     uint64_t nth;        /* calls begun, by either path */
     mrc__call_t now;     /* the one in progress */
     double last_post_check;
     char token[TOKEN_BYTES];
     int all_read;       /* every rank can read every other's memory */
-    int no_direct;      /* $MRC_NO_DIRECT: every allreduce by the program */
+    uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
 };
@@ -184,119 +188,109 @@ static size_t tokens_bytes(int n)
     return ((size_t)n * TOKENS * sizeof(int32_t) + 4095) & ~(size_t)4095;
 }
 
-/* Small allreduces: each rank's input, stamped with the call's number,
- * in one of two slots by its parity. */
-typedef struct small_slot {
-    uint64_t seq; /* atomic: the call whose input this is */
-    mrc__call_t call; /* its rank's call, written before seq */
-    char pad[40];
-    char data[MRC__SMALL_BYTES];
-} small_slot_t;
-
-static size_t small_bytes(int n)
+/* Memory semantics (publish, get, signal, wait).
+ *
+ * Windows: each rank's window of a call, one of two by the call's
+ * parity, in the segment (peers read it with plain loads). A window holds
+ * what the largest group that can be formed of the job's ranks may expose
+ * by copy (mrc__stage_max of its size); the two of every rank are touched
+ * only as used. */
+static size_t window_max(int n)
 {
-    return (size_t)n * 2 * sizeof(small_slot_t);
+    size_t m = 0;
+    for (int g = 1; g <= n; g++)
+        if (mrc__stage_max(g) > m)
+            m = mrc__stage_max(g);
+    return m;
 }
 
-static small_slot_t *small_at(const mrc__shm_endpoint_t *e, int r,
-                              uint64_t seq)
+static size_t windows_bytes(int n)
 {
-    return (small_slot_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n)) +
+    return (size_t)n * 2 * window_max(n);
+}
+
+static char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return e->base + HEADER_BYTES + tokens_bytes(e->n) +
+           ((size_t)r * 2 + (seq & 1)) * window_max(e->n);
+}
+
+/* What a rank published for a call, by its parity: the call, and where
+ * and how large its buffers are (in its own address space: peers read
+ * them with cross-memory attach), stamped last. */
+typedef struct published {
+    uint64_t seq; /* atomic: seq + 1 of the call, written after the rest */
+    mrc__call_t call;
+    /* by enum mrc__mem_buf - 1: in the first line, all that a read of
+     * the window needs */
+    uint64_t bytes[MRC__MEM_BUFS - 1];
+    char pad1[8];
+    uint64_t addr[MRC__MEM_BUFS - 1];
+    char pad2[32];
+} published_t;
+
+static published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
+                           uint64_t seq)
+{
+    return (published_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
+                           windows_bytes(e->n)) +
            (size_t)r * 2 + (seq & 1);
 }
 
-/* Mid-size allreduces: each rank's input, then its block of the result,
- * in one of two areas by the call's parity; `in` and `out` stamp them. */
-typedef struct mid_area {
-    uint64_t in;  /* atomic: the call whose input the area holds */
-    mrc__call_t call; /* its rank's call, written before in */
-    char pad1[40];
-    uint64_t out; /* atomic: the call whose result block it holds */
-    char pad2[56];
-    /* then the data */
-} mid_area_t;
-
-/* The bytes of input a rank's area takes: 512 KiB a rank up to 2 MiB
- * (1 MiB for 2 ranks), less for more than 16 ranks (the two areas of
- * every rank share 64 MiB, touched only as used). Past that the copies through shared lines that a peer's
- * core holds cost more than reading the peers' buffers with the kernel
- * (measured: docs/performance.md). */
-static size_t mid_max(int n)
-{
-    size_t m = ((size_t)32 << 20) / (size_t)n;
-    size_t cap = (size_t)n * ((size_t)512 << 10);
-    cap = cap > ((size_t)2 << 20) ? (size_t)2 << 20 : cap;
-    m = m > cap ? cap : m;
-    return m & ~(size_t)4095;
-}
-
-static size_t mid_stride(int n)
-{
-    return sizeof(mid_area_t) + mid_max(n);
-}
-
-static size_t mid_bytes(int n)
-{
-    return (size_t)n * 2 * mid_stride(n);
-}
-
-static mid_area_t *mid_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
-{
-    char *base = e->base + HEADER_BYTES + tokens_bytes(e->n) +
-                 small_bytes(e->n);
-    return (mid_area_t *)(base + ((size_t)r * 2 + (seq & 1)) *
-                                     mid_stride(e->n));
-}
-
-/* Large allreduces: where each rank's buffers are, and how far it is. */
-typedef struct large_post {
-    uint64_t in; /* atomic: the call whose buffers these are */
-    uint64_t send, recv;
-    mrc__call_t call; /* its rank's call, written before in */
-    char pad1[24];
-    uint64_t out; /* atomic: the call whose block is reduced in recv */
-    char pad2[56];
-    uint64_t done; /* atomic: the call whose blocks it has copied */
-    char pad3[56];
-} large_post_t;
-
-static large_post_t *large_at(const mrc__shm_endpoint_t *e, int r)
-{
-    return (large_post_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
-                            small_bytes(e->n) + mid_bytes(e->n)) +
-           r;
-}
-
 /* Each rank's post, read by the peers only while they wait for it: the
- * call it is in and how many it has begun (by either path: a peer waiting
- * in another path, or for a message that will never come, sees the
- * difference), the program's calls by parity (for the message when a
- * peer's differs), and why its last call failed (so that the ranks
- * waiting on it fail too). */
+ * call it is in and how many it has begun (a peer waiting for a flag or a
+ * message that will never come sees the difference), its calls by parity
+ * (for the message when a peer's differs), why its last call failed (so
+ * that the ranks waiting on it fail too), the last call it ended (the
+ * windows' gating), and the peers reading its buffers now (so that a
+ * rank whose call fails revokes its buffers before it returns). */
 typedef struct rank_post {
     uint64_t nth; /* atomic: calls begun; 0 while `now` is rewritten */
     mrc__call_t now;
-    mrc__call_t calls[2]; /* the program's call, by parity of its number,
-                             written before its first message */
+    mrc__call_t calls[2]; /* the call, by parity of its number, written
+                             before its first message or flag */
     char pad1[8];
     int32_t failed; /* atomic: 0 none, 1 being written, 2 written */
     int32_t status, a, b;
     mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
     char pad2[16];
+    uint64_t ended; /* atomic: seq + 1 of the last call ended */
+    char pad3[56];
+    int32_t readers;  /* atomic: peers inside a get of this rank's buffers */
+    int32_t unused;
+    uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
+    char pad4[48];
 } rank_post_t;
 
 static rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
 {
-    return (rank_post_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
-                           small_bytes(e->n) + mid_bytes(e->n) +
-                           (size_t)e->n * sizeof(large_post_t)) +
-           r;
+    return (rank_post_t *)(pub_at(e, e->n, 0)) + r;
 }
+
+/* A flag, stamped with seq + 1 of the call that set it, beside that
+ * call's descriptor (written first), so that a waiter compares the calls
+ * in the line it polls: a line of its own, as only its rank writes it and
+ * every peer polls it. */
+typedef struct flag {
+    uint64_t seq; /* atomic */
+    mrc__call_t call;
+    char pad[40];
+} flag_t;
+
+static flag_t *flag_at(const mrc__shm_endpoint_t *e, int r, int f)
+{
+    return (flag_t *)(post_at(e, e->n)) + (size_t)r * MRC__FLAGS + f;
+}
+
+_Static_assert(sizeof(published_t) == 128 && sizeof(rank_post_t) == 256 &&
+                   sizeof(flag_t) == 64,
+               "what peers poll keeps to lines of its own");
 
 static size_t channels_at(int n)
 {
-    return HEADER_BYTES + tokens_bytes(n) + small_bytes(n) + mid_bytes(n) +
-           (size_t)n * (sizeof(large_post_t) + sizeof(rank_post_t));
+    return HEADER_BYTES + tokens_bytes(n) + windows_bytes(n) +
+           (size_t)n * (2 * sizeof(published_t) + sizeof(rank_post_t) +
+                        MRC__FLAGS * sizeof(flag_t));
 }
 
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
@@ -320,6 +314,7 @@ static size_t pick_slot_bytes(int n)
     s = s > SLOT_MAX ? SLOT_MAX : s < SLOT_MIN ? SLOT_MIN : s;
     return s & ~(size_t)63;
 }
+
 
 /* ---- peers ------------------------------------------------------------ */
 
@@ -710,13 +705,13 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->n = nranks;
     e->rank = rank;
     e->slot_bytes = pick_slot_bytes(nranks);
-    e->no_direct = getenv("MRC_NO_DIRECT") != NULL;
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
     if (token)
         memcpy(e->token, token, strnlen(token, sizeof e->token));
     e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
-    mrc_status_t st = e->send_slot && e->recv_slot
+    e->ended = calloc((size_t)nranks, sizeof *e->ended);
+    mrc_status_t st = e->send_slot && e->recv_slot && e->ended
                           ? open_segment(e, timeout_s)
                           : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st != MRC_OK) {
@@ -806,6 +801,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     }
     free(e->send_slot);
     free(e->recv_slot);
+    free(e->ended);
     free(e->free_tokens);
     free(e->bounce);
     free(e->sends);
@@ -1194,6 +1190,9 @@ static mrc_status_t shm_test(void *ctx, mrc__xfer_t *x)
 static mrc_status_t shm_end(void *ctx)
 {
     mrc__shm_endpoint_t *e = ctx;
+    if (e->lost == MRC_OK) /* the windows of this call may be reused */
+        __atomic_store_n(&post_at(e, e->rank)->ended, e->seq + 1,
+                         __ATOMIC_RELEASE);
     return e->lost;
 }
 
@@ -1218,6 +1217,18 @@ static void shm_cancel(void *ctx, mrc_status_t st)
                peer_alive(e, x->peer))
             sched_yield();
     }
+    /* No get of this rank's buffers starts from now on, and the ones in
+     * flight are waited for (or their reader's death). */
+    rank_post_t *mine = post_at(e, e->rank);
+    __atomic_store_n(&mine->revoked, e->seq + 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&mine->readers, __ATOMIC_ACQUIRE) > 0) {
+        int gone = 0;
+        for (int r = 0; r < e->n; r++)
+            gone |= !peer_alive(e, r);
+        if (gone)
+            break;
+        sched_yield();
+    }
     /* The tokens stay spent, and nothing is left to send: the
      * communicator refuses further calls. */
     e->num_rdvs = 0;
@@ -1225,283 +1236,214 @@ static void shm_cancel(void *ctx, mrc_status_t st)
     e->num_recvs = 0;
 }
 
-/* Waits until *stamp says call `seq`: spins briefly, then yields (ranks
- * may outnumber cores), watching the peers and the clock. */
-static mrc_status_t wait_stamp(mrc__shm_endpoint_t *e, const uint64_t *stamp,
-                               uint64_t seq, int r, double timeout_s,
-                               const char *what)
+/* ---- memory semantics --------------------------------------------------- */
+
+/* While this rank waits on peer r (a flag, a window to reuse): MRC_OK, or
+ * why it never will come (the job lost a rank, r failed its call, or r
+ * is in this call with another descriptor). */
+static mrc_status_t waiting_on(mrc__shm_endpoint_t *e, int r)
 {
-    double start = 0;
-    for (unsigned spin = 0; __atomic_load_n(stamp, __ATOMIC_ACQUIRE) != seq;
-         spin++) {
-        if (spin < 64) {
-            __builtin_ia32_pause();
-            continue;
-        }
-        mrc_status_t st = check_peers(e);
-        if (st != MRC_OK)
-            return st;
-        if (e->on_idle && spin % 16 == 0)
-            e->on_idle(e->on_idle_arg);
-        double t = now_s();
-        if (start == 0)
-            start = t;
-        else if (t - start > timeout_s)
-            return mrc__error(MRC_ERR_TIMEOUT,
-                              "rank %d timed out after %g s waiting for "
-                              "rank %d's %s",
-                              e->rank, timeout_s, r, what);
-        /* Rarely (the peer's post is its own cache line): has rank r
-         * failed, or called this allreduce differently? */
-        if (t - e->last_post_check > 0.001) {
-            e->last_post_check = t;
-            st = peer_failed(e, r);
-            if (st == MRC_OK)
-                st = call_differs(e, r);
-            if (st != MRC_OK)
-                return st;
-        }
-        sched_yield();
-    }
-    return MRC_OK;
+    mrc_status_t st = check_peers(e);
+    if (st == MRC_OK)
+        st = peer_failed(e, r);
+    if (st == MRC_OK)
+        st = call_differs(e, r);
+    return st;
 }
 
-/* A small allreduce in one step: every rank puts its input in its slot
- * and reduces all the slots in rank order. Two slots a rank are enough:
- * a rank that starts call s + 2 has seen every input of call s + 1, so
- * every peer has finished reading the inputs of call s. */
-static mrc_status_t allreduce_small(mrc__shm_endpoint_t *e, const void *send,
-                                    void *recv, size_t count,
-                                    mrc_dtype_t dtype, mrc_op_t op,
-                                    double timeout_s)
-{
-    size_t bytes = count * mrc_dtype_size(dtype);
-    uint64_t seq = ++e->small_seq;
-    small_slot_t *mine = small_at(e, e->rank, seq);
-    const mrc__call_t call = e->now;
-    memcpy(mine->data, send, bytes);
-    mine->call = call;
-    __atomic_store_n(&mine->seq, seq, __ATOMIC_RELEASE);
-    /* Every input in, and every call the same, before any is used. */
-    for (int r = 0; r < e->n; r++) {
-        small_slot_t *s = small_at(e, r, seq);
-        mrc_status_t st = wait_stamp(e, &s->seq, seq, r, timeout_s,
-                                     "input to a small allreduce");
-        if (st == MRC_OK && !mrc__call_same(s->call, call))
-            st = disagree(e, r, s->call, e->rank, call);
-        if (st != MRC_OK)
-            return st;
-    }
-    for (int r = 0; r < e->n; r++) {
-        small_slot_t *s = small_at(e, r, seq);
-        if (r == 0)
-            memcpy(recv, s->data, bytes);
-        else
-            mrc__reduce(recv, recv, s->data, count, dtype,
-                        op == MRC_AVG ? MRC_SUM : op);
-    }
-    if (op == MRC_AVG)
-        mrc__scale(recv, count, dtype, e->n);
-    return MRC_OK;
-}
-
-/* Block j of `count` elements split over n ranks: the first count % n
- * blocks take one more. */
-static size_t block_at(size_t count, size_t n, size_t j)
-{
-    return j * (count / n) + (j < count % n ? j : count % n);
-}
-
-static size_t block_len(size_t count, size_t n, size_t j)
-{
-    return count / n + (j < count % n);
-}
-
-/* A mid-size allreduce in two steps through the segment: every rank
- * copies the others' blocks of its input into its area; rank r reduces
- * block r of every input (its own from sendbuf first, then round the
- * ranks from r + 1) into its recvbuf and back into block r of its own area
- * (which only rank r reads); then every rank copies the other blocks out.
- * Two syncs in place of the ring's 2(P-1) hops, and no system calls.
- * Two areas a rank, as for small ones: a rank that writes its input of
- * call s + 2 has seen every input of call s + 1, and a peer posts that
- * only after copying out its result of call s. */
-static mrc_status_t allreduce_mid(mrc__shm_endpoint_t *e, const void *send,
-                                  void *recv, size_t count, mrc_dtype_t dtype,
-                                  mrc_op_t op, double timeout_s)
-{
-    size_t es = mrc_dtype_size(dtype), n = (size_t)e->n;
-    uint64_t seq = ++e->mid_seq;
-    mid_area_t *mine = mid_at(e, e->rank, seq);
-    size_t me = (size_t)e->rank;
-    size_t at = block_at(count, n, me) * es, len = block_len(count, n, me);
-    const mrc__call_t call = e->now;
-    /* The others' blocks of my input (my own is read from sendbuf). */
-    memcpy(mine + 1, send, at);
-    memcpy((char *)(mine + 1) + at + len * es, (const char *)send + at + len * es,
-           count * es - at - len * es);
-    mine->call = call;
-    __atomic_store_n(&mine->in, seq, __ATOMIC_RELEASE);
-    /* Every input in, and every call the same (so every area holds the
-     * blocks this rank reads), before any is used or recvbuf written. */
-    for (size_t k = 1; k < n; k++) {
-        int r = (int)((me + k) % n);
-        mid_area_t *a = mid_at(e, r, seq);
-        mrc_status_t st = wait_stamp(e, &a->in, seq, r, timeout_s,
-                                     "input to an allreduce");
-        if (st == MRC_OK && !mrc__call_same(a->call, call))
-            st = disagree(e, r, a->call, e->rank, call);
-        if (st != MRC_OK)
-            return st;
-    }
-    /* Block me of every input, from mine on round the ranks: each element
-     * is reduced by one rank only, so every rank gets the same bits, and
-     * in place my own block is read before it is written. */
-    char *dst = (char *)recv + at;
-    for (size_t k = 1; k < n; k++) {
-        int r = (int)((me + k) % n);
-        mid_area_t *a = mid_at(e, r, seq);
-        mrc__reduce(dst, k == 1 ? (const char *)send + at : dst,
-                    (const char *)(a + 1) + at, len, dtype,
-                    op == MRC_AVG ? MRC_SUM : op);
-    }
-    if (n == 1 && dst != (const char *)send + at)
-        memcpy(dst, (const char *)send + at, len * es);
-    if (op == MRC_AVG)
-        mrc__scale(dst, len, dtype, e->n);
-    memcpy((char *)(mine + 1) + at, dst, len * es);
-    __atomic_store_n(&mine->out, seq, __ATOMIC_RELEASE);
-    for (int r = 0; r < e->n; r++) {
-        if (r == e->rank)
-            continue;
-        mid_area_t *a = mid_at(e, r, seq);
-        mrc_status_t st = wait_stamp(e, &a->out, seq, r, timeout_s,
-                                     "block of an allreduce");
-        if (st != MRC_OK)
-            return st;
-        size_t rat = block_at(count, n, (size_t)r) * es;
-        memcpy((char *)recv + rat, (const char *)(a + 1) + rat,
-               block_len(count, n, (size_t)r) * es);
-    }
-    return MRC_OK;
-}
-
-/* Stamps this rank's post (the large_post_t field at `field`) with call
- * `seq`, then waits until every rank's says the same. */
-static mrc_status_t post_and_wait(mrc__shm_endpoint_t *e, size_t field,
-                                  uint64_t seq, double timeout_s,
-                                  const char *what)
-{
-    __atomic_store_n((uint64_t *)((char *)large_at(e, e->rank) + field), seq,
-                     __ATOMIC_RELEASE);
-    for (int r = 0; r < e->n; r++) {
-        mrc_status_t st = wait_stamp(
-            e, (uint64_t *)((char *)large_at(e, r) + field), seq, r,
-            timeout_s, what);
-        if (st != MRC_OK)
-            return st;
-    }
-    return MRC_OK;
-}
-
-/* A large allreduce by reading the peers' buffers (cross-memory attach):
- * every rank posts where its buffers are; rank r reduces block r of every
- * input (its own first, then round the ranks from r + 1), half a bounce
- * buffer at a time (so the pieces stay in cache), into its recvbuf; then it reads the other blocks straight
- * from the peers' recvbufs, and waits until every peer has read its own
- * block. Three syncs in place of the ring's 2(P-1) hops and their
- * messages. In place, a rank overwrites block q of its input only after
- * rank q has said it reduced it. */
-static mrc_status_t allreduce_large(mrc__shm_endpoint_t *e, const void *send,
-                                    void *recv, size_t count,
-                                    mrc_dtype_t dtype, mrc_op_t op,
-                                    double timeout_s)
-{
-    size_t es = mrc_dtype_size(dtype), n = (size_t)e->n, me = (size_t)e->rank;
-    uint64_t seq = ++e->large_seq;
-    large_post_t *mine = large_at(e, e->rank);
-    const mrc__call_t call = e->now;
-    mine->send = (uint64_t)(uintptr_t)send;
-    mine->recv = (uint64_t)(uintptr_t)recv;
-    mine->call = call;
-    mrc_status_t st = post_and_wait(e, offsetof(large_post_t, in), seq,
-                                    timeout_s, "buffers of an allreduce");
-    /* Every call the same before any peer's buffer is read: the blocks
-     * read from a peer are then within the buffers it posted. */
-    for (int r = 0; r < e->n && st == MRC_OK; r++)
-        if (!mrc__call_same(large_at(e, r)->call, call))
-            st = disagree(e, r, large_at(e, r)->call, e->rank, call);
-    if (st != MRC_OK)
-        return st;
-    mrc_op_t rop = op == MRC_AVG ? MRC_SUM : op;
-    size_t at = block_at(count, n, me) * es, len = block_len(count, n, me) * es;
-    size_t piece = BOUNCE / 2 / es * es;
-    char *dst = (char *)recv + at;
-    char *got = e->bounce, *acc = e->bounce + BOUNCE / 2;
-    /* A block of a MiB or more is past what stays in cache until the peers
-     * read it: written around the cache, it costs no read for ownership
-     * (P=2, 16 MiB: 1.1-1.2x MPI's time became 1.4-1.5x). So each piece
-     * is summed in cache (acc) and written to recvbuf once, at the last
-     * peer. */
-    void (*last)(void *, const void *, const void *, size_t, mrc_dtype_t,
-                 mrc_op_t) =
-        len >= ((size_t)1 << 20) ? mrc__reduce_stream : mrc__reduce;
-    for (size_t off = 0; off < len; off += piece) {
-        size_t m = len - off < piece ? len - off : piece;
-        const char *sum = (const char *)send + at + off;
-        for (size_t k = 1; k < n; k++) {
-            int r = (int)((me + k) % n);
-            st = read_peer(e, r, got, large_at(e, r)->send + at + off, m);
-            if (st != MRC_OK)
-                return st;
-            if (k + 1 < n)
-                mrc__reduce(acc, sum, got, m / es, dtype, rop);
-            else
-                last(dst + off, sum, got, m / es, dtype, rop);
-            sum = acc;
-        }
-    }
-    if (op == MRC_AVG)
-        mrc__scale(dst, len / es, dtype, e->n);
-    __atomic_store_n(&mine->out, seq, __ATOMIC_RELEASE);
-    for (size_t k = 1; k < n; k++) {
-        int r = (int)((me + k) % n);
-        st = wait_stamp(e, &large_at(e, r)->out, seq, r, timeout_s,
-                        "block of an allreduce");
-        size_t rat = block_at(count, n, (size_t)r) * es;
-        if (st == MRC_OK)
-            st = read_peer(e, r, (char *)recv + rat,
-                           large_at(e, r)->recv + rat,
-                           block_len(count, n, (size_t)r) * es);
-        if (st != MRC_OK)
-            return st;
-    }
-    return post_and_wait(e, offsetof(large_post_t, done), seq, timeout_s,
-                         "copy of an allreduce");
-}
-
-static mrc_status_t shm_allreduce_direct(void *ctx, const mrc__call_t *call,
-                                        const void *send, void *recv,
-                                        size_t count,
-                                        mrc_dtype_t dtype, mrc_op_t op,
-                                        double timeout_s)
+static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
+                                void **window)
 {
     mrc__shm_endpoint_t *e = ctx;
-    size_t bytes = count * mrc_dtype_size(dtype);
-    if (e->no_direct ||
-        (bytes > mid_max(e->n) && (!e->all_read || e->n < 2)))
-        return MRC_ERR_UNSUPPORTED;
+    uint64_t seq = e->seq;
     if (e->lost != MRC_OK)
         return e->lost;
-    /* What this call is, for the peers that wait on this rank (any path):
-     * each path also puts it beside its first stamp. */
-    post_call(e, call ? *call
-                      : mrc__call_make(MRC_ALLREDUCE, count, dtype, op, 0));
-    if (bytes <= MRC__SMALL_BYTES)
-        return allreduce_small(e, send, recv, count, dtype, op, timeout_s);
-    if (bytes <= mid_max(e->n))
-        return allreduce_mid(e, send, recv, count, dtype, op, timeout_s);
-    return allreduce_large(e, send, recv, count, dtype, op, timeout_s);
+    if (x->window_bytes > window_max(e->n))
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "rank %d: a window of %zu bytes is more than the "
+                          "%zu a rank of this job has in shared memory",
+                          e->rank, x->window_bytes, window_max(e->n));
+    /* The window of call seq - 2 may be read until its readers end it. */
+    for (int i = 0; seq >= 2 && i < x->num_members; i++) {
+        int m = x->members[i];
+        if (m < 0 || m >= e->n)
+            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d",
+                              e->rank, m);
+        if (m == e->rank || e->ended[m] >= seq - 1)
+            continue;
+        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended,
+                                      __ATOMIC_ACQUIRE);
+        if (e->ended[m] >= seq - 1)
+            continue;
+        mrc_status_t st = waiting_on(e, m);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    published_t *p = pub_at(e, e->rank, seq);
+    p->call = e->call;
+    for (int b = 1; b < MRC__MEM_BUFS; b++) {
+        p->addr[b - 1] = (uint64_t)(uintptr_t)x->buf[b];
+        p->bytes[b - 1] = x->buf[b] ? x->bytes[b] : 0;
+    }
+    p->addr[MRC__MEM_WINDOW - 1] = 0;
+    p->bytes[MRC__MEM_WINDOW - 1] = x->window_bytes;
+    __atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+    *window = window_at(e, e->rank, seq);
+    return MRC_OK;
+}
+
+/* Reduces (or copies) the len bytes at src into x's destination at byte
+ * `at`; x->stream: written around the cache (no read for ownership; the
+ * executor asks for it where the block is past the caches anyway: P=2,
+ * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
+static void take(const mrc__xfer_t *x, const char *src, size_t at,
+                 size_t len)
+{
+    char *dst = (char *)x->dst + at;
+    size_t es = mrc_dtype_size(x->dtype);
+    if (x->local)
+        (x->stream ? mrc__reduce_stream : mrc__reduce)(
+            dst, (const char *)x->local + at, src, len / es, x->dtype,
+            x->op);
+    else if (x->stream)
+        mrc__copy_stream(dst, src, len);
+    else
+        memmove(dst, src, len);
+}
+
+/* Reads x->bytes at addr of peer r's memory into x (through the bounce
+ * buffer, a piece at a time, when it reduces), pinned against r's
+ * revoking its buffers. */
+static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
+                                mrc__xfer_t *x)
+{
+    if (!e->bounce || !__atomic_load_n(&e->info[r].can_read,
+                                       __ATOMIC_ACQUIRE))
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "rank %d cannot read rank %d's memory (the kernel "
+                          "forbids cross-memory attach here): a program "
+                          "that reads buffers by reference cannot run; use "
+                          "rings",
+                          e->rank, r);
+    rank_post_t *rp = post_at(e, r);
+    __atomic_add_fetch(&rp->readers, 1, __ATOMIC_ACQ_REL);
+    mrc_status_t st = MRC_OK;
+    if (__atomic_load_n(&rp->revoked, __ATOMIC_ACQUIRE) == e->seq + 1) {
+        st = peer_failed(e, r);
+        if (st == MRC_OK)
+            st = mrc__error(MRC_ERR_TRANSPORT,
+                            "rank %d: rank %d withdrew its buffers", e->rank,
+                            r);
+    } else if (!x->local) {
+        st = read_peer(e, r, x->dst, addr, x->bytes);
+    } else {
+        size_t es = mrc_dtype_size(x->dtype), step = BOUNCE / es * es;
+        for (size_t off = 0; off < x->bytes && st == MRC_OK; off += step) {
+            size_t len = x->bytes - off < step ? x->bytes - off : step;
+            st = read_peer(e, r, e->bounce, addr + off, len);
+            if (st == MRC_OK)
+                take(x, e->bounce, off, len);
+        }
+    }
+    __atomic_sub_fetch(&rp->readers, 1, __ATOMIC_ACQ_REL);
+    return st;
+}
+
+static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
+                            mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    uint64_t seq = e->seq;
+    if (peer < 0 || peer >= e->n || buf < 1 || buf >= MRC__MEM_BUFS)
+        return mrc__error(MRC_ERR_INTERNAL,
+                          "rank %d: no buffer %d of rank %d", e->rank, buf,
+                          peer);
+    const published_t *p = pub_at(e, peer, seq);
+    if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
+        mrc_status_t st = peer_failed(e, peer);
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_TRANSPORT,
+                                         "rank %d reads rank %d's memory, "
+                                         "which has not published its "
+                                         "buffers of call %llu",
+                                         e->rank, peer,
+                                         (unsigned long long)seq);
+    }
+    if (!mrc__call_same(p->call, e->call))
+        return disagree(e, peer, p->call, e->rank, e->call);
+    uint64_t size = p->bytes[buf - 1];
+    if ((buf != MRC__MEM_WINDOW && !p->addr[buf - 1]) || off > size ||
+        x->bytes > size - off)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d reads %zu bytes at %llu of rank %d's "
+                          "buffer %d, which holds %llu",
+                          e->rank, x->bytes, (unsigned long long)off, peer,
+                          buf, (unsigned long long)size);
+    mrc_status_t st = MRC_OK;
+    if (buf == MRC__MEM_WINDOW)
+        take(x, window_at(e, peer, seq) + off, 0, x->bytes);
+    else if (peer == e->rank)
+        take(x, (const char *)(uintptr_t)p->addr[buf - 1] + off, 0,
+             x->bytes);
+    else
+        st = read_pinned(e, peer, p->addr[buf - 1] + off, x);
+    if (st == MRC_OK)
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+    return st;
+}
+
+static mrc_status_t shm_signal(void *ctx, int flag)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    if (flag < 0 || flag >= MRC__FLAGS)
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d", e->rank,
+                          flag);
+    /* A seqlock: a peer still in the call before may be reading it. */
+    flag_t *f = flag_at(e, e->rank, flag);
+    __atomic_store_n(&f->seq, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&f->call.count, e->call.count, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->call.meta, e->call.meta, __ATOMIC_RELAXED);
+    __atomic_store_n(&f->seq, e->seq + 1, __ATOMIC_RELEASE);
+    return MRC_OK;
+}
+
+static mrc_status_t shm_wait(void *ctx, int peer, int flag)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    if (flag < 0 || flag >= MRC__FLAGS || peer < 0 || peer >= e->n)
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d of rank %d",
+                          e->rank, flag, peer);
+    if (e->lost != MRC_OK)
+        return e->lost;
+    flag_t *f = flag_at(e, peer, flag);
+    uint64_t got = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
+    if (got == e->seq + 1) {
+        /* Set in this call: its descriptor was written before (unless
+         * the peer has set it again since, in its next call). */
+        mrc__call_t theirs = {
+            __atomic_load_n(&f->call.count, __ATOMIC_RELAXED),
+            __atomic_load_n(&f->call.meta, __ATOMIC_RELAXED)};
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&f->seq, __ATOMIC_RELAXED) != got)
+            return MRC_OK;
+        if (!mrc__call_same(theirs, e->call))
+            return disagree(e, peer, theirs, e->rank, e->call);
+        return MRC_OK;
+    }
+    if (got > e->seq + 1) /* set in the next call: compared then */
+        return MRC_OK;
+    /* Not yet: look at the peers now and then (their posts are lines
+     * they write at every call; polling them would slow them down). */
+    mrc_status_t st = check_peers(e);
+    if (st == MRC_OK && e->idle % 64 == 0)
+        st = waiting_on(e, peer);
+    return st != MRC_OK ? st : MRC_INPROGRESS;
+}
+
+static int shm_reads_buffers(void *ctx)
+{
+    const mrc__shm_endpoint_t *e = ctx;
+    return e->all_read && e->bounce != NULL;
 }
 
 static const mrc__transport_ops_t shm_ops = {
@@ -1512,7 +1454,11 @@ static const mrc__transport_ops_t shm_ops = {
     .test = shm_test,
     .end = shm_end,
     .cancel = shm_cancel,
-    .allreduce_direct = shm_allreduce_direct,
+    .publish = shm_publish,
+    .get = shm_get,
+    .signal = shm_signal,
+    .wait = shm_wait,
+    .reads_buffers = shm_reads_buffers,
 };
 
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),

@@ -33,7 +33,8 @@ static void make(fixture_t *f, const char *spec, mrc_collective_t c,
         .cc = {.collective = c, .count = count, .dtype = MRC_FLOAT32},
         .group = -1,
         .transport = x,
-        .memory_ok = 1};
+        .memory_ok = x != MRC__XPORT_MPI,
+        .ref_ok = 1};
 }
 
 static void drop(fixture_t *f)
