@@ -1358,6 +1358,8 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
                           "rank %d: no buffer %d of rank %d", e->rank, buf,
                           peer);
     const published_t *p = pub_at(e, peer, seq);
+    if (buf == MRC__MEM_WINDOW) /* while the bounds come */
+        __builtin_prefetch(window_at(e, peer, seq) + off);
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
         mrc_status_t st = peer_failed(e, peer);
         return st != MRC_OK ? st
@@ -1417,6 +1419,12 @@ static mrc_status_t shm_wait(void *ctx, int peer, int flag)
         return e->lost;
     flag_t *f = flag_at(e, peer, flag);
     uint64_t got = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
+    if (got >= e->seq + 1) {
+        /* What the get after a wait reads next, fetched alongside (each
+         * line a peer's core wrote costs a transfer between cores). */
+        __builtin_prefetch(pub_at(e, peer, e->seq));
+        __builtin_prefetch(window_at(e, peer, e->seq));
+    }
     if (got == e->seq + 1) {
         /* Set in this call: its descriptor was written before (unless
          * the peer has set it again since, in its next call). */
