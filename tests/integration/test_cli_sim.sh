@@ -16,6 +16,11 @@ expect 0 '"energy_no_gating_j"' "$MRC" sim hcm8 --strategy hcm8 \
 expect 0 '"utilisation"' "$MRC" sim torus-ladder:8 --strategy barley-twist \
     --collective reduce-scatter --size 64K --json
 expect 0 "hcm8 " "$MRC" sim hcm8 --compare --collective allreduce --size 16M
+# The families rank beside the strategies; one that does not apply says
+# why.
+expect 0 "^direct2 *- *[0-9.]* " "$MRC" sim hcm8 --compare --collective allreduce --size 1M
+expect 0 "^tree *- *[0-9.]* " "$MRC" sim hcm8 --compare --collective allreduce --size 1M
+expect 0 "^direct2 *direct2 does not apply to allgather" "$MRC" sim ring:8 --compare --collective allgather --size 64K
 expect 0 "peripheral-ring" "$MRC" sim torus-ladder:16 --compare \
     --collective broadcast --size 1M
 # Groups run at once, each to its own barrier: 4+2+2 takes the time of

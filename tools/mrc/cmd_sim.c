@@ -33,7 +33,9 @@ void help_sim(void)
         "--pj-per-bit energy per bit moved over one link (default 5 pJ)\n"
         "--link-power power of one physical link while on (default 0.5 W)\n"
         "--wake-us    wake-up time of a switched-off link (default 1 us)\n"
-        "--compare    one row per strategy, side by side with the bound\n"
+        "--compare    one row per strategy (the rings), then one per other\n"
+        "             family (direct1, direct2, tree), side by side with\n"
+        "             the bound\n"
         "--sweep      sizes MIN..MAX in powers of two, for each strategy;\n"
         "             writes PREFIX.csv and PREFIX.json (default prefix\n"
         "             'sweep'), and PREFIX.svg (busbw against size) with\n"
@@ -190,6 +192,40 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
                    "%12.6g\n",
                    names[i], rings, r->time_us, r->algbw_gbps, r->busbw_gbps,
                    r->bound_gbps, r->efficiency, r->energy_j,
+                   r->energy_no_gating_j);
+        rows++;
+        mrc_sim_result_destroy(r);
+    }
+    /* Then the other families (on the automatic embedding: they do not
+     * use its rings), so that the strategies and the families rank side
+     * by side; one that does not apply says why. */
+    for (int f = MRC_ALGO_DIRECT1; f < MRC_NUM_ALGOS; f++) {
+        sim_args_t b = *a;
+        b.algo = (mrc_algo_t)f;
+        mrc_sim_result_t *r = NULL;
+        int rings = 0;
+        mrc_status_t st = simulate(&b, t, "auto", a->size, &r, &rings);
+        if (st == MRC_ERR_UNSUPPORTED) {
+            if (!json)
+                printf("%-16s %s\n", mrc_algo_name(b.algo), mrc_last_error());
+            continue;
+        }
+        if (st != MRC_OK)
+            return cli_fail(cmd, st);
+        if (json)
+            printf("%s\n  {\"strategy\": \"auto\", \"family\": \"%s\", "
+                   "\"time_us\": %.6f, \"algbw_gbps\": %.6f, "
+                   "\"busbw_gbps\": %.6f, \"bound_gbps\": %.6f, "
+                   "\"efficiency\": %.6f, \"energy_j\": %.9g, "
+                   "\"energy_no_gating_j\": %.9g}",
+                   rows ? "," : "", mrc_algo_name(b.algo), r->time_us,
+                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
+                   r->efficiency, r->energy_j, r->energy_no_gating_j);
+        else
+            printf("%-16s %5s %12.3f %10.3f %10.3f %10.3f %8.4f %12.6g "
+                   "%12.6g\n",
+                   mrc_algo_name(b.algo), "-", r->time_us, r->algbw_gbps,
+                   r->busbw_gbps, r->bound_gbps, r->efficiency, r->energy_j,
                    r->energy_no_gating_j);
         rows++;
         mrc_sim_result_destroy(r);
