@@ -104,6 +104,31 @@ static const struct {
     [MRC_BROADCAST] = {code_broadcast, 5, MRC__ADDR_WHOLE},
 };
 
+mrc_status_t mrc__program_alloc(mrc_program_t *p, int order, int routes)
+{
+    size_t ng = (size_t)p->num_groups, ns = (size_t)p->num_streams;
+    size_t members = (size_t)p->num_members, pool = (size_t)p->route_pool_len;
+    p->code = malloc(((size_t)p->code_len + 1) * sizeof *p->code);
+    p->groups = calloc(ng + 1, sizeof *p->groups);
+    p->members = malloc((members + 1) * sizeof *p->members);
+    p->streams = calloc(ns + 1, sizeof *p->streams);
+    p->ring_order = malloc(((size_t)order + 1) * sizeof *p->ring_order);
+    p->ring_first = malloc((ns + 1) * sizeof *p->ring_first);
+    p->nodes = calloc((size_t)p->num_nodes + 1, sizeof *p->nodes);
+    p->node_streams = calloc((size_t)p->num_entries + 1,
+                             sizeof *p->node_streams);
+    p->route_off = calloc((size_t)routes + 1, sizeof *p->route_off);
+    p->route_nodes = malloc((pool + 1) * sizeof *p->route_nodes);
+    p->route_ports = malloc((pool + 1) * sizeof *p->route_ports);
+    p->route_in_ports = malloc((pool + 1) * sizeof *p->route_in_ports);
+    if (!p->code || !p->groups || !p->members || !p->streams ||
+        !p->ring_order || !p->ring_first || !p->nodes || !p->node_streams ||
+        !p->route_off || !p->route_nodes || !p->route_ports ||
+        !p->route_in_ports)
+        return MRC_ERR_NO_MEMORY;
+    return MRC_OK;
+}
+
 void mrc__program_free_arrays(mrc_program_t *p)
 {
     free(p->code);
@@ -324,22 +349,7 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     p->num_members = members;
     p->num_entries = entries;
     p->route_pool_len = pool;
-    p->code = malloc((size_t)p->code_len * sizeof *p->code);
-    p->groups = calloc((size_t)ng + 1, sizeof *p->groups);
-    p->members = malloc(((size_t)members + 1) * sizeof *p->members);
-    p->streams = calloc((size_t)ns + 1, sizeof *p->streams);
-    p->ring_order = malloc(((size_t)order + 1) * sizeof *p->ring_order);
-    p->ring_first = malloc(((size_t)ns + 1) * sizeof *p->ring_first);
-    p->nodes = calloc((size_t)nn, sizeof *p->nodes);
-    p->node_streams = calloc((size_t)entries + 1, sizeof *p->node_streams);
-    p->route_off = calloc((size_t)routes + 1, sizeof *p->route_off);
-    p->route_nodes = malloc(((size_t)pool + 1) * sizeof *p->route_nodes);
-    p->route_ports = malloc(((size_t)pool + 1) * sizeof *p->route_ports);
-    p->route_in_ports = malloc(((size_t)pool + 1) * sizeof *p->route_in_ports);
-    if (!p->code || !p->groups || !p->members || !p->streams ||
-        !p->ring_order || !p->ring_first || !p->nodes || !p->node_streams ||
-        !p->route_off || !p->route_nodes || !p->route_ports ||
-        !p->route_in_ports) {
+    if (mrc__program_alloc(p, order, routes) != MRC_OK) {
         mrc_program_destroy(p);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
     }

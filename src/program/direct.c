@@ -438,22 +438,7 @@ mrc_status_t mrc__family_build(const mrc_embedding_t *e,
     p->num_streams = ng;
     p->num_members = members;
     p->num_entries = members;
-    p->code = malloc((size_t)fc->len * sizeof *p->code);
-    p->groups = calloc((size_t)ng + 1, sizeof *p->groups);
-    p->members = malloc(((size_t)members + 1) * sizeof *p->members);
-    p->streams = calloc((size_t)ng + 1, sizeof *p->streams);
-    p->ring_order = malloc(((size_t)members + 1) * sizeof *p->ring_order);
-    p->ring_first = malloc(((size_t)ng + 1) * sizeof *p->ring_first);
-    p->nodes = calloc((size_t)nn + 1, sizeof *p->nodes);
-    p->node_streams = calloc((size_t)members + 1, sizeof *p->node_streams);
-    p->route_off = calloc(1, sizeof *p->route_off);
-    p->route_nodes = malloc(sizeof *p->route_nodes);
-    p->route_ports = malloc(sizeof *p->route_ports);
-    p->route_in_ports = malloc(sizeof *p->route_in_ports);
-    if (!p->code || !p->groups || !p->members || !p->streams ||
-        !p->ring_order || !p->ring_first || !p->nodes || !p->node_streams ||
-        !p->route_off || !p->route_nodes || !p->route_ports ||
-        !p->route_in_ports) {
+    if (mrc__program_alloc(p, members, 0) != MRC_OK) {
         mrc_program_destroy(p);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
     }

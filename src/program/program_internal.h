@@ -403,6 +403,12 @@ void mrc__msgmap_remove(mrc__msgmap_t *m, int32_t *link);
 /* FNV-1a 64 over n bytes: the image checksum. */
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n);
 
+/* Allocates a program's arrays from its sizes (code_len, num_nodes,
+ * num_groups, num_streams, num_members, num_entries, route_pool_len),
+ * `order` ring-order entries and `routes` routes; MRC_ERR_NO_MEMORY
+ * (the caller destroys p) if any fails. */
+mrc_status_t mrc__program_alloc(mrc_program_t *p, int order, int routes);
+
 /* Frees a program's arrays (used by load on failure). */
 void mrc__program_free_arrays(mrc_program_t *p);
 
