@@ -38,11 +38,7 @@ typedef struct contrib {
 } contrib_t;
 
 
-typedef struct chain {
-    mrc__chain_iter_t it;
-    mrc__op_t op;
-    int has_op, done;
-} chain_t;
+typedef mrc__cursor_t chain_t;
 
 typedef struct checker {
     const mrc_program_t *p;
@@ -461,17 +457,12 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
         int i = c.ready[--c.num_ready];
         chain_t *ch = &c.chains[i];
         while (!ch->done) {
-            if (!ch->has_op) {
-                int r = mrc__chain_next(&ch->it, &ch->op, &st);
-                if (r < 0)
-                    goto done;
-                if (r == 0) {
-                    ch->done = 1;
-                    break;
-                }
-                ch->has_op = 1;
-            }
-            int r = step_op(&c, ch->it.at, &ch->op);
+            int r = mrc__cursor_peek(ch, &st);
+            if (r < 0)
+                goto done;
+            if (r == 0)
+                break;
+            r = step_op(&c, ch->it.at, &ch->op);
             if (r < 0) {
                 st = MRC_ERR_INVALID_PROGRAM;
                 goto done;

@@ -40,9 +40,8 @@ typedef struct region {
 } region_t;
 
 typedef struct mnode {
-    mrc__chain_iter_t it;
-    mrc__op_t op;
-    int has_op, done, arrived;
+    mrc__cursor_t cur;
+    int arrived;
     int32_t idx;       /* ops run */
     int32_t *vc;       /* [group size]: ops of each rank known to be done */
     int32_t *sig[FLAGS]; /* the clock at each flag's signal, or NULL */
@@ -432,7 +431,7 @@ static mrc_status_t setup(mcheck_t *c)
                 r->sig = mrc__mix64((uint64_t)p->nodes[u].rank);
                 r->count = 1;
             }
-        mrc__chain_begin(&nu->it, p, u, g->first_stream, 0, 1, c->in_place);
+        mrc__chain_begin(&nu->cur.it, p, u, g->first_stream, 0, 1, c->in_place);
     }
     return MRC_OK;
 }
@@ -445,42 +444,38 @@ static mrc_status_t run(mcheck_t *c)
         moved = 0;
         for (int u = 0; u < p->num_nodes; u++) {
             mnode_t *nu = &c->nodes[u];
-            if (p->nodes[u].group < 0 || nu->done)
+            if (p->nodes[u].group < 0 || nu->cur.done)
                 continue;
             int n = p->groups[p->nodes[u].group].size;
             for (;;) {
-                if (!nu->has_op) {
-                    int r = mrc__chain_next(&nu->it, &nu->op, &st);
-                    if (r < 0)
-                        return st;
-                    if (r == 0) {
-                        nu->done = 1;
-                        moved = 1;
-                        break;
-                    }
-                    nu->has_op = 1;
+                int r = mrc__cursor_peek(&nu->cur, &st);
+                if (r < 0)
+                    return st;
+                if (r == 0) {
+                    moved = 1;
+                    break;
                 }
-                int r = step(c, u, &nu->op, n);
+                r = step(c, u, &nu->cur.op, n);
                 if (r < 0)
                     return MRC_ERR_INVALID_PROGRAM;
                 if (r == 0)
                     break;
                 nu->vc[rank_of(c, u)] = ++nu->idx;
-                nu->has_op = 0;
+                nu->cur.has_op = 0;
                 moved = 1;
             }
         }
     }
     for (int u = 0; u < p->num_nodes; u++) {
         const mnode_t *nu = &c->nodes[u];
-        if (p->nodes[u].group >= 0 && !nu->done)
+        if (p->nodes[u].group >= 0 && !nu->cur.done)
             return mrc__error(MRC_ERR_INVALID_PROGRAM,
                               "deadlock: node %d waits for %s of node %d, "
                               "which never comes",
                               u,
-                              nu->op.kind == MRC__BARRIER ? "a barrier"
+                              nu->cur.op.kind == MRC__BARRIER ? "a barrier"
                                                           : "a flag",
-                              nu->op.peer);
+                              nu->cur.op.peer);
     }
     return check_end(c);
 }

@@ -680,6 +680,21 @@ static mrc_status_t run_chain(const mrc_program_t *p, int node, int k,
     return r < 0 ? st : MRC_OK;
 }
 
+int mrc__cursor_peek(mrc__cursor_t *c, mrc_status_t *st)
+{
+    if (c->done)
+        return 0;
+    if (c->has_op)
+        return 1;
+    int r = mrc__chain_next(&c->it, &c->op, st);
+    if (r <= 0) {
+        c->done = r == 0;
+        return r;
+    }
+    c->has_op = 1;
+    return 1;
+}
+
 int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
 {
     uint64_t len = p->streams[k].slice_len;

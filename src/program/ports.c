@@ -16,11 +16,7 @@
 
 #include "program_internal.h"
 
-typedef struct walk {
-    mrc__chain_iter_t it;
-    mrc__op_t op;
-    int has_op, done;
-} walk_t;
+typedef mrc__cursor_t walk_t;
 
 typedef struct builder {
     int32_t *port_first; /* [num_nodes + 1]: into the marks */
@@ -149,16 +145,11 @@ mrc_status_t mrc__port_mask_build(mrc_program_t *p)
         for (int i = 0; i < nw; i++) {
             walk_t *c = &w[i];
             while (!c->done) {
-                if (!c->has_op) {
-                    int r = mrc__chain_next(&c->it, &c->op, &st);
-                    if (r < 0)
-                        goto done;
-                    if (r == 0) {
-                        c->done = 1;
-                        break;
-                    }
-                    c->has_op = 1;
-                }
+                int r = mrc__cursor_peek(c, &st);
+                if (r < 0)
+                    goto done;
+                if (r == 0)
+                    break;
                 if (c->op.step > step)
                     break;
                 c->has_op = 0;

@@ -330,6 +330,19 @@ void mrc__relay_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int at,
 void mrc__relay_bound(const mrc_program_t *p, int node, uint64_t chunk_elems,
                       uint64_t *chains, uint64_t *ops);
 
+/* A chain with one op of lookahead, for the walks that must see the next
+ * op before taking it (the checkers, the port mask, the simulator). */
+typedef struct mrc__cursor {
+    mrc__chain_iter_t it;
+    mrc__op_t op;
+    int has_op, done;
+} mrc__cursor_t;
+
+/* The op the cursor is at, read from its chain if none is held: 1 (in
+ * c->op; clear c->has_op to take it), 0 at the chain's end (c->done set),
+ * -1 on an error (*st). */
+int mrc__cursor_peek(mrc__cursor_t *c, mrc_status_t *st);
+
 /* Chunks of stream k for a chunk size (0 if the stream carries nothing). */
 int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems);
 

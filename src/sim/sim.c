@@ -621,11 +621,7 @@ static double run_step(const sim_t *s, flow_t *fl, int nf, step_ws_t *w)
     return end;
 }
 
-typedef struct chain {
-    mrc__chain_iter_t it;
-    mrc__op_t op;
-    int has_op, done;
-} chain_t;
+typedef mrc__cursor_t chain_t;
 
 /* ---- pipelined: every chunk moves as soon as its data is ready --------- */
 
@@ -953,16 +949,11 @@ static mrc_status_t run_chain_now(pipe_t *pp, int i)
     chain_t *ch = &pp->chains[i];
     mrc_status_t st = MRC_OK;
     while (!ch->done) {
-        if (!ch->has_op) {
-            int rr = mrc__chain_next(&ch->it, &ch->op, &st);
-            if (rr < 0)
-                return st;
-            if (rr == 0) {
-                ch->done = 1;
-                break;
-            }
-            ch->has_op = 1;
-        }
+        int rr = mrc__cursor_peek(ch, &st);
+        if (rr < 0)
+            return st;
+        if (rr == 0)
+            break;
         if (ch->op.kind == MRC__SEND) {
             st = start_flow(pp, ch);
             if (st != MRC_OK)
@@ -1306,16 +1297,11 @@ static mrc_status_t gather(sim_t *s, chain_t *chains, const int32_t *gidx,
         for (int i = w->first; i < w->first + w->n; i++) {
             chain_t *ch = &chains[gidx[i]];
             while (!ch->done) {
-                if (!ch->has_op) {
-                    int rr = mrc__chain_next(&ch->it, &ch->op, &st);
-                    if (rr < 0)
-                        return st;
-                    if (rr == 0) {
-                        ch->done = 1;
-                        break;
-                    }
-                    ch->has_op = 1;
-                }
+                int rr = mrc__cursor_peek(ch, &st);
+                if (rr < 0)
+                    return st;
+                if (rr == 0)
+                    break;
                 if (ch->op.step > w->step)
                     break;
                 ch->has_op = 0;
@@ -1643,16 +1629,11 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
         for (int i = 0; i < nchains; i++) {
             chain_t *ch = &chains[i];
             while (!ch->done) {
-                if (!ch->has_op) {
-                    int rr = mrc__chain_next(&ch->it, &ch->op, &st);
-                    if (rr < 0)
-                        goto done;
-                    if (rr == 0) {
-                        ch->done = 1;
-                        break;
-                    }
-                    ch->has_op = 1;
-                }
+                int rr = mrc__cursor_peek(ch, &st);
+                if (rr < 0)
+                    goto done;
+                if (rr == 0)
+                    break;
                 if (ch->op.step > step)
                     break;
                 ch->has_op = 0;
