@@ -168,6 +168,29 @@ static mrc_status_t peer_failed(ctx_t *c, int p)
     return failure_error(f, c->rank);
 }
 
+/* A table's call is read by peers while its owner may rewrite it for a
+ * later call (a peer lingering in its last wait of the call before): it
+ * is written and read word by word, atomically, between the stamp's
+ * invalidation and its new value, and a reader takes it only if the
+ * stamp is the same before and after (a seqlock). */
+static void store_call(table_t *t, const mrc__call_t *call)
+{
+    __atomic_store_n(&t->call.count, call->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&t->call.meta, call->meta, __ATOMIC_RELAXED);
+}
+
+/* The table's call for call number seq: 1 and *out, or 0 if the table is
+ * not (or no longer) that call's. */
+static int load_call(const table_t *t, uint64_t seq, mrc__call_t *out)
+{
+    if (__atomic_load_n(&t->stamp, __ATOMIC_ACQUIRE) != seq + 1)
+        return 0;
+    out->count = __atomic_load_n(&t->call.count, __ATOMIC_RELAXED);
+    out->meta = __atomic_load_n(&t->call.meta, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&t->stamp, __ATOMIC_RELAXED) == seq + 1;
+}
+
 static mrc_status_t th_begin(void *vctx, uint64_t seq,
                              const mrc__call_t *call,
                              const mrc__xfer_t *recvs, size_t n)
@@ -176,6 +199,10 @@ static mrc_status_t th_begin(void *vctx, uint64_t seq,
     rank_state_t *r = &c->f->ranks[c->rank];
     table_t *t = &r->tables[seq & 1];
     c->num_sends = 0;
+    /* Rewritten from here on: a peer still in the call two before (in its
+     * last wait) must not take this table for that call's. */
+    __atomic_store_n(&t->stamp, 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     if (n > t->cap) {
         size_t cap = t->cap ? t->cap : 64;
         while (cap < n)
@@ -205,7 +232,7 @@ static mrc_status_t th_begin(void *vctx, uint64_t seq,
         memset(t->slots, 0, n * sizeof *t->slots);
     }
     t->n = n;
-    t->call = *call;
+    store_call(t, call);
     r->seq = seq;
     r->call = *call;
     __atomic_store_n(&t->stamp, seq + 1, __ATOMIC_RELEASE);
@@ -222,9 +249,12 @@ static mrc_status_t th_isend(void *vctx, const void *buf, mrc__xfer_t *x)
         mrc_status_t st = peer_failed(c, x->peer);
         return st != MRC_OK ? st : MRC_INPROGRESS; /* not there yet */
     }
-    if (!mrc__call_same(t->call, me->call)) {
+    mrc__call_t theirs;
+    if (!load_call(t, seq, &theirs)) /* rewritten since: not there yet */
+        return MRC_INPROGRESS;
+    if (!mrc__call_same(theirs, me->call)) {
         failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, x->peer, me->call,
-                         t->call};
+                         theirs};
         set_failed(c, &why);
         return failure_error(&why, c->rank);
     }
@@ -373,11 +403,11 @@ static mrc_status_t same_call(ctx_t *c, int peer)
 {
     rank_state_t *me = &c->f->ranks[c->rank];
     const table_t *t = &c->f->ranks[peer].tables[me->seq & 1];
-    if (__atomic_load_n(&t->stamp, __ATOMIC_ACQUIRE) != me->seq + 1 ||
-        mrc__call_same(t->call, me->call))
+    mrc__call_t theirs;
+    if (!load_call(t, me->seq, &theirs) || mrc__call_same(theirs, me->call))
         return MRC_OK; /* a peer ahead compared with us in its turn */
     failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, peer, me->call,
-                     t->call};
+                     theirs};
     set_failed(c, &why);
     return failure_error(&why, c->rank);
 }
