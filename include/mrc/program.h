@@ -45,6 +45,10 @@ typedef struct mrc_compile_config {
     /* The family (0: rings). MRC_ALGO_AUTO is refused here: the selector
      * of the communicator and of `mrc explain` resolves it first. */
     mrc_algo_t algo;
+    /* hier: each group's nodes are on this many hosts, in equal blocks
+     * of consecutive ranks (rank r of a group of n on host r * hosts /
+     * n). 0 or 1: one host. Other families ignore it. */
+    int hosts;
 } mrc_compile_config_t;
 
 #define MRC_DEFAULT_CHUNK_BYTES ((size_t)256 << 10)

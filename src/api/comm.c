@@ -55,6 +55,9 @@ struct mrc__shared {
     void (*owner_free)(void *);
     size_t chunk_bytes;
     mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
+    /* The ranks' hosts, in equal blocks (hier): MPI's, or $MRC_HOSTS for
+     * tests of the other transports; 1: one host. */
+    int hosts;
     cached_program_t *programs;
     int num_programs, cap_programs;
     uint64_t clock;
@@ -194,6 +197,17 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
         shared_release(s);
         return st;
     }
+    /* $MRC_HOSTS=H (for tests): threads and shm ranks taken to be on H
+     * hosts in blocks, so that hier runs on one machine; a value that
+     * does not split the ranks is an error when hier is compiled. */
+    long hosts = 1;
+    const char *hv = getenv("MRC_HOSTS");
+    if (hv && *hv && mrc__parse_long(hv, 1, MRC_TOPO_MAX_NODES, &hosts) != 0) {
+        shared_release(s);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "$MRC_HOSTS '%s' is not a count of hosts", hv);
+    }
+    s->hosts = (int)hosts;
     char spec[32];
     snprintf(spec, sizeof spec, nranks == 1 ? "line:1" : "ring:%d", nranks);
     st = mrc_topo_create(cfg->topology ? cfg->topology : spec, &s->topo);
@@ -215,6 +229,11 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     s->coupled = coupled(s->embedding);
     *out = s;
     return MRC_OK;
+}
+
+void mrc__comm_shared_hosts(shared_t *s, int hosts)
+{
+    s->hosts = hosts > 1 ? hosts : 1;
 }
 
 /* MRC_DEBUG=INFO at creation: the topology, the transport and the rings
@@ -487,20 +506,23 @@ static mrc_status_t select_program(const mrc_comm_t *c,
 {
     const shared_t *s = c->shared;
     const char *refused = memory_refused(c);
+    int is_mpi = strcmp(c->transport.ops->name, "mpi") == 0;
+    /* MPI between hosts: memory semantics only within a host (hier). */
+    int between = is_mpi && s->hosts > 1;
     mrc__select_input_t in = {
         .embedding = s->embedding,
         .topo = s->topo,
         .cc = {key->collective, key->count, key->dtype, key->op, key->root,
-               s->chunk_bytes, MRC_ALGO_RINGS},
+               s->chunk_bytes, MRC_ALGO_RINGS, s->hosts},
         .group = key->group,
         /* MPI ranks all on one host run over its shared-memory endpoint
          * (and have its memory semantics): modelled as shm. */
-        .transport = refused == NULL &&
-                             strcmp(c->transport.ops->name, "mpi") == 0
+        .transport = refused == NULL && is_mpi && !between
                          ? MRC__XPORT_SHM
                          : mrc__xport_of(c->transport.ops->name),
-        .memory_ok = refused == NULL,
-        .no_memory_why = refused,
+        .memory_ok = refused == NULL && !between,
+        .host_memory_ok = refused == NULL,
+        .no_memory_why = between ? NULL : refused,
         .ref_ok = !c->transport.ops->reads_buffers ||
                   c->transport.ops->reads_buffers(c->transport.ctx),
         .want_times = mrc__log_level() >= MRC__LOG_INFO};

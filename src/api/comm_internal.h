@@ -21,5 +21,8 @@ mrc_status_t mrc__comm_attach(shared_t *s, int rank, mrc__transport_t t,
                               void *owner, void (*owner_free)(void *),
                               double timeout, mrc_comm_t **out);
 void mrc__comm_shared_release(shared_t *s);
+/* The ranks are on `hosts` hosts in equal blocks of consecutive ranks
+ * (the hier family's input; 1: one host, or not in such blocks). */
+void mrc__comm_shared_hosts(shared_t *s, int hosts);
 
 #endif /* MRC_COMM_INTERNAL_H */

@@ -34,10 +34,28 @@ static int pretend_hosts(int n)
 }
 
 /* This rank's part: the host's shared memory and the endpoint. */
+/* The hosts, when the ranks are on them in equal blocks of consecutive
+ * ranks (rank r on the host of rank r / L * L); else 1. */
+static int hosts_in_blocks(const int *leader_of, int n)
+{
+    int hosts = 0;
+    for (int r = 0; r < n; r++)
+        hosts += leader_of[r] == r;
+    if (hosts <= 1 || n % hosts != 0)
+        return 1;
+    int l = n / hosts;
+    for (int r = 0; r < n; r++)
+        if (leader_of[r] != r / l * l)
+            return 1;
+    return hosts;
+}
+
 static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
-                               mrc__mpi_endpoint_t **out, double timeout)
+                               mrc__mpi_endpoint_t **out, double timeout,
+                               int *hosts)
 {
     *out = NULL;
+    *hosts = 1;
     MPI_Comm host = MPI_COMM_NULL, priv = MPI_COMM_NULL;
     int *local_of = malloc((size_t)n * sizeof *local_of);
     int *leader_of = malloc((size_t)n * sizeof *leader_of);
@@ -67,6 +85,7 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
     }
     /* Every rank learns every rank's host (by its leader). */
     PMPI_Allgather(&leader, 1, MPI_INT, leader_of, 1, MPI_INT, comm);
+    *hosts = hosts_in_blocks(leader_of, n);
     char job[40] = "";
     if (st == MRC_OK && lrank == 0 && nlocal > 1)
         st = mrc__random_job_id(job, sizeof job) == 0
@@ -143,8 +162,9 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
      * library's calls have no timeout, as in MPI): a host leader that
      * could not make the segment must not leave its peers waiting for it
      * for ever, and then every rank stays with MPI. */
+    int hosts = 1;
     mrc_status_t est = setup_rank(comm, n, rank, &e,
-                                  isfinite(timeout) ? timeout : 60);
+                                  isfinite(timeout) ? timeout : 60, &hosts);
     if (st == MRC_OK && est != MRC_OK) {
         st = est;
         snprintf(why, sizeof why, "%s", mrc_last_error());
@@ -162,6 +182,9 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
                           "mrc_comm_init_mpi (rank %d): rank %d failed: %s",
                           rank, first, why);
     }
-    return mrc__comm_attach(s, rank, mrc__mpi_transport(e), e, endpoint_free,
-                            timeout, out);
+    /* Hosts of one rank each have no segment: no memory semantics, and
+     * hier does not apply (the rings and the tree do the same). */
+    mrc__comm_shared_hosts(s, hosts);
+    return mrc__comm_attach(s, rank, mrc__mpi_transport(e, hosts > 1), e,
+                            endpoint_free, timeout, out);
 }

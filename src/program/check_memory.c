@@ -18,6 +18,8 @@
  *     the transport keeps it, see transport.h);
  *   - every output region holds exactly one contribution of each node it
  *     should (a count and a signature, as in check.c).
+ * Sends and receives (the hier family's leaders) carry their sender's
+ * clock and contributions to the receive that takes them.
  * Accepts: groups of up to MEMORY_MAX_GROUP nodes (N^2 gets in all; the
  * direct families are for hosts). Limits: regions are whole fragments.
  */
@@ -29,8 +31,11 @@
 enum { MEMORY_MAX_GROUP = 512, FLAGS = 32, BARRIER_FLAG = 16,
        NUM_BUFS = MRC__BUF_WINDOW + 1 };
 
+/* A peer's read of a region: by a GET, or (msg >= 0) by a message sent
+ * from it, which the transport may read until the receiver has it (idx
+ * INT32_MAX until then). */
 typedef struct read_rec {
-    int32_t reader, idx, next;
+    int32_t reader, idx, next, msg;
 } read_rec_t;
 
 typedef struct region {
@@ -49,17 +54,29 @@ typedef struct mnode {
     region_t *regions; /* [NUM_BUFS][frags] */
 } mnode_t;
 
+/* A message in flight (hier's leaders): what it carries and the
+ * sender's clock when it sent it. */
+typedef struct mmsg {
+    int32_t src, dst, frag, taken;
+    int32_t read; /* its read record on the sender's region */
+    uint64_t tag;
+    region_t data;
+    int32_t *vc;
+} mmsg_t;
+
 typedef struct mcheck {
     const mrc_program_t *p;
     int in_place;
     mnode_t *nodes;
     read_rec_t *pool;
     int num_reads, cap_reads;
+    mmsg_t *msgs;
+    int num_msgs, cap_msgs;
 } mcheck_t;
 
 static int frags_of(const mrc_program_t *p, int n)
 {
-    return p->addressing == MRC__ADDR_WHOLE ? 1 : n;
+    return p->addressing == MRC__ADDR_WHOLE ? 1 : mrc__frag_space(p, n);
 }
 
 /* Send and receive buffers are one in place: a region of SEND is the
@@ -104,6 +121,14 @@ static int write_region(mcheck_t *c, int u, region_t *r, int buf, int f)
         int peer = c->p->members[c->p->groups[c->p->nodes[u].group]
                                      .first_member +
                                  rr->reader];
+        if (nu->vc[rr->reader] <= rr->idx && rr->msg >= 0) {
+            mrc__error(MRC_ERR_INVALID_PROGRAM,
+                       "%snode %d writes fragment %d of its buffer %d, which "
+                       "it sent to node %d, before that node's receive is "
+                       "known to have happened",
+                       c->in_place ? "in place: " : "", u, f, buf, peer);
+            return -1;
+        }
         if (nu->vc[rr->reader] <= rr->idx) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "%snode %d writes fragment %d of its buffer %d while "
@@ -125,7 +150,7 @@ static int add_read(mcheck_t *c, region_t *r, int reader, int32_t idx)
         mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
         return -1;
     }
-    c->pool[c->num_reads] = (read_rec_t){reader, idx, r->reads};
+    c->pool[c->num_reads] = (read_rec_t){reader, idx, r->reads, -1};
     r->reads = c->num_reads++;
     return 0;
 }
@@ -202,12 +227,106 @@ static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
     return 0;
 }
 
+/* The message u's RECV op takes for fragment f, or NULL if not sent
+ * yet. A linear search: messages are few (the leaders' hops). */
+static mmsg_t *find_msg(mcheck_t *c, int u, const mrc__op_t *op, int f)
+{
+    for (int i = 0; i < c->num_msgs; i++) {
+        mmsg_t *m = &c->msgs[i];
+        if (!m->taken && m->dst == u && m->src == op->peer &&
+            m->tag == op->tag && m->frag == f)
+            return m;
+    }
+    return NULL;
+}
+
+/* A SEND by u: the region's contributions leave with u's clock. */
+static int send_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
+{
+    mnode_t *nu = &c->nodes[u];
+    for (int i = 0; i < c->num_msgs; i++) {
+        const mmsg_t *m = &c->msgs[i];
+        if (!m->taken && m->src == u && m->dst == op->peer &&
+            m->tag == op->tag && m->frag == f) {
+            mrc__error(MRC_ERR_INVALID_PROGRAM,
+                       "node %d sends node %d two messages with tag %llx "
+                       "(fragment %d) in flight at once",
+                       u, op->peer, (unsigned long long)op->tag, f);
+            return -1;
+        }
+    }
+    if (mrc__grow((void **)&c->msgs, &c->cap_msgs, c->num_msgs + 1,
+                  sizeof *c->msgs)) {
+        mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+        return -1;
+    }
+    mmsg_t *m = &c->msgs[c->num_msgs];
+    *m = (mmsg_t){u, op->peer, f, 0, -1, op->tag, value(c, u, op->src, f),
+                  NULL};
+    if (add_read(c, region(c, u, op->src, f), rank_of(c, op->peer),
+                 INT32_MAX) < 0)
+        return -1;
+    m->read = c->num_reads - 1;
+    c->pool[m->read].msg = c->num_msgs;
+    m->vc = malloc((size_t)n * sizeof *m->vc);
+    if (!m->vc) {
+        mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+        return -1;
+    }
+    memcpy(m->vc, nu->vc, (size_t)n * sizeof *m->vc);
+    m->vc[rank_of(c, u)] = nu->idx + 1;
+    c->num_msgs++;
+    return 0;
+}
+
+/* A RECV by u of fragment f: the message's contributions (with the
+ * local operand's) into the destination, after the sender's past. */
+static int recv_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
+{
+    mmsg_t *m = find_msg(c, u, op, f);
+    mnode_t *nu = &c->nodes[u];
+    region_t data = m->data;
+    merge(nu->vc, m->vc, n);
+    m->taken = 1;
+    c->pool[m->read].idx = nu->idx; /* read by this receive */
+    if (op->local) {
+        region_t l = value(c, u, op->local, f);
+        data.sig += l.sig;
+        data.count += l.count;
+    }
+    region_t *dst = region(c, u, op->dst, f);
+    if (write_region(c, u, dst, op->dst, f) < 0)
+        return -1;
+    dst->sig = data.sig;
+    dst->count = data.count;
+    return 0;
+}
+
+/* A SEND or RECV on every fragment it covers (a receive waits until all
+ * of its messages are there, so that it runs whole). */
+static int step_msg(mcheck_t *c, int u, const mrc__op_t *op, int n)
+{
+    int lo = op->frag < 0 ? 0 : op->frag;
+    int hi = op->frag < 0 ? frags_of(c->p, n) - 1 : op->frag;
+    if (op->kind == MRC__RECV)
+        for (int f = lo; f <= hi; f++)
+            if (!find_msg(c, u, op, f))
+                return 0;
+    for (int f = lo; f <= hi; f++)
+        if ((op->kind == MRC__SEND ? send_msg(c, u, op, f, n)
+                                   : recv_msg(c, u, op, f, n)) < 0)
+            return -1;
+    return 1;
+}
+
 static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n);
 
 /* Runs u's current op: 1 ran, 0 must wait, -1 error. An op on every
  * fragment (frag -1) runs as one op per fragment. */
 static int step(mcheck_t *c, int u, const mrc__op_t *op, int n)
 {
+    if (op->kind == MRC__SEND || op->kind == MRC__RECV)
+        return step_msg(c, u, op, n);
     if (op->frag >= 0 || op->kind == MRC__EXPOSE || op->kind == MRC__SIGNAL ||
         op->kind == MRC__WAIT || op->kind == MRC__BARRIER)
         return step_one(c, u, op, n);
@@ -329,15 +448,22 @@ static int expected(const mcheck_t *c, int u, int f, int n, region_t *want)
 
 static uint64_t frag_len(const mrc_program_t *p, int f, int n)
 {
-    uint64_t len = p->cfg.count;
+    uint64_t len = p->cfg.count, parts = (uint64_t)mrc__frag_space(p, n);
     if (p->addressing != MRC__ADDR_SPLIT)
         return len;
-    return len / (uint64_t)n + ((uint64_t)f < len % (uint64_t)n);
+    return len / parts + ((uint64_t)f < len % parts);
 }
 
 static mrc_status_t check_end(mcheck_t *c)
 {
     const mrc_program_t *p = c->p;
+    for (int i = 0; i < c->num_msgs; i++)
+        if (!c->msgs[i].taken)
+            return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                              "node %d sends node %d a message (tag %llx) "
+                              "that it never receives",
+                              c->msgs[i].src, c->msgs[i].dst,
+                              (unsigned long long)c->msgs[i].tag);
     for (int u = 0; u < p->num_nodes; u++) {
         int gi = p->nodes[u].group;
         if (gi < 0)
@@ -349,8 +475,11 @@ static mrc_status_t check_end(mcheck_t *c)
             for (int f = 0; f < frags; f++) {
                 region_t *r = &nu->regions[(size_t)b * (size_t)frags +
                                            (size_t)f];
+                /* (a message's read ends before its sender leaves: the
+                 * executor waits for its sends) */
                 for (int32_t i = r->reads; i >= 0; i = c->pool[i].next)
-                    if (nu->vc[c->pool[i].reader] <= c->pool[i].idx)
+                    if (c->pool[i].msg < 0 &&
+                        nu->vc[c->pool[i].reader] <= c->pool[i].idx)
                         return mrc__error(
                             MRC_ERR_INVALID_PROGRAM,
                             "%snode %d may leave the call while rank %d "
@@ -389,6 +518,9 @@ static void free_check(mcheck_t *c)
     }
     free(c->nodes);
     free(c->pool);
+    for (int i = 0; i < c->num_msgs; i++)
+        free(c->msgs[i].vc);
+    free(c->msgs);
 }
 
 static mrc_status_t setup(mcheck_t *c)
@@ -474,7 +606,8 @@ static mrc_status_t run(mcheck_t *c)
                               "which never comes",
                               u,
                               nu->cur.op.kind == MRC__BARRIER ? "a barrier"
-                                                          : "a flag",
+                              : nu->cur.op.kind == MRC__RECV  ? "a message"
+                                                              : "a flag",
                               nu->cur.op.peer);
     }
     return check_end(c);

@@ -26,11 +26,11 @@
 
 #define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
     {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
-     (flags_), 0, 0, 0, 0, 0, 0, 0}
+     (flags_), 0, 0, 0, 0, 0, 0, 0, 0}
 /* A chain's transfer at step (rel + st_) mod N. */
 #define C(op_, pred_, lo_, hi_, a_, b_, local_, st_)                         \
     {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_), \
-     0, 0, 0, 0, 0}
+     0, 0, 0, 0, 0, 0}
 
 enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
        SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
@@ -290,8 +290,11 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         break;
     case MRC_ALGO_DIRECT1:
     case MRC_ALGO_DIRECT2:
-    case MRC_ALGO_TREE: {
+    case MRC_ALGO_TREE:
+    case MRC_ALGO_HIER: {
         mrc_compile_config_t c = *cfg;
+        if (c.algo != MRC_ALGO_HIER || c.hosts < 1)
+            c.hosts = c.algo == MRC_ALGO_HIER; /* only hier has hosts */
         if (c.chunk_bytes == 0)
             c.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
         if (!rooted)
@@ -303,9 +306,6 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                           "mrc_program_compile: algo auto is resolved by "
                           "the selector (mrc explain, the communicator), "
                           "not by the compiler");
-    case MRC_ALGO_HIER:
-        return mrc__error(MRC_ERR_UNSUPPORTED, "%s is not built yet",
-                          mrc_algo_name(cfg->algo));
     default:
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown algorithm %d",
                           (int)cfg->algo);
@@ -314,6 +314,7 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     if (!p)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     p->cfg = *cfg;
+    p->cfg.hosts = 0; /* only hier has hosts */
     if (p->cfg.chunk_bytes == 0)
         p->cfg.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
     if (!rooted)

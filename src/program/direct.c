@@ -317,6 +317,13 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
 static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
                          const family_code_t **out)
 {
+    if (cfg->algo == MRC_ALGO_HIER) {
+        static _Thread_local family_code_t hier;
+        mrc_status_t st = mrc__hier_code(cfg, n, &hier.code, &hier.len);
+        hier.addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
+        *out = &hier;
+        return st;
+    }
     if (cfg->algo == MRC_ALGO_TREE) {
         static _Thread_local family_code_t tree;
         mrc_status_t st = mrc__tree_code(cfg, &tree.code, &tree.len);
@@ -406,6 +413,7 @@ mrc_status_t mrc__family_build(const mrc_embedding_t *e,
     const mrc_topo_t *t = mrc_embed_topology(e);
     int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
     const family_code_t *fc = NULL;
+    const mrc__insn_t *first = NULL;
     int members = 0, ng = 0;
     for (int g = 0; g < eg; g++) {
         if (only >= 0 && g != only)
@@ -415,13 +423,16 @@ mrc_status_t mrc__family_build(const mrc_embedding_t *e,
         mrc_status_t st = pick(cfg, size, &c);
         if (st != MRC_OK)
             return st;
-        if (fc && c->code != fc->code)
+        /* (the tree's and hier's code is in one struct per thread: compare
+         * the code, not the struct) */
+        if (fc && c->code != first)
             return mrc__error(MRC_ERR_UNSUPPORTED,
                               "%s: the groups would need different code "
                               "(by copy and by reference); compile them "
                               "apart",
                               mrc_algo_name(cfg->algo));
         fc = c;
+        first = c->code;
         members += size;
         ng++;
     }

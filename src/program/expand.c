@@ -111,20 +111,62 @@ static uint64_t buffer_len(const frag_map_t *m, int buf)
     }
 }
 
+/* An instruction's view of the group (enum mrc__view): its size, the
+ * node's position and rel in it, the root's position, and where view
+ * position q is in the group (base + q * stride). */
+typedef struct view {
+    int n, pos, rel, root, base, stride;
+    int member; /* 0: the node is not in this view (not a leader) */
+} view_t;
+
+int mrc__program_hosts(const mrc_program_t *p)
+{
+    return p->cfg.algo == MRC_ALGO_HIER && p->cfg.hosts > 1 ? p->cfg.hosts
+                                                           : 1;
+}
+
+int mrc__frag_space(const mrc_program_t *p, int n)
+{
+    return p->cfg.algo == MRC_ALGO_HIER ? mrc__program_hosts(p) : n;
+}
+
+static void view_of(const mrc__chain_iter_t *it, int which, view_t *v)
+{
+    const mrc_program_t *p = it->p;
+    int n = it->n, pos = it->ns->pos, root = p->streams[it->k].root_pos;
+    int hosts = mrc__program_hosts(p), l = n / hosts;
+    if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0) {
+        *v = (view_t){n, pos, it->rel, root, 0, 1, 1};
+        return;
+    }
+    if (which == MRC__VIEW_HOST) {
+        int q = pos % l;
+        *v = (view_t){l, q, mod((long)q - root % l, l), root % l, pos - q, 1,
+                      1};
+        return;
+    }
+    int q = pos / l;
+    *v = (view_t){hosts, q, mod((long)q - root / l, hosts), root / l,
+                  root % l, l, pos % l == root % l};
+}
+
+static int view_node(const mrc__chain_iter_t *it, const view_t *v, int q)
+{
+    return mrc__stream_node(it->p, it->k, v->base + q * v->stride);
+}
+
 /* The memory-semantic instructions into op (fragment placed at cstart,
  * clen; block as fragment() gave it). 0, or -1 for a block a buffer
  * does not hold. */
 static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
-                     const mrc__insn_t *in, int s, int in_loop,
-                     uint64_t cstart, int block, mrc__op_t *op)
+                     const view_t *v, const mrc__insn_t *in, int s,
+                     int in_loop, uint64_t cstart, int block, mrc__op_t *op)
 {
     const mrc_program_t *p = m->p;
-    int n = m->n;
-    int root_pos = p->streams[it->k].root_pos;
-    int peer_pos = mod((long)root_pos + (long)in->peer_pos * it->rel +
+    int peer_pos = mod((long)v->root + (long)in->peer_pos * v->rel +
                            (long)in->peer_step * s + in->peer_const,
-                       n);
-    int peer = mrc__stream_node(p, it->k, peer_pos);
+                       v->n);
+    int peer = view_node(it, v, peer_pos);
     op->flag = in->flag;
     switch (in->op) {
     case MRC__OP_EXPOSE:
@@ -228,13 +270,11 @@ static int loop_iters(const mrc__insn_t *loop, int n)
 }
 
 /* The tree's peer at step t: position root + rel + peer_const * 2^t. */
-static int tree_peer(const mrc_program_t *p, const mrc__chain_iter_t *it,
+static int tree_peer(const mrc__chain_iter_t *it, const view_t *v,
                      const mrc__insn_t *in, int t)
 {
-    int n = it->n;
-    long at = (long)p->streams[it->k].root_pos + it->rel +
-              (long)in->peer_const * (1L << t);
-    return mrc__stream_node(p, it->k, mod(at, n));
+    long at = (long)v->root + v->rel + (long)in->peer_const * (1L << t);
+    return view_node(it, v, mod(at, v->n));
 }
 
 typedef struct opbuf {
@@ -283,8 +323,9 @@ void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
     it->chunks = chunks;
     it->in_place = in_place;
     it->rel = mod(it->ns->pos - sk->root_pos, n);
-    it->q = sk->slice_len / (uint64_t)n;
-    it->r = sk->slice_len % (uint64_t)n;
+    int nf = mrc__frag_space(p, n);
+    it->q = sk->slice_len / (uint64_t)nf;
+    it->r = sk->slice_len % (uint64_t)nf;
     it->loop_pc = -1;
     it->pc = 0;
     it->memory = mrc__program_has_memory_ops(p);
@@ -309,19 +350,24 @@ int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
     const mrc_program_t *p = it->p;
-    frag_map_t m = {p, it->k, it->node, it->rank, it->n, p->cfg.count,
-                    it->off, it->len, it->q, it->r};
-    int n = it->n, pos = it->ns->pos;
-    int iters = it->loop_pc >= 0 ? loop_iters(&p->code[it->loop_pc], n)
-                                 : n - 1;
+    frag_map_t m = {p, it->k, it->node, it->rank, mrc__frag_space(p, it->n),
+                    p->cfg.count, it->off, it->len, it->q, it->r};
+    int n = it->n;
+    view_t v;
+    int iters = 0;
+    if (it->loop_pc >= 0) {
+        view_of(it, p->code[it->loop_pc].view, &v);
+        iters = loop_iters(&p->code[it->loop_pc], v.n);
+    }
     /* The interpreter state lives in locals and is stored back on exit:
      * through the pointer, every pc++ waited on the store before it. */
     int pc = it->pc, loop_pc = it->loop_pc, s = it->s, step = it->step;
     *st = MRC_OK;
     for (; pc < p->code_len; pc++) {
         const mrc__insn_t *in = &p->code[pc];
+        view_of(it, in->view, &v);
         if (in->op == MRC__OP_LOOP) {
-            iters = loop_iters(in, n);
+            iters = v.member ? loop_iters(in, v.n) : 0;
             if (iters <= 0) { /* skip to the matching END */
                 while (pc < p->code_len && p->code[pc].op != MRC__OP_END)
                     pc++;
@@ -332,7 +378,6 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             continue;
         }
         if (in->op == MRC__OP_END) {
-            iters = loop_pc >= 0 ? loop_iters(&p->code[loop_pc], n) : n - 1;
             step++;
             if (++s < iters) {
                 pc = loop_pc;
@@ -345,17 +390,18 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         /* t: the loop's step, or reversed (the tree's broadcast). */
         int t = (in->flags & MRC__INSN_REV) && loop_pc >= 0 ? iters - 1 - s
                                                           : s;
-        if (in->op == MRC__OP_PORTS || !pred_holds(in, it->rel, n, t))
+        if (in->op == MRC__OP_PORTS || !v.member ||
+            !pred_holds(in, v.rel, v.n, t))
             continue;
         int comm = in->op == MRC__OP_SEND || in->op == MRC__OP_RECV;
-        if (comm && n == 1)
+        if (comm && v.n == 1)
             continue;
         if (in->op == MRC__OP_SCALE && (p->cfg.op != MRC_AVG || n == 1))
             continue;
         int whole = (in->flags & MRC__INSN_WHOLE) != 0;
-        int f = whole ? 0 : mod((long)in->frag_pos * pos +
+        int f = whole ? 0 : mod((long)in->frag_pos * v.pos +
                                     (long)in->frag_step * s + in->frag_const,
-                                n);
+                                m.n);
         uint64_t fstart, flen;
         int block;
         fragment(&m, f, whole, &fstart, &flen, &block);
@@ -375,7 +421,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         mrc__op_t op;
         memset(&op, 0, sizeof op);
         op.stream = it->k;
-        op.step = in->step_rel ? mod((long)it->rel + in->step_const, n)
+        op.step = in->step_rel ? mod((long)v.rel + in->step_const, v.n)
                                : step;
         op.frag = f;
         op.chunk = it->chunk;
@@ -385,7 +431,8 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         int bad = 0;
         /* A whole-slice op of a split program covers every fragment
          * (the checker of memory programs tracks fragments). */
-        if (whole && p->addressing != MRC__ADDR_WHOLE && n > 1 && it->memory)
+        if (whole && p->addressing != MRC__ADDR_WHOLE && m.n > 1 &&
+            it->memory)
             op.frag = -1;
         switch (in->op) {
         case MRC__OP_SEND:
@@ -395,7 +442,11 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.ring_peer = it->ns->next;
             op.port = it->ns->out_port;
             if (in->flags & MRC__INSN_POW) { /* no route: no relay */
-                op.peer = op.ring_peer = tree_peer(p, it, in, t);
+                op.peer = op.ring_peer = tree_peer(it, &v, in, t);
+                op.port = -1;
+            } else if (in->view != MRC__VIEW_GROUP) { /* the view's next */
+                op.peer = op.ring_peer = view_node(it, &v, mod(v.pos + 1,
+                                                               v.n));
                 op.port = -1;
             }
             bad = place(&m, op.src, cstart, block, &op.src_off);
@@ -408,7 +459,11 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             op.ring_peer = it->ns->prev;
             op.port = it->ns->in_port;
             if (in->flags & MRC__INSN_POW) { /* no route: no relay */
-                op.peer = op.ring_peer = tree_peer(p, it, in, t);
+                op.peer = op.ring_peer = tree_peer(it, &v, in, t);
+                op.port = -1;
+            } else if (in->view != MRC__VIEW_GROUP) { /* the view's prev */
+                op.peer = op.ring_peer = view_node(it, &v, mod(v.pos - 1,
+                                                               v.n));
                 op.port = -1;
             }
             bad = place(&m, op.dst, cstart, block, &op.dst_off);
@@ -436,7 +491,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         case MRC__OP_WAIT:
         case MRC__OP_BARRIER:
             op.count = sync ? 0 : clen;
-            bad = memory_op(&m, it, in, s, in_loop, cstart, block, &op);
+            bad = memory_op(&m, it, &v, in, s, in_loop, cstart, block, &op);
             break;
         default:
             *st = mrc__error(MRC_ERR_INVALID_PROGRAM,

@@ -12,9 +12,11 @@
 
 #define IMAGE_MAGIC "MRCPROG"
 /* Version 2: the family, the memory operands of each instruction, and
- * the port mask after the route pool (see mask_fields). */
-enum { IMAGE_VERSION = 2, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
-       INSN_BYTES = 23 };
+ * the port mask after the route pool (see mask_fields). Version 3: the
+ * hosts of a hier program after the family, and each instruction's
+ * view. */
+enum { IMAGE_VERSION = 3, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
+       INSN_BYTES = 24 };
 
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n)
 {
@@ -64,6 +66,7 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
     put(&sb, (uint32_t)c->root, 4);
     put(&sb, c->chunk_bytes, 8);
     put(&sb, (uint32_t)c->algo, 4);
+    put(&sb, (uint32_t)c->hosts, 4);
     put(&sb, p->addressing, 1);
     int32_t counts[] = {p->num_nodes,   p->num_groups,  p->num_streams,
                         p->code_len,    p->num_members, p->num_entries,
@@ -89,6 +92,7 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
         put(&sb, (uint16_t)in->peer_const, 2);
         put(&sb, in->flag, 1);
         put(&sb, (uint8_t)in->loop_extra, 1);
+        put(&sb, in->view, 1);
     }
     for (int i = 0; i < p->num_groups; i++) {
         const mrc__group_t *g = &p->groups[i];
@@ -203,8 +207,11 @@ static const char *validate(const mrc_program_t *p)
     if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
         mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
         c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE ||
-        (unsigned)c->algo > MRC_ALGO_TREE)
+        (unsigned)c->algo > MRC_ALGO_HIER)
         return "unknown collective, type, operator, addressing or family";
+    int hier = c->algo == MRC_ALGO_HIER;
+    if (c->hosts < 0 || c->hosts > MRC_TOPO_MAX_NODES || (!hier && c->hosts))
+        return "hosts out of range, or hosts for a family other than hier";
     if (p->num_nodes < 1 || p->num_nodes > MRC_TOPO_MAX_NODES ||
         p->num_groups < 0 || p->num_streams < 0 || p->code_len < 0)
         return "impossible table sizes";
@@ -215,12 +222,22 @@ static const char *validate(const mrc_program_t *p)
             in->pred > MRC__PRED_TREE_PARENT || in->buf_a > MRC__BUF_WINDOW ||
             in->buf_b > MRC__BUF_WINDOW || in->local > MRC__BUF_SCRATCH ||
             in->step_rel > 1 || in->flag >= 16 || in->loop_extra < 0 ||
-            in->loop_extra > 1)
+            in->loop_extra > 1 || in->view > MRC__VIEW_LEADERS)
             return "an instruction with an unknown opcode or operand";
+        /* Views only in hier; there, fragments only between the leaders
+         * (the host's view has whole slices: its fragments would be
+         * cut in L parts, the program's in H). */
+        if (in->view != MRC__VIEW_GROUP &&
+            (!hier || (in->view == MRC__VIEW_HOST &&
+                       !(in->flags & (MRC__INSN_WHOLE | MRC__INSN_ALL)) &&
+                       in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
+                       in->op != MRC__OP_SIGNAL && in->op != MRC__OP_WAIT &&
+                       in->op != MRC__OP_BARRIER)))
+            return "an instruction view its family does not have";
         /* Memory instructions only in a direct family, and one family's
          * code only: the checker of memory programs orders flags, not
          * messages. */
-        if ((in->op >= MRC__OP_EXPOSE) !=
+        if (!hier && (in->op >= MRC__OP_EXPOSE) !=
             (c->algo == MRC_ALGO_DIRECT1 || c->algo == MRC_ALGO_DIRECT2) &&
             in->op != MRC__OP_COPY && in->op != MRC__OP_SCALE &&
             in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
@@ -241,6 +258,8 @@ static const char *validate(const mrc_program_t *p)
             !in_range(gr->first_member, 0, p->num_members) ||
             gr->first_member + (int64_t)gr->size > p->num_members)
             return "a group outside the tables";
+        if (hier && gr->size % mrc__program_hosts(p) != 0)
+            return "a hier group that does not split over its hosts";
         for (int i = 0; i < gr->size; i++) {
             int u = p->members[gr->first_member + i];
             if (!in_range(u, 0, p->num_nodes) || p->nodes[u].group != g ||
@@ -414,6 +433,7 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     c->root = get_i32(&r);
     c->chunk_bytes = (size_t)get(&r, 8);
     c->algo = (mrc_algo_t)get_i32(&r);
+    c->hosts = get_i32(&r);
     p->addressing = (uint8_t)get(&r, 1);
     p->num_nodes = get_i32(&r);
     p->num_groups = get_i32(&r);
@@ -465,6 +485,7 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
         in->peer_const = (int16_t)(uint16_t)get(&r, 2);
         in->flag = (uint8_t)get(&r, 1);
         in->loop_extra = (int8_t)(uint8_t)get(&r, 1);
+        in->view = (uint8_t)get(&r, 1);
     }
     for (int i = 0; i < p->num_groups; i++) {
         mrc__group_t *g = &p->groups[i];

@@ -90,6 +90,11 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
 {
     const mrc__insn_t *in = &p->code[i];
     mrc__sb_printf(sb, "  %3d  %*s", i, 2 * depth, "");
+    /* hier's phases: N, pos and rel are the view's (see the legend) */
+    if (in->view == MRC__VIEW_HOST)
+        mrc__sb_puts(sb, "[host] ");
+    else if (in->view == MRC__VIEW_LEADERS)
+        mrc__sb_puts(sb, "[leaders] ");
     switch (in->op) {
     case MRC__OP_PORTS:
         mrc__sb_puts(sb, "ports  switch off the ports this node leaves idle");
@@ -306,6 +311,26 @@ static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
     return MRC_OK;
 }
 
+
+static const char *op_kind_name(int kind)
+{
+    static const char *const names[] = {
+        [MRC__SEND] = "send",     [MRC__RECV] = "recv",
+        [MRC__COPY] = "copy",     [MRC__SCALE] = "scale",
+        [MRC__EXPOSE] = "expose", [MRC__GET] = "get",
+        [MRC__SIGNAL] = "signal", [MRC__WAIT] = "wait",
+        [MRC__BARRIER] = "barrier", [MRC__FWD] = "forward"};
+    return kind > 0 && kind <= MRC__FWD ? names[kind] : "?";
+}
+
+/* " from node P" (a per-thread buffer: one use per printf). */
+static const char *peer_text(int peer)
+{
+    static _Thread_local char buf[32];
+    snprintf(buf, sizeof buf, " from node %d", peer);
+    return buf;
+}
+
 mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
 {
     if (!p || !text)
@@ -330,6 +355,15 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
                         "position in the stream's ring, rel = (pos - "
                         "root_pos) mod N):\n",
                    p->code_len);
+    if (c->algo == MRC_ALGO_HIER)
+        mrc__sb_printf(&sb,
+                       "the group on %d hosts in blocks of L = N / %d "
+                       "positions. On a [host] line N is L, pos the place\n"
+                       "in the host and the root at the leader's place "
+                       "(root_pos mod L); a [leaders] line runs\n"
+                       "at the leaders only, N the hosts' count, pos the "
+                       "host's, next and prev its neighbours':\n",
+                       mrc__program_hosts(p), mrc__program_hosts(p));
     int depth = 0;
     for (int i = 0; i < p->code_len; i++) {
         depth -= p->code[i].op == MRC__OP_END;
@@ -436,9 +470,12 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
                                (unsigned long long)op->dst_off,
                                op->local ? ", reduced" : "");
             else
-                mrc__sb_printf(&sb, "  %s frag %d\n",
-                               op->kind == MRC__COPY ? "copy" : "scale",
-                               op->frag);
+                mrc__sb_printf(&sb, "  step %d: %s frag %d (%llu elements)%s\n",
+                               op->step, op_kind_name(op->kind), op->frag,
+                               (unsigned long long)op->count,
+                               op->kind == MRC__GET || op->kind == MRC__WAIT
+                                   ? peer_text(op->peer)
+                                   : "");
         }
         mrc__plan_free(&plan);
     }

@@ -100,7 +100,25 @@ typedef struct mrc__insn {
     uint8_t flag;  /* SIGNAL, WAIT, BARRIER: which flag */
     /* LOOP: iterations N - 1 + loop_extra (0: the rings' N - 1). */
     int8_t loop_extra;
+    /* Which nodes the instruction sees as its group (the hier family's
+     * phases): the whole group, the node's host, or the hosts' leaders;
+     * N, pos, rel, fragments, peers and loops are then those of that
+     * view (see enum mrc__view). */
+    uint8_t view;
 } mrc__insn_t;
+
+/* The views of a group split over hosts in equal blocks of L = N / H
+ * consecutive positions (host h holds positions h L .. h L + L - 1), as
+ * the hier family compiles them; the leader of each host is at place
+ * lambda = root_pos mod L of it:
+ *   GROUP    the whole group (every other family);
+ *   HOST     the node's host: n = L, pos = pos mod L, root at lambda;
+ *   LEADERS  the hosts' leaders, in host order: n = H, pos = pos / L,
+ *            root at the root's host; a node that is no leader skips
+ *            the instruction (and a loop of this view whole).
+ * Sends and receives of a view other than GROUP go to the view's next
+ * and previous node (no routes: hosts are not on the topology's links). */
+enum mrc__view { MRC__VIEW_GROUP, MRC__VIEW_HOST, MRC__VIEW_LEADERS };
 
 /* How fragment numbers map to elements. */
 enum mrc__addressing {
@@ -240,6 +258,14 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n);
 mrc_status_t mrc__check_memory_program(const mrc_program_t *p);
 /* 1 if the code has memory-semantic instructions (one chain per node). */
 int mrc__program_has_memory_ops(const mrc_program_t *p);
+/* The hosts a hier program's groups are split over (1 for every other
+ * family), and the number of fragments its split addressing cuts a
+ * stream into for a group of n (the leaders' count for hier, else n). */
+int mrc__program_hosts(const mrc_program_t *p);
+int mrc__frag_space(const mrc_program_t *p, int n);
+/* The hier family's code (hier.c), for groups of n on cfg->hosts hosts. */
+mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
+                            const mrc__insn_t **code, int *len);
 
 /* ---- expansion: one node's operations ---------------------------------- */
 

@@ -129,31 +129,36 @@ static int is_wait(int kind)
 /* One node's modelled time. */
 static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                               uint64_t whole, const mrc__cpu_cost_t *k,
-                              int depth, double *out)
+                              const mrc__cpu_cost_t *km, int depth,
+                              double *out)
 {
     mrc__plan_t plan;
     mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
     if (st != MRC_OK)
         return st;
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
-    double copied = 0, reduced = 0;
-    int rounds = 0, transfers = 0;
+    double copied = 0, reduced = 0, fixed = 0, sync = 0;
+    int rounds = 0;
     for (int c = 0; c < plan.num_chains; c++) {
         int r = 0, worked = 1;
+        double rs = 0;
         for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
             const mrc__op_t *op = &plan.ops[i];
             double bytes = (double)op->count * esize;
             /* A wait after this node let its peers go on (sent, or
              * signalled) is a new round; the waits of one round (a
              * GET after each) overlap. */
+            /* (messages at k's costs, memory operations at km's) */
+            const mrc__cpu_cost_t *ko = op->kind == MRC__RECV ? k : km;
             if (is_wait(op->kind)) {
                 r += worked;
+                rs += worked ? ko->sync_us : 0;
                 worked = 0;
             } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
                 worked = 1;
             }
             if (op->kind == MRC__RECV || op->kind == MRC__GET)
-                transfers++;
+                fixed += ko->op_us;
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:
@@ -168,10 +173,14 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             default: break;
             }
         }
-        rounds = r > rounds ? r : rounds;
+        if (rs > sync) {
+            sync = rs;
+            rounds = r;
+        }
     }
     mrc__plan_free(&plan);
-    rounds = depth > rounds ? depth : rounds;
+    if (depth > rounds)
+        sync += (depth - rounds) * k->sync_us;
     /* The tier: the node's whole vector (all blocks for reduce-scatter
      * and allgather). */
     uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
@@ -179,8 +188,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
         p->cfg.collective == MRC_ALLGATHER)
         vec *= (uint64_t)n;
     int t = mrc__cpu_tier(vec);
-    *out = rounds * k->sync_us + transfers * k->op_us +
-           copied / (k->copy_gbps[t] * 1e3) +
+    *out = sync + fixed + copied / (k->copy_gbps[t] * 1e3) +
            reduced / (k->reduce_gbps[t] * 1e3);
     return MRC_OK;
 }
@@ -209,6 +217,12 @@ mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                            mrc__xport_t x, double *time_us)
 {
     const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
+    /* hier's memory operations are between the ranks of a host: shared
+     * memory's costs, whatever carries the messages between hosts. */
+    const mrc__cpu_cost_t *km =
+        p->cfg.algo == MRC_ALGO_HIER && x == MRC__XPORT_MPI
+            ? mrc__cpu_cost(MRC__XPORT_SHM)
+            : k;
     *time_us = 0;
     int depth = 0;
     mrc_status_t dst = dependency_depth(p, topo, &depth);
@@ -225,7 +239,7 @@ mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                 continue;
             double t = 0;
             mrc_status_t st = node_time(p, p->members[gr->first_member + i],
-                                        gr->size, whole, k, depth, &t);
+                                        gr->size, whole, k, km, depth, &t);
             if (st != MRC_OK)
                 return st;
             *time_us = t > *time_us ? t : *time_us;
@@ -265,6 +279,12 @@ static int needs_memory(mrc_algo_t a)
 static const char *transport_refuses(const mrc__select_input_t *in,
                                      mrc_algo_t a)
 {
+    if (a == MRC_ALGO_HIER && in->transport != MRC__XPORT_LINKS &&
+        !in->memory_ok && !in->host_memory_ok)
+        return "needs memory semantics within each host (expose/get), "
+               "which this transport does not offer there (one rank a "
+               "host, or ranks not in equal blocks per host: use rings "
+               "or tree)";
     if (!needs_memory(a))
         return NULL;
     if (!in->memory_ok && in->transport == MRC__XPORT_MPI)

@@ -78,6 +78,9 @@ typedef struct mrc__select_input {
      * saying why. */
     int memory_ok;
     const char *no_memory_why;
+    /* 1 when expose/get work between the ranks of each host (cc.hosts),
+     * even where memory_ok is 0 (MPI between hosts): the hier family. */
+    int host_memory_ok;
     /* 1 when a peer's buffers can be read in place (exposure by
      * reference: cross-memory attach on shm); 0 skips such programs. */
     int ref_ok;

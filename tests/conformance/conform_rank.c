@@ -96,7 +96,7 @@ static mrc_status_t mpi_open_case(harness_t *h, conform_t *c)
     free(local_of);
     if (st != MRC_OK)
         return st;
-    c->t = mrc__mpi_transport(h->mpi);
+    c->t = mrc__mpi_transport(h->mpi, 0);
     /* A known gap of the MPI transport: a cancel reaches only the peers
      * on its host (shm); remote peers wait out their timeout.
      * CONFORM_STRICT=1 runs the case anyway (to see the gap close). */

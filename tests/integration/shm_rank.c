@@ -40,28 +40,6 @@
 /* 1: buffers start one byte past malloc's (sweep-odd). */
 static size_t odd;
 
-/* Under MRC_ALGO (a family forced on every call), whether the family
- * applies to a case: where it does not, the call must fail with
- * MRC_ERR_UNSUPPORTED (the case is skipped), elsewhere it must run. */
-static int family_applies(mrc_collective_t coll, size_t count, mrc_dtype_t d,
-                          mrc_op_t op, int n)
-{
-    mrc_algo_t a = MRC_ALGO_RINGS;
-    const char *env = getenv("MRC_ALGO");
-    if (!env || mrc_algo_parse(env, &a) != MRC_OK ||
-        (a != MRC_ALGO_DIRECT1 && a != MRC_ALGO_DIRECT2))
-        return 1;
-    /* avg on integers runs as a sum of 64-bit words */
-    if (op == MRC_AVG && mrc__avg_words(d) != 0 && coll != MRC_ALLGATHER &&
-        coll != MRC_BROADCAST) {
-        count *= (size_t)mrc__avg_words(d);
-        d = MRC_INT64;
-        op = MRC_SUM;
-    }
-    mrc_compile_config_t cc = {.collective = coll, .count = count,
-                               .dtype = d, .op = op, .algo = a};
-    return mrc__direct_applies(&cc, n) == MRC_OK;
-}
 
 /* Cases MRC_ALGO's family does not apply to. */
 static long skipped;
@@ -89,7 +67,8 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
                    &recv);
     mrc__ref_fill(send, c, count, r, n, d, op);
     mrc_status_t st = mrc__ref_call(c, send, recv, count, d, op, root, comm);
-    if (st == MRC_ERR_UNSUPPORTED && !family_applies(c, count, d, op, n)) {
+    if (st == MRC_ERR_UNSUPPORTED &&
+        !mrc__ref_family_applies(c, count, d, op, n)) {
         skipped++;
         free(a);
         free(b);

@@ -84,8 +84,14 @@ expect 0 "7 instructions" "$MRC" compile ring:4 --collective allreduce \
     --count 16 --dtype f32 --algo direct1
 expect 2 "direct2 does not apply to allgather" "$MRC" compile ring:4 \
     --collective allgather --count 16 --dtype f32 --algo direct2
-expect 2 "hier is not built yet" "$MRC" compile ring:4 \
-    --collective allreduce --count 16 --dtype f32 --algo hier
+expect 2 "4 ranks do not split over 3 hosts" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo hier --hosts 3
+expect 2 "hier does not apply to allgather" "$MRC" compile ring:4 \
+    --collective allgather --count 16 --dtype f32 --algo hier --hosts 2
+expect 2 "--hosts '0' is not a positive integer" "$MRC" compile ring:4 \
+    --collective allreduce --count 16 --dtype f32 --algo hier --hosts 0
+expect 0 "\[leaders\] send" "$MRC" compile ring:4 --collective allreduce \
+    --count 16 --dtype f32 --algo hier --hosts 2 --listing
 # auto: the family explain chooses on the links.
 chosen=$("$MRC" explain ring:4 --collective allreduce --size 64 --json |
     /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin)
@@ -97,8 +103,13 @@ expect 2 "unknown algorithm" "$MRC" compile ring:4 --collective allreduce \
     --count 16 --dtype f32 --algo fast
 expect 0 "in 6 steps" "$MRC" sim ring:4 --collective allreduce --size 1M \
     --algo rings
-expect 2 "hier is not built yet" "$MRC" sim ring:4 --collective allreduce \
-    --size 1M --algo hier
+expect 0 "time " "$MRC" sim ring:4 --collective allreduce \
+    --size 1M --algo hier --hosts 2
+expect 2 "do not split over 3 hosts" "$MRC" sim ring:4 --collective allreduce \
+    --size 1M --algo hier --hosts 3
+# Between hosts over MPI only rings, tree and hier apply; hier is there.
+expect 0 "hier " "$MRC" explain ring:8 --collective allreduce --size 1M \
+    --transport mpi --hosts 2
 expect 2 "unknown algorithm" "$MRC" sim ring:4 --collective allreduce \
     --size 1M --algo fast
 expect 0 " 0  auto " "$MRC" run --topology ring:4 --strategy auto \

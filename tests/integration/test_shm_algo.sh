@@ -21,6 +21,12 @@ for algo in rings direct1 direct2; do
     expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed, $skip skipped" \
         env MRC_ALGO=$algo "$MRC" launch -n 3 --timeout 120 -- "$RANK" sweep
 done
+# hier on 4 ranks taken to be on 2 hosts (MRC_HOSTS): within each pair
+# through the segment, the leaders' ring by messages; it skips
+# reduce-scatter and allgather.
+expect 0 "rank 0 of 4: [0-9]* cases, 0 wrong elements, 0 failed, [1-9][0-9]* skipped" \
+    env MRC_ALGO=hier MRC_HOSTS=2 "$MRC" launch -n 4 --timeout 120 -- \
+    "$RANK" sweep
 
 # Ranks that call differently fail on every rank naming both calls, by
 # copy through the window (100000 floats) and by reference (2 and 4 MiB),

@@ -31,6 +31,17 @@ expect 0 "rank 2 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
     run 3 -x MRC_MPI_HOSTS=3 "$RANK" api
 expect 0 "rank 3 of 4: [0-9]* cases, 0 wrong elements, 0 failed" \
     run 4 -x MRC_MPI_HOSTS=2 "$RANK" api
+# hier forced on ranks of pretend hosts: within each host through its
+# segment, the leaders' ring over MPI; every call names its program.
+expect 0 "rank 3 of 4: hier: [0-9]* cases, 0 wrong elements, 0 failed, [1-9]" \
+    run 4 -x MRC_MPI_HOSTS=2 -x MRC_DEBUG=TRACE "$RANK" hier
+cp "$tmp/out" "$tmp/trace"
+expect 0 "rank 3: mrc_allreduce call [0-9]* count 300007 float32 sum: program hier" \
+    cat "$tmp/trace"
+expect 0 "rank 0: mrc_broadcast call [0-9]* .*: program hier (broadcast" \
+    cat "$tmp/trace"
+expect 0 "rank 5 of 6: hier: [0-9]* cases, 0 wrong elements, 0 failed, [1-9]" \
+    run 6 -x MRC_MPI_HOSTS=3 "$RANK" hier
 
 # The drop-in library on an unchanged MPI program: every call against the
 # PMPI_ one, byte for byte.

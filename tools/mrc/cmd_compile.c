@@ -14,7 +14,8 @@ void help_compile(void)
         "R]\n"
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
-        "                   [--chunk BYTES] [--algo A] [--listing] [-o FILE]\n"
+        "                   [--chunk BYTES] [--algo A] [--hosts H] [--listing]\n"
+        "                   [-o FILE]\n"
         "                   [--json]\n"
         "       mrc compile --load FILE [--listing] [--json]\n"
         "       [--max-memory SIZE]: the memory limit (input files: 1/32)\n"
@@ -38,7 +39,9 @@ void help_compile(void)
         "--algo       the family: rings (default), direct1, direct2, tree,\n"
         "             hier, or auto (the selector's choice on the links'\n"
         "             model, as 'mrc explain' shows); one that does not\n"
-        "             apply is refused with the reason (exit 2)\n");
+        "             apply is refused with the reason (exit 2)\n"
+        "--hosts      hier: the group's ranks are on this many hosts, in\n"
+        "             equal blocks of consecutive ranks (default 1)\n");
 }
 
 static double now_ms(void)
@@ -128,7 +131,8 @@ int cmd_compile(int argc, char **argv)
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *count = NULL, *dtype = NULL,
                         *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
-                        *load = NULL, *max_memory = NULL, *algo = "rings";
+                        *load = NULL, *max_memory = NULL, *algo = "rings",
+                        *hosts = NULL;
     int json = 0, listing = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -143,6 +147,7 @@ int cmd_compile(int argc, char **argv)
                               {"load", 0, &load, NULL},
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
+                              {"hosts", 0, &hosts, NULL},
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -181,6 +186,11 @@ int cmd_compile(int argc, char **argv)
                          "positive integer", replica);
     if (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES, &rt))
         return cli_usage(cmd, "compile", "--root '%s' is not a rank", root);
+    long nh = 1;
+    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
+        return cli_usage(cmd, "compile", "--hosts '%s' is not a positive "
+                         "integer", hosts);
+    cc.hosts = (int)nh;
     cc.count = (size_t)n;
     cc.chunk_bytes = (size_t)cb;
     cc.root = (int)rt;

@@ -13,7 +13,8 @@ void help_explain(void)
         "usage: mrc explain SPEC --collective C --size BYTES [--dtype T]\n"
         "                   [--op O] [--root R] [--strategy S]\n"
         "                   [--groups G | --replica-size R]\n"
-        "                   [--transport links|threads|shm|mpi] [--json]\n"
+        "                   [--transport links|threads|shm|mpi] [--hosts H]\n"
+        "                   [--json]\n"
         "\n"
         "Compiles the collective in every algorithm family (rings, direct1,\n"
         "direct2, tree, hier), predicts each one's time with the cost model\n"
@@ -25,6 +26,8 @@ void help_explain(void)
         "             simulator (as 'mrc sim'); threads, shm: the CPU model\n"
         "             (a sync, a copy and a reduction rate); mpi: MPI\n"
         "             point-to-point, where only rings, tree and hier apply\n"
+        "--hosts      the ranks are on this many hosts, in equal blocks of\n"
+        "             consecutive ranks (hier; default 1)\n"
         "--size       bytes per node (per block for reduce-scatter and\n"
         "             allgather); K/M/G suffixes\n"
         "--json       one JSON object\n");
@@ -116,7 +119,7 @@ int cmd_explain(int argc, char **argv)
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *size = NULL, *dtype = "float32",
                         *op = "sum", *root = NULL, *transport = "links",
-                        *algo = NULL;
+                        *algo = NULL, *hosts = NULL;
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -128,6 +131,7 @@ int cmd_explain(int argc, char **argv)
                               {"root", 0, &root, NULL},
                               {"transport", 't', &transport, NULL},
                               {"algo", 'a', &algo, NULL},
+                              {"hosts", 0, &hosts, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
@@ -150,6 +154,8 @@ int cmd_explain(int argc, char **argv)
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
     in.memory_ok = in.transport != MRC__XPORT_MPI;
+    /* ... and the ranks of each host (--hosts) share memory: hier. */
+    in.host_memory_ok = in.memory_ok || (hosts && atoi(hosts) > 1);
     if (st == MRC_OK && algo)
         st = mrc_algo_parse(algo, &force);
     if (st != MRC_OK)
@@ -169,8 +175,13 @@ int cmd_explain(int argc, char **argv)
         return cli_usage(cmd, "explain",
                          "--replica-size and --root take a "
                          "whole number");
+    long nh = 1;
+    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
+        return cli_usage(cmd, "explain", "--hosts '%s' is not a positive "
+                         "integer", hosts);
     in.cc.count = (size_t)(bytes / es);
     in.cc.root = (int)rt;
+    in.cc.hosts = (int)nh;
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     st = mrc_topo_create(pos[0], &t);

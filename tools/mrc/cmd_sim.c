@@ -14,7 +14,8 @@ void help_sim(void)
         "               --collective C --size BYTES [--dtype T]\n"
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
-        "               [--wake-us U] [--max-memory SIZE] [--algo A] [--json]\n"
+        "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts H]\n"
+        "               [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "\n"
@@ -40,6 +41,7 @@ void help_sim(void)
         "             writes PREFIX.csv and PREFIX.json (default prefix\n"
         "             'sweep'), and PREFIX.svg (busbw against size) with\n"
         "             gnuplot when it is installed; at most 41 sizes\n"
+        "--hosts      hier: the ranks on this many hosts in equal blocks\n"
         "--algo       the family: rings (default), direct1, direct2, tree,\n"
         "             hier, or auto (the selector's choice, as 'mrc\n"
         "             explain' shows); one that does not apply: exit 2\n"
@@ -54,6 +56,7 @@ typedef struct sim_args {
     mrc_collective_t coll;
     mrc_dtype_t dtype;
     mrc_algo_t algo;
+    int hosts; /* hier */
     uint64_t size;
     mrc_sim_config_t cfg;
 } sim_args_t;
@@ -73,7 +76,8 @@ static mrc_status_t simulate(const sim_args_t *a, const mrc_topo_t *t,
     mrc_compile_config_t cc = {.collective = a->coll,
                                .count = (size_t)(size / es),
                                .dtype = a->dtype,
-                               .algo = a->algo};
+                               .algo = a->algo,
+                               .hosts = a->hosts};
     if (st == MRC_OK && cc.algo == MRC_ALGO_AUTO) {
         /* As `mrc explain` chooses on the links' model. */
         mrc__select_input_t in = {.embedding = e, .topo = t, .cc = cc,
@@ -392,7 +396,7 @@ int cmd_sim(int argc, char **argv)
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
                         *prefix = "sweep", *max_memory = NULL,
-                        *algo = "rings";
+                        *algo = "rings", *hosts = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -409,6 +413,7 @@ int cmd_sim(int argc, char **argv)
                               {"output", 'o', &prefix, NULL},
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
+                              {"hosts", 0, &hosts, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -432,6 +437,11 @@ int cmd_sim(int argc, char **argv)
         return cli_fail(cmd, st);
     if (size && (mrc__parse_size(size, &a.size) || a.size == 0))
         return cli_usage(cmd, "sim", "--size '%s' is not a size", size);
+    long nh = 1;
+    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
+        return cli_usage(cmd, "sim", "--hosts '%s' is not a positive "
+                         "integer", hosts);
+    a.hosts = (int)nh;
     int pipelined = strcmp(mode, "pipelined") == 0;
     if (!pipelined && strcmp(mode, "bsp") != 0)
         return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined", mode);

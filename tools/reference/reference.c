@@ -1,7 +1,9 @@
 /* Exact inputs and the sequential reference (see reference.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "program/program_internal.h"
 #include "reduce/reduce.h"
 #include "reference.h"
 
@@ -214,4 +216,25 @@ void mrc__ref_place(mrc_collective_t c, int in_place, size_t count,
     } else if (in_place) {
         *recv = a;
     }
+}
+
+int mrc__ref_family_applies(mrc_collective_t coll, size_t count,
+                            mrc_dtype_t d, mrc_op_t op, int n)
+{
+    mrc_algo_t a = MRC_ALGO_RINGS;
+    const char *env = getenv("MRC_ALGO"), *hosts = getenv("MRC_HOSTS");
+    if (!env || mrc_algo_parse(env, &a) != MRC_OK || a == MRC_ALGO_RINGS ||
+        a == MRC_ALGO_AUTO)
+        return 1;
+    /* avg on integers runs as a sum of 64-bit words */
+    if (op == MRC_AVG && mrc__avg_words(d) != 0 && coll != MRC_ALLGATHER &&
+        coll != MRC_BROADCAST) {
+        count *= (size_t)mrc__avg_words(d);
+        d = MRC_INT64;
+        op = MRC_SUM;
+    }
+    mrc_compile_config_t cc = {.collective = coll, .count = count,
+                               .dtype = d, .op = op, .algo = a,
+                               .hosts = hosts ? atoi(hosts) : 1};
+    return mrc__direct_applies(&cc, n) == MRC_OK;
 }

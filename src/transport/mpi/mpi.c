@@ -55,6 +55,7 @@ struct mrc__mpi_endpoint {
     MPI_Comm comm;
     int n, rank;
     int *local_of;
+    int32_t *local_members; /* [n]: an exposure's members, renamed */
     int remote; /* peers on other hosts: 0, and MPI is never polled */
     int thread_level; /* MPI's, for the idle probe */
     mrc__shm_endpoint_t *shm;
@@ -120,7 +121,8 @@ mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
     if (shm)
         e->shm_t = mrc__shm_transport(shm);
     e->local_of = malloc((size_t)e->n * sizeof *e->local_of);
-    if (!e->local_of) {
+    e->local_members = malloc((size_t)e->n * sizeof *e->local_members);
+    if (!e->local_of || !e->local_members) {
         mrc__mpi_endpoint_destroy(e);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
@@ -158,6 +160,7 @@ void mrc__mpi_endpoint_destroy(mrc__mpi_endpoint_t *e)
     }
     free(e->posted);
     free(e->local_of);
+    free(e->local_members);
     mrc__shm_detach(e->shm);
     int finalized = 0;
     PMPI_Finalized(&finalized);
@@ -458,14 +461,41 @@ static mrc_status_t mpi_publish(void *ctx, const mrc__exposure_t *x,
                                 void **window)
 {
     mrc__mpi_endpoint_t *e = ctx;
-    return e->shm_t.ops->publish(e->shm_t.ctx, x, window);
+    /* The readers of the window are the group's members on this host
+     * (hier's programs get only within a host), by their index there. */
+    mrc__exposure_t local = *x;
+    local.members = e->local_members;
+    local.num_members = 0;
+    for (int i = 0; i < x->num_members; i++) {
+        int m = x->members[i];
+        if (m >= 0 && m < e->n && e->local_of[m] >= 0)
+            e->local_members[local.num_members++] = e->local_of[m];
+    }
+    return e->shm_t.ops->publish(e->shm_t.ctx, &local, window);
+}
+
+/* A peer's index in this host's segment, or an error for one elsewhere
+ * (a program's get or wait reaches only this host's ranks). */
+static mrc_status_t local_peer(const mrc__mpi_endpoint_t *e, int peer,
+                               int *out)
+{
+    *out = peer >= 0 && peer < e->n ? e->local_of[peer] : -1;
+    if (*out >= 0)
+        return MRC_OK;
+    return mrc__error(MRC_ERR_TRANSPORT,
+                      "rank %d: rank %d is not on this host: memory "
+                      "semantics reach only the ranks of one host",
+                      e->rank, peer);
 }
 
 static mrc_status_t mpi_get(void *ctx, int peer, int buf, uint64_t off,
                             mrc__xfer_t *x)
 {
     mrc__mpi_endpoint_t *e = ctx;
-    return e->shm_t.ops->get(e->shm_t.ctx, e->local_of[peer], buf, off, x);
+    int lp;
+    mrc_status_t st = local_peer(e, peer, &lp);
+    return st != MRC_OK ? st
+                        : e->shm_t.ops->get(e->shm_t.ctx, lp, buf, off, x);
 }
 
 static mrc_status_t mpi_signal(void *ctx, int flag)
@@ -477,7 +507,9 @@ static mrc_status_t mpi_signal(void *ctx, int flag)
 static mrc_status_t mpi_wait(void *ctx, int peer, int flag)
 {
     mrc__mpi_endpoint_t *e = ctx;
-    return e->shm_t.ops->wait(e->shm_t.ctx, e->local_of[peer], flag);
+    int lp;
+    mrc_status_t st = local_peer(e, peer, &lp);
+    return st != MRC_OK ? st : e->shm_t.ops->wait(e->shm_t.ctx, lp, flag);
 }
 
 static int mpi_reads_buffers(void *ctx)
@@ -521,9 +553,31 @@ static const mrc__transport_ops_t mpi_local_ops = {
     .idle = mpi_idle,
 };
 
-mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e)
+/* Ranks on several hosts, in equal blocks with a segment on each: the
+ * memory semantics between the ranks of a host (the hier family's; a
+ * get of a rank on another host is refused by the shared-memory
+ * endpoint, which does not know it). */
+static const mrc__transport_ops_t mpi_hosts_ops = {
+    .name = "mpi",
+    .begin = mpi_begin,
+    .isend = mpi_isend,
+    .irecv = mpi_irecv,
+    .test = mpi_test,
+    .end = mpi_end,
+    .cancel = mpi_cancel,
+    .publish = mpi_publish,
+    .get = mpi_get,
+    .signal = mpi_signal,
+    .wait = mpi_wait,
+    .reads_buffers = mpi_reads_buffers,
+    .idle = mpi_idle,
+};
+
+mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
 {
-    mrc__transport_t t = {e->shm && !e->remote ? &mpi_local_ops : &mpi_ops,
+    mrc__transport_t t = {e->shm && !e->remote ? &mpi_local_ops
+                          : e->shm && host_memory ? &mpi_hosts_ops
+                                                  : &mpi_ops,
                           e};
     return t;
 }

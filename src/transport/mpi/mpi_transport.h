@@ -22,6 +22,9 @@ mrc_status_t mrc__mpi_endpoint_create(MPI_Comm comm, const int *local_of,
                                       mrc__shm_endpoint_t *shm,
                                       mrc__mpi_endpoint_t **out);
 void mrc__mpi_endpoint_destroy(mrc__mpi_endpoint_t *e);
-mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e);
+/* The transport over e. With host_memory (the ranks are on hosts in
+ * equal blocks), ranks on several hosts also get the memory semantics
+ * between the ranks of each host, through its segment. */
+mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory);
 
 #endif /* MRC_MPI_TRANSPORT_H */

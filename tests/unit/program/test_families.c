@@ -15,9 +15,10 @@
 #include "mrc/mrc.h"
 #include "program/program_internal.h"
 
-static mrc_status_t compile(const char *spec, const char *groups,
-                            mrc_algo_t algo, mrc_collective_t c,
-                            size_t count, int root, mrc_program_t **p)
+static mrc_status_t compile_hosts(const char *spec, const char *groups,
+                                  mrc_algo_t algo, mrc_collective_t c,
+                                  size_t count, int root, int hosts,
+                                  mrc_program_t **p)
 {
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
@@ -27,11 +28,19 @@ static mrc_status_t compile(const char *spec, const char *groups,
         fail_msg("%s: %s", spec, mrc_last_error());
     mrc_compile_config_t cc = {.collective = c, .count = count,
                                .dtype = MRC_FLOAT32, .op = MRC_SUM,
-                               .root = root, .algo = algo};
+                               .root = root, .algo = algo,
+                               .hosts = hosts};
     mrc_status_t st = mrc_program_compile(e, &cc, p);
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);
     return st;
+}
+
+static mrc_status_t compile(const char *spec, const char *groups,
+                            mrc_algo_t algo, mrc_collective_t c,
+                            size_t count, int root, mrc_program_t **p)
+{
+    return compile_hosts(spec, groups, algo, c, count, root, 1, p);
 }
 
 static int applies(mrc_algo_t a, mrc_collective_t c)
@@ -232,6 +241,142 @@ static void test_checker_catches(void **state)
                    "window");
 }
 
+/* hier: every group of 1..16 on every count of hosts that splits it
+ * (1 and N included), every collective, every root place, counts by
+ * copy and by reference, proven in place and not; refused for
+ * reduce-scatter, allgather and hosts that do not split the group. */
+static void test_hier_proven(void **state)
+{
+    (void)state;
+    const size_t counts[] = {0, 1, 3, 1001, 1 << 20};
+    char spec[32];
+    for (int n = 1; n <= 16; n++) {
+        snprintf(spec, sizeof spec, "ring:%d", n > 1 ? n : 2);
+        const char *groups = n > 1 ? NULL : "1+1";
+        for (int h = 1; h <= n + 1; h++)
+            for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+                for (size_t ci = 0; ci < 5; ci++)
+                    for (int root = 0; root < n; root += n > 4 ? 3 : 1) {
+                        mrc_program_t *p = NULL;
+                        mrc_status_t st = compile_hosts(
+                            spec, groups, MRC_ALGO_HIER, (mrc_collective_t)c,
+                            counts[ci], root, h, &p);
+                        int ok = n % h == 0 && c != MRC_REDUCE_SCATTER &&
+                                 c != MRC_ALLGATHER;
+                        if (!ok) {
+                            assert_int_equal(st, MRC_ERR_UNSUPPORTED);
+                            assert_non_null(strstr(mrc_last_error(), "hier"));
+                            break;
+                        }
+                        if (st != MRC_OK)
+                            fail_msg("%s on %d hosts, %s %zu root %d: %s",
+                                     spec, h,
+                                     mrc_collective_name((mrc_collective_t)c),
+                                     counts[ci], root, mrc_last_error());
+                        assert_int_equal(mrc__program_has_memory_ops(p), 1);
+                        assert_int_equal(mrc__program_hosts(p), h);
+                        mrc_program_destroy(p);
+                    }
+    }
+}
+
+/* Takes instruction i of hier's allreduce on ring:8 over 2 hosts out
+ * (count 1001, or by reference) and expects the checker to say `what`. */
+static void hier_refused(size_t count, int op, int nth, int view,
+                         const char *what)
+{
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER,
+                                   MRC_ALLREDUCE, count, 0, 2, &p),
+                     MRC_OK);
+    int drop = -1;
+    for (int i = 0; i < p->code_len && drop < 0; i++)
+        if (p->code[i].op == op && p->code[i].view == view && nth-- == 0)
+            drop = i;
+    assert_true(drop >= 0);
+    memmove(&p->code[drop], &p->code[drop + 1],
+            (size_t)(p->code_len - drop - 1) * sizeof *p->code);
+    p->code_len--;
+    assert_int_equal(mrc_program_check(p), MRC_ERR_INVALID_PROGRAM);
+    if (!strstr(mrc_last_error(), what))
+        fail_msg("hier without instruction %d: '%s' lacks '%s'", drop,
+                 mrc_last_error(), what);
+    mrc_program_destroy(p);
+}
+
+static void test_hier_checker_catches(void **state)
+{
+    (void)state;
+    /* The leaders' first receive gone: the sender later writes what it
+     * sent, with nobody known to have taken it. */
+    hier_refused(1001, MRC__OP_RECV, 0, MRC__VIEW_LEADERS,
+                 "which it sent to node");
+    /* The leaders' last receive gone: a message nobody takes. */
+    hier_refused(1001, MRC__OP_RECV, 1, MRC__VIEW_LEADERS, "never receives");
+    /* The leaders' last send gone: a receive waits for ever. */
+    hier_refused(1001, MRC__OP_SEND, 1, MRC__VIEW_LEADERS, "deadlock");
+    /* The host's wait before the leader's gets: a window read before
+     * its owner exposed it. */
+    hier_refused(1001, MRC__OP_WAIT, 0, MRC__VIEW_HOST, "before node");
+    /* By reference, the leader's wait for its readers gone: it leaves
+     * while they read its recvbuf. */
+    hier_refused(1 << 20, MRC__OP_WAIT, 2, MRC__VIEW_HOST, "leave");
+    /* avg scaled after the fragment went round (the scale moved to the
+     * end): the sender writes what its receiver may still be reading. */
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER,
+                                   MRC_ALLREDUCE, 1001, 0, 2, &p),
+                     MRC_OK);
+    p->cfg.op = MRC_AVG;
+    int s = find(p, MRC__OP_SCALE, 0);
+    mrc__insn_t scale = p->code[s];
+    memmove(&p->code[s], &p->code[s + 1],
+            (size_t)(p->code_len - s - 1) * sizeof *p->code);
+    scale.view = MRC__VIEW_GROUP;
+    scale.flags = MRC__INSN_WHOLE;
+    p->code[p->code_len - 1] = scale;
+    assert_int_equal(mrc_program_check(p), MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "which it sent to node"));
+    mrc_program_destroy(p);
+}
+
+/* The listing shows the views; an image keeps them and the hosts. */
+static void test_hier_listing_and_image(void **state)
+{
+    (void)state;
+    mrc_program_t *p = NULL, *q = NULL;
+    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER,
+                                   MRC_BROADCAST, 100, 4, 3, &p),
+                     MRC_OK);
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    const char *want[] = {"on 3 hosts", "[leaders] recv", "[host] get"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("listing lacks '%s':\n%s", want[i], text);
+    mrc_free(text);
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
+    assert_int_equal(q->cfg.hosts, 3);
+    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
+    mrc_free(img);
+    mrc_program_destroy(q);
+    /* A view in another family's image is refused on load. */
+    mrc_program_t *r = NULL;
+    assert_int_equal(compile("ring:4", NULL, MRC_ALGO_DIRECT1, MRC_ALLREDUCE,
+                             10, 0, &r),
+                     MRC_OK);
+    r->code[0].view = MRC__VIEW_HOST;
+    assert_int_equal(mrc_program_save(r, &img, &len), MRC_OK);
+    assert_int_equal(mrc_program_load(img, len, &q), MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "view"));
+    mrc_free(img);
+    mrc_program_destroy(r);
+    mrc_program_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +385,9 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_hier_proven),
+        cmocka_unit_test(test_hier_checker_catches),
+        cmocka_unit_test(test_hier_listing_and_image),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

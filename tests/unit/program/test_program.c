@@ -219,9 +219,9 @@ static void test_image_port_count_bounded(void **state)
     size_t len = 0;
     assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
     /* Node 0's {group, rank, num_ports, first_entry}, after the header
-     * (32), config (37), counts (32), code, groups, members, streams,
+     * (32), config (41), counts (32), code, groups, members, streams,
      * ring tables. */
-    size_t at = 101 + 23 * (size_t)p->code_len + 16 * (size_t)p->num_groups +
+    size_t at = 105 + 24 * (size_t)p->code_len + 16 * (size_t)p->num_groups +
                 4 * (size_t)p->num_members + 36 * (size_t)p->num_streams +
                 4 * (size_t)p->num_entries + 8;
     uint8_t *b = img;
