@@ -80,6 +80,15 @@ static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
     case MRC__PRED_ALONE:
         mrc__sb_puts(sb, "  if N = 1");
         break;
+    case MRC__PRED_TREE_CHILD:
+        mrc__sb_puts(sb, "  if rel mod 2^(t+1) = 2^t");
+        break;
+    case MRC__PRED_TREE_PARENT:
+        mrc__sb_printf(sb, "  if rel mod 2^(t+1) = 0 and rel + 2^t < N%s",
+                       in->pred_lo == 1   ? " and rel = 0"
+                       : in->pred_lo == 2 ? " and rel > 0"
+                                          : "");
+        break;
     default:
         break;
     }
@@ -100,8 +109,11 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         mrc__sb_puts(sb, "ports  switch off the ports this node leaves idle");
         break;
     case MRC__OP_LOOP:
-        mrc__sb_puts(sb, in->loop_extra ? "loop   s = 0 .. N-1"
-                                        : "loop   s = 0 .. N-2");
+        if (in->flags & MRC__INSN_LOG)
+            mrc__sb_puts(sb, "loop   s = 0 .. ceil(log2 N)-1");
+        else
+            mrc__sb_puts(sb, in->loop_extra ? "loop   s = 0 .. N-1"
+                                            : "loop   s = 0 .. N-2");
         break;
     case MRC__OP_EXPOSE:
         mrc__sb_puts(sb, "expose ");
@@ -148,12 +160,28 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         else
             mrc__sb_printf(sb, " of %s (s = 0) / %s", buf_name(in->buf_a),
                            buf_name(in->buf_b));
-        mrc__sb_puts(sb, " to next[pos] by out_port[node]");
+        if (in->flags & MRC__INSN_POW)
+            mrc__sb_printf(sb, " to the node at root + rel %+d * 2^t (t = %s)",
+                           in->peer_const,
+                           in->flags & MRC__INSN_REV ? "last s - s" : "s");
+        else if (in->view != MRC__VIEW_GROUP)
+            mrc__sb_puts(sb, " to the view's next node (pos + 1)");
+        else
+            mrc__sb_puts(sb, " to next[pos] by out_port[node]");
         break;
     case MRC__OP_RECV:
         mrc__sb_puts(sb, "recv   ");
         frag_expr(sb, in);
-        mrc__sb_puts(sb, " from prev[pos] on in_port[node] into ");
+        if (in->flags & MRC__INSN_POW)
+            mrc__sb_printf(sb,
+                           " from the node at root + rel %+d * 2^t (t = %s) "
+                           "into ",
+                           in->peer_const,
+                           in->flags & MRC__INSN_REV ? "last s - s" : "s");
+        else if (in->view != MRC__VIEW_GROUP)
+            mrc__sb_puts(sb, " from the view's previous node (pos - 1) into ");
+        else
+            mrc__sb_puts(sb, " from prev[pos] on in_port[node] into ");
         if (in->buf_a == in->buf_b)
             mrc__sb_puts(sb, buf_name(in->buf_a));
         else
@@ -374,7 +402,10 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
         "the stream's slice cut in N parts",
         "block of the node at pos f-1 (it ends up holding it)",
         "block of the node at pos f", "the whole slice"};
-    mrc__sb_printf(&sb, "fragment f = %s\n\n", addressing[p->addressing]);
+    mrc__sb_printf(&sb, "fragment f = %s%s\n\n", addressing[p->addressing],
+                   c->algo == MRC_ALGO_HIER
+                       ? " (the leaders' N: the hosts' count)"
+                       : "");
 
     enum { SHOWN = 16 };
     mrc__sb_puts(&sb, "streams (rings, each way round):\n"
