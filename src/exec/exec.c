@@ -849,6 +849,9 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
     for (int i = 0; i < x->num_slots; i++)
         x->slot_user[i] = -1;
     mrc__call_t call = as ? *as : call_of(&x->program->cfg);
+    /* The family too: ranks that chose different programs for one call
+     * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
+    call = mrc__call_with_family(call, x->program->cfg.algo);
     mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs,
                                     x->num_recvs);
     if (st != MRC_OK)

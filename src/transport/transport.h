@@ -45,6 +45,15 @@ typedef struct mrc__call {
     uint64_t meta; /* collective | dtype << 8 | op << 16 | root << 32 */
 } mrc__call_t;
 
+/* The descriptor with the family of the program that runs it (bits 24 to
+ * 31 of meta; 0 is the rings). */
+static inline mrc__call_t mrc__call_with_family(mrc__call_t c, int family)
+{
+    c.meta = (c.meta & ~((uint64_t)0xff << 24)) |
+             (uint64_t)(family & 0xff) << 24;
+    return c;
+}
+
 /* The descriptor of a call (op and root only where they matter: give
  * MRC_SUM and 0 for the others). */
 static inline mrc__call_t mrc__call_make(mrc_collective_t coll, size_t count,

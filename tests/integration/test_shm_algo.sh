@@ -37,6 +37,17 @@ mismatch 2 large "allreduce of \(2097152\|4194304\) $f32sum but rank [0-9] allre
 mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=direct2
 mismatch 3 dtype "allreduce of 100000 \(float32\|int32\) (sum) but rank [0-9] allreduce of 100000 \(float32\|int32\) (sum)" MRC_ALGO=direct1
 
+# Ranks that run different families for one call ($MRC_ALGO on one rank
+# only) disagree, and fail so on every rank, naming the families.
+expect 0 "" env MRC_TIMEOUT=5 "$MRC" launch -n 3 --timeout 60 -- sh -c \
+    '[ "$MRC_RANK" = 2 ] && export MRC_ALGO=direct1 || export MRC_ALGO=rings
+     exec "$0" mismatch family' "$RANK"
+cp "$tmp/out" "$tmp/family"
+for r in 0 1 2; do
+    expect 0 "rank $r: MRC_ERR_INVALID_ARG: .*ranks disagree: rank [0-9] called allreduce of 1000 float32 (sum) by \(rings\|direct1\) but rank [0-9] allreduce of 1000 float32 (sum) by \(rings\|direct1\)" \
+        cat "$tmp/family"
+done
+
 # A rank killed mid-allreduce (4 MiB by reference with direct2, 8 bytes
 # with direct1): the others see it before the timeout, name it, and refuse
 # later calls; nothing is left in /dev/shm.
