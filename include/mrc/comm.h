@@ -59,6 +59,11 @@ typedef struct mrc_config {
      * does not apply to a call fails it with MRC_ERR_UNSUPPORTED and
      * the reason. */
     const char *algo;
+    /* The ranks are on this many hosts, in equal blocks of consecutive
+     * ranks (what the hier family spans); 0: $MRC_HOSTS, else 1. For
+     * threads and shm, which are on one host, this is a test's way to
+     * run hier; mrc_comm_init_mpi finds the real hosts and ignores it. */
+    int hosts;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

@@ -200,12 +200,16 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     /* $MRC_HOSTS=H (for tests): threads and shm ranks taken to be on H
      * hosts in blocks, so that hier runs on one machine; a value that
      * does not split the ranks is an error when hier is compiled. */
-    long hosts = 1;
-    const char *hv = getenv("MRC_HOSTS");
+    long hosts = cfg->hosts > 0 ? cfg->hosts : 1;
+    const char *hv = cfg->hosts > 0 ? NULL : getenv("MRC_HOSTS");
+    if (cfg->hosts < 0)
+        hv = "a negative count";
     if (hv && *hv && mrc__parse_long(hv, 1, MRC_TOPO_MAX_NODES, &hosts) != 0) {
         shared_release(s);
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "$MRC_HOSTS '%s' is not a count of hosts", hv);
+                          "%s '%s' is not a count of hosts",
+                          cfg->hosts < 0 ? "mrc_config_t.hosts" : "$MRC_HOSTS",
+                          hv);
     }
     s->hosts = (int)hosts;
     char spec[32];

@@ -107,6 +107,11 @@ expect 0 "time " "$MRC" sim ring:4 --collective allreduce \
     --size 1M --algo hier --hosts 2
 expect 2 "do not split over 3 hosts" "$MRC" sim ring:4 --collective allreduce \
     --size 1M --algo hier --hosts 3
+# mrc run on nodes taken to be on hosts: hier runs exact, or says why not.
+expect 0 "  0  auto .*allreduce" "$MRC" run --topology ring:8 --algo hier \
+    --hosts 4 --collective allreduce --count 1001 --iters 1
+expect 2 "8 ranks do not split over 3 hosts" "$MRC" run --topology ring:8 \
+    --algo hier --hosts 3 --collective allreduce --count 1001 --iters 1
 # Between hosts over MPI only rings, tree and hier apply; hier is there.
 expect 0 "hier " "$MRC" explain ring:8 --collective allreduce --size 1M \
     --transport mpi --hosts 2

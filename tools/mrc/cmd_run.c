@@ -21,7 +21,7 @@ void help_run(void)
         "               [--collective C|all] [--count N] [--dtype T] [--op "
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
-        "               [--max-memory SIZE] [--algo A]\n"
+        "               [--max-memory SIZE] [--algo A] [--hosts H]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -38,6 +38,8 @@ void help_run(void)
         "--algo: the family (rings, direct1, direct2, tree, hier or auto;\n"
         "default $MRC_ALGO, else auto: the selector's choice per call); a\n"
         "call it does not apply to prints why and makes the status 2.\n"
+        "--hosts: the nodes taken to be on H hosts in equal blocks (for\n"
+        "hier; default $MRC_HOSTS, else 1).\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
         "refused up front with the figure.\n");
@@ -218,7 +220,8 @@ int cmd_run(int argc, char **argv)
     const char *topology = "hcm8", *strategy = NULL, *groups = NULL,
                *replica = NULL, *coll = "all", *count = "1M",
                *dtype = "float32", *op = "sum", *iters = "5", *warmup = "1",
-               *chunk = NULL, *max_memory = NULL, *algo = NULL;
+               *chunk = NULL, *max_memory = NULL, *algo = NULL,
+               *hosts = NULL;
     const char *pos[1];
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
@@ -234,6 +237,7 @@ int cmd_run(int argc, char **argv)
                               {"chunk", 0, &chunk, NULL},
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
+                              {"hosts", 0, &hosts, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
@@ -258,6 +262,10 @@ int cmd_run(int argc, char **argv)
         return cli_fail(cmd, st);
     if (mrc__parse_size(count, &n64) != 0)
         return cli_usage(cmd, "run", "--count '%s' is not a count", count);
+    long nh = 0;
+    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
+        return cli_usage(cmd, "run", "--hosts '%s' is not a positive "
+                         "integer", hosts);
     if (mrc__parse_long(iters, 1, 1000000, &it) ||
         mrc__parse_long(warmup, 0, 1000000, &wu))
         return cli_usage(cmd, "run", "--iters and --warmup take counts");
@@ -325,7 +333,8 @@ int cmd_run(int argc, char **argv)
         mrc_config_t cfg = {.topology = topology, .strategy = name,
                             .groups = groups, .replica_size = (int)rs,
                             .chunk_bytes = (size_t)cb,
-                            .algo = algo};
+                            .algo = algo,
+                            .hosts = (int)nh};
         st = mrc_comm_init_all(comms, nranks, &cfg);
         if (st != MRC_OK) {
             rc = cli_fail(cmd, st);
