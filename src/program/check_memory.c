@@ -121,20 +121,16 @@ static int write_region(mcheck_t *c, int u, region_t *r, int buf, int f)
         int peer = c->p->members[c->p->groups[c->p->nodes[u].group]
                                      .first_member +
                                  rr->reader];
-        if (nu->vc[rr->reader] <= rr->idx && rr->msg >= 0) {
-            mrc__error(MRC_ERR_INVALID_PROGRAM,
-                       "%snode %d writes fragment %d of its buffer %d, which "
-                       "it sent to node %d, before that node's receive is "
-                       "known to have happened",
-                       c->in_place ? "in place: " : "", u, f, buf, peer);
-            return -1;
-        }
         if (nu->vc[rr->reader] <= rr->idx) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
-                       "%snode %d writes fragment %d of its buffer %d while "
-                       "node %d may still read it: no signal orders the read "
-                       "before the write",
-                       c->in_place ? "in place: " : "", u, f, buf, peer);
+                       "%snode %d writes fragment %d of its buffer %d%s %d%s",
+                       c->in_place ? "in place: " : "", u, f, buf,
+                       rr->msg >= 0 ? ", which it sent to node" : " while node",
+                       peer,
+                       rr->msg >= 0 ? ", before that node's receive is known "
+                                      "to have happened"
+                                    : " may still read it: no signal orders "
+                                      "the read before the write");
             return -1;
         }
     }
@@ -183,6 +179,24 @@ static int signal_flag(mcheck_t *c, int u, int f, int n)
     return 0;
 }
 
+/* What a GET or RECV of u brings (data), reduced with its local operand
+ * if it has one, into its destination: a write of u's. */
+static int deliver(mcheck_t *c, int u, const mrc__op_t *op, int f,
+                   region_t data)
+{
+    if (op->local) {
+        region_t l = value(c, u, op->local, f);
+        data.sig += l.sig;
+        data.count += l.count;
+    }
+    region_t *dst = region(c, u, op->dst, f);
+    if (write_region(c, u, dst, op->dst, f) < 0)
+        return -1;
+    dst->sig = data.sig;
+    dst->count = data.count;
+    return 0;
+}
+
 /* A GET by u: checks the order and moves the contributions. */
 static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
 {
@@ -213,16 +227,8 @@ static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
     region_t data = value(c, v, op->src, f);
     if (v != u && add_read(c, src, rank_of(c, u), nu->idx) < 0)
         return -1;
-    if (op->local) {
-        region_t l = value(c, u, op->local, f);
-        data.sig += l.sig;
-        data.count += l.count;
-    }
-    region_t *dst = region(c, u, op->dst, f);
-    if (write_region(c, u, dst, op->dst, f) < 0)
+    if (deliver(c, u, op, f, data) < 0)
         return -1;
-    dst->sig = data.sig;
-    dst->count = data.count;
     (void)n;
     return 0;
 }
@@ -289,16 +295,8 @@ static int recv_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
     merge(nu->vc, m->vc, n);
     m->taken = 1;
     c->pool[m->read].idx = nu->idx; /* read by this receive */
-    if (op->local) {
-        region_t l = value(c, u, op->local, f);
-        data.sig += l.sig;
-        data.count += l.count;
-    }
-    region_t *dst = region(c, u, op->dst, f);
-    if (write_region(c, u, dst, op->dst, f) < 0)
+    if (deliver(c, u, op, f, data) < 0)
         return -1;
-    dst->sig = data.sig;
-    dst->count = data.count;
     return 0;
 }
 

@@ -536,28 +536,9 @@ static const mrc__transport_ops_t mpi_ops = {
     .idle = mpi_idle,
 };
 
-/* Every rank on this host: the same, and the memory semantics. */
+/* Every rank on this host (or hier's hosts): the same, and the memory
+ * semantics. */
 static const mrc__transport_ops_t mpi_local_ops = {
-    .name = "mpi",
-    .begin = mpi_begin,
-    .isend = mpi_isend,
-    .irecv = mpi_irecv,
-    .test = mpi_test,
-    .end = mpi_end,
-    .cancel = mpi_cancel,
-    .publish = mpi_publish,
-    .get = mpi_get,
-    .signal = mpi_signal,
-    .wait = mpi_wait,
-    .reads_buffers = mpi_reads_buffers,
-    .idle = mpi_idle,
-};
-
-/* Ranks on several hosts, in equal blocks with a segment on each: the
- * memory semantics between the ranks of a host (the hier family's; a
- * get of a rank on another host is refused by the shared-memory
- * endpoint, which does not know it). */
-static const mrc__transport_ops_t mpi_hosts_ops = {
     .name = "mpi",
     .begin = mpi_begin,
     .isend = mpi_isend,
@@ -575,9 +556,12 @@ static const mrc__transport_ops_t mpi_hosts_ops = {
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
 {
-    mrc__transport_t t = {e->shm && !e->remote ? &mpi_local_ops
-                          : e->shm && host_memory ? &mpi_hosts_ops
-                                                  : &mpi_ops,
+    /* Ranks on several hosts in equal blocks with a segment on each have
+     * the memory semantics between the ranks of a host (the hier
+     * family's; a get of a rank on another host is refused). */
+    mrc__transport_t t = {e->shm && (!e->remote || host_memory)
+                              ? &mpi_local_ops
+                              : &mpi_ops,
                           e};
     return t;
 }

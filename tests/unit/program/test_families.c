@@ -120,35 +120,51 @@ static void test_code_length_constant(void **state)
     }
 }
 
+/* p's listing holds every line of want[0 .. n). */
+static void listing_has(const mrc_program_t *p, const char *const *want,
+                        size_t n)
+{
+    char *text = NULL;
+    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(text, want[i]))
+            fail_msg("listing lacks '%s':\n%s", want[i], text);
+    mrc_free(text);
+}
+
+/* p saved and loaded again (checked on load): the same family, hosts
+ * and code. */
+static void image_keeps(const mrc_program_t *p)
+{
+    mrc_program_t *q = NULL;
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
+    assert_int_equal(q->cfg.algo, p->cfg.algo);
+    assert_int_equal(q->cfg.hosts, p->cfg.hosts);
+    assert_int_equal(q->code_len, p->code_len);
+    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
+    mrc_free(img);
+    mrc_program_destroy(q);
+}
+
 /* The listing names the memory instructions, and an image round trip
  * keeps the program (checked again on load). */
 static void test_listing_and_image(void **state)
 {
     (void)state;
-    mrc_program_t *p = NULL, *q = NULL;
+    mrc_program_t *p = NULL;
     assert_int_equal(compile("ring:5", NULL, MRC_ALGO_DIRECT2, MRC_REDUCE,
                              1 << 20, 3, &p),
                      MRC_OK);
-    char *text = NULL;
-    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
     const char *want[] = {"expose all of sendbuf by reference",
                           "get    frag (pos) mod N of sendbuf at node (rel + "
                           "s + 1) mod N from the root into scratch",
                           "signal flag 1", "wait   flag 2 of node (0)"};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-        if (!strstr(text, want[i]))
-            fail_msg("listing lacks '%s':\n%s", want[i], text);
-    mrc_free(text);
-    void *img = NULL;
-    size_t len = 0;
-    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
-    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
-    assert_int_equal(q->cfg.algo, MRC_ALGO_DIRECT2);
-    assert_int_equal(q->code_len, p->code_len);
-    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
-    mrc_free(img);
+    listing_has(p, want, sizeof want / sizeof *want);
+    image_keeps(p);
     mrc_program_destroy(p);
-    mrc_program_destroy(q);
 }
 
 /* Groups are compiled apart: each a stream in rank order. */
@@ -348,21 +364,12 @@ static void test_hier_listing_and_image(void **state)
     assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER,
                                    MRC_BROADCAST, 100, 4, 3, &p),
                      MRC_OK);
-    char *text = NULL;
-    assert_int_equal(mrc_program_listing(p, &text), MRC_OK);
     const char *want[] = {"on 3 hosts", "[leaders] recv", "[host] get"};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
-        if (!strstr(text, want[i]))
-            fail_msg("listing lacks '%s':\n%s", want[i], text);
-    mrc_free(text);
+    listing_has(p, want, sizeof want / sizeof *want);
+    assert_int_equal(p->cfg.hosts, 3);
+    image_keeps(p);
     void *img = NULL;
     size_t len = 0;
-    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
-    assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
-    assert_int_equal(q->cfg.hosts, 3);
-    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
-    mrc_free(img);
-    mrc_program_destroy(q);
     /* A view in another family's image is refused on load. */
     mrc_program_t *r = NULL;
     assert_int_equal(compile("ring:4", NULL, MRC_ALGO_DIRECT1, MRC_ALLREDUCE,
