@@ -302,10 +302,20 @@ static int recv_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
 
 /* A SEND or RECV on every fragment it covers (a receive waits until all
  * of its messages are there, so that it runs whole). */
+/* The fragments an op covers: lo .. hi. */
+static void frag_span(const mcheck_t *c, const mrc__op_t *op, int n, int *lo,
+                      int *hi)
+{
+    *lo = op->frag < 0 ? 0 : op->frag;
+    *hi = op->frag < 0   ? frags_of(c->p, n) - 1
+          : op->frags > 1 ? op->frag + op->frags - 1
+                          : op->frag;
+}
+
 static int step_msg(mcheck_t *c, int u, const mrc__op_t *op, int n)
 {
-    int lo = op->frag < 0 ? 0 : op->frag;
-    int hi = op->frag < 0 ? frags_of(c->p, n) - 1 : op->frag;
+    int lo, hi;
+    frag_span(c, op, n, &lo, &hi);
     if (op->kind == MRC__RECV)
         for (int f = lo; f <= hi; f++)
             if (!find_msg(c, u, op, f))
@@ -325,11 +335,15 @@ static int step(mcheck_t *c, int u, const mrc__op_t *op, int n)
 {
     if (op->kind == MRC__SEND || op->kind == MRC__RECV)
         return step_msg(c, u, op, n);
-    if (op->frag >= 0 || op->kind == MRC__EXPOSE || op->kind == MRC__SIGNAL ||
-        op->kind == MRC__WAIT || op->kind == MRC__BARRIER)
+    if ((op->frag >= 0 && op->frags <= 1) || op->kind == MRC__SIGNAL ||
+        op->kind == MRC__WAIT || op->kind == MRC__BARRIER ||
+        (op->kind == MRC__EXPOSE && op->frag < 0))
         return step_one(c, u, op, n);
+    int lo, hi;
+    frag_span(c, op, n, &lo, &hi);
     mrc__op_t one = *op;
-    for (one.frag = 0; one.frag < frags_of(c->p, n); one.frag++)
+    one.frags = 0;
+    for (one.frag = lo; one.frag <= hi; one.frag++)
         if (step_one(c, u, &one, n) < 0)
             return -1;
     return 1;
@@ -447,6 +461,12 @@ static int expected(const mcheck_t *c, int u, int f, int n, region_t *want)
 static uint64_t frag_len(const mrc_program_t *p, int f, int n)
 {
     uint64_t len = p->cfg.count, parts = (uint64_t)mrc__frag_space(p, n);
+    if (p->addressing == MRC__ADDR_CELLS) {
+        int hosts = mrc__program_hosts(p);
+        uint64_t start, flen;
+        mrc__cells_range(0, len, n / hosts, hosts, f, 1, &start, &flen);
+        return flen;
+    }
     if (p->addressing != MRC__ADDR_SPLIT)
         return len;
     return len / parts + ((uint64_t)f < len % parts);

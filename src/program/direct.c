@@ -319,8 +319,8 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
 {
     if (cfg->algo == MRC_ALGO_HIER) {
         static _Thread_local family_code_t hier;
-        mrc_status_t st = mrc__hier_code(cfg, n, &hier.code, &hier.len);
-        hier.addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
+        mrc_status_t st = mrc__hier_code(cfg, n, &hier.code, &hier.len,
+                                         &hier.addressing);
         *out = &hier;
         return st;
     }

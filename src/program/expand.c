@@ -127,7 +127,9 @@ int mrc__program_hosts(const mrc_program_t *p)
 
 int mrc__frag_space(const mrc_program_t *p, int n)
 {
-    return p->cfg.algo == MRC_ALGO_HIER ? mrc__program_hosts(p) : n;
+    if (p->cfg.algo != MRC_ALGO_HIER || p->addressing == MRC__ADDR_CELLS)
+        return n; /* (by places: L blocks of H pieces) */
+    return mrc__program_hosts(p);
 }
 
 static void view_of(const mrc__chain_iter_t *it, int which, view_t *v)
@@ -146,8 +148,30 @@ static void view_of(const mrc__chain_iter_t *it, int which, view_t *v)
         return;
     }
     int q = pos / l;
+    if (which == MRC__VIEW_PLACE) {
+        *v = (view_t){hosts, q, q, 0, pos % l, l, 1};
+        return;
+    }
     *v = (view_t){hosts, q, mod((long)q - root / l, hosts), root / l,
                   root % l, l, pos % l == root % l};
+}
+
+/* hier by places (MRC__ADDR_CELLS): the first element and the length of
+ * fragments first .. first + count - 1 (consecutive pieces of one
+ * block) of a slice of len elements over `places` blocks of `hosts`
+ * pieces. */
+void mrc__cells_range(uint64_t off, uint64_t len, int places, int hosts,
+                      int first, int count, uint64_t *start,
+                      uint64_t *out_len)
+{
+    uint64_t l = (uint64_t)(first / hosts), bq = len / (uint64_t)places,
+             br = len % (uint64_t)places;
+    uint64_t boff = l * bq + (l < br ? l : br), blen = bq + (l < br);
+    uint64_t pq = blen / (uint64_t)hosts, pr = blen % (uint64_t)hosts;
+    uint64_t a = (uint64_t)(first % hosts), b = a + (uint64_t)count;
+    uint64_t s0 = a * pq + (a < pr ? a : pr), s1 = b * pq + (b < pr ? b : pr);
+    *start = off + boff + s0;
+    *out_len = s1 - s0;
 }
 
 static int view_node(const mrc__chain_iter_t *it, const view_t *v, int q)
@@ -399,12 +423,37 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         if (in->op == MRC__OP_SCALE && (p->cfg.op != MRC_AVG || n == 1))
             continue;
         int whole = (in->flags & MRC__INSN_WHOLE) != 0;
+        int cells = p->addressing == MRC__ADDR_CELLS && !whole;
+        /* (by places, a fragment of a view is its own: a block of the
+         * host's, a piece of the place's block) */
         int f = whole ? 0 : mod((long)in->frag_pos * v.pos +
                                     (long)in->frag_step * s + in->frag_const,
-                                m.n);
+                                cells ? v.n : m.n);
+        int nfrags = 0;
         uint64_t fstart, flen;
-        int block;
-        fragment(&m, f, whole, &fstart, &flen, &block);
+        int block = -1;
+        if (cells && in->view != MRC__VIEW_HOST &&
+            in->view != MRC__VIEW_PLACE) {
+            *st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                             "instruction %d: fragments of a view other than "
+                             "the host's or the place's in a program by "
+                             "places",
+                             pc);
+            return -1;
+        }
+        if (cells) {
+            int hosts = mrc__program_hosts(p), places = n / hosts;
+            if (in->view == MRC__VIEW_PLACE)
+                f += (it->ns->pos % places) * hosts;
+            else { /* a block: all its pieces */
+                f *= hosts;
+                nfrags = hosts;
+            }
+            mrc__cells_range(it->off, it->len, places, hosts, f,
+                        nfrags ? nfrags : 1, &fstart, &flen);
+        } else {
+            fragment(&m, f, whole, &fstart, &flen, &block);
+        }
         uint64_t cstart = fstart, clen = flen;
         if (it->chunks > 1) {
             uint64_t chunks = (uint64_t)it->chunks, c = (uint64_t)it->chunk;
@@ -424,6 +473,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         op.step = in->step_rel ? mod((long)v.rel + in->step_const, v.n)
                                : step;
         op.frag = f;
+        op.frags = nfrags;
         op.chunk = it->chunk;
         op.count = clen;
         op.tag = ((uint64_t)it->k << 44) | ((uint64_t)op.step << 24) |

@@ -42,7 +42,8 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
        WB = MRC__BUF_WINDOW, NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE,
        REF = MRC__INSN_REF, ALL = MRC__INSN_ALL, ACC = MRC__INSN_ACC,
        LOG = MRC__INSN_LOG, REV = MRC__INSN_REV, POW = MRC__INSN_POW,
-       G = MRC__VIEW_GROUP, H = MRC__VIEW_HOST, L = MRC__VIEW_LEADERS };
+       G = MRC__VIEW_GROUP, H = MRC__VIEW_HOST, L = MRC__VIEW_LEADERS,
+       P = MRC__VIEW_PLACE, ALONE = MRC__PRED_ALONE };
 
 /* In view v: an operation on fragments (f = fp * pos + fs * s + fc), a
  * sync, a get of the peer at root + pp * rel + ps * s + pc. */
@@ -66,6 +67,14 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
     {.op = MRC__OP_GET, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),     \
      .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .buf_a = (a), \
      .buf_b = (b), .local = NB, .flags = (fl), .view = H}
+/* A get of fragments (blocks, by places): f = fp * pos + fs * s + fc of
+ * the peer at root + pp * rel + ps * s + pc, reduced with l (ACC). */
+#define GETF(...) GETF_(__VA_ARGS__)
+#define GETF_(fp, fs, fc, pp, ps, pc, a, b, l, fl)                            \
+    {.op = MRC__OP_GET, .pred = ALW, .frag_pos = (fp), .frag_step = (fs),   \
+     .frag_const = (fc), .peer_pos = (pp), .peer_step = (ps),              \
+     .peer_const = (pc), .buf_a = (a), .buf_b = (b), .local = (l),         \
+     .flags = (fl), .view = H}
 /* A tree edge between leaders: to / from root + rel + pc * 2^t. */
 #define TREE(o, pr, lo, a, l, fl, pc)                                        \
     {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = -1, .buf_a = (a), \
@@ -119,6 +128,64 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
 
 #define SCALE_AT(pr, buf)                                                    \
     OP(G, MRC__OP_SCALE, pr, 0, 0, 0, 0, 0, NB, buf, NB, W)
+
+/* By places (large vectors): the node at place l of each host reduces
+ * block l of its host's inputs (direct2's first step, in the host), the
+ * H nodes at place l run the rings' allreduce of block l between the
+ * hosts (L rings at once, one per place), and every node gets the other
+ * blocks from their places in its host (direct2's second step). Every
+ * byte crosses a host's boundary 2 (H - 1) / H times, spread over the L
+ * places, and each node sums 1 / L of the host's inputs. */
+#define PLACE_RING                                                           \
+    LOOP(P, 0, 0),                                                          \
+    OP(P, MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
+    OP(P, MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, RB, 0),               \
+    END(P),                                                                 \
+    OP(P, MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),                \
+    LOOP(P, 0, 0),                                                          \
+    OP(P, MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),                \
+    OP(P, MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
+    END(P)
+
+static const mrc__insn_t allreduce_places_copy[] = {
+    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(H, 0, 0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GETF(1, 0, 0, NEXT_S, WB, RB, SB, ACC),
+    END(H),
+    OP(H, MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    PLACE_RING,
+    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, RB, WB, NB, 0),
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(H, 0, 0),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
+    GETF(1, 1, 1, NEXT_S, WB, RB, NB, 0),
+    END(H),
+};
+
+/* By reference, the last wait round keeps every node in the call until
+ * its host's peers have read its buffers. */
+static const mrc__insn_t allreduce_places_ref[] = {
+    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
+    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
+    SIGNAL(ALW, 0, 0, 0),
+    LOOP(H, 0, 0),
+    WAIT(ALW, 0, 0, NEXT_S, 0),
+    GETF(1, 0, 0, NEXT_S, SB, RB, SB, ACC),
+    END(H),
+    OP(H, MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    PLACE_RING,
+    SIGNAL(ALW, 0, 0, 1),
+    LOOP(H, 0, 0),
+    WAIT(ALW, 0, 0, NEXT_S, 1),
+    GETF(1, 1, 1, NEXT_S, RB, RB, NB, 0),
+    END(H),
+    SIGNAL(ALW, 0, 0, 2),
+    LOOP(H, 0, 0),
+    WAIT(ALW, 0, 0, NEXT_S, 2),
+    END(H),
+};
 
 static const mrc__insn_t allreduce_copy[] = {
     GATHER_SUM(RB, 0), RING_ALLREDUCE, SPREAD(0),
@@ -174,6 +241,8 @@ static const mrc__insn_t broadcast_ref[] = {TREE_BROADCAST, SPREAD(1)};
 #undef WAIT_
 #undef GET
 #undef GET_
+#undef GETF
+#undef GETF_
 #undef TREE
 
 #define T(code) {code, (int)(sizeof code / sizeof code[0])}
@@ -189,8 +258,15 @@ static const struct {
 
 #undef T
 
+/* allreduce goes by places from this many bytes a vector, when a host
+ * has more than one rank: below, the one leader's L - 1 whole-vector
+ * reads cost less than L times as many messages between the hosts (a
+ * guess until calibration, issue 15's). */
+#define PLACES_FROM ((uint64_t)64 << 10)
+
 mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
-                            const mrc__insn_t **code, int *len)
+                            const mrc__insn_t **code, int *len,
+                            uint8_t *addressing)
 {
     int hosts = cfg->hosts > 1 ? cfg->hosts : 1;
     if (!codes[cfg->collective][0].code)
@@ -207,6 +283,18 @@ mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
     uint64_t bytes = mrc__sat_mul_add(cfg->count, mrc_dtype_size(cfg->dtype),
                                       0);
     int ref = bytes > mrc__stage_max(local);
+    *addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
+    if (cfg->collective == MRC_ALLREDUCE && local > 1 &&
+        bytes >= PLACES_FROM) {
+        /* (the window holds the whole vector, as the leaders') */
+        *code = ref ? allreduce_places_ref : allreduce_places_copy;
+        *len = ref ? (int)(sizeof allreduce_places_ref /
+                           sizeof allreduce_places_ref[0])
+                   : (int)(sizeof allreduce_places_copy /
+                           sizeof allreduce_places_copy[0]);
+        *addressing = MRC__ADDR_CELLS;
+        return MRC_OK;
+    }
     *code = codes[cfg->collective][ref].code;
     *len = codes[cfg->collective][ref].len;
     return MRC_OK;

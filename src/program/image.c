@@ -206,12 +206,14 @@ static const char *validate(const mrc_program_t *p)
     const mrc_compile_config_t *c = &p->cfg;
     if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
         mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
-        c->chunk_bytes == 0 || p->addressing > MRC__ADDR_WHOLE ||
+        c->chunk_bytes == 0 || p->addressing > MRC__ADDR_CELLS ||
         (unsigned)c->algo > MRC_ALGO_HIER)
         return "unknown collective, type, operator, addressing or family";
     int hier = c->algo == MRC_ALGO_HIER;
     if (c->hosts < 0 || c->hosts > MRC_TOPO_MAX_NODES || (!hier && c->hosts))
         return "hosts out of range, or hosts for a family other than hier";
+    if (!hier && p->addressing == MRC__ADDR_CELLS)
+        return "fragments by places in a family other than hier";
     if (p->num_nodes < 1 || p->num_nodes > MRC_TOPO_MAX_NODES ||
         p->num_groups < 0 || p->num_streams < 0 || p->code_len < 0)
         return "impossible table sizes";
@@ -222,13 +224,14 @@ static const char *validate(const mrc_program_t *p)
             in->pred > MRC__PRED_TREE_PARENT || in->buf_a > MRC__BUF_WINDOW ||
             in->buf_b > MRC__BUF_WINDOW || in->local > MRC__BUF_SCRATCH ||
             in->step_rel > 1 || in->flag >= 16 || in->loop_extra < 0 ||
-            in->loop_extra > 1 || in->view > MRC__VIEW_LEADERS)
+            in->loop_extra > 1 || in->view > MRC__VIEW_PLACE)
             return "an instruction with an unknown opcode or operand";
         /* Views only in hier; there, fragments only between the leaders
          * (the host's view has whole slices: its fragments would be
          * cut in L parts, the program's in H). */
         if (in->view != MRC__VIEW_GROUP &&
             (!hier || (in->view == MRC__VIEW_HOST &&
+                       p->addressing != MRC__ADDR_CELLS &&
                        !(in->flags & (MRC__INSN_WHOLE | MRC__INSN_ALL)) &&
                        in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
                        in->op != MRC__OP_SIGNAL && in->op != MRC__OP_WAIT &&

@@ -104,6 +104,8 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         mrc__sb_puts(sb, "[host] ");
     else if (in->view == MRC__VIEW_LEADERS)
         mrc__sb_puts(sb, "[leaders] ");
+    else if (in->view == MRC__VIEW_PLACE)
+        mrc__sb_puts(sb, "[place] ");
     switch (in->op) {
     case MRC__OP_PORTS:
         mrc__sb_puts(sb, "ports  switch off the ports this node leaves idle");
@@ -390,7 +392,9 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
                        "in the host and the root at the leader's place "
                        "(root_pos mod L); a [leaders] line runs\n"
                        "at the leaders only, N the hosts' count, pos the "
-                       "host's, next and prev its neighbours':\n",
+                       "host's, next and prev its neighbours'; a [place]\n"
+                       "line runs at every node over the nodes at its place "
+                       "of each host, N and pos as for the leaders:\n",
                        mrc__program_hosts(p), mrc__program_hosts(p));
     int depth = 0;
     for (int i = 0; i < p->code_len; i++) {
@@ -401,9 +405,12 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
     static const char *const addressing[] = {
         "the stream's slice cut in N parts",
         "block of the node at pos f-1 (it ends up holding it)",
-        "block of the node at pos f", "the whole slice"};
+        "block of the node at pos f", "the whole slice",
+        "piece f mod H of block f / H: the slice cut in L blocks, each in H "
+        "pieces (a [host] line's f is a block, a [place] line's a piece of "
+        "its place's block)"};
     mrc__sb_printf(&sb, "fragment f = %s%s\n\n", addressing[p->addressing],
-                   c->algo == MRC_ALGO_HIER
+                   c->algo == MRC_ALGO_HIER && p->addressing == MRC__ADDR_SPLIT
                        ? " (the leaders' N: the hosts' count)"
                        : "");
 

@@ -118,7 +118,10 @@ typedef struct mrc__insn {
  *            the instruction (and a loop of this view whole).
  * Sends and receives of a view other than GROUP go to the view's next
  * and previous node (no routes: hosts are not on the topology's links). */
-enum mrc__view { MRC__VIEW_GROUP, MRC__VIEW_HOST, MRC__VIEW_LEADERS };
+enum mrc__view { MRC__VIEW_GROUP, MRC__VIEW_HOST, MRC__VIEW_LEADERS,
+                 /* the nodes at the node's place of every host, in host
+                  * order: n = H, pos = pos / L (hier by places) */
+                 MRC__VIEW_PLACE };
 
 /* How fragment numbers map to elements. */
 enum mrc__addressing {
@@ -126,6 +129,11 @@ enum mrc__addressing {
     MRC__ADDR_BLOCK_OWN, /* the slice of the block of the node at pos f-1 */
     MRC__ADDR_BLOCK_POS, /* the slice of the block of the node at pos f */
     MRC__ADDR_WHOLE,     /* one fragment: the whole slice */
+    /* hier by places: the slice cut in L blocks (one per place of a
+     * host), each cut in H pieces (one per host); fragment l H + p is
+     * piece p of block l. A host instruction's fragment is a block (H
+     * fragments), a place instruction's a piece of its place's block. */
+    MRC__ADDR_CELLS,
 };
 
 /* ---- tables ------------------------------------------------------------- */
@@ -263,9 +271,15 @@ int mrc__program_has_memory_ops(const mrc_program_t *p);
  * stream into for a group of n (the leaders' count for hier, else n). */
 int mrc__program_hosts(const mrc_program_t *p);
 int mrc__frag_space(const mrc_program_t *p, int n);
+/* hier by places (MRC__ADDR_CELLS): the first element and the length of
+ * fragments first .. first + count - 1 (pieces of one block) of a slice
+ * at off of len elements over `places` blocks of `hosts` pieces. */
+void mrc__cells_range(uint64_t off, uint64_t len, int places, int hosts,
+                      int first, int count, uint64_t *start, uint64_t *out_len);
 /* The hier family's code (hier.c), for groups of n on cfg->hosts hosts. */
 mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
-                            const mrc__insn_t **code, int *len);
+                            const mrc__insn_t **code, int *len,
+                            uint8_t *addressing);
 
 /* ---- expansion: one node's operations ---------------------------------- */
 
@@ -289,6 +303,7 @@ typedef struct mrc__op {
     int32_t stream;
     int32_t step;    /* global step: loop iterations over the phases */
     int32_t frag;    /* fragment number (0 for whole-slice ops) */
+    int32_t frags;   /* fragments frag .. frag + frags - 1 (0: one) */
     int32_t chunk;
     uint64_t tag;    /* (stream, step, chunk): unique on its link */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */

@@ -264,14 +264,14 @@ static void test_checker_catches(void **state)
 static void test_hier_proven(void **state)
 {
     (void)state;
-    const size_t counts[] = {0, 1, 3, 1001, 1 << 20};
+    const size_t counts[] = {0, 1, 3, 1001, 20011, 1 << 20};
     char spec[32];
     for (int n = 1; n <= 16; n++) {
         snprintf(spec, sizeof spec, "ring:%d", n > 1 ? n : 2);
         const char *groups = n > 1 ? NULL : "1+1";
         for (int h = 1; h <= n + 1; h++)
             for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
-                for (size_t ci = 0; ci < 5; ci++)
+                for (size_t ci = 0; ci < 6; ci++)
                     for (int root = 0; root < n; root += n > 4 ? 3 : 1) {
                         mrc_program_t *p = NULL;
                         mrc_status_t st = compile_hosts(
@@ -337,6 +337,15 @@ static void test_hier_checker_catches(void **state)
     /* By reference, the leader's wait for its readers gone: it leaves
      * while they read its recvbuf. */
     hier_refused(1 << 20, MRC__OP_WAIT, 2, MRC__VIEW_HOST, "leave");
+    /* By places (100000 floats by copy, 1 Mi by reference): a place's
+     * ring without its first receive; the gets of the other blocks
+     * without their wait (they read the window's old copy, which its
+     * owner then overwrites under them); by reference, the last wait
+     * round gone. */
+    hier_refused(100000, MRC__OP_RECV, 0, MRC__VIEW_PLACE,
+                 "which it sent to node");
+    hier_refused(100000, MRC__OP_WAIT, 1, MRC__VIEW_HOST, "may still read");
+    hier_refused(1 << 20, MRC__OP_WAIT, 2, MRC__VIEW_HOST, "leave");
     /* avg scaled after the fragment went round (the scale moved to the
      * end): the sender writes what its receiver may still be reading. */
     mrc_program_t *p = NULL;
@@ -365,6 +374,16 @@ static void test_hier_listing_and_image(void **state)
                                    MRC_BROADCAST, 100, 4, 3, &p),
                      MRC_OK);
     const char *want[] = {"on 3 hosts", "[leaders] recv", "[host] get"};
+    /* by places: its own view and fragments */
+    mrc_program_t *big = NULL;
+    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER,
+                                   MRC_ALLREDUCE, 100000, 0, 3, &big),
+                     MRC_OK);
+    assert_int_equal(big->addressing, MRC__ADDR_CELLS);
+    const char *want_big[] = {"[place] send", "the slice cut in L blocks"};
+    listing_has(big, want_big, 2);
+    image_keeps(big);
+    mrc_program_destroy(big);
     listing_has(p, want, sizeof want / sizeof *want);
     assert_int_equal(p->cfg.hosts, 3);
     image_keeps(p);
