@@ -473,7 +473,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         op.step = in->step_rel ? mod((long)v.rel + in->step_const, v.n)
                                : step;
         op.frag = f;
-        op.frags = nfrags;
+        op.frags = (uint16_t)nfrags; /* hosts <= UINT16_MAX: hier.c */
         op.chunk = it->chunk;
         op.count = clen;
         op.tag = ((uint64_t)it->k << 44) | ((uint64_t)op.step << 24) |

@@ -285,7 +285,7 @@ mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
     int ref = bytes > mrc__stage_max(local);
     *addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
     if (cfg->collective == MRC_ALLREDUCE && local > 1 &&
-        bytes >= PLACES_FROM) {
+        bytes >= PLACES_FROM && hosts <= UINT16_MAX) {
         /* (the window holds the whole vector, as the leaders') */
         *code = ref ? allreduce_places_ref : allreduce_places_copy;
         *len = ref ? (int)(sizeof allreduce_places_ref /

@@ -296,6 +296,10 @@ typedef struct mrc__op {
     uint8_t local;   /* RECV, GET: local operand buffer, NONE for a copy */
     uint8_t flag;    /* SIGNAL, WAIT, BARRIER: the flag */
     uint8_t ref;     /* EXPOSE: by reference (src: the buffer exposed) */
+    /* Fragments frag .. frag + frags - 1 (0: one; hier by places, whose
+     * hosts are at most MRC_TOPO_MAX_NODES; in the padding before peer,
+     * so that a plan's operations stay 80 bytes). */
+    uint16_t frags;
     /* SEND: next node; RECV: previous node; GET, WAIT: the peer. GET
      * reads the peer's buffer `src` at src_off (the window for a copy). */
     int32_t peer;
@@ -303,7 +307,6 @@ typedef struct mrc__op {
     int32_t stream;
     int32_t step;    /* global step: loop iterations over the phases */
     int32_t frag;    /* fragment number (0 for whole-slice ops) */
-    int32_t frags;   /* fragments frag .. frag + frags - 1 (0: one) */
     int32_t chunk;
     uint64_t tag;    /* (stream, step, chunk): unique on its link */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
