@@ -54,6 +54,7 @@
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -174,6 +175,10 @@ struct mrc__shm_endpoint {
     uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
+    /* Where the parts of the segment start (set_layout): found once, as
+     * every flag, window and post is looked up at each call. */
+    size_t win_max;
+    char *windows, *pubs, *posts, *flags, *channels;
 };
 
 static double now_s(void)
@@ -211,8 +216,7 @@ static size_t windows_bytes(int n)
 
 static char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
-    return e->base + HEADER_BYTES + tokens_bytes(e->n) +
-           ((size_t)r * 2 + (seq & 1)) * window_max(e->n);
+    return e->windows + ((size_t)r * 2 + (seq & 1)) * e->win_max;
 }
 
 /* What a rank published for a call, by its parity: the call, and where
@@ -232,9 +236,7 @@ typedef struct published {
 static published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
                            uint64_t seq)
 {
-    return (published_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
-                           windows_bytes(e->n)) +
-           (size_t)r * 2 + (seq & 1);
+    return (published_t *)e->pubs + (size_t)r * 2 + (seq & 1);
 }
 
 /* Each rank's post, read by the peers only while they wait for it: the
@@ -264,7 +266,7 @@ typedef struct rank_post {
 
 static rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
 {
-    return (rank_post_t *)(pub_at(e, e->n, 0)) + r;
+    return (rank_post_t *)e->posts + r;
 }
 
 /* A flag, stamped with seq + 1 of the call that set it, beside that
@@ -279,7 +281,7 @@ typedef struct flag {
 
 static flag_t *flag_at(const mrc__shm_endpoint_t *e, int r, int f)
 {
-    return (flag_t *)(post_at(e, e->n)) + (size_t)r * MRC__FLAGS + f;
+    return (flag_t *)e->flags + (size_t)r * MRC__FLAGS + f;
 }
 
 _Static_assert(sizeof(published_t) == 128 && sizeof(rank_post_t) == 256 &&
@@ -298,7 +300,21 @@ static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
-    return e->base + channels_at(e->n) + (chan + k) * stride;
+    return e->channels + (chan + k) * stride;
+}
+
+/* Finds where the parts of the segment mapped at e->base start, in the
+ * order the accessors above lay them out. */
+static void set_layout(mrc__shm_endpoint_t *e)
+{
+    size_t n = (size_t)e->n;
+    e->win_max = window_max(e->n);
+    e->windows = e->base + HEADER_BYTES + tokens_bytes(e->n);
+    e->pubs = e->windows + windows_bytes(e->n);
+    e->posts = e->pubs + n * 2 * sizeof(published_t);
+    e->flags = e->posts + n * sizeof(rank_post_t);
+    e->channels = e->flags + n * MRC__FLAGS * sizeof(flag_t);
+    assert(e->channels == e->base + channels_at(e->n));
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
@@ -615,6 +631,7 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
     e->base = m;
     e->bytes = bytes;
     e->hdr = m;
+    set_layout(e);
     return MRC_OK;
 }
 
@@ -1258,11 +1275,11 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
     uint64_t seq = e->seq;
     if (e->lost != MRC_OK)
         return e->lost;
-    if (x->window_bytes > window_max(e->n))
+    if (x->window_bytes > e->win_max)
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "rank %d: a window of %zu bytes is more than the "
                           "%zu a rank of this job has in shared memory",
-                          e->rank, x->window_bytes, window_max(e->n));
+                          e->rank, x->window_bytes, e->win_max);
     /* The window of call seq - 2 may be read until its readers end it. */
     for (int i = 0; seq >= 2 && i < x->num_members; i++) {
         int m = x->members[i];
