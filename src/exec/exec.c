@@ -900,7 +900,8 @@ static mrc_status_t run_chain(mrc__exec_t *x, const mrc__transport_t *t,
     mrc_status_t st;
     for (int i = 0; i < pl->num_ops;) {
         const mrc__op_t *op = &pl->ops[i];
-        hand_ports(x, t, op->step);
+        if (op->step >= x->ports_until) /* a look costs less without */
+            hand_ports(x, t, op->step);
         int done = 0;
         st = MRC_OK;
         if (op->kind == MRC__GET) { /* a run of gets, or 0: one alone */

@@ -166,6 +166,7 @@ struct mrc__shm_endpoint {
     size_t num_recvs, cap_recvs;
     early_t *early;
     unsigned idle;
+    unsigned looks; /* waits that found no flag (shm_wait) */
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
     int joined;        /* this rank's pid is in the header */
@@ -1469,7 +1470,12 @@ static mrc_status_t shm_wait(void *ctx, int peer, int flag)
         return MRC_OK;
     }
     /* Not yet: look at the peers now and then (their posts are lines
-     * they write at every call; polling them would slow them down). */
+     * they write at every call; polling them would slow them down), and
+     * at this rank's own state one look in 16: a look is the loop a
+     * waiting rank spins in, and its spin before it yields the core is
+     * counted in looks. */
+    if (++e->looks % 16 != 0)
+        return MRC_INPROGRESS;
     mrc_status_t st = check_peers(e);
     if (st == MRC_OK && e->idle % 64 == 0)
         st = waiting_on(e, peer);
