@@ -837,14 +837,25 @@ static mrc_status_t publish(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
+/* Looks without progress a rank spins for before it yields the core: a
+ * pass over the chains (the general loop), or one op (a straight plan,
+ * whose look is a few dozen instructions). Both about a microsecond:
+ * long enough for a peer a few hundred nanoseconds behind on another
+ * core, short enough that a peer waiting for this core (more ranks than
+ * cores, or a loaded host) gets it soon: with two ranks on one core an
+ * 8-byte call took 4.2 us spinning 64 looks of a straight plan, 2.9 us
+ * with 32 (docs/performance.md). */
+enum { SPIN_PASSES = 64, SPIN_LOOKS = 32 };
+
 /* Nothing moved in this look: what the run loops do then. Lets the other
- * ranks run (and MPI progress, past the spin: a probe costs a
- * microsecond, more than a small call's wait), and watches the clock:
- * MRC_ERR_TIMEOUT once timeout_s have passed without progress. */
+ * ranks run (and MPI progress, past the spin of `spin` looks: a probe
+ * costs a microsecond, more than a small call's wait), and watches the
+ * clock: MRC_ERR_TIMEOUT once timeout_s have passed without progress. */
 static mrc_status_t stalled(mrc__exec_t *x, const mrc__transport_t *t,
-                            size_t *idle, double *start, double timeout_s)
+                            size_t spin, size_t *idle, double *start,
+                            double timeout_s)
 {
-    if (t->ops->idle && *idle >= 64 && *idle % 16 == 15)
+    if (t->ops->idle && *idle >= spin && *idle % 16 == 15)
         t->ops->idle(t->ctx);
     if (++*idle % 64 == 0) {
         double now = now_s();
@@ -856,7 +867,7 @@ static mrc_status_t stalled(mrc__exec_t *x, const mrc__transport_t *t,
     /* A peer a few hundred nanoseconds behind (a small call's flag) is
      * waited for on the spot; a system call per look would cost more
      * than the wait. */
-    if (*idle < 64)
+    if (*idle < spin)
         cpu_relax();
     else
         sched_yield();
@@ -914,7 +925,8 @@ static mrc_status_t run_chain(mrc__exec_t *x, const mrc__transport_t *t,
             st = straight_op(x, t, i, sb, rb, xb);
         }
         if (st == MRC_INPROGRESS) {
-            if ((st = stalled(x, t, &idle, &start, timeout_s)) != MRC_OK)
+            st = stalled(x, t, SPIN_LOOKS, &idle, &start, timeout_s);
+            if (st != MRC_OK)
                 return st;
             continue;
         }
@@ -1008,7 +1020,8 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             start = 0; /* the timeout counts time without progress */
             continue;
         }
-        if ((st = stalled(x, t, &idle, &start, timeout_s)) != MRC_OK)
+        st = stalled(x, t, SPIN_PASSES, &idle, &start, timeout_s);
+        if (st != MRC_OK)
             return st;
     }
     return t->ops->end(t->ctx);
