@@ -83,6 +83,14 @@ struct mrc_comm {
     uint64_t clock;
     void *scratch;
     size_t scratch_bytes;
+    /* The last call's shape and the plan it ran (set by the lookup that
+     * found or built it, which is the only place plans change): a call of
+     * the same shape, as a loop makes, runs it without taking the shared
+     * lock twice to look up a program whose plan it already holds. */
+    program_key_t last_key;
+    int last_in_place;
+    cached_plan_t *last_plan; /* NULL: none */
+    size_t last_xbytes;
     /* A call that failed once it had started to talk to the peers (timed
      * out, lost a peer, disagreed with them, or any other error, INTERNAL
      * included) leaves the ranks out of step: later calls fail at once
@@ -652,6 +660,55 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     return MRC_OK;
 }
 
+/* The plan of the last call, when this call has its shape: MRC_OK with
+ * the program, its plan and the scratch it needs, else MRC_INPROGRESS
+ * (look it up). */
+static mrc_status_t last_plan(mrc_comm_t *c, const program_key_t *key,
+                              int in_place, const mrc_program_t **p,
+                              mrc__exec_t **x, size_t *xbytes)
+{
+    cached_plan_t *cp = c->last_plan;
+    if (!cp || c->last_in_place != in_place ||
+        memcmp(&c->last_key, key, sizeof *key) != 0)
+        return MRC_INPROGRESS;
+    cp->used = ++c->clock;
+    *p = cp->program;
+    *x = &cp->exec;
+    *xbytes = c->last_xbytes;
+    return MRC_OK;
+}
+
+/* The program and plan for a call of this shape (compiled and expanded
+ * on first use, then cached), and the bytes of scratch they need;
+ * remembered as the last call's. */
+static mrc_status_t find_plan(const char *fn, mrc_comm_t *c,
+                              const program_key_t *key, int in_place,
+                              const mrc_program_t **p, mrc__exec_t **x,
+                              size_t *xbytes)
+{
+    c->last_plan = NULL; /* get_plan may take its slot */
+    mrc_status_t st = get_program(c, key, p);
+    if (st == MRC_OK)
+        st = get_plan(c, *p, in_place, x);
+    if (st != MRC_OK) {
+        mrc__error_prefix("%s (rank %d)", fn, c->rank);
+        return st;
+    }
+    uint64_t se, re, xe;
+    mrc__buffer_elems(*p, c->node, &se, &re, &xe);
+    if (mrc__mul_size((size_t)xe, mrc_dtype_size(key->dtype), xbytes) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: %llu elements of scratch overflow a size", fn,
+                          (unsigned long long)xe);
+    for (int i = 0; i < PLAN_CACHE; i++)
+        if (&c->plans[i].exec == *x)
+            c->last_plan = &c->plans[i];
+    c->last_key = *key;
+    c->last_in_place = in_place;
+    c->last_xbytes = *xbytes;
+    return MRC_OK;
+}
+
 static int overlap(const void *a, size_t an, const void *b, size_t bn)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
@@ -769,20 +826,12 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         key.op = MRC_SUM;
     const mrc_program_t *p = NULL;
     mrc__exec_t *x = NULL;
-    mrc_status_t st = get_program(c, &key, &p);
-    if (st == MRC_OK)
-        st = get_plan(c, p, in_place, &x);
-    if (st != MRC_OK) {
-        mrc__error_prefix("%s (rank %d)", fn, c->rank);
-        return st;
-    }
-    uint64_t se, re, xe;
-    mrc__buffer_elems(p, c->node, &se, &re, &xe);
     size_t xbytes = 0;
-    if (mrc__mul_size((size_t)xe, esize, &xbytes) != 0)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "%s: %llu elements of scratch overflow a size", fn,
-                          (unsigned long long)xe);
+    mrc_status_t st = last_plan(c, &key, in_place, &p, &x, &xbytes);
+    if (st == MRC_INPROGRESS)
+        st = find_plan(fn, c, &key, in_place, &p, &x, &xbytes);
+    if (st != MRC_OK)
+        return st;
     if (xbytes > c->scratch_bytes) {
         int here = c->shared->fabric ? c->shared->nranks : 1;
         st = mrc__check_memory(mrc__sat_mul_add(xbytes, (uint64_t)here, 0),

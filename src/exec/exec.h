@@ -42,6 +42,10 @@ typedef struct mrc__exec {
 
     /* Memory programs: what the call exposes, and this call's window. */
     int memory;
+    /* The plan is one chain of local and memory ops (no sends, receives
+     * or relays), as the direct families' plans are: run straight through
+     * (run_chain), without the bookkeeping of chains and sends. */
+    int straight;
     mrc__exposure_t exposure;
     char *win; /* this call's window (from the transport) */
     /* Relays (FWD ops: this node forwards another node's routed hop).

@@ -46,14 +46,17 @@
  * pinned by a reader count in the owner's post, so that an owner whose
  * call fails revokes its buffers and waits for the reads in flight before
  * it returns. Reads outside what the owner published are refused. Flags
- * are lines of the segment stamped with the call's number; a wait is one
- * look (the executor polls), and while the flag is not there it watches
- * the peers as a receive does.
+ * are bits of the record a rank publishes for a call, in the line that
+ * holds the call and the bounds of its buffers, so that a peer that waits
+ * for a flag and then reads polls one line of the owner's, not two; a
+ * wait is one look (the executor polls), and while the flag is not there
+ * it watches the peers as a receive does.
  *
  * A peer that dies is seen directly: a rank that waits checks its peers'
  * pids every few milliseconds and fails with MRC_ERR_PEER_LOST.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -74,7 +77,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 3,
+    SHM_VERSION = 4,
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -163,6 +166,7 @@ struct mrc__shm_endpoint {
     size_t num_recvs, cap_recvs;
     early_t *early;
     unsigned idle;
+    unsigned looks; /* waits that found no flag (shm_wait) */
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
     int joined;        /* this rank's pid is in the header */
@@ -174,6 +178,10 @@ struct mrc__shm_endpoint {
     uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
+    /* Where the parts of the segment start (set_layout): found once, as
+     * every flag, window and post is looked up at each call. */
+    size_t win_max;
+    char *windows, *posts, *channels;
 };
 
 static double now_s(void)
@@ -190,11 +198,17 @@ static size_t tokens_bytes(int n)
 
 /* Memory semantics (publish, get, signal, wait).
  *
- * Windows: each rank's window of a call, one of two by the call's
- * parity, in the segment (peers read it with plain loads). A window holds
- * what the largest group that can be formed of the job's ranks may expose
- * by copy (mrc__stage_max of its size); the two of every rank are touched
- * only as used. */
+ * Each rank has two areas, one by the parity of a call's number, in the
+ * segment (peers read them with plain loads): the record of what it
+ * published for the call (its first line: the call, its flags and the
+ * sizes of its buffers; its last line: their addresses) around its window
+ * of the call. A window holds what the largest group that can be formed
+ * of the job's ranks may expose by copy (mrc__stage_max of its size); the
+ * areas are touched only as used. The window starts in the line after
+ * the record's first, in the same 128-byte pair: a peer that has waited
+ * for a flag in that line and then reads the start of the window (all
+ * of a small call's data) takes both lines from the owner's core in one
+ * transfer, as the cores fetch lines in pairs. */
 static size_t window_max(int n)
 {
     size_t m = 0;
@@ -204,37 +218,50 @@ static size_t window_max(int n)
     return m;
 }
 
+enum { AREA_EXTRA = 128 }; /* an area's two lines of record */
+
 static size_t windows_bytes(int n)
 {
-    return (size_t)n * 2 * window_max(n);
+    return (size_t)n * 2 * (window_max(n) + AREA_EXTRA);
+}
+
+static char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return e->windows +
+           ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
 static char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
-    return e->base + HEADER_BYTES + tokens_bytes(e->n) +
-           ((size_t)r * 2 + (seq & 1)) * window_max(e->n);
+    return area_at(e, r, seq) + 64;
 }
 
-/* What a rank published for a call, by its parity: the call, and where
- * and how large its buffers are (in its own address space: peers read
- * them with cross-memory attach), stamped last. */
+/* What a rank published for a call, by its parity (the first line of
+ * its area): the call and how large its buffers are, stamped last. */
 typedef struct published {
     uint64_t seq; /* atomic: seq + 1 of the call, written after the rest */
     mrc__call_t call;
-    /* by enum mrc__mem_buf - 1: in the first line, all that a read of
-     * the window needs */
-    uint64_t bytes[MRC__MEM_BUFS - 1];
-    char pad1[8];
-    uint64_t addr[MRC__MEM_BUFS - 1];
-    char pad2[32];
+    uint64_t bytes[MRC__MEM_BUFS - 1]; /* by enum mrc__mem_buf - 1 */
+    /* atomic: bit f set once this rank has signalled flag f in the call
+     * (reset before seq is written). The flags are in this line, not in
+     * lines of their own, so that a peer that waits and then reads polls
+     * one line the owner wrote instead of two: a small call's time is
+     * mostly these transfers between cores. */
+    uint64_t flags;
 } published_t;
 
 static published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
                            uint64_t seq)
 {
-    return (published_t *)(e->base + HEADER_BYTES + tokens_bytes(e->n) +
-                           windows_bytes(e->n)) +
-           (size_t)r * 2 + (seq & 1);
+    return (published_t *)area_at(e, r, seq);
+}
+
+/* Where the buffers a rank published for a call are, in its own address
+ * space (peers read them with cross-memory attach), by enum mrc__mem_buf
+ * - 1: the last line of its area, read only by a get by reference. */
+static uint64_t *addr_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return (uint64_t *)(window_at(e, r, seq) + e->win_max);
 }
 
 /* Each rank's post, read by the peers only while they wait for it: the
@@ -264,33 +291,18 @@ typedef struct rank_post {
 
 static rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
 {
-    return (rank_post_t *)(pub_at(e, e->n, 0)) + r;
+    return (rank_post_t *)e->posts + r;
 }
 
-/* A flag, stamped with seq + 1 of the call that set it, beside that
- * call's descriptor (written first), so that a waiter compares the calls
- * in the line it polls: a line of its own, as only its rank writes it and
- * every peer polls it. */
-typedef struct flag {
-    uint64_t seq; /* atomic */
-    mrc__call_t call;
-    char pad[40];
-} flag_t;
-
-static flag_t *flag_at(const mrc__shm_endpoint_t *e, int r, int f)
-{
-    return (flag_t *)(post_at(e, e->n)) + (size_t)r * MRC__FLAGS + f;
-}
-
-_Static_assert(sizeof(published_t) == 128 && sizeof(rank_post_t) == 256 &&
-                   sizeof(flag_t) == 64,
-               "what peers poll keeps to lines of its own");
+_Static_assert(sizeof(published_t) == 64 && sizeof(rank_post_t) == 256 &&
+                   MRC__FLAGS <= 64,
+               "what peers poll keeps to lines of its own, and a waiter "
+               "finds the flags and the bounds of a read in one line");
 
 static size_t channels_at(int n)
 {
     return HEADER_BYTES + tokens_bytes(n) + windows_bytes(n) +
-           (size_t)n * (2 * sizeof(published_t) + sizeof(rank_post_t) +
-                        MRC__FLAGS * sizeof(flag_t));
+           (size_t)n * sizeof(rank_post_t);
 }
 
 static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
@@ -298,7 +310,19 @@ static char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
-    return e->base + channels_at(e->n) + (chan + k) * stride;
+    return e->channels + (chan + k) * stride;
+}
+
+/* Finds where the parts of the segment mapped at e->base start, in the
+ * order the accessors above lay them out. */
+static void set_layout(mrc__shm_endpoint_t *e)
+{
+    size_t n = (size_t)e->n;
+    e->win_max = window_max(e->n);
+    e->windows = e->base + HEADER_BYTES + tokens_bytes(e->n);
+    e->posts = e->windows + windows_bytes(e->n);
+    e->channels = e->posts + n * sizeof(rank_post_t);
+    assert(e->channels == e->base + channels_at(e->n));
 }
 
 static size_t segment_bytes(int n, size_t slot_bytes)
@@ -615,6 +639,7 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
     e->base = m;
     e->bytes = bytes;
     e->hdr = m;
+    set_layout(e);
     return MRC_OK;
 }
 
@@ -1258,11 +1283,11 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
     uint64_t seq = e->seq;
     if (e->lost != MRC_OK)
         return e->lost;
-    if (x->window_bytes > window_max(e->n))
+    if (x->window_bytes > e->win_max)
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "rank %d: a window of %zu bytes is more than the "
                           "%zu a rank of this job has in shared memory",
-                          e->rank, x->window_bytes, window_max(e->n));
+                          e->rank, x->window_bytes, e->win_max);
     /* The window of call seq - 2 may be read until its readers end it. */
     for (int i = 0; seq >= 2 && i < x->num_members; i++) {
         int m = x->members[i];
@@ -1279,12 +1304,16 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
         return st != MRC_OK ? st : MRC_INPROGRESS;
     }
     published_t *p = pub_at(e, e->rank, seq);
+    uint64_t *addr = addr_at(e, e->rank, seq);
+    /* No peer reads this record (of call seq - 2) any more: every member
+     * has ended that call. */
+    __atomic_store_n(&p->flags, 0, __ATOMIC_RELAXED);
     p->call = e->call;
     for (int b = 1; b < MRC__MEM_BUFS; b++) {
-        p->addr[b - 1] = (uint64_t)(uintptr_t)x->buf[b];
+        addr[b - 1] = (uint64_t)(uintptr_t)x->buf[b];
         p->bytes[b - 1] = x->buf[b] ? x->bytes[b] : 0;
     }
-    p->addr[MRC__MEM_WINDOW - 1] = 0;
+    addr[MRC__MEM_WINDOW - 1] = 0;
     p->bytes[MRC__MEM_WINDOW - 1] = x->window_bytes;
     __atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
     *window = window_at(e, e->rank, seq);
@@ -1373,7 +1402,8 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
     if (!mrc__call_same(p->call, e->call))
         return disagree(e, peer, p->call, e->rank, e->call);
     uint64_t size = p->bytes[buf - 1];
-    if ((buf != MRC__MEM_WINDOW && !p->addr[buf - 1]) || off > size ||
+    const uint64_t *addr = addr_at(e, peer, seq);
+    if ((buf != MRC__MEM_WINDOW && !addr[buf - 1]) || off > size ||
         x->bytes > size - off)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d reads %zu bytes at %llu of rank %d's "
@@ -1384,10 +1414,10 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
     if (buf == MRC__MEM_WINDOW)
         take(x, window_at(e, peer, seq) + off, 0, x->bytes);
     else if (peer == e->rank)
-        take(x, (const char *)(uintptr_t)p->addr[buf - 1] + off, 0,
+        take(x, (const char *)(uintptr_t)addr[buf - 1] + off, 0,
              x->bytes);
     else
-        st = read_pinned(e, peer, p->addr[buf - 1] + off, x);
+        st = read_pinned(e, peer, addr[buf - 1] + off, x);
     if (st == MRC_OK)
         __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return st;
@@ -1399,13 +1429,16 @@ static mrc_status_t shm_signal(void *ctx, int flag)
     if (flag < 0 || flag >= MRC__FLAGS)
         return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d", e->rank,
                           flag);
-    /* A seqlock: a peer still in the call before may be reading it. */
-    flag_t *f = flag_at(e, e->rank, flag);
-    __atomic_store_n(&f->seq, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&f->call.count, e->call.count, __ATOMIC_RELAXED);
-    __atomic_store_n(&f->call.meta, e->call.meta, __ATOMIC_RELAXED);
-    __atomic_store_n(&f->seq, e->seq + 1, __ATOMIC_RELEASE);
+    /* The flags are in this call's record: only after publish. */
+    published_t *p = pub_at(e, e->rank, e->seq);
+    if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) != e->seq + 1)
+        return mrc__error(MRC_ERR_INTERNAL,
+                          "rank %d signals flag %d of call %llu before it "
+                          "published its buffers",
+                          e->rank, flag, (unsigned long long)e->seq);
+    uint64_t bits = __atomic_load_n(&p->flags, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->flags, bits | (uint64_t)1 << flag,
+                     __ATOMIC_RELEASE);
     return MRC_OK;
 }
 
@@ -1417,36 +1450,32 @@ static mrc_status_t shm_wait(void *ctx, int peer, int flag)
                           e->rank, flag, peer);
     if (e->lost != MRC_OK)
         return e->lost;
-    flag_t *f = flag_at(e, peer, flag);
-    uint64_t got = __atomic_load_n(&f->seq, __ATOMIC_ACQUIRE);
-    if (got >= e->seq + 1) {
+    /* The peer's record of this call: its stamp first, so that the flags
+     * read after it are this call's (they are reset before the stamp is
+     * written), and the peer does not rewrite the record before this
+     * rank has ended the call (publish waits for that). */
+    const published_t *p = pub_at(e, peer, e->seq);
+    if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) == e->seq + 1 &&
+        (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) >> flag & 1)) {
         /* What the get after a wait reads next, fetched alongside (each
          * line a peer's core wrote costs a transfer between cores). */
-        __builtin_prefetch(pub_at(e, peer, e->seq));
         __builtin_prefetch(window_at(e, peer, e->seq));
         /* A peer that set a flag of this call has begun it, so it has
          * ended the one before: the next publish need not read its
          * `ended` line (one transfer between cores less a call). */
         if (e->ended[peer] < e->seq)
             e->ended[peer] = e->seq;
-    }
-    if (got == e->seq + 1) {
-        /* Set in this call: its descriptor was written before (unless
-         * the peer has set it again since, in its next call). */
-        mrc__call_t theirs = {
-            __atomic_load_n(&f->call.count, __ATOMIC_RELAXED),
-            __atomic_load_n(&f->call.meta, __ATOMIC_RELAXED)};
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&f->seq, __ATOMIC_RELAXED) != got)
-            return MRC_OK;
-        if (!mrc__call_same(theirs, e->call))
-            return disagree(e, peer, theirs, e->rank, e->call);
+        if (!mrc__call_same(p->call, e->call))
+            return disagree(e, peer, p->call, e->rank, e->call);
         return MRC_OK;
     }
-    if (got > e->seq + 1) /* set in the next call: compared then */
-        return MRC_OK;
     /* Not yet: look at the peers now and then (their posts are lines
-     * they write at every call; polling them would slow them down). */
+     * they write at every call; polling them would slow them down), and
+     * at this rank's own state one look in 16: a look is the loop a
+     * waiting rank spins in, and its spin before it yields the core is
+     * counted in looks. */
+    if (++e->looks % 16 != 0)
+        return MRC_INPROGRESS;
     mrc_status_t st = check_peers(e);
     if (st == MRC_OK && e->idle % 64 == 0)
         st = waiting_on(e, peer);
