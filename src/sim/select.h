@@ -41,7 +41,8 @@ typedef struct mrc__cpu_cost {
     double op_us;
     double copy_gbps[MRC__CPU_TIERS];
     double reduce_gbps[MRC__CPU_TIERS];
-    int send_copies; /* a send copies too (into a segment or a buffer) */
+    int send_copies; /* copies a send makes on the critical path (into a
+                        segment or a buffer): 0, 1 or 2 */
 } mrc__cpu_cost_t;
 
 /* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
