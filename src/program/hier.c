@@ -110,21 +110,24 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
     SIGNAL(EQ, 0, 0, 3),                                                    \
     WAIT(IN, 1, -1, ROOT, 3)
 
-/* Phase 2 of allreduce: the rings' allreduce over the leaders, in place
- * in recvbuf (fragment pos - s sent, pos - s - 1 received and reduced;
- * then passed round). avg divides the fragment a leader completes (pos +
- * 1) by N before it goes round: a region once sent is not written again
- * until its receiver is known to have it. */
-#define RING_ALLREDUCE                                                       \
-    LOOP(L, 0, 0),                                                          \
-    OP(L, MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    OP(L, MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, RB, 0),               \
-    END(L),                                                                 \
-    OP(L, MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),                \
-    LOOP(L, 0, 0),                                                          \
-    OP(L, MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),                \
-    OP(L, MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    END(L)
+/* The rings' allreduce in view v (the leaders, or a place's nodes), in
+ * place in recvbuf: fragment pos - s sent, pos - s - 1 received and
+ * reduced; then passed round. avg divides the fragment a node completes
+ * (pos + 1) by N before it goes round: a region once sent is not written
+ * again until its receiver is known to have it. */
+#define RING_IN(v)                                                           \
+    LOOP(v, 0, 0),                                                          \
+    OP(v, MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
+    OP(v, MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, RB, 0),               \
+    END(v),                                                                 \
+    OP(v, MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),                \
+    LOOP(v, 0, 0),                                                          \
+    OP(v, MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),                \
+    OP(v, MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
+    END(v)
+
+/* Phase 2 of allreduce: the ring over the leaders. */
+#define RING_ALLREDUCE RING_IN(L)
 
 #define SCALE_AT(pr, buf)                                                    \
     OP(G, MRC__OP_SCALE, pr, 0, 0, 0, 0, 0, NB, buf, NB, W)
@@ -136,16 +139,7 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
  * blocks from their places in its host (direct2's second step). Every
  * byte crosses a host's boundary 2 (H - 1) / H times, spread over the L
  * places, and each node sums 1 / L of the host's inputs. */
-#define PLACE_RING                                                           \
-    LOOP(P, 0, 0),                                                          \
-    OP(P, MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    OP(P, MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, RB, 0),               \
-    END(P),                                                                 \
-    OP(P, MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),                \
-    LOOP(P, 0, 0),                                                          \
-    OP(P, MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),                \
-    OP(P, MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    END(P)
+#define PLACE_RING RING_IN(P)
 
 static const mrc__insn_t allreduce_places_copy[] = {
     OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
