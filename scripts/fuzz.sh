@@ -29,7 +29,12 @@ seeds() { # TARGET DIR: write the target's seed corpus into DIR
                  "ring:4 --collective broadcast --count 100 --dtype i8 --root 1" \
                  "ring:3 --collective reduce --count 7 --dtype u64 --op max --root 2" \
                  "ladder:4 --collective allgather --count 5 --dtype f64" \
-                 "ring:2 --collective allreduce --count 3 --dtype bf16 --op avg"; do
+                 "ring:2 --collective allreduce --count 3 --dtype bf16 --op avg" \
+                 "ring:4 --collective allreduce --count 9 --dtype f32 --algo direct2" \
+                 "ring:5 --collective reduce --count 9 --dtype f32 --algo tree --root 3" \
+                 "ring:4 --collective allreduce --count 9 --dtype f32 --algo hier --hosts 2" \
+                 "ring:6 --collective allreduce --count 20000 --dtype f32 --algo hier --hosts 3" \
+                 "ring:4 --collective broadcast --count 9 --dtype i8 --algo hier --hosts 2 --root 3"; do
             # shellcheck disable=SC2086
             "$mrc" compile $c -o "$2/$(echo "$c" | cksum | cut -d' ' -f1).img" \
                 > /dev/null 2>&1 || return 1
