@@ -77,7 +77,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 4,
+    SHM_VERSION = 5,
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -182,6 +182,12 @@ struct mrc__shm_endpoint {
      * every flag, window and post is looked up at each call. */
     size_t win_max;
     char *windows, *posts, *channels;
+    /* This call's exposure, published (shm_publish) but written to the
+     * record only at the call's first signal, with that flag and the
+     * stamp in one go: peers poll the record's line, and each write to it
+     * while they poll costs a transfer between cores. */
+    int pending;
+    uint64_t pending_bytes[MRC__MEM_BUFS - 1];
 };
 
 static double now_s(void)
@@ -1132,6 +1138,7 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq,
         return e->lost;
     e->seq = seq;
     e->call = *call;
+    e->pending = 0;
     post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
@@ -1303,19 +1310,17 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
         mrc_status_t st = waiting_on(e, m);
         return st != MRC_OK ? st : MRC_INPROGRESS;
     }
-    published_t *p = pub_at(e, e->rank, seq);
+    /* The buffers' addresses go to the address line now (read only by
+     * a get by reference, after the record says they are there); the
+     * record itself at the first signal (write_record). */
     uint64_t *addr = addr_at(e, e->rank, seq);
-    /* No peer reads this record (of call seq - 2) any more: every member
-     * has ended that call. */
-    __atomic_store_n(&p->flags, 0, __ATOMIC_RELAXED);
-    p->call = e->call;
     for (int b = 1; b < MRC__MEM_BUFS; b++) {
         addr[b - 1] = (uint64_t)(uintptr_t)x->buf[b];
-        p->bytes[b - 1] = x->buf[b] ? x->bytes[b] : 0;
+        e->pending_bytes[b - 1] = x->buf[b] ? x->bytes[b] : 0;
     }
     addr[MRC__MEM_WINDOW - 1] = 0;
-    p->bytes[MRC__MEM_WINDOW - 1] = x->window_bytes;
-    __atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+    e->pending_bytes[MRC__MEM_WINDOW - 1] = x->window_bytes;
+    e->pending = 1;
     *window = window_at(e, e->rank, seq);
     return MRC_OK;
 }
@@ -1377,6 +1382,19 @@ static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
     return st;
 }
 
+/* This call's record, with `flags` set and the stamp last: one burst of
+ * writes to the line the peers poll. No peer reads the record of call seq
+ * - 2 in this place any more: every member has ended that call. */
+static void write_record(mrc__shm_endpoint_t *e, uint64_t flags)
+{
+    published_t *p = pub_at(e, e->rank, e->seq);
+    __atomic_store_n(&p->flags, flags, __ATOMIC_RELAXED);
+    p->call = e->call;
+    memcpy(p->bytes, e->pending_bytes, sizeof p->bytes);
+    __atomic_store_n(&p->seq, e->seq + 1, __ATOMIC_RELEASE);
+    e->pending = 0;
+}
+
 static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
                             mrc__xfer_t *x)
 {
@@ -1386,6 +1404,8 @@ static mrc_status_t shm_get(void *ctx, int peer, int buf, uint64_t off,
         return mrc__error(MRC_ERR_INTERNAL,
                           "rank %d: no buffer %d of rank %d", e->rank, buf,
                           peer);
+    if (peer == e->rank && e->pending) /* a get of its own before any */
+        write_record(e, 0);            /* signal: the record first */
     const published_t *p = pub_at(e, peer, seq);
     if (buf == MRC__MEM_WINDOW) /* while the bounds come */
         __builtin_prefetch(window_at(e, peer, seq) + off);
@@ -1429,6 +1449,10 @@ static mrc_status_t shm_signal(void *ctx, int flag)
     if (flag < 0 || flag >= MRC__FLAGS)
         return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d", e->rank,
                           flag);
+    if (e->pending) { /* the call's first signal writes its record */
+        write_record(e, (uint64_t)1 << flag);
+        return MRC_OK;
+    }
     /* The flags are in this call's record: only after publish. */
     published_t *p = pub_at(e, e->rank, e->seq);
     if (__atomic_load_n(&p->seq, __ATOMIC_RELAXED) != e->seq + 1)
