@@ -165,9 +165,17 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                           mrc__embed_builder_t *b)
 {
     const char *name = "ring-on-line";
-    if (mrc__ladder_kind(b->topo) == MRC__NOT_LADDER)
+    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
+    if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (ladder:N)");
+    /* GCL's table gives ring-on-line for the mesh only: on the torus a
+     * column closes into a ring by its own wrap link. */
+    if (kind == MRC__TORUS)
+        return not_applicable(name, b->topo,
+                              "GCL gives it for the mesh (ladder:N) only; on "
+                              "the torus with replica size 2 use rung-ring-2, "
+                              "whose rings close over the wrap links");
     mrc_status_t st = use_replicas(name, cfg, 2, b);
     for (int g = 0; g < b->num_groups && st == MRC_OK; g++) {
         int m = b->group_size[g], k = 0;
@@ -314,6 +322,11 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
         return not_applicable(name, b->topo,
                               "it needs a triangular prism, prism:3,L (layers "
                               "of 3 nodes; node (l, k) = 3l + k)");
+    /* Claim 1: two endmost layers and at least one intermediate layer. */
+    if (L < 3)
+        return not_applicable(name, b->topo,
+                              "it needs an intermediate layer between the two "
+                              "endmost ones (prism:3,L with L >= 3)");
     mrc_status_t st = use_replicas(name, cfg, 1, b);
     int n = 3 * L;
     int *order = malloc((size_t)n * sizeof *order);

@@ -201,7 +201,7 @@ static void test_gcl_strategies(void **state)
 static void test_prism_faces(void **state)
 {
     (void)state;
-    for (int L = 2; L <= 10; L++) {
+    for (int L = 3; L <= 10; L++) { /* (claim 1: an intermediate layer) */
         char spec[32];
         snprintf(spec, sizeof spec, "prism:3,%d", L);
         mrc_topo_t *t = topo(spec);
@@ -219,8 +219,7 @@ static void test_prism_faces(void **state)
         }
         /* Each ring crosses every layer cut twice; with three links per
          * cut that caps ring allreduce at half the node bound. */
-        if (L >= 3)
-            assert_true(fabs(efficiency(e) - 0.5) < 1e-12);
+        assert_true(fabs(efficiency(e) - 0.5) < 1e-12);
         check_rings(e);
         mrc_embed_destroy(e);
         mrc_topo_destroy(t);
@@ -279,6 +278,11 @@ static void test_refusals(void **state)
     expect_refusal("torus-ladder:12", "prism-faces", NULL, 0,
                    "needs a triangular prism");
     expect_refusal("prism:4,3", "prism-faces", NULL, 0, "prism:3,L");
+    /* Claim 1's intermediate layer; GCL's ring-on-line is for the mesh. */
+    expect_refusal("prism:3,2", "prism-faces", NULL, 0,
+                   "needs an intermediate layer");
+    expect_refusal("torus-ladder:8", "ring-on-line", NULL, 2,
+                   "use rung-ring-2");
     expect_refusal("ring:8", "hcm8", NULL, 0, "8-processor hybrid mesh");
     expect_refusal("hcm8", "hcm8", "3+5", 0, "8, 4+4, 2+2+2+2 or 4+2+2");
     expect_refusal("ladder:8", "rung-ring-2", NULL, 0, "torus");
