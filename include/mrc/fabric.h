@@ -52,30 +52,31 @@ typedef struct mrc_fabric_schedule mrc_fabric_schedule_t;
 /* The geometry. Tiles are numbered column by column, West to East; in a
  * column by row, from the exchange outwards; the last column may be
  * shorter. */
-mrc_status_t mrc_fabric_create(const mrc_fabric_config_t *cfg,
-                               mrc_fabric_t **out);
-void mrc_fabric_destroy(mrc_fabric_t *f);
-int mrc_fabric_tiles(const mrc_fabric_t *f);
-int mrc_fabric_columns(const mrc_fabric_t *f);
-int mrc_fabric_rows(const mrc_fabric_t *f); /* tiles in a full column */
-int mrc_fabric_packet_bytes(const mrc_fabric_t *f);
-int mrc_fabric_column_of(const mrc_fabric_t *f, int tile);
-int mrc_fabric_row_of(const mrc_fabric_t *f, int tile);
+MRC_EXTERN mrc_status_t mrc_fabric_create(const mrc_fabric_config_t *cfg,
+                                          mrc_fabric_t **out);
+MRC_EXTERN void mrc_fabric_destroy(mrc_fabric_t *f);
+MRC_EXTERN int mrc_fabric_tiles(const mrc_fabric_t *f);
+MRC_EXTERN int mrc_fabric_columns(const mrc_fabric_t *f);
+/* tiles in a full column */
+MRC_EXTERN int mrc_fabric_rows(const mrc_fabric_t *f);
+MRC_EXTERN int mrc_fabric_packet_bytes(const mrc_fabric_t *f);
+MRC_EXTERN int mrc_fabric_column_of(const mrc_fabric_t *f, int tile);
+MRC_EXTERN int mrc_fabric_row_of(const mrc_fabric_t *f, int tile);
 /* Cycles from a send by `source` to its arrival at `dest`. */
-int mrc_fabric_delay(const mrc_fabric_t *f, int source, int dest);
+MRC_EXTERN int mrc_fabric_delay(const mrc_fabric_t *f, int source, int dest);
 
 /* An exchange: a list of {source tile, destination tiles, bytes}; each
  * entry becomes ceil(bytes / packet_bytes) packets, each multicast to
  * all of the entry's destinations. */
-mrc_status_t mrc_exchange_create(mrc_exchange_t **out);
-void mrc_exchange_destroy(mrc_exchange_t *x);
+MRC_EXTERN mrc_status_t mrc_exchange_create(mrc_exchange_t **out);
+MRC_EXTERN void mrc_exchange_destroy(mrc_exchange_t *x);
 /* Copies `dests`; refuses an empty list, a repeated destination, the
  * source among its destinations, or 0 bytes. Tile numbers are checked
  * against a fabric when the exchange is scheduled. */
-mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source,
-                              const int *dests, int num_dests,
-                              uint64_t bytes);
-size_t mrc_exchange_entries(const mrc_exchange_t *x);
+MRC_EXTERN mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source,
+                                         const int *dests, int num_dests,
+                                         uint64_t bytes);
+MRC_EXTERN size_t mrc_exchange_entries(const mrc_exchange_t *x);
 /* A named pattern over `tiles` tiles in `columns` columns, one packet
  * (`bytes`) per entry:
  *   neighbour   every tile to the tile of its row one column East (the
@@ -83,23 +84,25 @@ size_t mrc_exchange_entries(const mrc_exchange_t *x);
  *   broadcast   tile 0 to every other tile (one multicast)
  *   random      every tile to 8 tiles drawn with `seed`
  *   all-to-all  every tile to every other tile (T(T-1) entries) */
-mrc_status_t mrc_exchange_pattern(const char *name, int tiles, int columns,
-                                  uint64_t seed, uint64_t bytes,
-                                  mrc_exchange_t **out);
+MRC_EXTERN mrc_status_t mrc_exchange_pattern(const char *name, int tiles,
+                                             int columns, uint64_t seed,
+                                             uint64_t bytes,
+                                             mrc_exchange_t **out);
 /* 1 if `name` is one of the named patterns above. */
-int mrc_exchange_is_pattern(const char *name);
+MRC_EXTERN int mrc_exchange_is_pattern(const char *name);
 /* Reads an exchange from a JSON file:
  *   {"tiles": 8, "columns": 2,          (both optional)
  *    "exchange": [{"source": 0, "destinations": [1, 5], "bytes": 8}, ...]}
  * ("bytes" defaults to 4, one packet of the default size). Sets *tiles and *columns to the file's values, or 0 where it has none.
  * Errors name the file and the entry (line and column for bad JSON). */
-mrc_status_t mrc_exchange_read(const char *path, mrc_exchange_t **out,
-                               int *tiles, int *columns);
+MRC_EXTERN mrc_status_t mrc_exchange_read(const char *path,
+                                          mrc_exchange_t **out, int *tiles,
+                                          int *columns);
 /* The same from text in memory; `origin` names it in errors. */
-mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
-                                     const char *origin,
-                                     mrc_exchange_t **out, int *tiles,
-                                     int *columns);
+MRC_EXTERN mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
+                                                const char *origin,
+                                                mrc_exchange_t **out,
+                                                int *tiles, int *columns);
 
 /* The compile-time schedule (it borrows f and x, which must outlive it):
  * a send cycle and flags for every packet,
@@ -107,10 +110,10 @@ mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
  * destination sees its packet exactly at the fixed delay, no tile sends
  * two packets in a cycle and no multiplexer selects two. Greedy
  * list scheduling; its length is reported beside a lower bound. */
-mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
-                                 const mrc_exchange_t *x,
-                                 mrc_fabric_schedule_t **out);
-void mrc_fabric_schedule_destroy(mrc_fabric_schedule_t *s);
+MRC_EXTERN mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
+                                            const mrc_exchange_t *x,
+                                            mrc_fabric_schedule_t **out);
+MRC_EXTERN void mrc_fabric_schedule_destroy(mrc_fabric_schedule_t *s);
 
 typedef struct mrc_fabric_schedule_info {
     uint64_t packets;
@@ -125,17 +128,19 @@ typedef struct mrc_fabric_schedule_info {
     int64_t lower_bound_cycles;
 } mrc_fabric_schedule_info_t;
 
-void mrc_fabric_schedule_info(const mrc_fabric_schedule_t *s,
-                              mrc_fabric_schedule_info_t *out);
+MRC_EXTERN void mrc_fabric_schedule_info(const mrc_fabric_schedule_t *s,
+                                         mrc_fabric_schedule_info_t *out);
 /* Packet p (0 <= p < packets): its source, send cycle and flags. */
-int mrc_fabric_packet_source(const mrc_fabric_schedule_t *s, uint64_t p);
-int64_t mrc_fabric_packet_send_cycle(const mrc_fabric_schedule_t *s,
-                                     uint64_t p);
-unsigned mrc_fabric_packet_flags(const mrc_fabric_schedule_t *s, uint64_t p);
+MRC_EXTERN int mrc_fabric_packet_source(const mrc_fabric_schedule_t *s,
+                                        uint64_t p);
+MRC_EXTERN int64_t mrc_fabric_packet_send_cycle(const mrc_fabric_schedule_t *s,
+                                                uint64_t p);
+MRC_EXTERN unsigned mrc_fabric_packet_flags(const mrc_fabric_schedule_t *s,
+                                            uint64_t p);
 /* The sender whose wires tile `tile`'s multiplexer selects in `cycle`, or
  * -1 (the null input). */
-int mrc_fabric_mux_select(const mrc_fabric_schedule_t *s, int tile,
-                          int64_t cycle);
+MRC_EXTERN int mrc_fabric_mux_select(const mrc_fabric_schedule_t *s, int tile,
+                                     int64_t cycle);
 
 typedef struct mrc_fabric_stats {
     uint64_t packets;
@@ -157,9 +162,9 @@ typedef struct mrc_fabric_stats {
  * in both directions to the ends of the exchange), multiplexers take what
  * the selected wires hold at their column. Every arrival is checked
  * against the cycle the recipient's program expects it. */
-mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
-                                 const mrc_fabric_schedule_t *s,
-                                 mrc_fabric_stats_t *out);
+MRC_EXTERN mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
+                                            const mrc_fabric_schedule_t *s,
+                                            mrc_fabric_stats_t *out);
 
 #ifdef __cplusplus
 }
