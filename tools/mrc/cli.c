@@ -251,6 +251,17 @@ int cli_max_memory(const char *cmd, const char *topic, const char *value)
     return CLI_OK;
 }
 
+int cli_hosts(const char *cmd, const char *topic, const char *value,
+              int dflt, int *out)
+{
+    long v = dflt;
+    if (value && mrc__parse_long(value, 1, MRC_TOPO_MAX_NODES, &v) != 0)
+        return cli_usage(cmd, topic, "--hosts '%s' is not a positive "
+                         "integer", value);
+    *out = (int)v;
+    return CLI_OK;
+}
+
 int cli_algo(const char *cmd, const char *topic, const char *value,
              mrc_algo_t *out)
 {

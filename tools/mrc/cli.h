@@ -64,6 +64,11 @@ char *cli_json_quote(const char *s);
  * message if it is not a size. */
 int cli_max_memory(const char *cmd, const char *topic, const char *value);
 
+/* --hosts VALUE (NULL: not given, *out = dflt) as a count of hosts;
+ * CLI_USAGE with a message if it is not a positive integer. */
+int cli_hosts(const char *cmd, const char *topic, const char *value,
+              int dflt, int *out);
+
 /* 1 if `path` ends with `ext` (such as ".svg"). */
 int cli_has_ext(const char *path, const char *ext);
 

@@ -186,11 +186,8 @@ int cmd_compile(int argc, char **argv)
                          "positive integer", replica);
     if (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES, &rt))
         return cli_usage(cmd, "compile", "--root '%s' is not a rank", root);
-    long nh = 1;
-    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
-        return cli_usage(cmd, "compile", "--hosts '%s' is not a positive "
-                         "integer", hosts);
-    cc.hosts = (int)nh;
+    if ((rc = cli_hosts(cmd, "compile", hosts, 1, &cc.hosts)) != CLI_OK)
+        return rc;
     cc.count = (size_t)n;
     cc.chunk_bytes = (size_t)cb;
     cc.root = (int)rt;

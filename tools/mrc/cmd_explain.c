@@ -154,8 +154,6 @@ int cmd_explain(int argc, char **argv)
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
     in.memory_ok = in.transport != MRC__XPORT_MPI;
-    /* ... and the ranks of each host (--hosts) share memory: hier. */
-    in.host_memory_ok = in.memory_ok || (hosts && atoi(hosts) > 1);
     if (st == MRC_OK && algo)
         st = mrc_algo_parse(algo, &force);
     if (st != MRC_OK)
@@ -175,13 +173,12 @@ int cmd_explain(int argc, char **argv)
         return cli_usage(cmd, "explain",
                          "--replica-size and --root take a "
                          "whole number");
-    long nh = 1;
-    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
-        return cli_usage(cmd, "explain", "--hosts '%s' is not a positive "
-                         "integer", hosts);
+    if ((rc = cli_hosts(cmd, "explain", hosts, 1, &in.cc.hosts)) != CLI_OK)
+        return rc;
+    /* ... and the ranks of each host (--hosts) share memory: hier. */
+    in.host_memory_ok = in.memory_ok || in.cc.hosts > 1;
     in.cc.count = (size_t)(bytes / es);
     in.cc.root = (int)rt;
-    in.cc.hosts = (int)nh;
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     st = mrc_topo_create(pos[0], &t);

@@ -262,10 +262,9 @@ int cmd_run(int argc, char **argv)
         return cli_fail(cmd, st);
     if (mrc__parse_size(count, &n64) != 0)
         return cli_usage(cmd, "run", "--count '%s' is not a count", count);
-    long nh = 0;
-    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
-        return cli_usage(cmd, "run", "--hosts '%s' is not a positive "
-                         "integer", hosts);
+    int nh = 0; /* (0: $MRC_HOSTS, as the communicator takes it) */
+    if ((rc = cli_hosts(cmd, "run", hosts, 0, &nh)) != CLI_OK)
+        return rc;
     if (mrc__parse_long(iters, 1, 1000000, &it) ||
         mrc__parse_long(warmup, 0, 1000000, &wu))
         return cli_usage(cmd, "run", "--iters and --warmup take counts");
@@ -334,7 +333,7 @@ int cmd_run(int argc, char **argv)
                             .groups = groups, .replica_size = (int)rs,
                             .chunk_bytes = (size_t)cb,
                             .algo = algo,
-                            .hosts = (int)nh};
+                            .hosts = nh};
         st = mrc_comm_init_all(comms, nranks, &cfg);
         if (st != MRC_OK) {
             rc = cli_fail(cmd, st);

@@ -437,11 +437,8 @@ int cmd_sim(int argc, char **argv)
         return cli_fail(cmd, st);
     if (size && (mrc__parse_size(size, &a.size) || a.size == 0))
         return cli_usage(cmd, "sim", "--size '%s' is not a size", size);
-    long nh = 1;
-    if (hosts && mrc__parse_long(hosts, 1, MRC_TOPO_MAX_NODES, &nh))
-        return cli_usage(cmd, "sim", "--hosts '%s' is not a positive "
-                         "integer", hosts);
-    a.hosts = (int)nh;
+    if ((rc = cli_hosts(cmd, "sim", hosts, 1, &a.hosts)) != CLI_OK)
+        return rc;
     int pipelined = strcmp(mode, "pipelined") == 0;
     if (!pipelined && strcmp(mode, "bsp") != 0)
         return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined", mode);
