@@ -1,8 +1,17 @@
 /*
- * The checker: an abstract run of every node's program, without data.
+ * The checker: the proof that a program does its collective.
  *
- * Each node's chains run as the executor runs them: a SEND is posted and
- * the chain moves on, a RECV waits until the matching SEND (same sender,
+ * First the tables, at every size: each stream's ring order visits every
+ * member of its group once, every node's position, successor and
+ * predecessor agree with it, and every routed hop runs from the node to
+ * its successor. Then the code, over the index: a ring code that every
+ * node runs alike is proven once per group size by running node 0 in
+ * coordinates relative to itself (check_symbolic.c), in O(N x code).
+ *
+ * Any other code (chains, trees, a code the symbolic proof cannot follow)
+ * gets an abstract run of every node's program, without data. Each
+ * node's chains run as the executor runs them: a SEND is posted and the
+ * chain moves on, a RECV waits until the matching SEND (same sender,
  * receiver and tag) has been posted. Rounds repeat until nothing moves;
  * a chain that has not finished then waits forever (a deadlock), and a
  * send nobody received is an error too. Element counts of every matched
@@ -17,12 +26,11 @@
  * repeat their fragment's dataflow, so the run uses whole fragments.
  *
  * Operations are generated lazily, chain by chain, and a send is held only
- * until it is received, so memory grows with nodes x streams, not with
- * the number of messages: a 4096-node ring checks in about a second. The
- * contribution states are per node and fragment (N^2); they are kept for
- * groups up to DATAFLOW_MAX_GROUP nodes, and larger programs are checked
- * for matching and deadlock only. Above RUN_MAX_GROUP the tables are
- * checked against the ring orders instead of running every message.
+ * until it is received, so memory grows with the contribution states
+ * (nodes x streams x fragments). The run is the same proof at every size;
+ * one that would take more than RUN_MAX_OPS operations or RUN_MAX_BYTES
+ * of state is refused up front, with the reason the symbolic proof did
+ * not apply.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +38,9 @@
 
 #include "program_internal.h"
 
-enum { DATAFLOW_MAX_GROUP = 512, RUN_MAX_GROUP = 4096 };
+/* The abstract run's bounds: about half a minute, and the state. */
+#define RUN_MAX_OPS (1ull << 28)
+#define RUN_MAX_BYTES (1ull << 30)
 
 typedef struct contrib {
     uint64_t sig;
@@ -47,21 +57,29 @@ typedef struct checker {
     mrc__msgmap_t waiting; /* blocked receives: key -> chain (i[0]) */
     int32_t *ready;     /* chains to run: a stack */
     int num_ready;
-    contrib_t **state; /* per node: [streams of group][N][2 buffers] */
-    int dataflow;
+    contrib_t **state; /* per node: [streams of group][fragments][2] */
+    const uint8_t *run; /* per group: 1 if its chains run here */
+    uint64_t *all;      /* per group: the signature of all its ranks */
     /* Posted sends not yet received: w[0] elements, w[1] signature,
-     * w[2] contribution count, i[0] step, i[1] stream. */
+     * w[2] contribution count, i[0] step, i[1] stream, i[2] fragment. */
     mrc__msgmap_t sent;
 } checker_t;
+
+/* Fragments of each stream of a group. */
+static int frags_of(const mrc_program_t *p, const mrc__group_t *g)
+{
+    return p->addressing == MRC__ADDR_WHOLE ? 1 : g->size;
+}
 
 /* The state cell of (node, stream, fragment, buffer); NULL for the send
  * buffer (read-only: the node's own contribution). */
 static contrib_t *cell(checker_t *c, int u, int k, int f, int buf)
 {
-    if (!c->dataflow || buf == MRC__BUF_SEND || buf == MRC__BUF_NONE)
+    if (buf == MRC__BUF_SEND || buf == MRC__BUF_NONE)
         return NULL;
     const mrc__group_t *g = &c->p->groups[c->p->nodes[u].group];
-    size_t i = ((size_t)(k - g->first_stream) * (size_t)g->size + (size_t)f) *
+    size_t i = ((size_t)(k - g->first_stream) * (size_t)frags_of(c->p, g) +
+                (size_t)f) *
                    2 +
                (buf == MRC__BUF_SCRATCH);
     return &c->state[u][i];
@@ -80,6 +98,7 @@ static void free_checker(checker_t *c)
         for (int u = 0; u < c->p->num_nodes; u++)
             free(c->state[u]);
     free(c->state);
+    free(c->all);
     free(c->chains);
     free(c->ready);
     mrc__msgmap_free(&c->sent);
@@ -173,6 +192,7 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
         s->w[2] = data.count;
         s->i[0] = op->step;
         s->i[1] = op->stream;
+        s->i[2] = op->frag;
         /* Wake the chain that waits for this message, if one does. */
         int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
         if (*w >= 0) {
@@ -193,6 +213,16 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
                        u, op->stream, op->step,
                        (unsigned long long)op->count, op->peer,
                        (unsigned long long)s->w[0]);
+            return -1;
+        }
+        /* Contributions are per node, not per fragment: a fragment
+         * received into another (of the same length) would look right. */
+        if (s->i[2] != op->frag) {
+            mrc__error(MRC_ERR_INVALID_PROGRAM,
+                       "node %d, stream %d, step %d: receives fragment %d "
+                       "from node %d, which sends fragment %d",
+                       u, op->stream, op->step, op->frag, op->ring_peer,
+                       s->i[2]);
             return -1;
         }
         contrib_t *dst = cell(c, u, op->stream, op->frag, op->dst);
@@ -224,9 +254,7 @@ static int expected(const checker_t *c, int u, int k, int f, contrib_t *want)
     const mrc__group_t *g = &p->groups[p->nodes[u].group];
     int n = g->size;
     const mrc__node_stream_t *ns = mrc__node_stream(p, u, k);
-    uint64_t all = 0;
-    for (int r = 0; r < n; r++)
-        all += mrc__mix64((uint64_t)r);
+    uint64_t all = c->all[p->nodes[u].group];
     switch (p->cfg.collective) {
     case MRC_ALLREDUCE:
         *want = (contrib_t){all, (uint64_t)n};
@@ -263,10 +291,10 @@ static mrc_status_t check_outputs(checker_t *c)
     const mrc_program_t *p = c->p;
     for (int u = 0; u < p->num_nodes; u++) {
         int gi = p->nodes[u].group;
-        if (gi < 0)
+        if (gi < 0 || !c->run[gi])
             continue;
         const mrc__group_t *g = &p->groups[gi];
-        int frags = p->addressing == MRC__ADDR_WHOLE ? 1 : g->size;
+        int frags = frags_of(p, g);
         for (int k = g->first_stream; k < g->first_stream + g->num_streams;
              k++)
             for (int f = 0; f < frags; f++) {
@@ -332,11 +360,9 @@ static mrc_status_t check_slices(const mrc_program_t *p)
     return MRC_OK;
 }
 
-/* For groups too large to run every message (N^2 per stream: a 65536-node
- * ring is 10^10 messages), the tables are checked instead: each stream's
- * ring order visits every member once, and every node's position,
- * successor and predecessor agree with it. The shared code is the one the
- * compiler wrote for every size; on smaller groups the full run proves it. */
+/* The tables of group g: each stream's ring order visits every member
+ * once, and every node's position, successor and predecessor agree with
+ * it; a routed hop runs from the node to its successor. */
 static mrc_status_t check_tables(const mrc_program_t *p, int g)
 {
     const mrc__group_t *gr = &p->groups[g];
@@ -363,6 +389,17 @@ static mrc_status_t check_tables(const mrc_program_t *p, int g)
                                 "node %d, stream %d: its position, next or "
                                 "previous node disagrees with the ring order",
                                 u, k);
+            else if (e->route >= 0 &&
+                     (e->route >= p->num_routes ||
+                      p->route_off[e->route + 1] - p->route_off[e->route] <
+                          2 ||
+                      p->route_nodes[p->route_off[e->route]] != u ||
+                      p->route_nodes[p->route_off[e->route + 1] - 1] !=
+                          e->next))
+                st = mrc__error(MRC_ERR_INVALID_PROGRAM,
+                                "node %d, stream %d: its hop's route does "
+                                "not run from it to its next node %d",
+                                u, k, e->next);
         }
     }
     free(seen);
@@ -374,6 +411,79 @@ mrc_status_t mrc_program_check(const mrc_program_t *p)
     return mrc__program_check_drop_relays(p, -1);
 }
 
+static mrc_status_t run_program(const mrc_program_t *p, int drop,
+                                const uint8_t *run);
+
+/* Proves each group's code over the index where the symbolic proof
+ * applies (once per group size: the code is the same, and the tables
+ * were checked), and marks the groups left for the abstract run. The
+ * first reason a group is left is kept in *why (MRC_OK if none). */
+static mrc_status_t prove_symbolic(const mrc_program_t *p, uint8_t *run,
+                                   mrc_status_t *why, char *why_text,
+                                   size_t why_len)
+{
+    *why = MRC_OK;
+    int *done_n = calloc((size_t)p->num_groups + 1, sizeof *done_n);
+    if (!done_n)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+    int applies = mrc__symbolic_applies(p), num_done = 0;
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        int k = -1;
+        for (int j = gr->first_stream;
+             j < gr->first_stream + gr->num_streams && k < 0; j++)
+            if (mrc__stream_chunks(p, j, UINT64_MAX) > 0)
+                k = j;
+        run[g] = 0;
+        if (k < 0)
+            continue; /* nothing to move */
+        if (!applies || gr->size < 2) {
+            run[g] = 1;
+            continue;
+        }
+        int seen = 0;
+        for (int i = 0; i < num_done && !seen; i++)
+            seen = done_n[i] == gr->size;
+        if (seen)
+            continue;
+        mrc_status_t st = mrc__check_symbolic_stream(p, k);
+        if (st == MRC_ERR_NO_MEMORY) {
+            free(done_n);
+            return st;
+        }
+        if (st == MRC_OK) {
+            done_n[num_done++] = gr->size;
+            continue;
+        }
+        run[g] = 1;
+        if (*why == MRC_OK) {
+            *why = st;
+            snprintf(why_text, why_len, "%s", mrc_last_error());
+        }
+    }
+    free(done_n);
+    return MRC_OK;
+}
+
+/* The abstract run's operations and state for the groups it runs. */
+static void run_cost(const mrc_program_t *p, const uint8_t *run,
+                     uint64_t *ops, uint64_t *bytes)
+{
+    *ops = *bytes = 0;
+    for (int g = 0; g < p->num_groups; g++) {
+        if (!run[g])
+            continue;
+        const mrc__group_t *gr = &p->groups[g];
+        uint64_t chains, per_node;
+        mrc__plan_bound(p, g, UINT64_MAX, &chains, &per_node);
+        *ops = mrc__sat_mul_add(per_node, (uint64_t)gr->size, *ops);
+        *bytes = mrc__sat_mul_add(
+            (uint64_t)gr->num_streams * (uint64_t)frags_of(p, gr) * 2 *
+                sizeof(contrib_t),
+            (uint64_t)gr->size, *bytes);
+    }
+}
+
 mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
 {
     if (!p)
@@ -383,35 +493,77 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
         return sl;
     if (mrc__program_has_memory_ops(p))
         return mrc__check_memory_program(p);
-    int largest = 0;
-    for (int g = 0; g < p->num_groups; g++) {
-        if (p->groups[g].size > largest)
-            largest = p->groups[g].size;
-        if (p->groups[g].size > RUN_MAX_GROUP &&
-            (sl = check_tables(p, g)) != MRC_OK)
+    for (int g = 0; g < p->num_groups; g++)
+        if ((sl = check_tables(p, g)) != MRC_OK)
             return sl;
+    uint8_t *run = calloc((size_t)p->num_groups + 1, 1);
+    if (!run)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+    mrc_status_t why = MRC_OK;
+    char why_text[512] = "";
+    if (drop >= 0) /* a test's relay left out: only the run sees relays */
+        memset(run, 1, (size_t)p->num_groups);
+    else if ((sl = prove_symbolic(p, run, &why, why_text,
+                                  sizeof why_text)) != MRC_OK) {
+        free(run);
+        return sl;
     }
-    if (largest > RUN_MAX_GROUP)
+    uint64_t ops, bytes;
+    run_cost(p, run, &ops, &bytes);
+    if (ops > RUN_MAX_OPS || bytes > RUN_MAX_BYTES) {
+        int g = 0;
+        while (!run[g])
+            g++;
+        free(run);
+        if (why == MRC_ERR_INVALID_PROGRAM)
+            return mrc__error(why, "%s", why_text);
+        return mrc__error(
+            MRC_ERR_INVALID_PROGRAM,
+            "group %d (node %d first, %d nodes): the program cannot be "
+            "proven: %s, and running every message would take %llu "
+            "operations and %llu MiB (at most %llu and %llu)",
+            g, p->members[p->groups[g].first_member], p->groups[g].size,
+            why != MRC_OK ? why_text
+                          : "its code is not one the symbolic proof covers "
+                            "(a ring code every node runs alike)",
+            (unsigned long long)ops, (unsigned long long)(bytes >> 20),
+            (unsigned long long)RUN_MAX_OPS,
+            (unsigned long long)(RUN_MAX_BYTES >> 20));
+    }
+    sl = run_program(p, drop, run);
+    free(run);
+    return sl;
+}
+
+/* The abstract run of the groups marked in `run` (see the top). */
+static mrc_status_t run_program(const mrc_program_t *p, int drop,
+                                const uint8_t *run)
+{
+    int any = 0;
+    for (int g = 0; g < p->num_groups && !any; g++)
+        any = run[g];
+    if (!any)
         return MRC_OK;
     checker_t c;
     memset(&c, 0, sizeof c);
     c.p = p;
+    c.run = run;
     mrc_status_t st = MRC_OK;
     int32_t *relay_first = NULL;
     mrc__relay_t *relays = NULL;
     int n = p->num_nodes;
     c.state = calloc((size_t)n, sizeof *c.state);
-    if (!c.state)
+    c.all = calloc((size_t)p->num_groups + 1, sizeof *c.all);
+    if (!c.state || !c.all)
         goto oom;
-    c.dataflow = 1;
     for (int g = 0; g < p->num_groups; g++)
-        if (p->groups[g].size > DATAFLOW_MAX_GROUP)
-            c.dataflow = 0;
+        for (int r = 0; run[g] && r < p->groups[g].size; r++)
+            c.all[g] += mrc__mix64((uint64_t)r);
     /* One chain per node and stream (whole fragments: one chunk), and
      * one per relay of a routed hop. */
     size_t chains = 0;
     for (int u = 0; u < n; u++)
-        if (p->nodes[u].group >= 0)
+        if (p->nodes[u].group >= 0 && run[p->nodes[u].group])
             chains += (size_t)p->groups[p->nodes[u].group].num_streams;
     st = mrc__relay_index(p, &relay_first, &relays);
     if (st != MRC_OK)
@@ -422,7 +574,7 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
         goto oom;
     for (int u = 0; u < n; u++) {
         int gi = p->nodes[u].group;
-        if (gi < 0)
+        if (gi < 0 || !run[gi])
             continue;
         const mrc__group_t *g = &p->groups[gi];
         for (int k = g->first_stream; k < g->first_stream + g->num_streams;
@@ -430,17 +582,16 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
             if (mrc__stream_chunks(p, k, UINT64_MAX) > 0)
                 mrc__chain_begin(&c.chains[c.num_chains++].it, p, u, k, 0, 1,
                                  0);
-        if (c.dataflow) {
-            c.state[u] = calloc((size_t)g->num_streams * (size_t)g->size * 2 +
-                                    1,
-                                sizeof(contrib_t));
-            if (!c.state[u])
-                goto oom;
-        }
+        c.state[u] = calloc((size_t)g->num_streams *
+                                    (size_t)frags_of(p, g) * 2 +
+                                1,
+                            sizeof(contrib_t));
+        if (!c.state[u])
+            goto oom;
     }
     for (int u = 0; u < n; u++)
         for (int i = relay_first[u]; i < relay_first[u + 1]; i++)
-            if (u != drop &&
+            if (u != drop && run[p->streams[relays[i].stream].group] &&
                 mrc__stream_chunks(p, relays[i].stream, UINT64_MAX) > 0)
                 mrc__relay_begin(&c.chains[c.num_chains++].it, p, u,
                                  &relays[i], 0, 1);
@@ -509,8 +660,7 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
                         s->src, s->i[1], s->i[0], s->dst);
         goto done;
     }
-    if (c.dataflow)
-        st = check_outputs(&c);
+    st = check_outputs(&c);
 done:
     free_checker(&c);
     free(relay_first);

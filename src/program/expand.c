@@ -813,6 +813,25 @@ int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
     return c < 1 ? 1 : c > (1u << 23) ? (1 << 23) : (int)c;
 }
 
+uint64_t mrc__chain_ops_bound(const mrc_program_t *p, int n)
+{
+    /* Each instruction once, or once per iteration of its loop; a view's
+     * group is never larger than the group, and iterations grow with it. */
+    uint64_t ops = 0, iters = 1;
+    for (int pc = 0; pc < p->code_len; pc++) {
+        const mrc__insn_t *in = &p->code[pc];
+        if (in->op == MRC__OP_LOOP) {
+            int it = loop_iters(in, n);
+            iters = it > 0 ? (uint64_t)it : 0;
+        } else if (in->op == MRC__OP_END) {
+            iters = 1;
+        } else {
+            ops += iters;
+        }
+    }
+    return ops;
+}
+
 void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
                      uint64_t *chains, uint64_t *ops)
 {
@@ -821,11 +840,7 @@ void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
         return;
     const mrc__group_t *g = &p->groups[group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
-    /* A loop runs N - 1 times on the rings, up to N in memory programs. */
-    int iters = mrc__program_has_memory_ops(p) ? g->size
-                : g->size > 1                  ? g->size - 1
-                                               : 1;
-    uint64_t per_chain = (uint64_t)p->code_len * (uint64_t)iters;
+    uint64_t per_chain = mrc__chain_ops_bound(p, g->size);
     for (int k = g->first_stream; k < g->first_stream + g->num_streams;
          k++) {
         uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);

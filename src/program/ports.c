@@ -3,10 +3,9 @@
  * in each phase of the program, for the transports (a link that a phase
  * leaves idle may be switched off) and the simulator's energy figure.
  *
- * It is found by walking every node's chains in lockstep, step by step,
- * as the simulator's BSP mode does: the ports that the step's messages
- * leave and enter by (along the whole route of a relayed hop) are marked,
- * and a step whose marks equal the step before's extends its phase. A
+ * A step's ports are those its messages leave and enter by (along the
+ * whole route of a relayed hop), as the simulator's BSP mode counts
+ * steps; a step whose ports equal the step before's extends its phase. A
  * ring program comes out as one phase per collective (its loops use the
  * same ports at every step), a chain as one phase per step.
  */
@@ -16,7 +15,8 @@
 
 #include "program_internal.h"
 
-typedef mrc__cursor_t walk_t;
+/* The walk's bound: a few seconds. */
+#define WALK_MAX_OPS (1ull << 27)
 
 typedef struct builder {
     int32_t *port_first; /* [num_nodes + 1]: into the marks */
@@ -57,6 +57,12 @@ static int mark_route(builder_t *b, const mrc_program_t *p, int u, int k)
             return -1;
     }
     return 0;
+}
+
+static int cmp_int32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int by_node_port(const void *a, const void *b)
@@ -111,78 +117,250 @@ static void free_mask(mrc_program_t *p)
     p->num_port_phases = p->num_port_uses = 0;
 }
 
-mrc_status_t mrc__port_mask_build(mrc_program_t *p)
+/* Hands the builder's phases to the program. */
+static void keep(mrc_program_t *p, builder_t *b)
 {
-    free_mask(p);
-    for (int g = 0; g < p->num_groups; g++)
-        if (p->groups[g].size > MRC__PORT_MASK_MAX_GROUP)
-            return MRC_OK;
+    p->port_phases = b->phases;
+    p->port_uses = b->uses;
+    p->num_port_phases = b->num_phases;
+    p->num_port_uses = b->num_uses;
+    if (b->num_phases > 0)
+        b->phases[b->num_phases] = (mrc__port_phase_t){0, 0, b->num_uses};
+    b->phases = NULL;
+    b->uses = NULL;
+}
+
+/* A send of the walk: its step, node and stream. */
+typedef struct send_event {
+    int32_t step, node, stream;
+} send_event_t;
+
+static int by_step(const void *a, const void *b)
+{
+    const send_event_t *x = a, *y = b;
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+/* The mask by walking every message: every chain's sends listed with
+ * their steps, sorted, and marked step by step (O(messages log
+ * messages)); none when the program has more than WALK_MAX_OPS
+ * operations. */
+static mrc_status_t build_by_walk(mrc_program_t *p)
+{
+    uint64_t total = 0;
+    for (int g = 0; g < p->num_groups; g++) {
+        uint64_t chains, ops;
+        mrc__plan_bound(p, g, UINT64_MAX, &chains, &ops);
+        total = mrc__sat_mul_add(ops, (uint64_t)p->groups[g].size, total);
+    }
+    if (total > WALK_MAX_OPS)
+        return MRC_OK;
     builder_t b;
     memset(&b, 0, sizeof b);
-    walk_t *w = calloc((size_t)p->num_entries + 1, sizeof *w);
-    b.port_first = calloc((size_t)p->num_nodes + 1, sizeof *b.port_first);
     mrc_status_t st = MRC_OK;
-    if (!w || !b.port_first)
+    send_event_t *ev = NULL;
+    int num_ev = 0, cap_ev = 0, last = -1;
+    b.port_first = calloc((size_t)p->num_nodes + 1, sizeof *b.port_first);
+    if (!b.port_first)
         goto oom;
     for (int u = 0; u < p->num_nodes; u++)
         b.port_first[u + 1] = b.port_first[u] + p->nodes[u].num_ports;
     b.mark = calloc((size_t)b.port_first[p->num_nodes] + 1, 1);
     if (!b.mark)
         goto oom;
-    int nw = 0;
     for (int u = 0; u < p->num_nodes; u++) {
         int g = p->nodes[u].group;
-        if (g < 0)
-            continue;
-        for (int j = 0; j < p->groups[g].num_streams; j++) {
+        for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++) {
             int k = p->groups[g].first_stream + j;
-            if (mrc__stream_chunks(p, k, UINT64_MAX) > 0)
-                mrc__chain_begin(&w[nw++].it, p, u, k, 0, 1, 0);
+            if (mrc__stream_chunks(p, k, UINT64_MAX) == 0)
+                continue;
+            mrc__chain_iter_t it;
+            mrc__chain_begin(&it, p, u, k, 0, 1, 0);
+            mrc__op_t op;
+            int r;
+            while ((r = mrc__chain_next(&it, &op, &st)) > 0) {
+                last = op.step > last ? op.step : last;
+                if (op.kind != MRC__SEND)
+                    continue;
+                if (mrc__grow((void **)&ev, &cap_ev, num_ev + 1, sizeof *ev))
+                    goto oom;
+                ev[num_ev++] = (send_event_t){op.step, u, k};
+            }
+            if (r < 0)
+                goto done;
         }
     }
-    for (int step = 0, live = nw; live > 0; step++) {
-        live = 0;
-        for (int i = 0; i < nw; i++) {
-            walk_t *c = &w[i];
-            while (!c->done) {
-                int r = mrc__cursor_peek(c, &st);
-                if (r < 0)
-                    goto done;
-                if (r == 0)
-                    break;
-                if (c->op.step > step)
-                    break;
-                c->has_op = 0;
-                if (c->op.kind == MRC__SEND &&
-                    mark_route(&b, p, c->it.node, c->op.stream))
-                    goto oom;
-            }
-            live += !c->done;
-        }
+    /* (qsort is not stable, but a step's marks are sorted after.) */
+    qsort(ev, (size_t)num_ev, sizeof *ev, by_step);
+    for (int step = 0, i = 0; step <= last; step++) {
+        for (; i < num_ev && ev[i].step == step; i++)
+            if (mark_route(&b, p, ev[i].node, ev[i].stream))
+                goto oom;
         collect(&b);
         if (add_step(&b, step))
             goto oom;
         b.num_cur = 0;
     }
-    p->port_phases = b.phases;
-    p->port_uses = b.uses;
-    p->num_port_phases = b.num_phases;
-    p->num_port_uses = b.num_uses;
-    if (b.num_phases > 0)
-        b.phases[b.num_phases] = (mrc__port_phase_t){0, 0, b.num_uses};
-    b.phases = NULL;
-    b.uses = NULL;
+    keep(p, &b);
     goto done;
 oom:
     st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory finding the port mask");
 done:
-    free(w);
+    free(ev);
     free(b.port_first);
     free(b.mark);
     free(b.cur);
     free(b.phases);
     free(b.uses);
     return st;
+}
+
+/* A stream's steps: those of node 0's operations, as runs of
+ * consecutive steps that send (send[0 ..)), and the last step of any. */
+typedef struct stream_steps {
+    int32_t *lo, *hi; /* sending runs */
+    int num, cap;
+    int last;         /* -1: none */
+} stream_steps_t;
+
+static int add_send_step(stream_steps_t *t, int step)
+{
+    if (t->num > 0 && (t->hi[t->num - 1] == step ||
+                       t->hi[t->num - 1] + 1 == step)) {
+        t->hi[t->num - 1] = step;
+        return 0;
+    }
+    int cap = t->cap;
+    if (mrc__grow((void **)&t->lo, &cap, t->num + 1, sizeof *t->lo) ||
+        mrc__grow((void **)&t->hi, &t->cap, t->num + 1, sizeof *t->hi))
+        return -1;
+    t->lo[t->num] = t->hi[t->num] = step;
+    t->num++;
+    return 0;
+}
+
+/* 1 when every node of every stream sends at the same steps as the
+ * stream's node 0: a code the symbolic proof covers (every node runs it
+ * alike) over slices in which no fragment is empty. */
+static int uniform(const mrc_program_t *p)
+{
+    if (!mrc__symbolic_applies(p))
+        return 0;
+    for (int k = 0; k < p->num_streams; k++) {
+        uint64_t len = p->streams[k].slice_len;
+        if (len > 0 && p->addressing == MRC__ADDR_SPLIT &&
+            len < (uint64_t)mrc__stream_size(p, k))
+            return 0;
+    }
+    return 1;
+}
+
+/* The mask of a uniform program in O(nodes x code + steps): each stream
+ * sends from every node at node 0's steps, so a step's ports are the
+ * union of the routes of the streams sending in it, which changes only
+ * where a stream's runs of sending steps begin or end. */
+static mrc_status_t build_uniform(mrc_program_t *p)
+{
+    builder_t b;
+    memset(&b, 0, sizeof b);
+    mrc_status_t st = MRC_OK;
+    int ns = p->num_streams, last = -1;
+    stream_steps_t *t = calloc((size_t)ns + 1, sizeof *t);
+    int32_t *cut = NULL, *at = calloc((size_t)ns + 1, sizeof *at);
+    b.port_first = calloc((size_t)p->num_nodes + 1, sizeof *b.port_first);
+    if (!t || !at || !b.port_first)
+        goto oom;
+    for (int u = 0; u < p->num_nodes; u++)
+        b.port_first[u + 1] = b.port_first[u] + p->nodes[u].num_ports;
+    b.mark = calloc((size_t)b.port_first[p->num_nodes] + 1, 1);
+    if (!b.mark)
+        goto oom;
+    int num_cuts = 0;
+    for (int k = 0; k < ns; k++) {
+        t[k].last = -1;
+        if (mrc__stream_chunks(p, k, UINT64_MAX) == 0)
+            continue;
+        mrc__chain_iter_t it;
+        mrc__chain_begin(&it, p, mrc__stream_node(p, k, 0), k, 0, 1, 0);
+        mrc__op_t op;
+        int r;
+        while ((r = mrc__chain_next(&it, &op, &st)) > 0) {
+            t[k].last = op.step > t[k].last ? op.step : t[k].last;
+            if (op.kind == MRC__SEND && add_send_step(&t[k], op.step))
+                goto oom;
+        }
+        if (r < 0)
+            goto done;
+        last = t[k].last > last ? t[k].last : last;
+        num_cuts += 2 * t[k].num;
+    }
+    /* The steps where some stream starts or stops sending, in order. */
+    cut = malloc(((size_t)num_cuts + 2) * sizeof *cut);
+    if (!cut)
+        goto oom;
+    int nc = 0;
+    cut[nc++] = 0;
+    for (int k = 0; k < ns; k++)
+        for (int i = 0; i < t[k].num; i++) {
+            cut[nc++] = t[k].lo[i];
+            cut[nc++] = t[k].hi[i] + 1;
+        }
+    qsort(cut, (size_t)nc, sizeof *cut, cmp_int32);
+    for (int i = 0; i < nc && cut[i] <= last; i++) {
+        if (i > 0 && cut[i] == cut[i - 1])
+            continue;
+        int from = cut[i], to = last + 1;
+        for (int j = i + 1; j < nc; j++)
+            if (cut[j] > from) {
+                to = cut[j] < last + 1 ? cut[j] : last + 1;
+                break;
+            }
+        for (int k = 0; k < ns; k++) {
+            while (at[k] < t[k].num && t[k].hi[at[k]] < from)
+                at[k]++;
+            if (at[k] == t[k].num || t[k].lo[at[k]] > from)
+                continue;
+            int n = mrc__stream_size(p, k);
+            for (int pos = 0; pos < n; pos++)
+                if (mark_route(&b, p, mrc__stream_node(p, k, pos), k))
+                    goto oom;
+        }
+        collect(&b);
+        if (add_step(&b, from))
+            goto oom;
+        b.phases[b.num_phases - 1].num_steps += to - from - 1;
+        b.num_cur = 0;
+    }
+    keep(p, &b);
+    goto done;
+oom:
+    st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory finding the port mask");
+done:
+    for (int k = 0; t && k < ns; k++) {
+        free(t[k].lo);
+        free(t[k].hi);
+    }
+    free(t);
+    free(at);
+    free(cut);
+    free(b.port_first);
+    free(b.mark);
+    free(b.cur);
+    free(b.phases);
+    free(b.uses);
+    return st;
+}
+
+mrc_status_t mrc__port_mask_build(mrc_program_t *p)
+{
+    free_mask(p);
+    return uniform(p) ? build_uniform(p) : build_by_walk(p);
+}
+
+mrc_status_t mrc__port_mask_build_walk(mrc_program_t *p)
+{
+    free_mask(p);
+    return build_by_walk(p);
 }
 
 int mrc__port_phase_of(const mrc_program_t *p, int step)

@@ -203,8 +203,9 @@ struct mrc_program {
     int32_t *route_in_ports; /* port at each node but the first it
                                 arrives on */
     /* The port mask: num_port_phases + 1 entries (the last one's
-     * first_use is num_port_uses); none (0 phases) for groups above
-     * MRC__PORT_MASK_MAX_GROUP, where every port counts as in use. Found
+     * first_use is num_port_uses); none (0 phases) where it would be
+     * found by a walk of too many messages (see mrc__port_mask_build):
+     * every port then counts as in use. Found
      * at first use (see mrc__port_mask_ready): it walks every message,
      * as the checker does, and a run over the CPU transports needs none. */
     int port_mask_ready; /* atomic: 1 once the fields below are set */
@@ -213,12 +214,13 @@ struct mrc_program {
     mrc__port_use_t *port_uses;
 };
 
-/* Groups up to this size get a port mask (the checker's full run has the
- * same bound): it is found by walking every message once. */
-enum { MRC__PORT_MASK_MAX_GROUP = 4096 };
-
-/* Computes the program's port mask from its messages (replacing any). */
+/* Computes the program's port mask from its messages (replacing any):
+ * for a code every node runs alike over slices with no empty fragment,
+ * from node 0's steps and every node's routes, in O(nodes x code + steps)
+ * at any size; otherwise by walking every message, for programs of up
+ * to 2^27 operations. The walk alone, for tests to compare. */
 mrc_status_t mrc__port_mask_build(mrc_program_t *p);
+mrc_status_t mrc__port_mask_build_walk(mrc_program_t *p);
 
 /* Makes sure the port mask is there, finding it at the first call (under
  * a lock: a program is shared by the ranks of a process); the fields may
@@ -264,6 +266,11 @@ mrc_status_t mrc__tree_code(const mrc_compile_config_t *cfg,
 uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n);
 /* The checker of such programs (check_memory.c), in place and not. */
 mrc_status_t mrc__check_memory_program(const mrc_program_t *p);
+/* The symbolic proof of a ring code (check_symbolic.c): 1 if it applies
+ * to the program's code, and the proof of stream k's group size (tables
+ * checked apart); MRC_ERR_UNSUPPORTED where it cannot follow the code. */
+int mrc__symbolic_applies(const mrc_program_t *p);
+mrc_status_t mrc__check_symbolic_stream(const mrc_program_t *p, int k);
 /* 1 if the code has memory-semantic instructions (one chain per node). */
 int mrc__program_has_memory_ops(const mrc_program_t *p);
 /* The hosts a hier program's groups are split over (1 for every other
@@ -405,6 +412,8 @@ void mrc__plan_free(mrc__plan_t *plan);
  * these and refuse what would not fit. */
 void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
                      uint64_t *chains, uint64_t *ops);
+/* The operations one chain of a node in a group of n runs, at most. */
+uint64_t mrc__chain_ops_bound(const mrc_program_t *p, int n);
 
 /* Elements of each buffer of a node: SEND and RECV as the C API defines
  * them for the collective, SCRATCH as the executor must provide. */
@@ -436,7 +445,7 @@ typedef struct mrc__msg {
     int32_t src, dst;
     uint64_t tag;
     uint64_t w[3]; /* the user's payload */
-    int32_t i[2];
+    int32_t i[3];
     int32_t next;
 } mrc__msg_t;
 

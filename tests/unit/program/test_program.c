@@ -253,10 +253,10 @@ static void test_image_port_count_bounded(void **state)
 static void test_checker_refuses_broken(void **state)
 {
     (void)state;
-    /* A receive of the wrong fragment: contributions go missing. */
+    /* A receive into another fragment than the one sent. */
     mrc_program_t *p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
     p->code[find_op(p, MRC__OP_RECV, 0)].frag_const = 0;
-    expect_broken(p, "contributions");
+    expect_broken(p, "receives fragment");
     mrc_program_destroy(p);
 
     /* A send that reads the send buffer at every step: a partial sum is
@@ -273,13 +273,13 @@ static void test_checker_refuses_broken(void **state)
     expect_broken(p, "contributions");
     mrc_program_destroy(p);
 
-    /* A node that sends to the wrong neighbour: its data is never
-     * received, and its real successor waits forever. */
+    /* A node that sends to the wrong neighbour: its table disagrees with
+     * the ring order (checked at every size, before the code). */
     p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
     mrc__node_stream_t *ns =
         (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
     ns->next = 0;
-    expect_broken(p, "deadlock: node");
+    expect_broken(p, "disagrees with the ring order");
     mrc_program_destroy(p);
 
     /* A missing send: deadlock, named by node and step. */
@@ -303,12 +303,24 @@ static void test_checker_refuses_broken(void **state)
     expect_broken(p, "node");
     mrc_program_destroy(p);
 
-    /* Above 4096 nodes the tables are checked against the ring order. */
+    /* Large groups get the same proof: the tables against the ring
+     * order, the code over the index. */
     p = compile("ring:5000", "ring", MRC_ALLREDUCE, 5000, 0);
     assert_int_equal(mrc_program_check(p), MRC_OK);
     ns = (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
     ns->next = 0;
     expect_broken(p, "disagrees with the ring order");
+    mrc_program_destroy(p);
+    p = compile("ring:5000", "ring", MRC_ALLREDUCE, 5000, 0);
+    p->code[find_op(p, MRC__OP_RECV, 0)].frag_const = 0;
+    expect_broken(p, "receives fragment");
+    mrc_program_destroy(p);
+    /* A code outside the symbolic proof, too large to run every message
+     * of: refused with why, never passed unproven. */
+    p = compile("ring:5000", "ring", MRC_ALLREDUCE, 5000, 0);
+    s = find_op(p, MRC__OP_SEND, 1);
+    p->code[s].pred = MRC__PRED_REL_EQ;
+    expect_broken(p, "cannot be proven");
     mrc_program_destroy(p);
 }
 
