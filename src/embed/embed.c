@@ -151,17 +151,10 @@ enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *t)
                : MRC__MESH;
 }
 
-int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route)
+int mrc__route_search(const mrc_topo_t *topo, int u, int v, int *route,
+                      int *prev, int *queue)
 {
-    int n = mrc_topo_num_nodes(topo);
-    int *prev = malloc((size_t)n * sizeof *prev);
-    int *queue = malloc((size_t)n * sizeof *queue);
-    int len = 0;
-    if (!prev || !queue)
-        goto done;
-    for (int i = 0; i < n; i++)
-        prev[i] = -2;
-    int head = 0, tail = 0;
+    int head = 0, tail = 0, len = 0;
     queue[tail++] = u;
     prev[u] = -1;
     while (head < tail && prev[v] == -2) {
@@ -177,14 +170,31 @@ int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route)
             }
         }
     }
-    if (prev[v] == -2)
-        goto done;
-    for (int x = v; x != -1; x = prev[x])
-        len++;
-    int i = len;
-    for (int x = v; x != -1; x = prev[x])
-        route[--i] = x;
-done:
+    if (prev[v] != -2) {
+        for (int x = v; x != -1; x = prev[x])
+            len++;
+        int i = len;
+        for (int x = v; x != -1; x = prev[x])
+            route[--i] = x;
+    }
+    /* Only the nodes reached were marked: the next search starts clean
+     * without an O(nodes) reset. */
+    for (int i = 0; i < tail; i++)
+        prev[queue[i]] = -2;
+    return len;
+}
+
+int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route)
+{
+    int n = mrc_topo_num_nodes(topo);
+    int *prev = malloc((size_t)n * sizeof *prev);
+    int *queue = malloc((size_t)n * sizeof *queue);
+    int len = 0;
+    if (prev && queue) {
+        for (int i = 0; i < n; i++)
+            prev[i] = -2;
+        len = mrc__route_search(topo, u, v, route, prev, queue);
+    }
     free(prev);
     free(queue);
     return len;

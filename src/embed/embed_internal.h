@@ -97,6 +97,11 @@ void mrc__barley_twist_order(int n, int stream, int *order);
 /* A shortest route (fewest steps) from u to v; returns its node count and
  * fills route (room for num_nodes), or 0 if unreachable. */
 int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);
+/* The same search over the caller's scratch, for many searches: prev has
+ * one entry per node, all -2 before the call and again after it; queue
+ * one per node. */
+int mrc__route_search(const mrc_topo_t *topo, int u, int v, int *route,
+                      int *prev, int *queue);
 
 /* Strategies. Each fills the builder's rings for the groups it was given
  * (or sets its own groups), or refuses with MRC_ERR_NOT_APPLICABLE. */

@@ -27,21 +27,34 @@ static mrc_status_t add_routed_ring(mrc__embed_builder_t *b, int g,
     int r = mrc__eb_add_ring(b, g, order, n, bidir, share);
     if (r < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    int *route = malloc((size_t)mrc_topo_num_nodes(b->topo) * sizeof *route);
-    if (!route)
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    /* The search's scratch, set up at the first hop that needs it. */
+    int nn = mrc_topo_num_nodes(b->topo);
+    int *route = NULL, *prev = NULL, *queue = NULL;
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < n && st == MRC_OK; i++) {
         int u = order[i], v = order[(i + 1) % n];
         if (mrc__links_between(b->topo, u, v) > 0)
             continue;
-        int len = mrc__shortest_route(b->topo, u, v, route);
+        if (!route) {
+            route = malloc((size_t)nn * sizeof *route);
+            prev = malloc((size_t)nn * sizeof *prev);
+            queue = malloc((size_t)nn * sizeof *queue);
+            if (!route || !prev || !queue) {
+                st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                break;
+            }
+            for (int j = 0; j < nn; j++)
+                prev[j] = -2;
+        }
+        int len = mrc__route_search(b->topo, u, v, route, prev, queue);
         if (len < 2)
             st = mrc__error(MRC_ERR_INVALID_EMBEDDING,
                             "no route from node %d to node %d", u, v);
         else
             mrc__eb_set_route(b, r, i, route, len, NULL);
     }
+    free(prev);
+    free(queue);
     free(route);
     return st;
 }

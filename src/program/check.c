@@ -363,21 +363,20 @@ static mrc_status_t check_slices(const mrc_program_t *p)
 /* The tables of group g: each stream's ring order visits every member
  * once, and every node's position, successor and predecessor agree with
  * it; a routed hop runs from the node to its successor. */
-static mrc_status_t check_tables(const mrc_program_t *p, int g)
+static mrc_status_t check_tables(const mrc_program_t *p, int g,
+                                 int32_t *seen)
 {
     const mrc__group_t *gr = &p->groups[g];
     int n = gr->size;
-    uint8_t *seen = calloc((size_t)p->num_nodes, 1);
-    if (!seen)
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
     mrc_status_t st = MRC_OK;
     for (int k = gr->first_stream;
          k < gr->first_stream + gr->num_streams && st == MRC_OK; k++) {
-        memset(seen, 0, (size_t)p->num_nodes);
+        /* seen[u] == k + 1: node u visited by stream k (streams are
+         * numbered across groups, so the marks need no clearing). */
         for (int pos = 0; pos < n && st == MRC_OK; pos++) {
             int u = mrc__stream_node(p, k, pos);
             const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
-            if (seen[u]++ || p->nodes[u].group != g)
+            if (seen[u] == k + 1 || p->nodes[u].group != g)
                 st = mrc__error(MRC_ERR_INVALID_PROGRAM,
                                 "stream %d visits node %d twice or outside "
                                 "group %d",
@@ -400,9 +399,9 @@ static mrc_status_t check_tables(const mrc_program_t *p, int g)
                                 "node %d, stream %d: its hop's route does "
                                 "not run from it to its next node %d",
                                 u, k, e->next);
+            seen[u] = k + 1;
         }
     }
-    free(seen);
     return st;
 }
 
@@ -493,9 +492,14 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
         return sl;
     if (mrc__program_has_memory_ops(p))
         return mrc__check_memory_program(p);
-    for (int g = 0; g < p->num_groups; g++)
-        if ((sl = check_tables(p, g)) != MRC_OK)
-            return sl;
+    int32_t *seen = calloc((size_t)p->num_nodes + 1, sizeof *seen);
+    if (!seen)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+    for (int g = 0; g < p->num_groups && sl == MRC_OK; g++)
+        sl = check_tables(p, g, seen);
+    free(seen);
+    if (sl != MRC_OK)
+        return sl;
     uint8_t *run = calloc((size_t)p->num_groups + 1, 1);
     if (!run)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
