@@ -14,7 +14,8 @@ void help_rings(void)
         "\n"
         "Embeds logical rings in the topology SPEC (see 'mrc help topo'),\n"
         "verifies them, and prints each group's rings, the load on every\n"
-        "link direction, the idle ones and the allreduce figures:\n"
+        "link direction, the idle ones (link directions, physical links\n"
+        "and ports per node) and the allreduce figures:\n"
         "  bound_gbps  min over the group's nodes of their outgoing\n"
         "              bandwidth x N / (2(N-1))\n"
         "  algbw_gbps  data size / time, set by the most loaded link\n"
@@ -79,6 +80,34 @@ static void print_ring(const mrc_ring_t *ring, int r)
     printf("\n");
 }
 
+/* Idle directions count link entries; a link of count 3 carrying one hop
+ * each way is busy though two of its physical links are not. Say the
+ * physical links and the ports (what a program switches off) as well. */
+static void print_idle_physical(const mrc_embedding_t *e)
+{
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int n = mrc_topo_num_nodes(t);
+    long ports = 2L * mrc_topo_num_physical_links(t), idle = 0;
+    for (int u = 0; u < n; u++)
+        idle += mrc_embed_idle_ports(e, u);
+    printf("idle physical links: %d of %d\n", mrc_embed_num_idle_physical(e),
+           mrc_topo_num_physical_links(t));
+    printf("idle ports: %ld of %ld", idle, ports);
+    enum { SHOWN = 32 };
+    int shown = 0, with_idle = 0;
+    for (int u = 0; u < n; u++) {
+        int k = mrc_embed_idle_ports(e, u);
+        if (k == 0)
+            continue;
+        if (with_idle++ < SHOWN)
+            printf("%s%d:%d/%d", shown++ ? " " : "; per node (idle/ports) ",
+                   u, k, mrc_topo_num_ports(t, u));
+    }
+    printf(with_idle > shown ? " ... (%d nodes; --json lists them all)\n"
+                             : "\n",
+           with_idle);
+}
+
 static void print_links(const mrc_embedding_t *e)
 {
     const mrc_topo_t *t = mrc_embed_topology(e);
@@ -121,6 +150,7 @@ static void print_links(const mrc_embedding_t *e)
             }
     }
     printf(idle > shown ? ", ...\n" : "\n");
+    print_idle_physical(e);
 }
 
 static void print_embedding(const mrc_embedding_t *e)
