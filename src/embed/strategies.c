@@ -343,6 +343,13 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
         return not_applicable(name, b->topo,
                               "it needs an intermediate layer between the two "
                               "endmost ones (prism:3,L with L >= 3)");
+    /* Claim 1's paths run from one endmost layer to the other; a ring of
+     * layers (prism-torus, claim 5 before a layer is cut) has none. */
+    if (mrc__links_between(b->topo, 0, 3 * (L - 1)) > 0)
+        return not_applicable(name, b->topo,
+                              "it needs two endmost layers, and layers 0 "
+                              "and L-1 are joined (a ring of layers, as in "
+                              "prism-torus:3,L); use auto");
     mrc_status_t st = use_replicas(name, cfg, 1, b);
     int n = 3 * L;
     int *order = malloc((size_t)n * sizeof *order);

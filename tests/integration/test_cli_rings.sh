@@ -55,6 +55,10 @@ expect 0 '"physical_links": 39,' cat "$tmp/p.json"
 expect 0 '"idle_ports": \[2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2\]' \
     cat "$tmp/p.json"
 
+expect 2 "prism-faces does not apply to prism-torus:3,4: it needs two endmost" \
+    "$MRC" rings prism-torus:3,4 --strategy prism-faces
+expect 0 "efficiency 1.0000" "$MRC" rings prism-torus:3,4
+
 # Bad link counts: the spec and the key named, exit 2.
 expect 2 "rung=0 is not a number of links from 1 to 1024" \
     "$MRC" rings torus-ladder:8,rung=0 --strategy barley-twist

@@ -31,7 +31,8 @@ void help_rings(void)
         "column,\n"
         "                   down the other\n"
         "  barley-twist     GCL, replica size 1, torus only: two rings that\n"
-        "                   zig-zag so that every link is used\n"
+        "                   zig-zag so that every link is used (repeated\n"
+        "                   over parallel links: gcl-torus:N)\n"
         "  ring-on-line     GCL, replica size 2, ladder: a ring on each "
         "column\n"
         "                   line, hops forwarded through the skipped node\n"
@@ -55,6 +56,7 @@ void help_rings(void)
         "needs. Examples:\n"
         "  mrc rings hcm8 --strategy hcm8\n"
         "  mrc rings torus-ladder:16 --strategy barley-twist -o bt.svg\n"
+        "  mrc rings gcl-torus:8 --strategy barley-twist\n"
         "  mrc rings ladder:16 --strategy rung-ring-4\n");
 }
 

@@ -273,6 +273,8 @@ static void test_refusals(void **state)
 {
     (void)state;
     expect_refusal("ladder:8", "barley-twist", NULL, 0, "needs GCL's torus");
+    expect_refusal("prism-torus:3,4", "prism-faces", NULL, 0,
+                   "needs two endmost layers");
     expect_refusal("torus-ladder:6", "barley-twist", NULL, 0,
                    "divisible by 4");
     expect_refusal("torus-ladder:12", "prism-faces", NULL, 0,
