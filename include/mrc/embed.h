@@ -116,6 +116,13 @@ MRC_EXTERN double mrc_embed_link_load(const mrc_embedding_t *e, int link,
                                       int dir);
 /* Number of idle link directions. */
 MRC_EXTERN int mrc_embed_num_idle(const mrc_embedding_t *e);
+/* Number of physical links that no hop is assigned to. A link entry of
+ * count c is c physical links and a hop takes one of them, so an entry
+ * busy both ways may hold idle physical links. -1 if `e` is NULL. */
+MRC_EXTERN int mrc_embed_num_idle_physical(const mrc_embedding_t *e);
+/* Ports of `node` that no hop uses (the program may switch them off);
+ * -1 if `node` is out of range. */
+MRC_EXTERN int mrc_embed_idle_ports(const mrc_embedding_t *e, int node);
 
 MRC_EXTERN mrc_status_t mrc_embed_group_figures(const mrc_embedding_t *e,
                                                 int g,

@@ -55,10 +55,13 @@ typedef struct mrc_link {
 MRC_EXTERN mrc_status_t mrc_topo_create(const char *spec, mrc_topo_t **out);
 
 /* Creates a topology from a generator spec `NAME[:ARGS][,key=value...]`:
- *   ring:N  line:N  full:N  ladder:N  torus-ladder:N  torus2d:X,Y
- *   prism:K,L  hcm8
+ *   ring:N  line:N  full:N  ladder:N  torus-ladder:N  gcl-torus:N
+ *   torus2d:X,Y  prism:K,L  prism-torus:K,L  hcm8
  * with keys bw= (GB/s per direction per physical link, default 32) and
- * lat= (ns, default 500). `mrc help topo` describes each family. */
+ * lat= (ns, default 500), and the physical links of each link class:
+ * rung= and column= (the ladders), x= and y= (torus2d), end=, mid= and
+ * inter= (prism), intra= and inter= (prism-torus). `mrc help topo`
+ * describes each family. */
 MRC_EXTERN mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out);
 
 /* Reads a topology file (docs/topology-format.md). */

@@ -402,6 +402,7 @@ void mrc_embed_destroy(mrc_embedding_t *e)
     free(e->groups);
     free(e->node_group);
     free(e->load);
+    free(e->idle_ports);
     free(e->strategy);
     free(e->method);
     free(e);
@@ -616,6 +617,51 @@ static mrc_status_t compute_loads(mrc_embedding_t *e)
     return MRC_OK;
 }
 
+/* The ports that steps are assigned to, counted per physical link: a link
+ * entry of count c is c physical links, and a hop takes one of them, so
+ * an entry busy in both directions may still hold idle physical links
+ * (idle directions count entries; a program switches off ports). Both
+ * ends of a physical link are used by the same steps, so the idle
+ * physical links are half the idle ports. */
+static mrc_status_t count_idle_ports(mrc_embedding_t *e)
+{
+    const mrc_topo_t *t = e->topo;
+    int n = mrc_topo_num_nodes(t);
+    long total = 2L * mrc_topo_num_physical_links(t);
+    int *off = malloc(((size_t)n + 1) * sizeof *off);
+    unsigned char *used = calloc((size_t)total + 1, 1);
+    e->idle_ports = calloc((size_t)n + 1, sizeof *e->idle_ports);
+    if (!off || !used || !e->idle_ports) {
+        free(off);
+        free(used);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    off[0] = 0;
+    for (int u = 0; u < n; u++)
+        off[u + 1] = off[u] + mrc_topo_num_ports(t, u);
+    for (int g = 0; g < e->num_groups; g++)
+        for (int r = 0; r < e->groups[g].num_rings; r++) {
+            const mrc_ring_t *ring = &e->groups[g].rings[r];
+            for (int i = 0; i < ring->size; i++) {
+                const mrc_hop_t *h = &ring->hops[i];
+                for (int s = 0; s + 1 < h->route_len; s++) {
+                    used[off[h->route[s]] + h->ports[s]] = 1;
+                    used[off[h->route[s + 1]] + h->in_ports[s]] = 1;
+                }
+            }
+        }
+    long idle = 0;
+    for (int u = 0; u < n; u++) {
+        for (int p = off[u]; p < off[u + 1]; p++)
+            e->idle_ports[u] += !used[p];
+        idle += e->idle_ports[u];
+    }
+    e->num_idle_physical = (int)(idle / 2);
+    free(off);
+    free(used);
+    return MRC_OK;
+}
+
 mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
                             mrc_embedding_t **out)
 {
@@ -644,6 +690,8 @@ mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
         st = verify(e); /* now with links and ports */
     if (st == MRC_OK)
         st = compute_loads(e);
+    if (st == MRC_OK)
+        st = count_idle_ports(e);
     if (st != MRC_OK)
         goto fail;
     for (int i = 0; i < n; i++)
@@ -717,6 +765,18 @@ double mrc_embed_link_load(const mrc_embedding_t *e, int link, int dir)
 int mrc_embed_num_idle(const mrc_embedding_t *e)
 {
     return e->num_idle;
+}
+
+int mrc_embed_num_idle_physical(const mrc_embedding_t *e)
+{
+    return e ? e->num_idle_physical : -1;
+}
+
+int mrc_embed_idle_ports(const mrc_embedding_t *e, int node)
+{
+    if (!e || node < 0 || node >= mrc_topo_num_nodes(e->topo))
+        return -1;
+    return e->idle_ports[node];
 }
 
 mrc_status_t mrc_embed_group_figures(const mrc_embedding_t *e, int g,

@@ -25,6 +25,8 @@ struct mrc_embedding {
     int *node_group; /* [num_nodes], -1 for none */
     double *load;    /* [2 * num_links]: entry i, dir d at 2i + d */
     int num_idle;
+    int num_idle_physical; /* physical links no step is assigned to */
+    int *idle_ports;       /* [num_nodes]: ports no step uses */
     mrc_embed_figures_t worst;
 };
 

@@ -242,6 +242,11 @@ mrc_status_t mrc_embed_to_json(const mrc_embedding_t *e, char **json)
         mrc__sb_puts(&sb, i + 1 < nl ? "]},\n" : "]}\n");
     }
     mrc__sb_printf(&sb, "],\n\"idle_link_directions\": %d,\n", e->num_idle);
+    mrc__sb_printf(&sb, "\"physical_links\": %d,\n\"idle_physical_links\": "
+                        "%d,\n\"idle_ports\": ",
+                   mrc_topo_num_physical_links(e->topo), e->num_idle_physical);
+    ints(&sb, e->idle_ports, mrc_topo_num_nodes(e->topo));
+    mrc__sb_puts(&sb, ",\n");
     figures(&sb, &e->worst);
     mrc__sb_puts(&sb, "\n}\n");
     *json = mrc__sb_take(&sb);

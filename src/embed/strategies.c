@@ -141,6 +141,21 @@ void mrc__barley_twist_order(int n, int stream, int *order)
     }
 }
 
+/* A hop takes one physical link, and the two rings put two hops on every
+ * rung and one on every column segment (two on the doubled column entry
+ * of torus-ladder:4). With parallel links (gcl-torus: rung=4, column=2)
+ * each ring is repeated, a share of 1/(2m) each, until every physical link
+ * carries a hop: GCL's "all eight IPU-Links will be used". The loads, and
+ * so the figures, are those of the two rings; at most 8 copies. */
+static int barley_twist_copies(const mrc_topo_t *t)
+{
+    int n = mrc_topo_num_nodes(t);
+    int rung = mrc__links_between(t, 0, 1);
+    int col = mrc__links_between(t, 0, 2) / (n == 4 ? 2 : 1);
+    int m = (rung + 1) / 2 > col ? (rung + 1) / 2 : col;
+    return m < 1 ? 1 : m > 8 ? 8 : m;
+}
+
 /* Two rings that zig-zag up the torus: sideways along a rung, then up a
  * column (GCL's pseudocode: next ^= 1; next = (next + 2) % n). Ring X
  * starts at 0, ring Y at 1; together they use every column link once and
@@ -159,12 +174,13 @@ static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
                               "it needs a node count divisible by 4 (an even "
                               "number of rungs)");
     mrc_status_t st = use_replicas(name, cfg, 1, b);
+    int copies = barley_twist_copies(b->topo);
     int *order = malloc((size_t)n * sizeof *order);
     if (!order)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
-        mrc__barley_twist_order(n, stream, order);
-        st = add_routed_ring(b, 0, order, n, 1, 0.5);
+    for (int k = 0; k < 2 * copies && st == MRC_OK; k++) {
+        mrc__barley_twist_order(n, k % 2, order);
+        st = add_routed_ring(b, 0, order, n, 1, 0.5 / copies);
     }
     free(order);
     return st;
@@ -340,6 +356,13 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
         return not_applicable(name, b->topo,
                               "it needs an intermediate layer between the two "
                               "endmost ones (prism:3,L with L >= 3)");
+    /* Claim 1's paths run from one endmost layer to the other; a ring of
+     * layers (prism-torus, claim 5 before a layer is cut) has none. */
+    if (mrc__links_between(b->topo, 0, 3 * (L - 1)) > 0)
+        return not_applicable(name, b->topo,
+                              "it needs two endmost layers, and layers 0 "
+                              "and L-1 are joined (a ring of layers, as in "
+                              "prism-torus:3,L); use auto");
     mrc_status_t st = use_replicas(name, cfg, 1, b);
     int n = 3 * L;
     int *order = malloc((size_t)n * sizeof *order);

@@ -12,11 +12,12 @@
 
 #include "topo_internal.h"
 
-enum { MAX_SPEC = 256, MAX_ARGS = 4 };
+enum { MAX_SPEC = 256, MAX_ARGS = 4, MAX_KEYS = 3 };
 
 typedef struct gen_params {
     long arg[MAX_ARGS];
     int nargs;
+    long cnt[MAX_KEYS]; /* physical links per link class, by key */
     double bw;  /* GB/s per direction per physical link */
     double lat; /* ns */
 } gen_params_t;
@@ -29,6 +30,10 @@ typedef struct generator {
     int nargs;
     const char *usage; /* what the arguments must be */
     gen_fn build;
+    /* The family's link classes, named as options (rung=2): how many
+     * physical links join two nodes of that class; NULL-ended. */
+    const char *keys[MAX_KEYS + 1];
+    long dflt[MAX_KEYS];
 } generator_t;
 
 static const double TAU = 6.283185307179586;
@@ -45,6 +50,40 @@ static mrc_status_t too_many(const char *spec, const char *what, long max)
     return mrc__error(MRC_ERR_INVALID_ARG,
                       "topology spec '%s': %s must be at most %ld", spec,
                       what, max);
+}
+
+/* Per-class counts multiply the physical links, and every one of them
+ * takes a port at each end and a slot in the port index: a node has at
+ * most MRC_TOPO_MAX_PORTS, and a generated topology at most
+ * MRC_TOPO_MAX_LINKS physical links (a 128 MB index), as it has at most
+ * that many link entries. */
+static mrc_status_t check_ports(const char *spec, long nodes, long ports)
+{
+    if (ports > MRC_TOPO_MAX_PORTS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': %ld links per node; a node "
+                          "has at most %d ports",
+                          spec, ports, MRC_TOPO_MAX_PORTS);
+    if ((double)nodes * (double)ports / 2 > MRC_TOPO_MAX_LINKS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': %ld nodes of %ld links each "
+                          "make more than %d physical links; use fewer "
+                          "nodes or fewer links per class",
+                          spec, nodes, ports, MRC_TOPO_MAX_LINKS);
+    return MRC_OK;
+}
+
+/* Where a class joins the same two nodes twice (a dimension of 2 on a
+ * torus), the two joins are one entry of twice the count. */
+static mrc_status_t check_doubled(const char *spec, const char *key, long c)
+{
+    if (2 * c > MRC_TOPO_MAX_LINK_COUNT)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': %s=%ld joins the same two "
+                          "nodes twice here (a wrap-around of 2), %ld links, "
+                          "more than %d",
+                          spec, key, c, 2 * c, MRC_TOPO_MAX_LINK_COUNT);
+    return MRC_OK;
 }
 
 static void place_on_circle(mrc__topo_builder_t *tb, int first, int n,
@@ -127,38 +166,47 @@ static mrc_status_t gen_full(const gen_params_t *p, const char *spec,
 /* ladder:N and torus-ladder:N (GCL's mesh and torus, seed 002): two
  * columns of N/2; rung k joins 2k and 2k+1; columns join consecutive rungs.
  * The torus closes both columns; with only two rungs the closing link is
- * a second physical link beside the column link.
+ * a second join beside the column link. Options rung= and column= give
+ * the physical links of each rung and of each column segment (default 1).
  *
  *     2k+2 --- 2k+3        rung k+1
  *      |        |
  *     2k ----- 2k+1        rung k
  */
 static mrc_status_t build_ladder(const gen_params_t *p, const char *spec,
-                                 mrc__topo_builder_t *tb, int torus)
+                                 mrc__topo_builder_t *tb, int torus,
+                                 const char *family)
 {
-    long n = p->arg[0];
+    long n = p->arg[0], rung = p->cnt[0], col = p->cnt[1];
     if (n > MRC_TOPO_MAX_NODES)
         return too_many(spec, "N", MRC_TOPO_MAX_NODES);
     if (n < 4 || n % 2 != 0)
-        return need(spec, torus ? "torus-ladder:N needs an even N >= 4 (two "
-                                  "columns of N/2)"
-                                : "ladder:N needs an even N >= 4 (two "
-                                  "columns of N/2)");
-    mrc_status_t st = mrc__tb_init(tb, n, spec);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': %s:N needs an even N >= 4 "
+                          "(two columns of N/2)",
+                          spec, family);
+    long rungs = n / 2;
+    if (torus && rungs == 2) {
+        mrc_status_t st = check_doubled(spec, "column", col);
+        if (st != MRC_OK)
+            return st;
+    }
+    mrc_status_t st = check_ports(spec, n, rung + (torus ? 2 : 1) * col);
+    if (st == MRC_OK)
+        st = mrc__tb_init(tb, n, spec);
     if (st != MRC_OK)
         return st;
-    long rungs = n / 2;
     for (long k = 0; k < rungs; k++) {
-        mrc__tb_add_link(tb, 2 * k, 2 * k + 1, 1, p->bw, p->lat);
+        mrc__tb_add_link(tb, 2 * k, 2 * k + 1, rung, p->bw, p->lat);
         if (k + 1 < rungs) {
-            long c = (torus && rungs == 2) ? 2 : 1;
+            long c = (torus && rungs == 2) ? 2 * col : col;
             mrc__tb_add_link(tb, 2 * k, 2 * k + 2, c, p->bw, p->lat);
             mrc__tb_add_link(tb, 2 * k + 1, 2 * k + 3, c, p->bw, p->lat);
         }
     }
     if (torus && rungs > 2) {
-        mrc__tb_add_link(tb, n - 2, 0, 1, p->bw, p->lat);
-        mrc__tb_add_link(tb, n - 1, 1, 1, p->bw, p->lat);
+        mrc__tb_add_link(tb, n - 2, 0, col, p->bw, p->lat);
+        mrc__tb_add_link(tb, n - 1, 1, col, p->bw, p->lat);
     }
     for (long i = 0; i < n; i++)
         mrc__tb_set_pos(tb, (int)i, (double)(i % 2), (double)(i / 2));
@@ -168,38 +216,58 @@ static mrc_status_t build_ladder(const gen_params_t *p, const char *spec,
 static mrc_status_t gen_ladder(const gen_params_t *p, const char *spec,
                                mrc__topo_builder_t *tb)
 {
-    return build_ladder(p, spec, tb, 0);
+    return build_ladder(p, spec, tb, 0, "ladder");
 }
 
 static mrc_status_t gen_torus_ladder(const gen_params_t *p, const char *spec,
                                      mrc__topo_builder_t *tb)
 {
-    return build_ladder(p, spec, tb, 1);
+    return build_ladder(p, spec, tb, 1, "torus-ladder");
+}
+
+/* gcl-torus:N — GCL's torus with all eight IPU-Links of each IPU wired:
+ * torus-ladder:N with rung=4, column=2. Barley-twist is said to use all
+ * eight links for optimal bandwidth; its two rings cross every rung twice
+ * and every column segment once, so links balanced to that load are
+ * rung = 2 x column, and rung + 2 x column = 8 gives column 2, rung 4. */
+static mrc_status_t gen_gcl_torus(const gen_params_t *p, const char *spec,
+                                  mrc__topo_builder_t *tb)
+{
+    return build_ladder(p, spec, tb, 1, "gcl-torus");
 }
 
 /* torus2d:X,Y — node (x, y) is y*X + x, joined to its four neighbours with
- * wrap-around; a dimension of 2 gives links of count 2, so every node has
- * four ports whatever the size. */
+ * wrap-around; a dimension of 2 gives links of twice the count, so every
+ * node has the same ports whatever the size. Options x= and y= give the
+ * physical links of each join along that dimension (default 1). */
 static mrc_status_t gen_torus2d(const gen_params_t *p, const char *spec,
                                 mrc__topo_builder_t *tb)
 {
-    long X = p->arg[0], Y = p->arg[1];
+    long X = p->arg[0], Y = p->arg[1], cx = p->cnt[0], cy = p->cnt[1];
     if (X < 2 || Y < 2)
         return need(spec, "torus2d:X,Y needs X >= 2 and Y >= 2");
     if (X > MRC_TOPO_MAX_NODES / Y)
         return need(spec, "torus2d:X,Y has more than 1048576 nodes");
-    mrc_status_t st = mrc__tb_init(tb, X * Y, spec);
+    mrc_status_t st = MRC_OK;
+    if (X == 2)
+        st = check_doubled(spec, "x", cx);
+    if (st == MRC_OK && Y == 2)
+        st = check_doubled(spec, "y", cy);
+    if (st == MRC_OK)
+        st = check_ports(spec, X * Y, 2 * cx + 2 * cy);
+    if (st == MRC_OK)
+        st = mrc__tb_init(tb, X * Y, spec);
     if (st != MRC_OK)
         return st;
     for (long y = 0; y < Y; y++)
         for (long x = 0; x < X; x++) {
             long u = y * X + x;
             if (X > 2 || x == 0)
-                mrc__tb_add_link(tb, u, y * X + (x + 1) % X, X == 2 ? 2 : 1,
-                                 p->bw, p->lat);
+                mrc__tb_add_link(tb, u, y * X + (x + 1) % X,
+                                 X == 2 ? 2 * cx : cx, p->bw, p->lat);
             if (Y > 2 || y == 0)
                 mrc__tb_add_link(tb, u, ((y + 1) % Y) * X + x,
-                                 Y == 2 ? 2 : 1, p->bw, p->lat);
+                                 Y == 2 ? 2 * cy : cy, p->bw, p->lat);
             mrc__tb_set_pos(tb, (int)u, (double)x, (double)y);
         }
     return MRC_OK;
@@ -207,30 +275,72 @@ static mrc_status_t gen_torus2d(const gen_params_t *p, const char *spec,
 
 /* prism:K,L (seed 000) — L stacked layers of K nodes; node (layer l,
  * position k) is l*K + k. Each layer is a ring whose neighbours are joined
- * by 3 links in the two endmost layers and 2 in intermediate ones; each
- * node has one interlayer link to the same position in each adjacent layer.
- * Endmost nodes have 3+3+1 = 7 ports, intermediate ones 2+2+1+1 = 6. */
+ * by end= links (default 3, claim 4) in the two endmost layers and mid=
+ * (default 2, claim 3) in intermediate ones; each node has inter= links
+ * (default 1, claim 1: "at least one") to the same position in each
+ * adjacent layer. By default endmost nodes have 3+3+1 = 7 ports,
+ * intermediate ones 2+2+1+1 = 6. */
 static mrc_status_t gen_prism(const gen_params_t *p, const char *spec,
                               mrc__topo_builder_t *tb)
 {
     long K = p->arg[0], L = p->arg[1];
+    long end = p->cnt[0], mid = p->cnt[1], inter = p->cnt[2];
     if (K < 3 || L < 2)
         return need(spec, "prism:K,L needs K >= 3 nodes per layer and L >= 2 "
                           "layers");
     if (K > MRC_TOPO_MAX_NODES / L)
         return need(spec, "prism:K,L has more than 1048576 nodes");
-    mrc_status_t st = mrc__tb_init(tb, K * L, spec);
+    long ports = 2 * end + inter;
+    if (L > 2 && 2 * mid + 2 * inter > ports)
+        ports = 2 * mid + 2 * inter;
+    mrc_status_t st = check_ports(spec, K * L, ports);
+    if (st == MRC_OK)
+        st = mrc__tb_init(tb, K * L, spec);
     if (st != MRC_OK)
         return st;
     for (long l = 0; l < L; l++) {
-        long c = (l == 0 || l == L - 1) ? 3 : 2;
+        long c = (l == 0 || l == L - 1) ? end : mid;
         for (long k = 0; k < K; k++)
             mrc__tb_add_link(tb, l * K + k, l * K + (k + 1) % K, c, p->bw,
                              p->lat);
         if (l + 1 < L)
             for (long k = 0; k < K; k++)
-                mrc__tb_add_link(tb, l * K + k, (l + 1) * K + k, 1, p->bw,
-                                 p->lat);
+                mrc__tb_add_link(tb, l * K + k, (l + 1) * K + k, inter,
+                                 p->bw, p->lat);
+        place_on_circle(tb, (int)(l * K), (int)K, 0, 1.6 * (double)l,
+                        circle_radius((int)K) * 1.5, 0.4);
+    }
+    return MRC_OK;
+}
+
+/* prism-torus:K,L (seed 000, claim 5) — the stack claim 5 starts from:
+ * L layers of K nodes as in prism:K,L, every layer alike (intra= links
+ * between neighbours in a layer, default 2; inter= links to the same
+ * position in each adjacent layer, default 1), and the last layer joined
+ * back to the first, so that no layer is endmost. Claim 5 makes a prism
+ * of it by designating a layer and turning its interlayer links into
+ * intralayer ones; every node has 2 x intra + 2 x inter ports. */
+static mrc_status_t gen_prism_torus(const gen_params_t *p, const char *spec,
+                                    mrc__topo_builder_t *tb)
+{
+    long K = p->arg[0], L = p->arg[1], intra = p->cnt[0], inter = p->cnt[1];
+    if (K < 3 || L < 3)
+        return need(spec, "prism-torus:K,L needs K >= 3 nodes per layer and "
+                          "L >= 3 layers (a ring of layers)");
+    if (K > MRC_TOPO_MAX_NODES / L)
+        return need(spec, "prism-torus:K,L has more than 1048576 nodes");
+    mrc_status_t st = check_ports(spec, K * L, 2 * intra + 2 * inter);
+    if (st == MRC_OK)
+        st = mrc__tb_init(tb, K * L, spec);
+    if (st != MRC_OK)
+        return st;
+    for (long l = 0; l < L; l++) {
+        for (long k = 0; k < K; k++)
+            mrc__tb_add_link(tb, l * K + k, l * K + (k + 1) % K, intra,
+                             p->bw, p->lat);
+        for (long k = 0; k < K; k++)
+            mrc__tb_add_link(tb, l * K + k, ((l + 1) % L) * K + k, inter,
+                             p->bw, p->lat);
         place_on_circle(tb, (int)(l * K), (int)K, 0, 1.6 * (double)l,
                         circle_radius((int)K) * 1.5, 0.4);
     }
@@ -270,14 +380,22 @@ static mrc_status_t gen_hcm8(const gen_params_t *p, const char *spec,
 }
 
 static const generator_t generators[] = {
-    {"ring", 1, "ring:N (N >= 2)", gen_ring},
-    {"line", 1, "line:N (N >= 1)", gen_line},
-    {"full", 1, "full:N (1 <= N <= 4097)", gen_full},
-    {"ladder", 1, "ladder:N (even N >= 4)", gen_ladder},
-    {"torus-ladder", 1, "torus-ladder:N (even N >= 4)", gen_torus_ladder},
-    {"torus2d", 2, "torus2d:X,Y (X, Y >= 2)", gen_torus2d},
-    {"prism", 2, "prism:K,L (K >= 3, L >= 2)", gen_prism},
-    {"hcm8", 0, "hcm8 (no arguments)", gen_hcm8},
+    {"ring", 1, "ring:N (N >= 2)", gen_ring, {NULL}, {0}},
+    {"line", 1, "line:N (N >= 1)", gen_line, {NULL}, {0}},
+    {"full", 1, "full:N (1 <= N <= 4097)", gen_full, {NULL}, {0}},
+    {"ladder", 1, "ladder:N (even N >= 4)", gen_ladder,
+     {"rung", "column", NULL}, {1, 1}},
+    {"torus-ladder", 1, "torus-ladder:N (even N >= 4)", gen_torus_ladder,
+     {"rung", "column", NULL}, {1, 1}},
+    {"gcl-torus", 1, "gcl-torus:N (even N >= 4)", gen_gcl_torus,
+     {"rung", "column", NULL}, {4, 2}},
+    {"torus2d", 2, "torus2d:X,Y (X, Y >= 2)", gen_torus2d,
+     {"x", "y", NULL}, {1, 1}},
+    {"prism", 2, "prism:K,L (K >= 3, L >= 2)", gen_prism,
+     {"end", "mid", "inter", NULL}, {3, 2, 1}},
+    {"prism-torus", 2, "prism-torus:K,L (K >= 3, L >= 3)", gen_prism_torus,
+     {"intra", "inter", NULL}, {2, 1}},
+    {"hcm8", 0, "hcm8 (no arguments)", gen_hcm8, {NULL}, {0}},
 };
 
 static const int num_generators =
@@ -285,7 +403,7 @@ static const int num_generators =
 
 static mrc_status_t unknown_generator(const char *spec, const char *name)
 {
-    char known[512] = "";
+    char known[640] = "";
     for (int i = 0; i < num_generators; i++) {
         if (i)
             strcat(known, ", ");
@@ -297,12 +415,55 @@ static mrc_status_t unknown_generator(const char *spec, const char *name)
                       spec, name, known);
 }
 
+/* Index of `key` among the family's link classes, or -1. */
+static int count_key(const generator_t *g, const char *key)
+{
+    for (int i = 0; g->keys[i]; i++)
+        if (strcmp(g->keys[i], key) == 0)
+            return i;
+    return -1;
+}
+
+static mrc_status_t unknown_option(const char *spec, const generator_t *g,
+                                   const char *key)
+{
+    char known[128] = "";
+    for (int i = 0; g->keys[i]; i++) {
+        strcat(known, g->keys[i]);
+        strcat(known, "=links, ");
+    }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "topology spec '%s': unknown option '%s' for %s "
+                      "(options: %sbw=GB/s, lat=ns)",
+                      spec, key, g->name, known);
+}
+
+/* A link-class count: a whole number of physical links, at least one (a
+ * class without links would be another topology) and at most what one
+ * link entry holds. `seen` has bit i set once key i is given. */
+static mrc_status_t parse_count(const char *spec, const generator_t *g,
+                                int i, const char *val, int *seen,
+                                gen_params_t *p)
+{
+    if (*seen & (1 << i))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': option '%s' given twice",
+                          spec, g->keys[i]);
+    if (mrc__parse_long(val, 1, MRC_TOPO_MAX_LINK_COUNT, &p->cnt[i]) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "topology spec '%s': %s=%s is not a number of "
+                          "links from 1 to %d",
+                          spec, g->keys[i], val, MRC_TOPO_MAX_LINK_COUNT);
+    *seen |= 1 << i;
+    return MRC_OK;
+}
+
 /* Parses the comma-separated tokens after the name: integers first, then
  * key=value options. */
 static mrc_status_t parse_tokens(char *rest, const char *spec,
                                  const generator_t *g, gen_params_t *p)
 {
-    int have_bw = 0, have_lat = 0;
+    int have_bw = 0, have_lat = 0, have_cnt = 0;
     char *save = NULL;
     size_t n = strlen(rest);
     /* strtok_r would skip empty tokens; refuse them rather than guess. */
@@ -312,7 +473,7 @@ static mrc_status_t parse_tokens(char *rest, const char *spec,
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq) {
-            if (have_bw || have_lat)
+            if (have_bw || have_lat || have_cnt)
                 return need(spec, "arguments come before key=value options");
             if (p->nargs >= g->nargs)
                 return mrc__error(MRC_ERR_INVALID_ARG,
@@ -331,11 +492,15 @@ static mrc_status_t parse_tokens(char *rest, const char *spec,
         const char *key = tok, *val = eq + 1;
         double v;
         int is_bw = strcmp(key, "bw") == 0, is_lat = strcmp(key, "lat") == 0;
+        int ci = count_key(g, key);
+        if (ci >= 0) {
+            mrc_status_t st = parse_count(spec, g, ci, val, &have_cnt, p);
+            if (st != MRC_OK)
+                return st;
+            continue;
+        }
         if (!is_bw && !is_lat)
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "topology spec '%s': unknown option '%s' "
-                              "(options: bw=GB/s, lat=ns)",
-                              spec, key);
+            return unknown_option(spec, g, key);
         if ((is_bw && have_bw) || (is_lat && have_lat))
             return mrc__error(MRC_ERR_INVALID_ARG,
                               "topology spec '%s': option '%s' given twice",
@@ -409,6 +574,8 @@ mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
 
     gen_params_t p = {.bw = MRC_TOPO_DEFAULT_BANDWIDTH_GBPS,
                       .lat = MRC_TOPO_DEFAULT_LATENCY_NS};
+    for (int i = 0; i < MAX_KEYS; i++)
+        p.cnt[i] = g->dflt[i];
     mrc_status_t st = parse_tokens(rest, spec, g, &p);
     if (st != MRC_OK)
         return st;

@@ -10,6 +10,18 @@ trap 'rm -rf "$tmp"' EXIT
 expect 0 "usage: mrc COMMAND" "$MRC" --help
 expect 0 "^mrc [0-9]" "$MRC" --version
 expect 0 "prism:K,L" "$MRC" help topo
+expect 0 "gcl-torus:N" "$MRC" help topo
+expect 0 "rung=R,column=C" "$MRC" help topo
+# Link counts per class: the ports and physical links they make.
+expect 0 "8 per node" "$MRC" topo show gcl-torus:8
+expect 0 "32 physical links" "$MRC" topo show torus-ladder:8,rung=4,column=2
+expect 0 "48 physical links" "$MRC" topo show prism:3,4,inter=2
+expect 0 "36 physical links in 24 link entries" "$MRC" topo show prism-torus:4,3
+expect 0 "10 per node" "$MRC" topo show torus2d:4,4,x=2,y=3
+expect 2 "x=0 is not a number of links" "$MRC" topo show torus2d:4,4,x=0
+expect 2 "options: intra=links, inter=links" \
+    "$MRC" topo show prism-torus:3,4,end=3
+expect 2 "L >= 3 layers" "$MRC" topo show prism-torus:3,2
 expect 2 "usage: mrc" "$MRC"
 expect 2 "unknown command 'bogus'" "$MRC" bogus
 expect 2 "no help on 'bogus'" "$MRC" help bogus

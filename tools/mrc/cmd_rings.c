@@ -14,7 +14,8 @@ void help_rings(void)
         "\n"
         "Embeds logical rings in the topology SPEC (see 'mrc help topo'),\n"
         "verifies them, and prints each group's rings, the load on every\n"
-        "link direction, the idle ones and the allreduce figures:\n"
+        "link direction, the idle ones (link directions, physical links\n"
+        "and ports per node) and the allreduce figures:\n"
         "  bound_gbps  min over the group's nodes of their outgoing\n"
         "              bandwidth x N / (2(N-1))\n"
         "  algbw_gbps  data size / time, set by the most loaded link\n"
@@ -30,7 +31,8 @@ void help_rings(void)
         "column,\n"
         "                   down the other\n"
         "  barley-twist     GCL, replica size 1, torus only: two rings that\n"
-        "                   zig-zag so that every link is used\n"
+        "                   zig-zag so that every link is used (repeated\n"
+        "                   over parallel links: gcl-torus:N)\n"
         "  ring-on-line     GCL, replica size 2, ladder: a ring on each "
         "column\n"
         "                   line, hops forwarded through the skipped node\n"
@@ -54,6 +56,7 @@ void help_rings(void)
         "needs. Examples:\n"
         "  mrc rings hcm8 --strategy hcm8\n"
         "  mrc rings torus-ladder:16 --strategy barley-twist -o bt.svg\n"
+        "  mrc rings gcl-torus:8 --strategy barley-twist\n"
         "  mrc rings ladder:16 --strategy rung-ring-4\n");
 }
 
@@ -77,6 +80,34 @@ static void print_ring(const mrc_ring_t *ring, int r)
     if (ring->size > SHOWN)
         printf("... (%d nodes)", ring->size);
     printf("\n");
+}
+
+/* Idle directions count link entries; a link of count 3 carrying one hop
+ * each way is busy though two of its physical links are not. Say the
+ * physical links and the ports (what a program switches off) as well. */
+static void print_idle_physical(const mrc_embedding_t *e)
+{
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int n = mrc_topo_num_nodes(t);
+    long ports = 2L * mrc_topo_num_physical_links(t), idle = 0;
+    for (int u = 0; u < n; u++)
+        idle += mrc_embed_idle_ports(e, u);
+    printf("idle physical links: %d of %d\n", mrc_embed_num_idle_physical(e),
+           mrc_topo_num_physical_links(t));
+    printf("idle ports: %ld of %ld", idle, ports);
+    enum { SHOWN = 32 };
+    int shown = 0, with_idle = 0;
+    for (int u = 0; u < n; u++) {
+        int k = mrc_embed_idle_ports(e, u);
+        if (k == 0)
+            continue;
+        if (with_idle++ < SHOWN)
+            printf("%s%d:%d/%d", shown++ ? " " : "; per node (idle/ports) ",
+                   u, k, mrc_topo_num_ports(t, u));
+    }
+    printf(with_idle > shown ? " ... (%d nodes; --json lists them all)\n"
+                             : "\n",
+           with_idle);
 }
 
 static void print_links(const mrc_embedding_t *e)
@@ -121,6 +152,7 @@ static void print_links(const mrc_embedding_t *e)
             }
     }
     printf(idle > shown ? ", ...\n" : "\n");
+    print_idle_physical(e);
 }
 
 static void print_embedding(const mrc_embedding_t *e)

@@ -206,6 +206,96 @@ static void test_prism(void **state)
     }
 }
 
+/* Link counts per link class (issue 14, item 3): each option sets the
+ * physical links of its class only, and every node's ports add up. */
+static void test_link_class_counts(void **state)
+{
+    (void)state;
+    /* GCL's torus with doubled rungs and tripled columns: 2 + 3 + 3. */
+    mrc_topo_t *t = make("torus-ladder:8,rung=2,column=3");
+    expect_all_ports(t, 8);
+    assert_int_equal(mrc_topo_num_physical_links(t), 4 * 2 + 8 * 3);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(links_between(t, 2 * k, 2 * k + 1), 2);
+        assert_int_equal(links_between(t, 2 * k, (2 * k + 2) % 8), 3);
+        assert_int_equal(links_between(t, 2 * k + 1, (2 * k + 3) % 8), 3);
+    }
+    check_ports(t);
+    mrc_topo_destroy(t);
+
+    /* The preset: eight IPU-Links each, rung = 4, column = 2; the same as
+     * spelling the counts out, and they can still be overridden. */
+    const char *gcl[] = {"gcl-torus:16", "torus-ladder:16,rung=4,column=2"};
+    for (int i = 0; i < 2; i++) {
+        t = make(gcl[i]);
+        expect_all_ports(t, 8);
+        assert_int_equal(links_between(t, 0, 1), 4);
+        assert_int_equal(links_between(t, 0, 2), 2);
+        assert_int_equal(links_between(t, 14, 0), 2);
+        check_ports(t);
+        mrc_topo_destroy(t);
+    }
+    t = make("gcl-torus:8,rung=2,column=1");
+    expect_all_ports(t, 4);
+    mrc_topo_destroy(t);
+    /* Two rungs: column and closing link are one entry of twice the
+     * count; still eight ports. */
+    t = make("gcl-torus:4");
+    expect_all_ports(t, 8);
+    assert_int_equal(links_between(t, 0, 2), 4);
+    mrc_topo_destroy(t);
+
+    /* The mesh: end rungs have one column neighbour. */
+    t = make("ladder:6,rung=3,column=2");
+    assert_int_equal(mrc_topo_num_ports(t, 0), 3 + 2);
+    assert_int_equal(mrc_topo_num_ports(t, 2), 3 + 2 + 2);
+    assert_int_equal(mrc_topo_num_physical_links(t), 3 * 3 + 4 * 2);
+    check_ports(t);
+    mrc_topo_destroy(t);
+
+    /* torus2d: x along a row, y along a column; a dimension of 2 doubles. */
+    t = make("torus2d:4,3,x=2,y=3");
+    expect_all_ports(t, 2 * 2 + 2 * 3);
+    assert_int_equal(links_between(t, 0, 1), 2);
+    assert_int_equal(links_between(t, 0, 4), 3);
+    check_ports(t);
+    mrc_topo_destroy(t);
+    t = make("torus2d:2,3,x=2");
+    expect_all_ports(t, 2 * 2 + 2);
+    assert_int_equal(links_between(t, 0, 1), 4);
+    mrc_topo_destroy(t);
+
+    /* prism: endmost, intermediate and inter-layer counts. */
+    t = make("prism:3,4,end=4,mid=1,inter=2");
+    for (int u = 0; u < 12; u++) {
+        int layer = u / 3, endmost = layer == 0 || layer == 3;
+        int next = layer * 3 + (u % 3 + 1) % 3;
+        assert_int_equal(links_between(t, u, next), endmost ? 4 : 1);
+        if (layer < 3)
+            assert_int_equal(links_between(t, u, u + 3), 2);
+        assert_int_equal(mrc_topo_num_ports(t, u),
+                         endmost ? 4 + 4 + 2 : 1 + 1 + 2 + 2);
+    }
+    check_ports(t);
+    mrc_topo_destroy(t);
+
+    /* prism-torus: every layer alike, the last joined back to the first. */
+    t = make("prism-torus:4,3");
+    assert_int_equal(mrc_topo_num_nodes(t), 12);
+    expect_all_ports(t, 2 + 2 + 1 + 1);
+    assert_int_equal(links_between(t, 8, 0), 1);
+    assert_int_equal(links_between(t, 8, 9), 2);
+    assert_int_equal(mrc_topo_num_physical_links(t), 3 * 4 * 2 + 3 * 4);
+    check_ports(t);
+    mrc_topo_destroy(t);
+    t = make("prism-torus:3,5,intra=3,inter=2");
+    expect_all_ports(t, 3 + 3 + 2 + 2);
+    assert_int_equal(links_between(t, 12, 0), 2);
+    assert_int_equal(links_between(t, 12, 13), 3);
+    check_ports(t);
+    mrc_topo_destroy(t);
+}
+
 static void test_hcm8(void **state)
 {
     (void)state;
@@ -289,6 +379,32 @@ static void test_bad_specs(void **state)
         {"full:5000", "N <= 4097"},
         {"hcm8:3", "too many arguments"},
         {"line:0", "N >= 1"},
+        /* Link-class counts: a whole number of links, at least 1. */
+        {"torus-ladder:8,rung=0", "rung=0 is not a number of links"},
+        {"torus-ladder:8,rung=-2", "rung=-2 is not a number of links"},
+        {"torus-ladder:8,column=two", "column=two is not a number"},
+        {"torus-ladder:8,column=1.5", "column=1.5 is not a number"},
+        {"torus-ladder:8,column=", "column= is not a number"},
+        {"ladder:8,rung=1025", "from 1 to 1024"},
+        {"torus-ladder:8,rung=2,rung=2", "option 'rung' given twice"},
+        {"torus-ladder:8,rungs=2", "unknown option 'rungs' for torus-ladder "
+                                   "(options: rung=links, column=links"},
+        {"torus-ladder:rung=2,8", "arguments come before"},
+        {"ring:8,rung=2", "unknown option 'rung' for ring"},
+        {"torus2d:4,4,z=2", "options: x=links, y=links"},
+        {"prism:3,4,inter=0", "inter=0 is not a number of links"},
+        {"prism:3,4,intra=2", "options: end=links, mid=links, inter=links"},
+        {"prism-torus:3,4,end=2", "options: intra=links, inter=links"},
+        {"prism-torus:3,2", "L >= 3 layers"},
+        {"prism-torus:2,4", "K >= 3"},
+        {"gcl-torus:2", "gcl-torus:N needs an even N >= 4"},
+        {"gcl-torus:7", "even N >= 4"},
+        /* A wrap-around of 2 joins the same nodes twice: one entry. */
+        {"torus-ladder:4,column=513", "1026 links, more than 1024"},
+        {"torus2d:2,4,x=600", "1200 links, more than 1024"},
+        /* Counts multiply physical links; the port index stays bounded. */
+        {"torus2d:1024,1024,x=17,y=16", "more than 16777216 physical"},
+        {"prism-torus:1024,1024,intra=16", "more than 16777216 physical"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mrc_topo_t *t = (mrc_topo_t *)(uintptr_t)1;
@@ -454,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_ladder_and_torus_ladder),
         cmocka_unit_test(test_torus2d),
         cmocka_unit_test(test_prism),
+        cmocka_unit_test(test_link_class_counts),
         cmocka_unit_test(test_hcm8),
         cmocka_unit_test(test_spec_options),
         cmocka_unit_test(test_bad_specs),
