@@ -37,7 +37,8 @@ typedef struct mrc_config {
     const char *topology;
     /* Ring strategy (see `mrc help rings`); NULL: auto. */
     const char *strategy;
-    /* Groups "A+B+..." of consecutive ranks; NULL: one group. Each
+    /* Groups "A+B+..." of consecutive ranks, or rank lists "0,4+1,5+..."
+     * (see mrc_embed_config_t.groups); NULL: one group. Each
      * communicator's collectives run within its own group, all groups at
      * once; mrc_comm_rank and mrc_comm_size are within the group. */
     const char *groups;
