@@ -65,6 +65,9 @@ typedef struct mrc_config {
      * threads and shm, which are on one host, this is a test's way to
      * run hier; mrc_comm_init_mpi finds the real hosts and ignores it. */
     int hosts;
+    /* Links taken out of the topology before the rings are embedded,
+     * "A-B[:K],..." (see mrc_topo_fail_links); NULL or "": none. */
+    const char *failed_links;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

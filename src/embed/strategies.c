@@ -83,7 +83,7 @@ static mrc_status_t strategy_peripheral_ring(const mrc_embed_config_t *cfg,
                                              mrc__embed_builder_t *b)
 {
     const char *name = "peripheral-ring";
-    if (mrc__ladder_kind(b->topo) == MRC__NOT_LADDER)
+    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (mesh) or torus "
                               "(ladder:N or torus-ladder:N)");
@@ -137,7 +137,7 @@ static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
 {
     const char *name = "barley-twist";
     int n = mrc_topo_num_nodes(b->topo);
-    if (mrc__ladder_kind(b->topo) != MRC__TORUS)
+    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) != MRC__TORUS)
         return not_applicable(name, b->topo,
                               "it needs GCL's torus (torus-ladder:N), whose "
                               "loop-back links close the columns");
@@ -165,7 +165,7 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                           mrc__embed_builder_t *b)
 {
     const char *name = "ring-on-line";
-    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
+    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
     if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (ladder:N)");
@@ -225,7 +225,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
 {
     char name[32];
     snprintf(name, sizeof name, "rung-ring-%d", R);
-    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
+    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
     int n = mrc_topo_num_nodes(b->topo);
     if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
@@ -318,7 +318,7 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
 {
     const char *name = "prism-faces";
     int L = 0;
-    if (!is_prism3(b->topo, &L))
+    if (!is_prism3(mrc_topo_intact(b->topo), &L))
         return not_applicable(name, b->topo,
                               "it needs a triangular prism, prism:3,L (layers "
                               "of 3 nodes; node (l, k) = 3l + k)");
@@ -404,7 +404,7 @@ static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
                                   mrc__embed_builder_t *b)
 {
     const char *name = "hcm8";
-    if (!is_hcm8(b->topo))
+    if (!is_hcm8(mrc_topo_intact(b->topo)))
         return not_applicable(name, b->topo,
                               "it needs the 8-processor hybrid mesh (hcm8)");
     const char *groups = cfg && cfg->groups && cfg->groups[0] ? cfg->groups
@@ -417,7 +417,8 @@ static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
     mrc_embed_config_t c = {.groups = groups};
     mrc_status_t st = mrc__embed_groups(b->topo, &c, b);
     for (int g = 0; g < b->num_groups && st == MRC_OK; g++)
-        st = hcm8_group_fits(b->topo, groups, g, b->group_nodes[g],
+        st = hcm8_group_fits(mrc_topo_intact(b->topo), groups, g,
+                             b->group_nodes[g],
                              b->group_size[g]);
     static const int eight[3][8] = {{0, 1, 2, 3, 7, 6, 5, 4},
                                     {0, 3, 2, 1, 5, 6, 7, 4},

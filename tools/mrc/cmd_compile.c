@@ -151,7 +151,11 @@ int cmd_compile(int argc, char **argv)
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "compile", "fail-link", &argc, argv,
+                             &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "compile", max_memory);
     mrc_compile_config_t cc = {0};
@@ -199,8 +203,12 @@ int cmd_compile(int argc, char **argv)
     mrc_embed_config_t ec = {.strategy = strategy,
                              .groups = groups,
                              .replica_size = (int)rs};
+    if (st == MRC_OK && (rc = cli_fail_links(cmd, &fails, &t, NULL)) != 0)
+        goto done;
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
+    if (st == MRC_OK)
+        cli_report_failed_links(json ? stderr : stdout, t, &ec);
     if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, &cc)) != CLI_OK)
         goto done;
     double t0 = now_ms(), t1 = t0, t2 = t0;

@@ -164,7 +164,10 @@ int cmd_rings(int argc, char **argv)
                               {"output", 'o', &out, NULL},
                               {"max-rings", 0, &max_rings, NULL},
                               {0}};
-    int rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "rings", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
     if (rc != CLI_OK)
         return rc;
     long rsize = 0;
@@ -184,11 +187,17 @@ int cmd_rings(int argc, char **argv)
     mrc_status_t st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
     mrc_embed_config_t cfg = {.strategy = strategy,
                               .groups = groups,
                               .replica_size = (int)rsize,
                               .max_rings = (int)rmax};
     st = mrc_embed_create(t, &cfg, &e);
+    if (st == MRC_OK)
+        cli_report_failed_links(json ? stderr : stdout, t, &cfg);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
         mrc_topo_destroy(t);

@@ -240,7 +240,10 @@ int cmd_run(int argc, char **argv)
                               {"hosts", 0, &hosts, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "run", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "run", max_memory);
     mrc_algo_t family = MRC_ALGO_AUTO;
@@ -280,6 +283,11 @@ int cmd_run(int argc, char **argv)
     st = mrc_topo_create(topology, &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    char failed[4096];
+    if ((rc = cli_fail_links(cmd, &fails, &t, failed)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
     int nranks = mrc_topo_num_nodes(t);
     if (nranks > 256) {
         mrc_topo_destroy(t);
@@ -328,12 +336,14 @@ int cmd_run(int argc, char **argv)
         }
         mrc_embed_figures_t fig;
         mrc_embed_figures(e, &fig);
+        cli_report_failed_links(stderr, t, &ec);
         mrc_embed_destroy(e);
         mrc_config_t cfg = {.topology = topology, .strategy = name,
                             .groups = groups, .replica_size = (int)rs,
                             .chunk_bytes = (size_t)cb,
                             .algo = algo,
-                            .hosts = nh};
+                            .hosts = nh,
+                            .failed_links = failed};
         st = mrc_comm_init_all(comms, nranks, &cfg);
         if (st != MRC_OK) {
             rc = cli_fail(cmd, st);

@@ -417,7 +417,10 @@ int cmd_sim(int argc, char **argv)
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "sim", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "sim", max_memory);
     sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
@@ -456,6 +459,14 @@ int cmd_sim(int argc, char **argv)
     st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
+    mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
+                             .replica_size = a.replica};
+    if (!sweep_range && !cmp)
+        cli_report_failed_links(json ? stderr : stdout, t, &ec);
     if (sweep_range) {
         rc = sweep(cmd, &a, t, sweep_range, prefix);
     } else if (cmp) {
