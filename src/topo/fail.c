@@ -88,13 +88,17 @@ static mrc_status_t parse_item(const mrc_topo_t *t, const char *s, size_t len,
     }
     if (!colon) /* all of them, whatever failed before */
         k = have - pairs[i].count;
-    if (k == 0 || pairs[i].count + k > have)
+    if (k == 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "failed link '%.*s': all %d links between nodes "
+                          "%ld and %ld failed already",
+                          (int)len, s, have, a, b);
+    if (pairs[i].count + k > have)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "failed link '%.*s': %ld more of the %d links "
                           "between nodes %ld and %ld, of which %d already "
                           "failed",
-                          (int)len, s, k > 0 ? k : have, have, a, b,
-                          pairs[i].count);
+                          (int)len, s, k, have, a, b, pairs[i].count);
     pairs[i].count += (int)k;
     return MRC_OK;
 }

@@ -108,7 +108,8 @@ static void test_refusals(void **state)
     expect_refusal("hcm8", "0-1:2,1-0:1", "1 more of the 2 links between "
                                           "nodes 1 and 0, of which 2 "
                                           "already failed");
-    expect_refusal("hcm8", "0-1,0-1", "2 more of the 2 links");
+    expect_refusal("hcm8", "0-1,0-1", "all 2 links between nodes 0 and 1 "
+                                      "failed already");
     expect_refusal("ring:8", "0-1,4-5", "disconnected");
     expect_refusal("ring:8", "", "no links");
 }
