@@ -9,6 +9,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 pairs=0,4+1,5+2,6+3,7
 
+for c in rings compile run sim; do
+    expect 0 "fail-link A-B\[:K\]" "$MRC" help $c
+    expect 0 "0,4+1,5" "$MRC" help $c
+done
+
 # Seed 004's 4x2 configuration over the counterpart links: one ring each
 # over the double link, as fast as the pairs within a subset.
 expect 0 "4 groups" "$MRC" rings hcm8 --strategy hcm8 --groups $pairs

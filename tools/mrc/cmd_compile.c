@@ -15,6 +15,7 @@ void help_compile(void)
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
         "                   [--chunk BYTES] [--algo A] [--hosts H] [--listing]\n"
+        "                   [--fail-link A-B[:K]]...\n"
         "                   [-o FILE]\n"
         "                   [--json]\n"
         "       mrc compile --load FILE [--listing] [--json]\n"
@@ -41,7 +42,9 @@ void help_compile(void)
         "             model, as 'mrc explain' shows); one that does not\n"
         "             apply is refused with the reason (exit 2)\n"
         "--hosts      hier: the group's ranks are on this many hosts, in\n"
-        "             equal blocks of consecutive ranks (default 1)\n");
+        "             equal blocks of consecutive ranks (default 1)\n"
+        "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
+        "             as in 'mrc help rings'\n");
 }
 
 static double now_ms(void)

@@ -22,6 +22,7 @@ void help_run(void)
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
         "               [--max-memory SIZE] [--algo A] [--hosts H]\n"
+        "               [--fail-link A-B[:K]]...\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -42,7 +43,11 @@ void help_run(void)
         "hier; default $MRC_HOSTS, else 1).\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
-        "refused up front with the figure.\n");
+        "refused up front with the figure.\n"
+        "--groups: sizes (4+2+2) or node lists (0,4+1,5+2,6+3,7; a list's\n"
+        "order is the ranks' order in the group). --fail-link: links taken\n"
+        "out first; algbw and efficiency before and after go to stderr.\n"
+        "Both as in 'mrc help rings'.\n");
 }
 
 typedef struct run_cfg {

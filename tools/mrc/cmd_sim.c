@@ -15,7 +15,7 @@ void help_sim(void)
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
         "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts H]\n"
-        "               [--json]\n"
+        "               [--fail-link A-B[:K]]... [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "\n"
@@ -47,7 +47,9 @@ void help_sim(void)
         "             explain' shows); one that does not apply: exit 2\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
-        "             up front with the figure\n");
+        "             up front with the figure\n"
+        "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
+        "             as in 'mrc help rings'\n");
 }
 
 typedef struct sim_args {
