@@ -173,6 +173,25 @@ static void test_strategies_degrade(void **state)
     mrc_topo_destroy(r);
     mrc_topo_destroy(t);
 
+    /* The same topology read from a file (no intact one behind it) is
+     * still hcm8: a link it does not need is missing, not its shape. */
+    t = topo("hcm8");
+    r = without(t, "0-1:1");
+    char *json = NULL;
+    assert_int_equal(mrc_topo_to_json(r, &json), MRC_OK);
+    mrc_topo_t *file = NULL;
+    assert_int_equal(mrc_topo_parse_json(json, strlen(json), "f.json",
+                                         &file),
+                     MRC_OK);
+    mrc_free(json);
+    assert_ptr_equal(mrc_topo_intact(file), file);
+    assert_int_equal(embed(file, "hcm8", NULL, &after), MRC_OK);
+    assert_int_equal(embed(r, "hcm8", NULL, &before), MRC_OK);
+    assert_true(fabs(after.algbw_gbps - before.algbw_gbps) < 1e-9);
+    mrc_topo_destroy(file);
+    mrc_topo_destroy(r);
+    mrc_topo_destroy(t);
+
     /* GCL: peripheral-ring does not use the inner rungs. */
     t = topo("ladder:8");
     r = without(t, "2-3");
