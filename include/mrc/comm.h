@@ -37,7 +37,8 @@ typedef struct mrc_config {
     const char *topology;
     /* Ring strategy (see `mrc help rings`); NULL: auto. */
     const char *strategy;
-    /* Groups "A+B+..." of consecutive ranks; NULL: one group. Each
+    /* Groups "A+B+..." of consecutive ranks, or rank lists "0,4+1,5+..."
+     * (see mrc_embed_config_t.groups); NULL: one group. Each
      * communicator's collectives run within its own group, all groups at
      * once; mrc_comm_rank and mrc_comm_size are within the group. */
     const char *groups;
@@ -64,6 +65,9 @@ typedef struct mrc_config {
      * threads and shm, which are on one host, this is a test's way to
      * run hier; mrc_comm_init_mpi finds the real hosts and ignores it. */
     int hosts;
+    /* Links taken out of the topology before the rings are embedded,
+     * "A-B[:K],..." (see mrc_topo_fail_links); NULL or "": none. */
+    const char *failed_links;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

@@ -52,7 +52,11 @@ typedef struct mrc_embed_config {
     /* A strategy name (`mrc help rings` lists them), or NULL for "auto". */
     const char *strategy;
     /* Groups as sizes of consecutive blocks of nodes, "4+2+2" = nodes
-     * 0-3, 4-5, 6-7; NULL or "" for one group of every node. */
+     * 0-3, 4-5, 6-7, or (when it has a ',') as node lists, "0,4+1,5+2,6+
+     * 3,7" ('+' between groups, ',' within one; a lone node is a group of
+     * one). A list's order is the group's rank order (and the ring
+     * strategy's ring order). Groups must be disjoint and cover every
+     * node. NULL or "" for one group of every node. */
     const char *groups;
     /* > 0: GCL replicas of this many consecutive nodes; the groups are then
      * the cross-replica groups (the nodes at the same position in every

@@ -79,6 +79,26 @@ MRC_EXTERN mrc_status_t mrc_topo_from_links(int num_nodes,
                                             const mrc_link_t *links,
                                             int num_links, mrc_topo_t **out);
 
+/* A copy of `topo` without the links that `failed` names: items "A-B"
+ * (every physical link between nodes A and B) or "A-B:K" (K of them),
+ * joined by ','; items on the same pair add up. Refused (naming the item)
+ * when a node is out of range, A == B, no link joins A and B, or K is
+ * more than the links left between them; refused when what is left is
+ * disconnected. The copy is named "NAME without ITEMS", keeps the intact
+ * topology (mrc_topo_intact) and its own links' order; its ports are
+ * numbered afresh. Failing links of a copy fails them of the same intact
+ * topology. */
+MRC_EXTERN mrc_status_t mrc_topo_fail_links(const mrc_topo_t *topo,
+                                            const char *failed,
+                                            mrc_topo_t **out);
+
+/* The topology before mrc_topo_fail_links took links out of it; `topo`
+ * itself if none were. */
+MRC_EXTERN const mrc_topo_t *mrc_topo_intact(const mrc_topo_t *topo);
+
+/* The links mrc_topo_fail_links took out ("0-4:1,2-6"), or NULL. */
+MRC_EXTERN const char *mrc_topo_failed_links(const mrc_topo_t *topo);
+
 /* Destroys a topology; NULL is a no-op. */
 MRC_EXTERN void mrc_topo_destroy(mrc_topo_t *topo);
 

@@ -179,6 +179,19 @@ static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
     return st;
 }
 
+/* Replaces *topo by a copy without the failed links. */
+static mrc_status_t without_failed_links(mrc_topo_t **topo,
+                                         const char *failed)
+{
+    mrc_topo_t *t = NULL;
+    mrc_status_t st = mrc_topo_fail_links(*topo, failed, &t);
+    if (st != MRC_OK)
+        return st;
+    mrc_topo_destroy(*topo);
+    *topo = t;
+    return MRC_OK;
+}
+
 /* What every rank of a job shares: topology, rings, programs. A NULL cfg
  * takes every default. */
 static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
@@ -228,6 +241,8 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
                         "topology %s has %d nodes but there are %d ranks",
                         mrc_topo_name(s->topo), mrc_topo_num_nodes(s->topo),
                         nranks);
+    if (st == MRC_OK && cfg->failed_links && cfg->failed_links[0])
+        st = without_failed_links(&s->topo, cfg->failed_links);
     mrc_embed_config_t ec = {.strategy = cfg->strategy,
                              .groups = cfg->groups,
                              .replica_size = cfg->replica_size,

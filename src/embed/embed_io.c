@@ -10,6 +10,46 @@
 
 #include "embed_internal.h"
 
+/* A step u -> v that the strategy meant over a link that failed: the
+ * intact topology joins u and v, what is left does not. */
+static int lost(const mrc_topo_t *t, int u, int v)
+{
+    return mrc__links_between(t, u, v) == 0 &&
+           mrc__links_between(mrc_topo_intact(t), u, v) > 0;
+}
+
+/* A named strategy states its rings on the intact shape of the topology
+ * (mrc_topo_fail_links): where a hop or a step of a route needs a link
+ * that failed, it is refused naming the link, instead of being routed
+ * round it by chance. ring routes round missing links by design, and
+ * auto only sees the links that are left. */
+static mrc_status_t check_lost_links(const mrc__embed_builder_t *b,
+                                     const char *name)
+{
+    if (mrc_topo_intact(b->topo) == b->topo || strcmp(name, "ring") == 0 ||
+        strcmp(name, "auto") == 0)
+        return MRC_OK;
+    for (int r = 0; r < b->num_rings; r++) {
+        const mrc__draft_ring_t *ring = &b->rings[r];
+        for (int i = 0; i < ring->size; i++) {
+            const mrc__draft_hop_t *h = &ring->hops[i];
+            int u = ring->nodes[i], v = ring->nodes[(i + 1) % ring->size];
+            for (int s = 0; s + 1 < h->route_len && !lost(b->topo, u, v);
+                 s++) {
+                u = h->route[s];
+                v = h->route[s + 1];
+            }
+            if (lost(b->topo, u, v))
+                return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                                  "%s needs the link between nodes %d and "
+                                  "%d, which failed in %s; auto embeds "
+                                  "rings round it",
+                                  name, u, v, mrc_topo_name(b->topo));
+        }
+    }
+    return MRC_OK;
+}
+
 static mrc_status_t run_fn(const mrc_topo_t *topo,
                            const mrc_embed_config_t *cfg, mrc__strategy_fn fn,
                            const char *name, mrc_embedding_t **out)
@@ -17,6 +57,8 @@ static mrc_status_t run_fn(const mrc_topo_t *topo,
     mrc__embed_builder_t b;
     mrc__eb_init(&b, topo);
     mrc_status_t st = fn(cfg, &b);
+    if (st == MRC_OK)
+        st = check_lost_links(&b, name);
     if (st != MRC_OK) {
         mrc__eb_free(&b);
         return st;

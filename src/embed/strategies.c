@@ -96,7 +96,7 @@ static mrc_status_t strategy_peripheral_ring(const mrc_embed_config_t *cfg,
                                              mrc__embed_builder_t *b)
 {
     const char *name = "peripheral-ring";
-    if (mrc__ladder_kind(b->topo) == MRC__NOT_LADDER)
+    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (mesh) or torus "
                               "(ladder:N or torus-ladder:N)");
@@ -165,7 +165,7 @@ static mrc_status_t strategy_barley_twist(const mrc_embed_config_t *cfg,
 {
     const char *name = "barley-twist";
     int n = mrc_topo_num_nodes(b->topo);
-    if (mrc__ladder_kind(b->topo) != MRC__TORUS)
+    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) != MRC__TORUS)
         return not_applicable(name, b->topo,
                               "it needs GCL's torus (torus-ladder:N), whose "
                               "loop-back links close the columns");
@@ -194,7 +194,7 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                           mrc__embed_builder_t *b)
 {
     const char *name = "ring-on-line";
-    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
+    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
     if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
                               "it needs GCL's ladder (ladder:N)");
@@ -254,7 +254,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
 {
     char name[32];
     snprintf(name, sizeof name, "rung-ring-%d", R);
-    enum mrc__ladder kind = mrc__ladder_kind(b->topo);
+    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
     int n = mrc_topo_num_nodes(b->topo);
     if (kind == MRC__NOT_LADDER)
         return not_applicable(name, b->topo,
@@ -347,7 +347,7 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
 {
     const char *name = "prism-faces";
     int L = 0;
-    if (!is_prism3(b->topo, &L))
+    if (!is_prism3(mrc_topo_intact(b->topo), &L))
         return not_applicable(name, b->topo,
                               "it needs a triangular prism, prism:3,L (layers "
                               "of 3 nodes; node (l, k) = 3l + k)");
@@ -384,46 +384,92 @@ static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
 
 /* ---- hcm8 (seed 004) --------------------------------------------------- */
 
+/* Does the hybrid mesh join u and v by a double link (neighbours in a
+ * subset, or counterparts)? */
+static int hcm8_double(int u, int v)
+{
+    if (u / 4 != v / 4)
+        return (u + 4) % 8 == v;
+    int d = (u - v + 4) % 4;
+    return d == 1 || d == 3;
+}
+
+/* The hybrid mesh, or what is left of it when links failed: each of its
+ * 16 pairs joined by at least one link (a file that lost one of a double
+ * link is still hcm8; the rings say what that costs). Extra links do not
+ * matter. */
 static int is_hcm8(const mrc_topo_t *t)
 {
     if (mrc_topo_num_nodes(t) != 8)
         return 0;
     for (int u = 0; u < 8; u++) {
         int base = u / 4 * 4, i = u % 4;
-        if (mrc__links_between(t, u, base + (i + 1) % 4) < 2 ||
+        if (mrc__links_between(t, u, base + (i + 1) % 4) < 1 ||
             mrc__links_between(t, u, base + (i + 2) % 4) < 1 ||
-            mrc__links_between(t, u, (u + 4) % 8) < 2)
+            mrc__links_between(t, u, (u + 4) % 8) < 1)
             return 0;
     }
     return 1;
 }
 
+/* Can hcm8 configure group g (claim 6)? All eight nodes, one subset of
+ * four (0-3 or 4-7, in any rank order), two nodes joined by a double link
+ * (neighbours in a subset, or counterparts such as 0 and 4), or one node.
+ * 0 if so, else the refusal. */
+static mrc_status_t hcm8_group_fits(const char *groups, int g,
+                                    const int *nodes, int m)
+{
+    int fits = m == 8 || m == 1;
+    if (m == 4)
+        fits = nodes[0] / 4 == nodes[1] / 4 && nodes[0] / 4 == nodes[2] / 4 &&
+               nodes[0] / 4 == nodes[3] / 4;
+    if (m == 2)
+        fits = hcm8_double(nodes[0], nodes[1]);
+    if (fits)
+        return MRC_OK;
+    char why[96];
+    if (m == 2)
+        snprintf(why, sizeof why, "nodes %d and %d are not joined by a "
+                 "double link (neighbours or counterparts)", nodes[0],
+                 nodes[1]);
+    else if (m == 4)
+        snprintf(why, sizeof why, "its nodes are not one subset");
+    else
+        snprintf(why, sizeof why, "it has %d nodes", m);
+    return mrc__error(MRC_ERR_NOT_APPLICABLE,
+                      "hcm8 configures the groups of seed 004's claim 6 "
+                      "(8, 4+4, 2+2+2+2 or 4+2+2; a group of 4 is one "
+                      "subset, 0-3 or 4-7, and a group of 2 two nodes "
+                      "joined by a double link, such as 0,4+1,5+2,6+3,7), "
+                      "not '%s': in group %d, %s; auto takes any groups",
+                      groups, g, why);
+}
+
 /* The compute-group configurations of claim 6. With one group of 8, three
  * Hamiltonian rings that share no physical link: each node uses 6 of its 7
  * ports. A group of 4 (one subset) has two rings, one round the square
- * and one across its diagonals; a group of 2 one ring over its double
- * link. */
+ * and one across its diagonals, whatever its rank order; a group of 2 one
+ * ring over its double link (within a subset, or to the counterpart in the
+ * other subset). */
 static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
                                   mrc__embed_builder_t *b)
 {
     const char *name = "hcm8";
-    if (!is_hcm8(b->topo))
+    if (!is_hcm8(mrc_topo_intact(b->topo)))
         return not_applicable(name, b->topo,
                               "it needs the 8-processor hybrid mesh (hcm8)");
     const char *groups = cfg && cfg->groups && cfg->groups[0] ? cfg->groups
                                                               : "8";
     if (cfg && cfg->replica_size > 1)
         return mrc__error(MRC_ERR_NOT_APPLICABLE,
-                          "hcm8 takes --groups 8, 4+4, 2+2+2+2 or 4+2+2, not "
-                          "a replica size");
-    if (strcmp(groups, "8") && strcmp(groups, "4+4") &&
-        strcmp(groups, "2+2+2+2") && strcmp(groups, "4+2+2"))
-        return mrc__error(MRC_ERR_NOT_APPLICABLE,
-                          "hcm8 configures the groups 8, 4+4, 2+2+2+2 or "
-                          "4+2+2 (seed 004, claim 6), not '%s'",
-                          groups);
+                          "hcm8 takes --groups 8, 4+4, 2+2+2+2 or 4+2+2 (or "
+                          "node lists such as 0,4+1,5+2,6+3,7), not a "
+                          "replica size");
     mrc_embed_config_t c = {.groups = groups};
     mrc_status_t st = mrc__embed_groups(b->topo, &c, b);
+    for (int g = 0; g < b->num_groups && st == MRC_OK; g++)
+        st = hcm8_group_fits(groups, g, b->group_nodes[g],
+                             b->group_size[g]);
     static const int eight[3][8] = {{0, 1, 2, 3, 7, 6, 5, 4},
                                     {0, 3, 2, 1, 5, 6, 7, 4},
                                     {0, 2, 6, 4, 7, 5, 1, 3}};
@@ -434,12 +480,13 @@ static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
             for (int r = 0; r < 3 && st == MRC_OK; r++)
                 st = add_routed_ring(b, g, eight[r], 8, 1, 1.0 / 3);
         } else if (m == 4) {
-            int square[4] = {nodes[0], nodes[1], nodes[2], nodes[3]};
-            int diagonal[4] = {nodes[0], nodes[2], nodes[1], nodes[3]};
+            int s = nodes[0] / 4 * 4;
+            int square[4] = {s, s + 1, s + 2, s + 3};
+            int diagonal[4] = {s, s + 2, s + 1, s + 3};
             st = add_routed_ring(b, g, square, 4, 1, 0.5);
             if (st == MRC_OK)
                 st = add_routed_ring(b, g, diagonal, 4, 1, 0.5);
-        } else {
+        } else if (m == 2) {
             st = add_routed_ring(b, g, nodes, m, 1, 1.0);
         }
     }

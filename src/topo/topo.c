@@ -368,6 +368,8 @@ void mrc_topo_destroy(mrc_topo_t *t)
     free(t->port_link);
     free(t->name);
     free(t->origin);
+    free(t->failed);
+    mrc_topo_destroy(t->intact);
     free(t);
 }
 

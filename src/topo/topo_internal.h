@@ -27,6 +27,11 @@ struct mrc_topo {
     int *node_links;    /* link entries of each node, in port order */
     int *port_off;      /* [num_nodes + 1] into port_link */
     int *port_link;     /* link entry behind each port */
+    /* After mrc_topo_fail_links: the topology before any link was taken
+     * out (owned), and the links taken out, "0-4:1,2-6" (owned); both
+     * NULL otherwise. */
+    mrc_topo_t *intact;
+    char *failed;
 };
 
 /* Collects nodes and links; mrc__tb_build() validates and freezes them. */

@@ -105,6 +105,39 @@ int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
     return CLI_OK;
 }
 
+int cli_take_values(const char *cmd, const char *topic, const char *name,
+                    int *argc, char **argv, cli_values_t *values)
+{
+    size_t len = strlen(name);
+    int kept = 0, i = 0;
+    values->n = 0;
+    for (; i < *argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--") == 0)
+            break;
+        const char *val = NULL;
+        if (strncmp(arg, "--", 2) != 0 || strncmp(arg + 2, name, len) != 0 ||
+            (arg[2 + len] != '\0' && arg[2 + len] != '=')) {
+            argv[kept++] = argv[i];
+            continue;
+        }
+        if (arg[2 + len] == '=')
+            val = arg + 3 + len;
+        else if (i + 1 < *argc)
+            val = argv[++i];
+        else
+            return cli_usage(cmd, topic, "option '%s' needs a value", arg);
+        if (values->n >= CLI_MAX_VALUES)
+            return cli_usage(cmd, topic, "option '--%s' given more than %d "
+                             "times", name, CLI_MAX_VALUES);
+        values->v[values->n++] = val;
+    }
+    for (; i < *argc; i++)
+        argv[kept++] = argv[i];
+    *argc = kept;
+    return CLI_OK;
+}
+
 int cli_has_ext(const char *path, const char *ext)
 {
     size_t n = strlen(path), m = strlen(ext);
@@ -287,4 +320,73 @@ int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
         return cli_fail(cmd, st);
     cc->algo = sel.chosen;
     return CLI_OK;
+}
+
+int cli_fail_links(const char *cmd, const cli_values_t *values,
+                   mrc_topo_t **topo, char *joined)
+{
+    enum { ROOM = 4096 };
+    char buf[ROOM];
+    size_t len = 0;
+    if (joined)
+        joined[0] = '\0';
+    if (values->n == 0)
+        return CLI_OK;
+    for (int i = 0; i < values->n; i++) {
+        size_t n = strlen(values->v[i]);
+        /* An empty value or one with ',' would read as other items. */
+        if (n == 0 || strchr(values->v[i], ',') || len + n + 2 > ROOM) {
+            fprintf(stderr, "%s: --fail-link '%s': give one link A-B or "
+                    "A-B:K per --fail-link (see 'mrc help rings')\n", cmd,
+                    values->v[i]);
+            return CLI_USAGE;
+        }
+        if (i > 0)
+            buf[len++] = ',';
+        memcpy(buf + len, values->v[i], n + 1);
+        len += n;
+    }
+    mrc_topo_t *t = NULL;
+    mrc_status_t st = mrc_topo_fail_links(*topo, buf, &t);
+    if (st != MRC_OK) {
+        fprintf(stderr, "%s: --fail-link: %s\n", cmd, mrc_last_error());
+        return st == MRC_ERR_NO_MEMORY ? CLI_FAIL : CLI_USAGE;
+    }
+    mrc_topo_destroy(*topo);
+    *topo = t;
+    if (joined)
+        memcpy(joined, buf, len + 1);
+    return CLI_OK;
+}
+
+void cli_report_failed_links(FILE *out, const mrc_topo_t *t,
+                             const mrc_embed_config_t *ec)
+{
+    const char *failed = mrc_topo_failed_links(t);
+    if (!failed)
+        return;
+    mrc_embedding_t *before = NULL, *after = NULL;
+    mrc_embed_figures_t fb = {0}, fa = {0};
+    int ok_b = mrc_embed_create(mrc_topo_intact(t), ec, &before) == MRC_OK;
+    int ok_a = mrc_embed_create(t, ec, &after) == MRC_OK;
+    /* No rings after: the command's own error says which link failed. */
+    if (!ok_a) {
+        mrc_embed_destroy(before);
+        return;
+    }
+    if (ok_b)
+        mrc_embed_figures(before, &fb);
+    mrc_embed_figures(after, &fa);
+    fprintf(out, "failed links %s (%d of %d physical links left); "
+            "strategy %s: ", failed, mrc_topo_num_physical_links(t),
+            mrc_topo_num_physical_links(mrc_topo_intact(t)),
+            ec->strategy ? ec->strategy : "auto");
+    if (ok_b)
+        fprintf(out, "algbw %.2f GB/s, efficiency %.4f before; ",
+                fb.algbw_gbps, fb.efficiency);
+    fprintf(out, "algbw %.2f GB/s, efficiency %.4f after (of the bound "
+            "without them, %.2f GB/s)\n",
+            fa.algbw_gbps, fa.efficiency, fa.bound_gbps);
+    mrc_embed_destroy(before);
+    mrc_embed_destroy(after);
 }

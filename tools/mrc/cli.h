@@ -10,11 +10,19 @@
 #define MRC_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/common.h"
 #include "mrc/mrc.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* The values of a repeatable option, in the order given. */
+enum { CLI_MAX_VALUES = 64 };
+typedef struct cli_values {
+    const char *v[CLI_MAX_VALUES];
+    int n;
+} cli_values_t;
 
 typedef struct cli_opt {
     const char *name;   /* long name, without the dashes */
@@ -22,6 +30,13 @@ typedef struct cli_opt {
     const char **value; /* for options that take a value */
     int *flag;          /* for flags: set to 1 when present */
 } cli_opt_t;
+
+/* Takes every "--NAME VALUE" and "--NAME=VALUE" of a repeatable option
+ * out of argv[0..*argc) (up to a "--"), in order, into `values`, and
+ * closes the gaps, so that cli_parse sees the rest. CLI_USAGE with a
+ * message if one has no value or there are too many. */
+int cli_take_values(const char *cmd, const char *topic, const char *name,
+                    int *argc, char **argv, cli_values_t *values);
 
 /* Parses argv[0..argc) (the words after the sub-command) against `opts`
  * (terminated by a zeroed entry); positional words go to pos[], between
@@ -68,6 +83,20 @@ int cli_max_memory(const char *cmd, const char *topic, const char *value);
  * CLI_USAGE with a message if it is not a positive integer. */
 int cli_hosts(const char *cmd, const char *topic, const char *value,
               int dflt, int *out);
+
+/* --fail-link A-B[:K] (repeatable): replaces *topo by a copy without
+ * those links (mrc_topo_fail_links), destroying the old one; nothing when
+ * none were given. `joined` (room for 4096 bytes, or NULL) gets the
+ * values joined by ',' for mrc_config_t.failed_links. CLI_USAGE with a
+ * message naming the bad value. */
+int cli_fail_links(const char *cmd, const cli_values_t *values,
+                   mrc_topo_t **topo, char *joined);
+
+/* What failed links cost the embedding that `ec` makes on `t`: one line
+ * with the links, and the algbw and efficiency on the intact topology
+ * and on `t`, to `out`. Nothing when no link of `t` failed. */
+void cli_report_failed_links(FILE *out, const mrc_topo_t *t,
+                             const mrc_embed_config_t *ec);
 
 /* 1 if `path` ends with `ext` (such as ".svg"). */
 int cli_has_ext(const char *path, const char *ext);

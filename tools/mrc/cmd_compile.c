@@ -15,6 +15,7 @@ void help_compile(void)
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
         "                   [--chunk BYTES] [--algo A] [--hosts H] [--listing]\n"
+        "                   [--fail-link A-B[:K]]...\n"
         "                   [-o FILE]\n"
         "                   [--json]\n"
         "       mrc compile --load FILE [--listing] [--json]\n"
@@ -41,7 +42,9 @@ void help_compile(void)
         "             model, as 'mrc explain' shows); one that does not\n"
         "             apply is refused with the reason (exit 2)\n"
         "--hosts      hier: the group's ranks are on this many hosts, in\n"
-        "             equal blocks of consecutive ranks (default 1)\n");
+        "             equal blocks of consecutive ranks (default 1)\n"
+        "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
+        "             as in 'mrc help rings'\n");
 }
 
 static double now_ms(void)
@@ -151,7 +154,11 @@ int cmd_compile(int argc, char **argv)
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "compile", "fail-link", &argc, argv,
+                             &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "compile", max_memory);
     mrc_compile_config_t cc = {0};
@@ -199,8 +206,12 @@ int cmd_compile(int argc, char **argv)
     mrc_embed_config_t ec = {.strategy = strategy,
                              .groups = groups,
                              .replica_size = (int)rs};
+    if (st == MRC_OK && (rc = cli_fail_links(cmd, &fails, &t, NULL)) != 0)
+        goto done;
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
+    if (st == MRC_OK)
+        cli_report_failed_links(json ? stderr : stdout, t, &ec);
     if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, &cc)) != CLI_OK)
         goto done;
     double t0 = now_ms(), t1 = t0, t2 = t0;

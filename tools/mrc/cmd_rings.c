@@ -10,7 +10,8 @@ void help_rings(void)
     printf(
         "usage: mrc rings SPEC [--strategy NAME] [--replica-size R | "
         "--groups A+B+...]\n"
-        "                 [--max-rings K] [--json] [-o FILE.svg|FILE.dot]\n"
+        "                 [--max-rings K] [--fail-link A-B[:K]]... [--json]\n"
+        "                 [-o FILE.svg|FILE.dot]\n"
         "\n"
         "Embeds logical rings in the topology SPEC (see 'mrc help topo'),\n"
         "verifies them, and prints each group's rings, the load on every\n"
@@ -26,7 +27,8 @@ void help_rings(void)
         "  auto             any topology, any groups: the best rings found by\n"
         "                   an exact search (small groups), a construction or\n"
         "                   any named strategy below (the default)\n"
-        "  ring             one bidirectional ring per group in index order\n"
+        "  ring             one bidirectional ring per group in its order\n"
+        "                   (hops without a link routed on shortest paths)\n"
         "  peripheral-ring  GCL, replica size 1, ladder or torus: up one "
         "column,\n"
         "                   down the other\n"
@@ -43,13 +45,26 @@ void help_rings(void)
         "                   along the opposite edge\n"
         "  hcm8             seed 004: --groups 8 (3 rings), 4+4 (2 rings "
         "each),\n"
-        "                   2+2+2+2 or 4+2+2\n"
+        "                   2+2+2+2, 4+2+2, or pairs over any double link,\n"
+        "                   such as the counterparts 0,4+1,5+2,6+3,7\n"
         "\n"
-        "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, 6-7)\n"
+        "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, 6-7),\n"
+        "                  or node lists (0,4+1,5+2,6+3,7: '+' between\n"
+        "                  groups, ',' within one; a lone node is a group of\n"
+        "                  one). A list's order is the group's rank order\n"
+        "                  (and ring's ring order). Groups are disjoint and\n"
+        "                  cover every node.\n"
         "--replica-size R  GCL replicas of R consecutive nodes; each group is\n"
         "                  the nodes at the same position in every replica\n"
         "--max-rings K     at most K rings per group (auto trades bandwidth\n"
         "                  for fewer rings; a bidirectional ring counts once)\n"
+        "--fail-link A-B[:K]  take K (default all) of the links between\n"
+        "                  nodes A and B out before embedding; repeatable.\n"
+        "                  Named strategies keep their rings while the links\n"
+        "                  they use survive and are refused naming one they\n"
+        "                  need; auto re-embeds. A first line gives algbw\n"
+        "                  and efficiency before and after (on stderr with\n"
+        "                  --json). Also on compile, run and sim.\n"
         "-o FILE           draw the rings, each in its own colour\n"
         "\n"
         "A strategy that does not apply exits with status 2 and says what it\n"
@@ -57,7 +72,9 @@ void help_rings(void)
         "  mrc rings hcm8 --strategy hcm8\n"
         "  mrc rings torus-ladder:16 --strategy barley-twist -o bt.svg\n"
         "  mrc rings gcl-torus:8 --strategy barley-twist\n"
-        "  mrc rings ladder:16 --strategy rung-ring-4\n");
+        "  mrc rings ladder:16 --strategy rung-ring-4\n"
+        "  mrc rings hcm8 --strategy hcm8 --groups 0,4+1,5+2,6+3,7\n"
+        "  mrc rings hcm8 --strategy hcm8 --fail-link 0-1:1\n");
 }
 
 static void print_ring(const mrc_ring_t *ring, int r)
@@ -196,7 +213,10 @@ int cmd_rings(int argc, char **argv)
                               {"output", 'o', &out, NULL},
                               {"max-rings", 0, &max_rings, NULL},
                               {0}};
-    int rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "rings", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "rings", argc, argv, opts, pos, 1, 1, &npos);
     if (rc != CLI_OK)
         return rc;
     long rsize = 0;
@@ -216,11 +236,17 @@ int cmd_rings(int argc, char **argv)
     mrc_status_t st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
     mrc_embed_config_t cfg = {.strategy = strategy,
                               .groups = groups,
                               .replica_size = (int)rsize,
                               .max_rings = (int)rmax};
     st = mrc_embed_create(t, &cfg, &e);
+    if (st == MRC_OK)
+        cli_report_failed_links(json ? stderr : stdout, t, &cfg);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
         mrc_topo_destroy(t);

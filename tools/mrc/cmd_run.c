@@ -22,6 +22,7 @@ void help_run(void)
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
         "               [--max-memory SIZE] [--algo A] [--hosts H]\n"
+        "               [--fail-link A-B[:K]]...\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -42,7 +43,11 @@ void help_run(void)
         "hier; default $MRC_HOSTS, else 1).\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
-        "refused up front with the figure.\n");
+        "refused up front with the figure.\n"
+        "--groups: sizes (4+2+2) or node lists (0,4+1,5+2,6+3,7; a list's\n"
+        "order is the ranks' order in the group). --fail-link: links taken\n"
+        "out first; algbw and efficiency before and after go to stderr.\n"
+        "Both as in 'mrc help rings'.\n");
 }
 
 typedef struct run_cfg {
@@ -240,7 +245,10 @@ int cmd_run(int argc, char **argv)
                               {"hosts", 0, &hosts, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "run", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "run", max_memory);
     mrc_algo_t family = MRC_ALGO_AUTO;
@@ -280,6 +288,11 @@ int cmd_run(int argc, char **argv)
     st = mrc_topo_create(topology, &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    char failed[4096];
+    if ((rc = cli_fail_links(cmd, &fails, &t, failed)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
     int nranks = mrc_topo_num_nodes(t);
     if (nranks > 256) {
         mrc_topo_destroy(t);
@@ -328,12 +341,14 @@ int cmd_run(int argc, char **argv)
         }
         mrc_embed_figures_t fig;
         mrc_embed_figures(e, &fig);
+        cli_report_failed_links(stderr, t, &ec);
         mrc_embed_destroy(e);
         mrc_config_t cfg = {.topology = topology, .strategy = name,
                             .groups = groups, .replica_size = (int)rs,
                             .chunk_bytes = (size_t)cb,
                             .algo = algo,
-                            .hosts = nh};
+                            .hosts = nh,
+                            .failed_links = failed};
         st = mrc_comm_init_all(comms, nranks, &cfg);
         if (st != MRC_OK) {
             rc = cli_fail(cmd, st);

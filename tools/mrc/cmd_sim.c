@@ -15,7 +15,7 @@ void help_sim(void)
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
         "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts H]\n"
-        "               [--json]\n"
+        "               [--fail-link A-B[:K]]... [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "\n"
@@ -47,7 +47,9 @@ void help_sim(void)
         "             explain' shows); one that does not apply: exit 2\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
-        "             up front with the figure\n");
+        "             up front with the figure\n"
+        "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
+        "             as in 'mrc help rings'\n");
 }
 
 typedef struct sim_args {
@@ -417,7 +419,10 @@ int cmd_sim(int argc, char **argv)
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
-    int rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
+    cli_values_t fails;
+    int rc = cli_take_values(cmd, "sim", "fail-link", &argc, argv, &fails);
+    if (rc == CLI_OK)
+        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "sim", max_memory);
     sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
@@ -456,6 +461,14 @@ int cmd_sim(int argc, char **argv)
     st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+        mrc_topo_destroy(t);
+        return rc;
+    }
+    mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
+                             .replica_size = a.replica};
+    if (!sweep_range && !cmp)
+        cli_report_failed_links(json ? stderr : stdout, t, &ec);
     if (sweep_range) {
         rc = sweep(cmd, &a, t, sweep_range, prefix);
     } else if (cmp) {
