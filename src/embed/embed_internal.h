@@ -123,6 +123,9 @@ mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
  * nearly the same load. */
 mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
                                         mrc__embed_builder_t *b);
+/* hcm8 (seed 004) as one group of eight: its optimum, every link busy. */
+mrc_status_t mrc__strategy_hcm8_optimum(const mrc_embed_config_t *cfg,
+                                        mrc__embed_builder_t *b);
 /* Two link-disjoint Hamiltonian rings of the X x Y torus (X, Y >= 3) as
  * node orders; 0 on success. */
 int mrc__torus_rings(int X, int Y, int *ring_a, int *ring_b);

@@ -152,6 +152,8 @@ mrc_status_t mrc_embed_create(const mrc_topo_t *topo,
     if (run_fn(topo, cfg, mrc__strategy_torus_ladder, "torus-ladder", &e) ==
         MRC_OK)
         consider(&best, e, cfg, "torus-ladder construction");
+    if (run_fn(topo, cfg, mrc__strategy_hcm8_optimum, "hcm8", &e) == MRC_OK)
+        consider(&best, e, cfg, "hcm8 construction");
     for (const char *const *s = mrc_embed_strategies(); *s; s++)
         if (strcmp(*s, "auto") != 0 &&
             run_strategy(topo, cfg, *s, &e) == MRC_OK)

@@ -493,6 +493,31 @@ static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
     return st;
 }
 
+/* hcm8's optimum in closed form, one group of all eight: seven
+ * bidirectional Hamiltonian rings at 1/7 each (the first twice), which
+ * cross each double link four times and each diagonal twice, so that every
+ * link carries data in proportion to its count and all 7 ports of every
+ * node are busy (found once by an exact cover of the 30 Hamiltonian rings
+ * of hcm8; auto needs no search for it). */
+mrc_status_t mrc__strategy_hcm8_optimum(const mrc_embed_config_t *cfg,
+                                        mrc__embed_builder_t *b)
+{
+    if (!is_hcm8(b->topo) || (cfg && cfg->replica_size > 1))
+        return mrc__error(MRC_ERR_NOT_APPLICABLE, "not hcm8 as one group");
+    mrc_status_t st = mrc__embed_groups(b->topo, cfg, b);
+    if (st != MRC_OK || b->num_groups != 1 || b->group_size[0] != 8)
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_NOT_APPLICABLE,
+                                         "not hcm8 as one group");
+    static const int seven[6][8] = {
+        {0, 1, 2, 3, 7, 5, 6, 4}, {0, 1, 2, 6, 5, 4, 7, 3},
+        {0, 1, 5, 4, 7, 6, 2, 3}, {0, 2, 3, 1, 5, 6, 7, 4},
+        {0, 2, 6, 7, 4, 5, 1, 3}, {0, 3, 7, 6, 2, 1, 5, 4}};
+    for (int r = 0; r < 6 && st == MRC_OK; r++)
+        st = add_routed_ring(b, 0, seven[r], 8, 1, (r == 0 ? 2.0 : 1.0) / 7);
+    return st;
+}
+
 /* ---- the table --------------------------------------------------------- */
 
 static const struct {

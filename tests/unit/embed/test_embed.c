@@ -743,6 +743,40 @@ static void test_prism_interlayer_counts(void **state)
     mrc_topo_destroy(t);
 }
 
+/* Topologies whose optimum is known in closed form reach it without the
+ * search: a ring and a line as one ring, a 2D torus as two link-disjoint
+ * Hamiltonian rings, hcm8 as seven rings that keep every link busy. */
+static void test_auto_closed_forms(void **state)
+{
+    (void)state;
+    const struct {
+        const char *spec, *method;
+    } cases[] = {{"ring:8", "ring"},
+                 {"ring:65536", "ring"},
+                 {"line:9", "ring"},
+                 {"torus2d:4,4", "torus construction"},
+                 {"torus2d:5,6", "torus construction"},
+                 {"torus2d:256,256", "torus construction"},
+                 {"hcm8", "hcm8 construction"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mrc_topo_t *t = topo(cases[i].spec);
+        mrc_embedding_t *e = embed(t, "auto", NULL, 0);
+        char *text = NULL;
+        assert_int_equal(mrc_embed_to_json(e, &text), MRC_OK);
+        json_t *doc = json_loads(text, 0, NULL);
+        assert_non_null(doc);
+        const char *method = json_string_value(json_object_get(doc, "method"));
+        if (!method || strcmp(method, cases[i].method) != 0)
+            fail_msg("%s: found by %s, not %s", cases[i].spec,
+                     method ? method : "(none)", cases[i].method);
+        json_decref(doc);
+        mrc_free(text);
+        assert_true(efficiency(e) > 1 - 1e-9);
+        mrc_embed_destroy(e);
+        mrc_topo_destroy(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -761,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_idle_physical_links),
         cmocka_unit_test(test_barley_twist_gcl_links),
         cmocka_unit_test(test_prism_interlayer_counts),
+        cmocka_unit_test(test_auto_closed_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
