@@ -437,7 +437,7 @@ static mrc_status_t hcm8_group_fits(const char *groups, int g,
     else
         snprintf(why, sizeof why, "it has %d nodes", m);
     return mrc__error(MRC_ERR_NOT_APPLICABLE,
-                      "hcm8 configures the groups of seed 004's claim 6 "
+                      "hcm8 configures the hybrid mesh's compute groups "
                       "(8, 4+4, 2+2+2+2 or 4+2+2; a group of 4 is one "
                       "subset, 0-3 or 4-7, and a group of 2 two nodes "
                       "joined by a double link, such as 0,4+1,5+2,6+3,7), "

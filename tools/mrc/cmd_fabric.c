@@ -16,7 +16,7 @@ void help_fabric(void)
         "[--json]\n"
         "                  [--max-memory SIZE]\n"
         "\n"
-        "The tile exchange fabric inside a chip (seed 001): T tiles in C\n"
+        "Direction-gated tile exchange inside a chip: T tiles in C\n"
         "North-South columns along an East-West exchange; each tile's\n"
         "output wires pass one latch per column; a packet carries no\n"
         "destination, only East/West flags, and arrives after a delay fixed\n"

@@ -26,7 +26,7 @@ void help_sim(void)
         "pipelined mode each chunk moves as soon as its data is ready.\n"
         "Reports time, algbw and busbw (nccl-tests factors), the bound and\n"
         "efficiency, link utilisation, and energy with idle links switched\n"
-        "off (seed 000, claim 7) and with every link on.\n"
+        "off in the phases that leave them idle, and with every link on.\n"
         "\n"
         "--size       bytes per node (per block for reduce-scatter and\n"
         "             allgather); K/M/G suffixes\n"
