@@ -226,34 +226,44 @@ mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
         *port_first = NULL;
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
-    for (int u = 0; u < p->num_nodes; u++) {
-        mrc__plan_t plan;
-        mrc_status_t st = mrc__plan_build(p, u, UINT64_MAX, 0, &plan);
-        if (st != MRC_OK) {
-            free(*port_first);
-            free(*active);
-            *port_first = NULL;
-            *active = NULL;
-            return st;
-        }
-        for (int i = 0; i < plan.num_ops; i++) {
-            const mrc__op_t *op = &plan.ops[i];
-            if (op->kind != MRC__SEND)
+    /* A node uses its hop's route in a stream if it sends in it at all:
+     * its chain is read up to its first send (the first operation of a
+     * ring code), not expanded whole (N^2 operations for a ring). */
+    mrc_status_t st = MRC_OK;
+    for (int u = 0; u < p->num_nodes && st == MRC_OK; u++) {
+        int g = p->nodes[u].group;
+        for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++) {
+            int k = p->groups[g].first_stream + j;
+            int r = mrc__node_stream(p, u, k)->route;
+            if (r < 0 || mrc__stream_chunks(p, k, UINT64_MAX) == 0)
                 continue;
-            int r = mrc__node_stream(p, u, op->stream)->route;
-            if (r < 0)
+            mrc__chain_iter_t it;
+            mrc__chain_begin(&it, p, u, k, 0, 1, 0);
+            mrc__op_t op;
+            int got;
+            while ((got = mrc__chain_next(&it, &op, &st)) > 0 &&
+                   op.kind != MRC__SEND)
+                ;
+            if (got < 0)
+                break;
+            if (got == 0)
                 continue;
-            for (int j = p->route_off[r]; j < p->route_off[r + 1]; j++) {
-                int v = p->route_nodes[j];
-                if (j + 1 < p->route_off[r + 1])
-                    (*active)[(*port_first)[v] + p->route_ports[j]] = 1;
-                if (j > p->route_off[r])
-                    (*active)[(*port_first)[v] + p->route_in_ports[j]] = 1;
+            for (int i = p->route_off[r]; i < p->route_off[r + 1]; i++) {
+                int v = p->route_nodes[i];
+                if (i + 1 < p->route_off[r + 1])
+                    (*active)[(*port_first)[v] + p->route_ports[i]] = 1;
+                if (i > p->route_off[r])
+                    (*active)[(*port_first)[v] + p->route_in_ports[i]] = 1;
             }
         }
-        mrc__plan_free(&plan);
     }
-    return MRC_OK;
+    if (st != MRC_OK) {
+        free(*port_first);
+        free(*active);
+        *port_first = NULL;
+        *active = NULL;
+    }
+    return st;
 }
 
 /* The relays: on a routed hop every node between the sender and the
