@@ -1,0 +1,67 @@
+/*
+ * A host profile: what one node of a CPU host costs beside its links,
+ * measured by `mrc calibrate` and read by the simulator (its node model),
+ * `mrc explain` and the algorithm selector. Stored as versioned JSON
+ * (docs/simulator.md, "Profiles").
+ *
+ * Without a profile the simulator models an accelerator interconnect:
+ * local memory, reductions and message handling are free, and only the
+ * links cost time.
+ */
+#ifndef MRC_PROFILE_H
+#define MRC_PROFILE_H
+
+#include <stddef.h>
+
+#include "mrc/status.h"
+#include "mrc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The profile format's version; a file of another version is refused. */
+#define MRC_PROFILE_VERSION 1
+
+typedef struct mrc_profile {
+    int version;          /* MRC_PROFILE_VERSION */
+    char transport[16];   /* "threads", "shm" or "mpi": what was measured */
+    int ranks;            /* nodes the probes ran with */
+    int cores;            /* the host's online cores when measured */
+    /* How many nodes share one memory system (the ranks of one host). */
+    int nodes_per_memory;
+    /* Copy bandwidth of one node alone (GB/s, bytes copied per second):
+     * for working sets up to cache_bytes, and beyond. */
+    double cache_bytes;
+    double copy_gbps_cache;
+    double copy_gbps_memory;
+    /* The memory system's total copy bandwidth when all its nodes copy
+     * at once (GB/s); what nodes_per_memory nodes share beyond cache. */
+    double memory_gbps_shared;
+    /* Reduction kernel rate, bytes of one input operand per second
+     * (GB/s), per dtype and op, in and beyond cache; 0 where not
+     * measured (the copy rate is used). */
+    double reduce_gbps_cache[MRC_NUM_DTYPES][MRC_NUM_OPS];
+    double reduce_gbps_memory[MRC_NUM_DTYPES][MRC_NUM_OPS];
+    /* The transport's software cost of one message or one memory
+     * operation (us), and of one barrier or flag round trip (us). */
+    double message_us;
+    double sync_us;
+} mrc_profile_t;
+
+/* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is
+ * wrong (not JSON, another version, a field missing or out of range). */
+MRC_EXTERN mrc_status_t mrc_profile_parse(const char *json, size_t len,
+                                          mrc_profile_t *out);
+/* Reads a profile file (at most 1 MiB). */
+MRC_EXTERN mrc_status_t mrc_profile_load(const char *path,
+                                         mrc_profile_t *out);
+/* The profile as JSON text (mrc_free it). */
+MRC_EXTERN mrc_status_t mrc_profile_to_json(const mrc_profile_t *p,
+                                            char **json);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MRC_PROFILE_H */
