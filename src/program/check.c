@@ -492,6 +492,19 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
         return sl;
     if (mrc__program_has_memory_ops(p))
         return mrc__check_memory_program(p);
+    /* Every node of a group is the member of its rank, and each member
+     * has that rank: ranks are a permutation of the group (the blocks of
+     * reduce-scatter and allgather are the ranks'). */
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group, r = p->nodes[u].rank;
+        if (g >= 0 && (g >= p->num_groups || r < 0 ||
+                       r >= p->groups[g].size ||
+                       p->members[p->groups[g].first_member + r] != u))
+            return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                              "node %d: rank %d of group %d is another "
+                              "node's in the group's members",
+                              u, r, g);
+    }
     int32_t *seen = calloc((size_t)p->num_nodes + 1, sizeof *seen);
     if (!seen)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");

@@ -33,7 +33,7 @@ expect 2 "--max-memory 'lots' is not a size" \
     "$MRC" run --topology ring:3 --max-memory lots
 
 # sim: chains of messages counted before any is made.
-expect 2 "needs 34 GiB of simulation state (67108960 chains" \
+expect 2 "needs 34 GiB of simulation state (67108928 chains" \
     env "$limit" "$MRC" sim hcm8 --collective allreduce --size 16T
 expect 2 "needs 4.6 GiB of simulation state (4194304 chains" \
     env MRC_MAX_MEMORY=2G "$MRC" sim ring:4 --collective allreduce \

@@ -282,6 +282,12 @@ static void test_checker_refuses_broken(void **state)
     expect_broken(p, "disagrees with the ring order");
     mrc_program_destroy(p);
 
+    /* Two nodes with one rank: one block written twice, one never. */
+    p = compile("ring:5", "ring", MRC_ALLGATHER, 1000, 0);
+    p->nodes[3].rank = p->nodes[4].rank;
+    expect_broken(p, "rank");
+    mrc_program_destroy(p);
+
     /* A missing send: deadlock, named by node and step. */
     p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
     s = find_op(p, MRC__OP_SEND, 1); /* the allgather's send */
