@@ -730,6 +730,47 @@ static const char *topo_differs(const mrc_program_t *p, const mrc_topo_t *t,
     return NULL;
 }
 
+/* 1 if a and b have the same nodes and the same links, fields and ports
+ * (what running and timing a program depend on). */
+static int same_links(const mrc_topo_t *a, const mrc_topo_t *b)
+{
+    if (mrc_topo_num_nodes(a) != mrc_topo_num_nodes(b) ||
+        mrc_topo_num_links(a) != mrc_topo_num_links(b))
+        return 0;
+    for (int i = 0; i < mrc_topo_num_links(a); i++) {
+        const mrc_link_t *x = mrc_topo_link(a, i), *y = mrc_topo_link(b, i);
+        if (x->a != y->a || x->b != y->b || x->count != y->count ||
+            x->bandwidth_gbps != y->bandwidth_gbps ||
+            x->latency_ns != y->latency_ns || x->port_a != y->port_a ||
+            x->port_b != y->port_b)
+            return 0;
+    }
+    return 1;
+}
+
+mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text)
+{
+    *text = NULL;
+    mrc_topo_t *again = NULL;
+    const char *name = mrc_topo_name(t);
+    /* (a file's name is no generator spec: that fails, quietly) */
+    if (name && name[0] != '{' &&
+        mrc_topo_generate(name, &again) == MRC_OK && same_links(t, again)) {
+        mrc_topo_destroy(again);
+        *text = mrc__strdup(name);
+        return *text ? MRC_OK
+                     : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    mrc_topo_destroy(again);
+    char *json = NULL;
+    mrc_status_t st = mrc_topo_to_json(t, &json);
+    if (st != MRC_OK)
+        return st;
+    *text = mrc__strdup(json);
+    mrc_free(json);
+    return *text ? MRC_OK : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+}
+
 mrc_status_t mrc__image_topology(const mrc_program_t *p,
                                  const mrc__image_origin_t *o,
                                  mrc_topo_t **out)
@@ -741,10 +782,15 @@ mrc_status_t mrc__image_topology(const mrc_program_t *p,
                           "or one saved by mrc_program_save); recompile it "
                           "with 'mrc compile ... -o' of this mrc");
     mrc_topo_t *t = NULL;
-    mrc_status_t st = mrc_topo_parse_json(o->topology, strlen(o->topology),
-                                          "the image's topology", &t);
-    if (st != MRC_OK)
+    mrc_status_t st =
+        o->topology[0] == '{'
+            ? mrc_topo_parse_json(o->topology, strlen(o->topology),
+                                  "the image's topology", &t)
+            : mrc_topo_generate(o->topology, &t);
+    if (st != MRC_OK) {
+        mrc__error_prefix("the image's topology");
         return st;
+    }
     char buf[160];
     const char *why = topo_differs(p, t, buf, sizeof buf);
     if (why) {

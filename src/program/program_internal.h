@@ -462,7 +462,9 @@ void mrc__msgmap_remove(mrc__msgmap_t *m, int32_t *link);
  * image itself on the same links. Any text may be NULL (an image saved
  * by mrc_program_save carries none); efficiency is -1 when unknown. */
 typedef struct mrc__image_origin {
-    char *topology; /* the topology in the file format (JSON) */
+    /* The topology: a generator spec when it regenerates the very
+     * links (short, at any size), else the file format (JSON, "{"...). */
+    char *topology;
     char *strategy; /* the rings' strategy, as the embedding names it */
     char *source;   /* the SPEC it was compiled from */
     double efficiency; /* the embedding's (mrc rings), or -1 */
@@ -477,6 +479,8 @@ mrc_status_t mrc__program_load_origin(const void *image, size_t len,
                                       mrc_program_t **out,
                                       mrc__image_origin_t *origin);
 void mrc__image_origin_free(mrc__image_origin_t *o);
+/* The origin's text of a topology (see topology above); free(). */
+mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text);
 /* The topology an image's origin carries, checked against the program
  * (nodes, ports, routes along links); a clear error if there is none. */
 mrc_status_t mrc__image_topology(const mrc_program_t *p,

@@ -170,7 +170,7 @@ static mrc_status_t save_image(const mrc_program_t *p,
                                void **img, size_t *len)
 {
     char *topo = NULL;
-    mrc_status_t st = mrc_topo_to_json(mrc_embed_topology(e), &topo);
+    mrc_status_t st = mrc__image_topology_text(mrc_embed_topology(e), &topo);
     if (st != MRC_OK)
         return st;
     mrc_embed_figures_t fig;
@@ -181,7 +181,7 @@ static mrc_status_t save_image(const mrc_program_t *p,
     mrc__image_origin_t o = {topo, (char *)mrc_embed_strategy(e),
                              (char *)spec, eff};
     st = mrc__program_save_origin(p, &o, img, len);
-    mrc_free(topo);
+    free(topo);
     return st;
 }
 
