@@ -626,6 +626,14 @@ static int local_loop_iters(const mrc__insn_t *in, int n)
     return n - 1 + in->loop_extra;
 }
 
+/* " by port P" (how: " by", " on"), or nothing for a hop on no port
+ * (the hier family's hosts are not on the topology's links). */
+static void local_port(mrc__strbuf_t *sb, const char *how, int port)
+{
+    if (port >= 0)
+        mrc__sb_printf(sb, "%s port %d", how, port);
+}
+
 /* The route of a hop, as " through nodes a b" (its relays), or "". */
 static void local_route(mrc__strbuf_t *sb, const mrc_program_t *p, int r)
 {
@@ -718,8 +726,8 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
             mrc__sb_printf(sb, " to node %d",
                            local_view_node(p, k, &v, v.pos + 1));
         } else {
-            mrc__sb_printf(sb, " to node %d by port %d", e->next,
-                           e->out_port);
+            mrc__sb_printf(sb, " to node %d", e->next);
+            local_port(sb, " by", e->out_port);
             local_route(sb, p, e->route);
         }
         break;
@@ -733,8 +741,10 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
             mrc__sb_printf(sb, " from node %d",
                            local_view_node(p, k, &v, v.pos - 1));
         else
-            mrc__sb_printf(sb, " from node %d on port %d", e->prev,
-                           e->in_port);
+        {
+            mrc__sb_printf(sb, " from node %d", e->prev);
+            local_port(sb, " on", e->in_port);
+        }
         if (in->buf_a == in->buf_b)
             mrc__sb_printf(sb, " into %s", buf_name(in->buf_a));
         else
@@ -889,9 +899,12 @@ static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p,
                    (unsigned long long)s->slice_off,
                    (unsigned long long)(s->slice_off + s->slice_len), e->pos,
                    lmod((long)e->pos - s->root_pos, n), s->root_pos, n);
-    mrc__sb_printf(sb, "  next node %d by port %d", e->next, e->out_port);
+    mrc__sb_printf(sb, "  next node %d", e->next);
+    local_port(sb, " by", e->out_port);
     local_route(sb, p, e->route);
-    mrc__sb_printf(sb, "; prev node %d on port %d\n", e->prev, e->in_port);
+    mrc__sb_printf(sb, "; prev node %d", e->prev);
+    local_port(sb, " on", e->in_port);
+    mrc__sb_puts(sb, "\n");
     int depth = 0;
     for (int i = 0; i < p->code_len; i++) {
         depth -= p->code[i].op == MRC__OP_END;
@@ -902,6 +915,50 @@ static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p,
     }
     mrc__sb_puts(sb, "  first operations (whole fragments):\n");
     local_ops(sb, p, u, k, 0);
+}
+
+/* The hops node u relays for others (routed hops through it): each
+ * message received from the route's node before u is sent on, same tag
+ * and count, to the one after it. */
+static mrc_status_t local_relays(mrc__strbuf_t *sb, const mrc_program_t *p,
+                                 int u, int json)
+{
+    int32_t *first = NULL;
+    mrc__relay_t *list = NULL;
+    mrc_status_t st = mrc__relay_index(p, &first, &list);
+    if (st != MRC_OK)
+        return st;
+    int total = first[u + 1] - first[u];
+    if (json)
+        mrc__sb_puts(sb, "], \"relays\": [");
+    else if (total > 0)
+        mrc__sb_printf(sb, "\nrelays (%d: node %d forwards every message of "
+                       "these hops, same tag and count):\n", total, u);
+    for (int i = first[u]; i < first[u + 1] && i - first[u] < LOCAL_STREAMS;
+         i++) {
+        const mrc__relay_t *r = &list[i];
+        int off = p->route_off[r->route];
+        int last = p->route_nodes[p->route_off[r->route + 1] - 1];
+        int from = p->route_nodes[off + r->index - 1];
+        int to = p->route_nodes[off + r->index + 1];
+        int port = p->route_ports[off + r->index];
+        int in_port = p->route_in_ports[off + r->index];
+        if (json)
+            mrc__sb_printf(sb, "%s{\"stream\": %d, \"hop\": [%d, %d], "
+                           "\"from\": %d, \"in_port\": %d, \"to\": %d, "
+                           "\"out_port\": %d}",
+                           i > first[u] ? ", " : "", r->stream, r->src, last,
+                           from, in_port, to, port);
+        else
+            mrc__sb_printf(sb, "  stream %d, hop %d -> %d: from node %d on "
+                           "port %d to node %d by port %d\n",
+                           r->stream, r->src, last, from, in_port, to, port);
+    }
+    if (!json && total > LOCAL_STREAMS)
+        mrc__sb_printf(sb, "  ... %d more\n", total - LOCAL_STREAMS);
+    free(first);
+    free(list);
+    return MRC_OK;
 }
 
 mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
@@ -920,6 +977,7 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
     const mrc__group_t *g = nd->group >= 0 ? &p->groups[nd->group] : NULL;
     int streams = g ? g->num_streams : 0;
     int shown = streams < LOCAL_STREAMS ? streams : LOCAL_STREAMS;
+    mrc_status_t st = MRC_OK;
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
     if (json) {
@@ -937,6 +995,7 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
             mrc__sb_puts(&sb, j ? ",\n  " : "\n  ");
             local_stream_json(&sb, p, node, g->first_stream + j);
         }
+        st = local_relays(&sb, p, node, 1);
         mrc__sb_puts(&sb, "]}\n");
     } else {
         mrc__sb_printf(&sb, "local program of node %d: %s of %zu %s",
@@ -963,6 +1022,11 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
                 mrc__sb_printf(&sb, "\n... %d more streams\n",
                                streams - shown);
         }
+        st = local_relays(&sb, p, node, 0);
+    }
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
     }
     *text = mrc__sb_take(&sb);
     if (!*text)

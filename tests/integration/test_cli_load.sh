@@ -175,6 +175,16 @@ expect 2 "--node '-1' is not a node number" "$MRC" compile $ring --node -1
 # shellcheck disable=SC2086
 expect 2 "--node '' is not a node number" "$MRC" compile $ring --node ''
 expect 2 "has nodes 0 to 7" "$MRC" compile --load "$img" --node 8
+# A node on another group's routed hop relays it: that is in its program.
+expect 0 "stream 0, hop 4 -> 0: from node 4 on port 2 to node 0 by port 0" \
+    "$MRC" compile ladder:8 --strategy ring-on-line --replica-size 2 \
+    --collective allreduce --count 1000 --dtype f32 --node 2
+expect 0 '"relays": \[{"stream": 0, "hop": \[4, 0\]' \
+    "$MRC" compile ladder:8 --strategy ring-on-line --replica-size 2 \
+    --collective allreduce --count 1000 --dtype f32 --node 2 --json
+expect 0 "\[leaders: N 2, pos 1\]" "$MRC" compile ring:8 \
+    --collective allreduce --count 5000 --dtype f32 --algo hier --hosts 2 \
+    --node 5
 expect 0 "--node K" "$MRC" help compile
 expect 0 "--load" "$MRC" help run
 expect 0 "--load" "$MRC" help sim
