@@ -26,6 +26,9 @@ img=$tmp/x.img
 expect 0 "wrote" "$MRC" compile hcm8 --collective allreduce --count 1M \
     --dtype f32 -o "$img"
 
+expect 0 "origin        hcm8, strategy auto, efficiency 1.0000; topology hcm8" \
+    "$MRC" compile --load "$img"
+
 # run: the image's own call, every element checked.
 expect 0 '"wrong": 0, "ok": true' "$MRC" run --load "$img" --iters 1 --json
 expect 0 "allreduce" "$MRC" run --load "$img" --iters 2 --warmup 0
@@ -54,6 +57,7 @@ expect 0 "energy" "$MRC" sim --load "$img" --pj-per-bit 2 --link-power 1 \
 "$MRC" sim "$tmp/slow.json" --collective allreduce --size 4M |
     grep '^time' >"$tmp/a"
 rm "$tmp/slow.json"
+expect 0 "topology carried whole" "$MRC" compile --load "$tmp/slow.img"
 "$MRC" sim --load "$tmp/slow.img" | grep '^time' >"$tmp/b"
 check "the file's links are the image's" cmp -s "$tmp/a" "$tmp/b"
 "$MRC" sim hcm8 --collective allreduce --size 4M | grep '^time' >"$tmp/c"

@@ -142,6 +142,21 @@ static int parse_node(const char *cmd, const char *value, int nodes,
     return CLI_OK;
 }
 
+static void print_origin(const mrc__image_origin_t *o)
+{
+    if (!o->topology) {
+        printf("  origin        none (no topology: it lists, but does not "
+               "run or simulate)\n");
+        return;
+    }
+    printf("  origin        %s, strategy %s", o->source ? o->source : "?",
+           o->strategy ? o->strategy : "?");
+    if (o->efficiency >= 0)
+        printf(", efficiency %.4f", o->efficiency);
+    printf("; topology %s\n", o->topology[0] == '{' ? "carried whole"
+                                                     : o->topology);
+}
+
 static int load_image(const char *cmd, const char *path, int json,
                       int listing, const char *node)
 {
@@ -158,6 +173,9 @@ static int load_image(const char *cmd, const char *path, int json,
     if (rc == CLI_OK)
         rc = node ? node_listing(cmd, p, k, json)
                   : report(cmd, p, path, -1, ms, json, listing, bytes);
+    /* Where it came from (what run --load and sim --load use). */
+    if (rc == CLI_OK && !node && !json)
+        print_origin(&origin);
     mrc_program_destroy(p);
     mrc__image_origin_free(&origin);
     return rc;
