@@ -64,6 +64,10 @@ struct mrc__shared {
     /* Some group's hop is routed through another group's node, which
      * relays it: the groups run one program together (see coupled). */
     int coupled;
+    /* A program given whole (a loaded image: mrc__comm_init_program):
+     * every call runs it, and a call of another shape is refused; the
+     * groups and ranks are the program's, and there is no embedding. */
+    mrc_program_t *loaded;
 };
 
 typedef struct cached_plan {
@@ -112,6 +116,7 @@ static void shared_release(shared_t *s)
     for (int i = 0; i < s->num_programs; i++)
         mrc_program_destroy(s->programs[i].program);
     free(s->programs);
+    mrc_program_destroy(s->loaded);
     mrc__threads_fabric_destroy(s->fabric);
     mrc__shm_detach(s->shm);
     if (s->owner)
@@ -277,6 +282,8 @@ static void log_comm(const mrc_comm_t *c)
              "transport %s: node %d, group %d of %d ranks, family %s",
              c->transport.ops->name, c->node, c->group, c->size,
              mrc_algo_name(s->algo));
+    if (!s->embedding) /* a loaded program: its rings are in its tables */
+        return;
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
     int nr = mrc_embed_num_rings(s->embedding, c->group);
@@ -298,6 +305,16 @@ static void log_comm(const mrc_comm_t *c)
     mrc__sb_free(&sb);
 }
 
+/* A loaded program's group, rank and group size of c->node (its node
+ * table: mrc__comm_init_program checked that every node is in a group). */
+static void loaded_rank(const mrc_program_t *p, mrc_comm_t *c)
+{
+    const mrc__node_t *nd = &p->nodes[c->node];
+    c->group = nd->group;
+    c->rank = nd->rank;
+    c->size = p->groups[nd->group].size;
+}
+
 /* The communicator of node r; it holds a reference on s. */
 static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
                                 double timeout, mrc_comm_t **out)
@@ -310,12 +327,16 @@ static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
     pthread_mutex_unlock(&s->lock);
     c->shared = s;
     c->node = r;
-    c->group = mrc_embed_node_group(s->embedding, r);
-    const int *nodes;
-    c->size = mrc_embed_group_nodes(s->embedding, c->group, &nodes);
-    for (int i = 0; i < c->size; i++)
-        if (nodes[i] == r)
-            c->rank = i;
+    if (s->loaded) {
+        loaded_rank(s->loaded, c);
+    } else {
+        c->group = mrc_embed_node_group(s->embedding, r);
+        const int *nodes;
+        c->size = mrc_embed_group_nodes(s->embedding, c->group, &nodes);
+        for (int i = 0; i < c->size; i++)
+            if (nodes[i] == r)
+                c->rank = i;
+    }
     c->transport = t;
     c->timeout_s = timeout;
     log_comm(c);
@@ -376,6 +397,62 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
 }
 
 /* A job id names shared memory: letters, digits, '-' and '_' only. */
+mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
+                                    mrc_topo_t *topo, mrc_program_t *p,
+                                    double timeout_s)
+{
+    if (!comms || !topo || !p) {
+        mrc_topo_destroy(topo);
+        mrc_program_destroy(p);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc__comm_init_program: NULL");
+    }
+    for (int r = 0; r < nranks; r++)
+        comms[r] = NULL;
+    mrc_status_t st = MRC_OK;
+    if (nranks != p->num_nodes || mrc_topo_num_nodes(topo) != nranks)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "the program has %d nodes and its topology %d, but "
+                        "there are %d ranks",
+                        p->num_nodes, mrc_topo_num_nodes(topo), nranks);
+    for (int u = 0; u < p->num_nodes && st == MRC_OK; u++)
+        if (p->nodes[u].group < 0)
+            st = mrc__error(MRC_ERR_INVALID_ARG,
+                            "node %d is in no group of the program (it was "
+                            "compiled for one group only): its rank would "
+                            "have nothing to run",
+                            u);
+    shared_t *s = st == MRC_OK ? calloc(1, sizeof *s) : NULL;
+    if (st == MRC_OK && !s)
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    if (st != MRC_OK) {
+        mrc_topo_destroy(topo);
+        mrc_program_destroy(p);
+        return st;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    s->refs = 1;
+    s->nranks = nranks;
+    s->chunk_bytes = p->cfg.chunk_bytes;
+    s->algo = p->cfg.algo;
+    s->hosts = mrc__program_hosts(p);
+    s->topo = topo;
+    s->loaded = p;
+    double timeout = timeout_s > 0 ? timeout_s
+                                   : env_double("MRC_TIMEOUT", 60);
+    st = mrc__threads_fabric_create(nranks, &s->fabric);
+    for (int r = 0; r < nranks && st == MRC_OK; r++)
+        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
+                         &comms[r]);
+    if (st != MRC_OK)
+        for (int r = 0; r < nranks; r++) {
+            mrc_comm_destroy(comms[r]);
+            comms[r] = NULL;
+        }
+    shared_release(s);
+    return st;
+}
+
 static int valid_job(const char *job)
 {
     size_t n = strlen(job);
@@ -571,6 +648,34 @@ static mrc_status_t select_program(const mrc_comm_t *c,
     return MRC_OK;
 }
 
+/* A loaded program for a call: itself when the call is the one it was
+ * compiled for, else the reason it is not (it is the only program these
+ * communicators have). */
+static mrc_status_t loaded_program(const mrc_comm_t *c,
+                                   const program_key_t *key,
+                                   const mrc_program_t **out)
+{
+    const mrc_compile_config_t *pc = &c->shared->loaded->cfg;
+    int reducing = key->collective != MRC_ALLGATHER &&
+                   key->collective != MRC_BROADCAST;
+    int rooted = key->collective == MRC_REDUCE ||
+                 key->collective == MRC_BROADCAST;
+    if (key->collective != pc->collective || key->count != pc->count ||
+        key->dtype != pc->dtype || (reducing && key->op != pc->op) ||
+        (rooted && key->root != pc->root))
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "this communicator runs one loaded program, %s of "
+                          "%zu %s (%s, root %d); the call is %s of %zu %s "
+                          "(%s, root %d)",
+                          mrc_collective_name(pc->collective), pc->count,
+                          mrc_dtype_name(pc->dtype), mrc_op_name(pc->op),
+                          pc->root, mrc_collective_name(key->collective),
+                          key->count, mrc_dtype_name(key->dtype),
+                          mrc_op_name(key->op), key->root);
+    *out = c->shared->loaded;
+    return MRC_OK;
+}
+
 /* The program for a call, compiled once for all ranks of the group, and
  * held (refs) until the caller's plan lets go of it. */
 static mrc_status_t get_program(const mrc_comm_t *c,
@@ -579,6 +684,8 @@ static mrc_status_t get_program(const mrc_comm_t *c,
 {
     shared_t *s = c->shared;
     mrc_status_t st = MRC_OK;
+    if (s->loaded) /* (never freed before the communicators) */
+        return loaded_program(c, key, out);
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->num_programs; i++)
         if (memcmp(&s->programs[i].key, key, sizeof *key) == 0) {

@@ -7,6 +7,7 @@
 #define MRC_COMM_INTERNAL_H
 
 #include "mrc/comm.h"
+#include "mrc/program.h"
 #include "transport/transport.h"
 
 typedef struct mrc__shared shared_t;
@@ -24,5 +25,15 @@ void mrc__comm_shared_release(shared_t *s);
 /* The ranks are on `hosts` hosts in equal blocks of consecutive ranks
  * (the hier family's input; 1: one host, or not in such blocks). */
 void mrc__comm_shared_hosts(shared_t *s, int hosts);
+
+/* nranks communicators over threads (as mrc_comm_init_all) that run
+ * one given program, a loaded image's: every call must be the call it
+ * was compiled for (another fails with MRC_ERR_UNSUPPORTED and both
+ * shapes), and the groups and ranks are the program's. Takes over topo
+ * and p (freed with the last communicator, or now if this fails);
+ * timeout_s 0: $MRC_TIMEOUT, else 60. */
+mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
+                                    mrc_topo_t *topo, mrc_program_t *p,
+                                    double timeout_s);
 
 #endif /* MRC_COMM_INTERNAL_H */

@@ -5,6 +5,7 @@
  * sizes it reads, then runs the checker: a truncated, corrupted or
  * inconsistent image is refused with what is wrong, never half-loaded.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,9 +15,12 @@
 /* Version 2: the family, the memory operands of each instruction, and
  * the port mask after the route pool (see mask_fields). Version 3: the
  * hosts of a hier program after the family, and each instruction's
- * view. */
-enum { IMAGE_VERSION = 3, HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
-       INSN_BYTES = 24 };
+ * view. Version 4: the origin after the port mask (the topology, the
+ * strategy, the spec and the embedding's efficiency), so that the image
+ * can be run and simulated as it is. Version 3 is still read (with no
+ * origin: it can be listed, not run); older ones are refused. */
+enum { IMAGE_VERSION = 4, IMAGE_OLDEST = 3,
+       HEADER_BYTES = 8 + 4 + 4 + 8 + 8, INSN_BYTES = 24 };
 
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n)
 {
@@ -44,11 +48,43 @@ static void put_i32s(mrc__strbuf_t *sb, const int32_t *v, size_t n)
         put(sb, (uint32_t)v[i], 4);
 }
 
+/* A string of the origin: its length (u32, 0 for none) and its bytes. */
+static void put_text(mrc__strbuf_t *sb, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    put(sb, (uint32_t)n, 4);
+    if (n)
+        mrc__sb_append(sb, text, n);
+}
+
+static void put_origin(mrc__strbuf_t *sb, const mrc__image_origin_t *o)
+{
+    put_text(sb, o ? o->topology : NULL);
+    put_text(sb, o ? o->strategy : NULL);
+    put_text(sb, o ? o->source : NULL);
+    double eff = o ? o->efficiency : -1;
+    uint64_t bits;
+    memcpy(&bits, &eff, sizeof bits);
+    put(sb, bits, 8);
+}
+
 mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
                               size_t *len)
 {
+    return mrc__program_save_origin(p, NULL, image, len);
+}
+
+mrc_status_t mrc__program_save_origin(const mrc_program_t *p,
+                                      const mrc__image_origin_t *origin,
+                                      void **image, size_t *len)
+{
     if (!p || !image || !len)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_save: NULL");
+    if (origin && ((origin->topology &&
+                    strlen(origin->topology) > UINT32_MAX) ||
+                   (origin->source && strlen(origin->source) > UINT32_MAX)))
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_save: an origin "
+                          "text longer than 4 GiB");
     *image = NULL;
     *len = 0;
     mrc__strbuf_t sb;
@@ -143,6 +179,7 @@ mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
         int32_t v[] = {p->port_uses[i].node, p->port_uses[i].port};
         put_i32s(&sb, v, 2);
     }
+    put_origin(&sb, origin);
     if (sb.failed) {
         mrc__sb_free(&sb);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory saving");
@@ -391,9 +428,67 @@ static mrc_status_t same_mask(const mrc_program_t *p)
     return MRC_OK;
 }
 
+/* A string of the origin (NULL for none); what is wrong, or NULL. A
+ * text is one line of printable bytes or JSON: no NUL, so that it reads
+ * back as the C string it was. */
+static const char *read_text(reader_t *r, char **out)
+{
+    uint32_t n = (uint32_t)get(r, 4);
+    *out = NULL;
+    if (r->short_read || n > r->len - r->at)
+        return "an origin text longer than the image";
+    if (n == 0)
+        return NULL;
+    if (memchr(r->d + r->at, 0, n))
+        return "an origin text with a NUL byte";
+    *out = malloc((size_t)n + 1);
+    if (!*out)
+        return "out of memory for the origin";
+    memcpy(*out, r->d + r->at, n);
+    (*out)[n] = '\0';
+    r->at += n;
+    return NULL;
+}
+
+static const char *read_origin(reader_t *r, mrc__image_origin_t *o)
+{
+    const char *why = read_text(r, &o->topology);
+    if (!why)
+        why = read_text(r, &o->strategy);
+    if (!why)
+        why = read_text(r, &o->source);
+    uint64_t bits = get(r, 8);
+    memcpy(&o->efficiency, &bits, sizeof bits);
+    if (!why && !(o->efficiency == -1 ||
+                  (o->efficiency >= 0 && o->efficiency <= 1)))
+        why = "an origin efficiency outside 0..1";
+    return why;
+}
+
+void mrc__image_origin_free(mrc__image_origin_t *o)
+{
+    if (!o)
+        return;
+    free(o->topology);
+    free(o->strategy);
+    free(o->source);
+    o->topology = o->strategy = o->source = NULL;
+    o->efficiency = -1;
+}
+
 mrc_status_t mrc_program_load(const void *image, size_t len,
                               mrc_program_t **out)
 {
+    return mrc__program_load_origin(image, len, out, NULL);
+}
+
+mrc_status_t mrc__program_load_origin(const void *image, size_t len,
+                                      mrc_program_t **out,
+                                      mrc__image_origin_t *origin)
+{
+    mrc__image_origin_t o = {.efficiency = -1};
+    if (origin)
+        *origin = o;
     if (!out)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_load: out is "
                                                "NULL");
@@ -411,11 +506,13 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     uint32_t version = (uint32_t)get(&r, 4);
     uint32_t header = (uint32_t)get(&r, 4);
     uint64_t payload = get(&r, 8), sum = get(&r, 8);
-    if (version != IMAGE_VERSION || header != HEADER_BYTES)
+    if (version < IMAGE_OLDEST || version > IMAGE_VERSION ||
+        header != HEADER_BYTES)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "program image version %u is not supported (this "
-                          "mrc reads version %d)",
-                          version, IMAGE_VERSION);
+                          "mrc reads versions %d to %d); recompile with this "
+                          "mrc",
+                          version, IMAGE_OLDEST, IMAGE_VERSION);
     if (payload != len - HEADER_BYTES)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "program image is truncated or padded: %zu payload "
@@ -538,6 +635,8 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
         p->route_in_ports[i] = get_i32(&r);
     if (!r.short_read && (why = read_mask(&r, p)) != NULL)
         goto bad;
+    if (!r.short_read && version >= 4 && (why = read_origin(&r, &o)) != NULL)
+        goto bad;
     if (r.short_read || r.at != r.len) {
         why = r.short_read ? "the tables run past the end"
                            : "bytes left after the tables";
@@ -558,12 +657,147 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     if (st != MRC_OK) {
         mrc__error_prefix("program image");
         mrc_program_destroy(p);
+        mrc__image_origin_free(&o);
         return st;
     }
     *out = p;
+    if (origin)
+        *origin = o;
+    else
+        mrc__image_origin_free(&o);
     return MRC_OK;
 bad:
     mrc_program_destroy(p);
+    mrc__image_origin_free(&o);
     return mrc__error(MRC_ERR_INVALID_PROGRAM, "program image refused: %s",
                       why);
+}
+
+/* Whether the program's ports and routes are the topology's: the same
+ * nodes, the same ports at each, every routed hop along links, and every
+ * direct hop out of a port that leads to the next node. NULL, or what
+ * differs (in buf). */
+static const char *topo_differs(const mrc_program_t *p, const mrc_topo_t *t,
+                                char *buf, size_t cap)
+{
+    if (mrc_topo_num_nodes(t) != p->num_nodes) {
+        snprintf(buf, cap, "the topology has %d nodes, the program %d",
+                 mrc_topo_num_nodes(t), p->num_nodes);
+        return buf;
+    }
+    for (int u = 0; u < p->num_nodes; u++)
+        if (mrc_topo_num_ports(t, u) != p->nodes[u].num_ports) {
+            snprintf(buf, cap, "node %d has %d ports in the topology, %d in "
+                     "the program", u, mrc_topo_num_ports(t, u),
+                     p->nodes[u].num_ports);
+            return buf;
+        }
+    for (int r = 0; r < p->num_routes; r++)
+        for (int j = p->route_off[r]; j + 1 < p->route_off[r + 1]; j++) {
+            int peer = -1, peer_port = -1;
+            if (mrc_topo_port(t, p->route_nodes[j], p->route_ports[j], NULL,
+                              &peer, &peer_port) != MRC_OK ||
+                peer != p->route_nodes[j + 1] ||
+                peer_port != p->route_in_ports[j + 1]) {
+                snprintf(buf, cap, "route %d leaves node %d by port %d, "
+                         "which does not lead to node %d", r,
+                         p->route_nodes[j], p->route_ports[j],
+                         p->route_nodes[j + 1]);
+                return buf;
+            }
+        }
+    for (int u = 0; u < p->num_nodes; u++) {
+        const mrc__node_t *nd = &p->nodes[u];
+        if (nd->group < 0)
+            continue;
+        const mrc__group_t *g = &p->groups[nd->group];
+        for (int j = 0; j < g->num_streams; j++) {
+            const mrc__node_stream_t *e =
+                &p->node_streams[nd->first_entry + j * g->size];
+            int peer = -1;
+            if (e->route >= 0 || e->out_port < 0 || e->next == u)
+                continue;
+            if (mrc_topo_port(t, u, e->out_port, NULL, &peer, NULL) !=
+                    MRC_OK ||
+                peer != e->next) {
+                snprintf(buf, cap, "node %d sends to node %d by port %d, "
+                         "which does not lead there", u, e->next,
+                         e->out_port);
+                return buf;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* 1 if a and b have the same nodes and the same links, fields and ports
+ * (what running and timing a program depend on). */
+static int same_links(const mrc_topo_t *a, const mrc_topo_t *b)
+{
+    if (mrc_topo_num_nodes(a) != mrc_topo_num_nodes(b) ||
+        mrc_topo_num_links(a) != mrc_topo_num_links(b))
+        return 0;
+    for (int i = 0; i < mrc_topo_num_links(a); i++) {
+        const mrc_link_t *x = mrc_topo_link(a, i), *y = mrc_topo_link(b, i);
+        if (x->a != y->a || x->b != y->b || x->count != y->count ||
+            x->bandwidth_gbps != y->bandwidth_gbps ||
+            x->latency_ns != y->latency_ns || x->port_a != y->port_a ||
+            x->port_b != y->port_b)
+            return 0;
+    }
+    return 1;
+}
+
+mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text)
+{
+    *text = NULL;
+    mrc_topo_t *again = NULL;
+    const char *name = mrc_topo_name(t);
+    /* (a file's name is no generator spec: that fails, quietly) */
+    if (name && name[0] != '{' &&
+        mrc_topo_generate(name, &again) == MRC_OK && same_links(t, again)) {
+        mrc_topo_destroy(again);
+        *text = mrc__strdup(name);
+        return *text ? MRC_OK
+                     : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    mrc_topo_destroy(again);
+    char *json = NULL;
+    mrc_status_t st = mrc_topo_to_json(t, &json);
+    if (st != MRC_OK)
+        return st;
+    *text = mrc__strdup(json);
+    mrc_free(json);
+    return *text ? MRC_OK : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+}
+
+mrc_status_t mrc__image_topology(const mrc_program_t *p,
+                                 const mrc__image_origin_t *o,
+                                 mrc_topo_t **out)
+{
+    *out = NULL;
+    if (!o || !o->topology)
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "the image carries no topology (a version 3 image, "
+                          "or one saved by mrc_program_save); recompile it "
+                          "with 'mrc compile ... -o' of this mrc");
+    mrc_topo_t *t = NULL;
+    mrc_status_t st =
+        o->topology[0] == '{'
+            ? mrc_topo_parse_json(o->topology, strlen(o->topology),
+                                  "the image's topology", &t)
+            : mrc_topo_generate(o->topology, &t);
+    if (st != MRC_OK) {
+        mrc__error_prefix("the image's topology");
+        return st;
+    }
+    char buf[160];
+    const char *why = topo_differs(p, t, buf, sizeof buf);
+    if (why) {
+        mrc_topo_destroy(t);
+        return mrc__error(MRC_ERR_INVALID_PROGRAM, "program image refused: "
+                          "its topology is not its program's: %s", why);
+    }
+    *out = t;
+    return MRC_OK;
 }

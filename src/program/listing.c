@@ -532,3 +532,514 @@ mrc_status_t mrc_program_listing(const mrc_program_t *p, char **text)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     return MRC_OK;
 }
+
+/* ---- one node's local program ------------------------------------------ */
+
+/* a mod n for n >= 1. */
+static int lmod(long a, int n)
+{
+    long r = a % n;
+    return (int)(r < 0 ? r + n : r);
+}
+
+/* An instruction's view for the node at `pos` of a group of n with the
+ * root at `root` (as expand.c's view_of): the view's size, the node's
+ * position and rel in it, the root's, where view position q is in the
+ * ring (base + q * stride), and whether the node is in the view. */
+typedef struct local_view {
+    int n, pos, rel, root, base, stride, member;
+} local_view_t;
+
+static local_view_t local_view(const mrc_program_t *p, int which, int n,
+                               int pos, int root)
+{
+    int hosts = mrc__program_hosts(p), l = n / hosts;
+    if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0)
+        return (local_view_t){n, pos, lmod((long)pos - root, n), root, 0, 1,
+                              1};
+    if (which == MRC__VIEW_HOST) {
+        int q = pos % l;
+        return (local_view_t){l, q, lmod((long)q - root % l, l), root % l,
+                              pos - q, 1, 1};
+    }
+    int q = pos / l;
+    if (which == MRC__VIEW_PLACE)
+        return (local_view_t){hosts, q, q, 0, pos % l, l, 1};
+    return (local_view_t){hosts, q, lmod((long)q - root / l, hosts),
+                          root / l, root % l, l, pos % l == root % l};
+}
+
+static int local_view_node(const mrc_program_t *p, int k,
+                           const local_view_t *v, int q)
+{
+    return mrc__stream_node(p, k, v->base + lmod(q, v->n) * v->stride);
+}
+
+/* "(c + s) mod m", "(c - s) mod m" or "c": an expression in s with the
+ * node's values folded into the constant c. */
+static void affine_s(mrc__strbuf_t *sb, long c, int step, int m,
+                     const char *var)
+{
+    if (step == 0) {
+        mrc__sb_printf(sb, "%d", lmod(c, m));
+        return;
+    }
+    mrc__sb_puts(sb, "(");
+    if (lmod(c, m) != 0)
+        mrc__sb_printf(sb, "%d %s ", lmod(c, m), step > 0 ? "+" : "-");
+    else if (step < 0)
+        mrc__sb_puts(sb, "-");
+    if (step != 1 && step != -1)
+        mrc__sb_printf(sb, "%d", step < 0 ? -step : step);
+    mrc__sb_printf(sb, "%s) mod %d", var, m);
+}
+
+/* The fragment of an instruction at this node: f = (frag_pos * pos +
+ * frag_step * s + frag_const) mod M, pos given. */
+static void local_frag(mrc__strbuf_t *sb, const mrc_program_t *p,
+                       const mrc__insn_t *in, const local_view_t *v, int n)
+{
+    if ((in->flags & MRC__INSN_WHOLE) || p->addressing == MRC__ADDR_WHOLE) {
+        mrc__sb_puts(sb, "the slice");
+        return;
+    }
+    int cells = p->addressing == MRC__ADDR_CELLS;
+    int m = cells ? v->n : mrc__frag_space(p, n);
+    mrc__sb_puts(sb, "frag ");
+    affine_s(sb, (long)in->frag_pos * v->pos + in->frag_const,
+             in->frag_step, m, "s");
+}
+
+/* Whether a ring predicate holds at rel (-1: it depends on the loop's
+ * step t, the tree's). */
+static int local_pred(const mrc__insn_t *in, int rel, int n)
+{
+    int lo = in->pred_lo < 0 ? n + in->pred_lo : in->pred_lo;
+    int hi = in->pred_hi < 0 ? n + in->pred_hi : in->pred_hi;
+    switch (in->pred) {
+    case MRC__PRED_ALWAYS: return 1;
+    case MRC__PRED_REL_EQ: return rel == lo;
+    case MRC__PRED_REL_IN: return lo <= rel && rel <= hi;
+    case MRC__PRED_ALONE: return n == 1;
+    default: return -1;
+    }
+}
+
+static int local_loop_iters(const mrc__insn_t *in, int n)
+{
+    if (in->flags & MRC__INSN_LOG) {
+        int l = 0;
+        while (l < 31 && (1L << l) < n)
+            l++;
+        return l;
+    }
+    return n - 1 + in->loop_extra;
+}
+
+/* " by port P" (how: " by", " on"), or nothing for a hop on no port
+ * (the hier family's hosts are not on the topology's links). */
+static void local_port(mrc__strbuf_t *sb, const char *how, int port)
+{
+    if (port >= 0)
+        mrc__sb_printf(sb, "%s port %d", how, port);
+}
+
+/* The route of a hop, as " through nodes a b" (its relays), or "". */
+static void local_route(mrc__strbuf_t *sb, const mrc_program_t *p, int r)
+{
+    if (r < 0 || p->route_off[r + 1] - p->route_off[r] <= 2)
+        return;
+    mrc__sb_puts(sb, ", relayed by node");
+    if (p->route_off[r + 1] - p->route_off[r] > 3)
+        mrc__sb_puts(sb, "s");
+    for (int j = p->route_off[r] + 1; j + 1 < p->route_off[r + 1]; j++)
+        mrc__sb_printf(sb, " %d", p->route_nodes[j]);
+}
+
+/* The peer of a get or wait at this node: the node at view position
+ * (root + peer_pos * rel + peer_step * s + peer_const) mod N. */
+static void local_peer(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
+                       const mrc__insn_t *in, const local_view_t *v)
+{
+    long c = (long)v->root + (long)in->peer_pos * v->rel + in->peer_const;
+    if (in->peer_step == 0) {
+        mrc__sb_printf(sb, "node %d", local_view_node(p, k, v, (int)lmod(c,
+                                                                  v->n)));
+        return;
+    }
+    mrc__sb_puts(sb, "the node at position ");
+    affine_s(sb, c, in->peer_step, v->n, "s");
+}
+
+/* One instruction of the shared code with node u's values of stream k. */
+static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
+                       int u, int i, int depth)
+{
+    const mrc__insn_t *in = &p->code[i];
+    const mrc__stream_t *st = &p->streams[k];
+    const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
+    int n = mrc__stream_size(p, k);
+    local_view_t v = local_view(p, in->view, n, e->pos, st->root_pos);
+    const char *op = mrc_op_name(p->cfg.op);
+    if (p->cfg.op == MRC_AVG)
+        op = "sum";
+    mrc__sb_printf(sb, "%3d  %*s", i, 2 * depth, "");
+    if (in->view == MRC__VIEW_HOST)
+        mrc__sb_printf(sb, "[host: N %d, pos %d] ", v.n, v.pos);
+    else if (in->view == MRC__VIEW_LEADERS)
+        mrc__sb_printf(sb, "[leaders: N %d, pos %d] ", v.n, v.pos);
+    else if (in->view == MRC__VIEW_PLACE)
+        mrc__sb_printf(sb, "[place: N %d, pos %d] ", v.n, v.pos);
+    int holds = local_pred(in, v.rel, v.n);
+    const char *skip = !v.member  ? "not its host's leader"
+                       : !holds   ? "its rel fails the condition"
+                       : (in->op == MRC__OP_SEND || in->op == MRC__OP_RECV) &&
+                               v.n == 1
+                           ? "a group of one"
+                       : in->op == MRC__OP_SCALE &&
+                               (p->cfg.op != MRC_AVG || n == 1)
+                           ? "the operator is not avg"
+                           : NULL;
+    if (skip && in->op != MRC__OP_LOOP && in->op != MRC__OP_END) {
+        mrc__sb_printf(sb, "-- (not run here: %s)", skip);
+        return;
+    }
+    int tree = in->flags & MRC__INSN_POW;
+    switch (in->op) {
+    case MRC__OP_PORTS:
+        mrc__sb_printf(sb, "ports  switch off the ports node %d leaves idle",
+                       u);
+        break;
+    case MRC__OP_LOOP: {
+        int iters = v.member ? local_loop_iters(in, v.n) : 0;
+        if (iters <= 0)
+            mrc__sb_puts(sb, "loop   (no iterations at this node)");
+        else
+            mrc__sb_printf(sb, "loop   s = 0 .. %d", iters - 1);
+        break;
+    }
+    case MRC__OP_END:
+        mrc__sb_puts(sb, "end");
+        break;
+    case MRC__OP_SEND:
+        mrc__sb_puts(sb, "send   ");
+        local_frag(sb, p, in, &v, n);
+        if (in->buf_a == in->buf_b)
+            mrc__sb_printf(sb, " of %s", buf_name(in->buf_a));
+        else
+            mrc__sb_printf(sb, " of %s (s = 0) / %s", buf_name(in->buf_a),
+                           buf_name(in->buf_b));
+        if (tree) {
+            mrc__sb_printf(sb, " to the node at position (%d %+d * 2^t) mod "
+                           "%d", v.pos, in->peer_const, v.n);
+        } else if (in->view != MRC__VIEW_GROUP) {
+            mrc__sb_printf(sb, " to node %d",
+                           local_view_node(p, k, &v, v.pos + 1));
+        } else {
+            mrc__sb_printf(sb, " to node %d", e->next);
+            local_port(sb, " by", e->out_port);
+            local_route(sb, p, e->route);
+        }
+        break;
+    case MRC__OP_RECV:
+        mrc__sb_puts(sb, "recv   ");
+        local_frag(sb, p, in, &v, n);
+        if (tree)
+            mrc__sb_printf(sb, " from the node at position (%d %+d * 2^t) "
+                           "mod %d", v.pos, in->peer_const, v.n);
+        else if (in->view != MRC__VIEW_GROUP)
+            mrc__sb_printf(sb, " from node %d",
+                           local_view_node(p, k, &v, v.pos - 1));
+        else
+        {
+            mrc__sb_printf(sb, " from node %d", e->prev);
+            local_port(sb, " on", e->in_port);
+        }
+        if (in->buf_a == in->buf_b)
+            mrc__sb_printf(sb, " into %s", buf_name(in->buf_a));
+        else
+            mrc__sb_printf(sb, " into %s (last s) / %s", buf_name(in->buf_a),
+                           buf_name(in->buf_b));
+        if (in->local)
+            mrc__sb_printf(sb, ", %s with %s", op, buf_name(in->local));
+        break;
+    case MRC__OP_COPY:
+        mrc__sb_puts(sb, "copy   ");
+        local_frag(sb, p, in, &v, n);
+        mrc__sb_printf(sb, " %s -> %s", buf_name(in->buf_a),
+                       buf_name(in->buf_b));
+        break;
+    case MRC__OP_SCALE:
+        mrc__sb_puts(sb, "scale  ");
+        local_frag(sb, p, in, &v, n);
+        mrc__sb_printf(sb, " of %s by 1/%d", buf_name(in->buf_b), n);
+        break;
+    case MRC__OP_EXPOSE:
+        mrc__sb_puts(sb, "expose ");
+        if (in->flags & MRC__INSN_ALL)
+            mrc__sb_puts(sb, "all");
+        else
+            local_frag(sb, p, in, &v, n);
+        mrc__sb_printf(sb, " of %s %s", buf_name(in->buf_a),
+                       in->flags & MRC__INSN_REF ? "by reference"
+                                                 : "by copy into the window");
+        break;
+    case MRC__OP_GET:
+        mrc__sb_puts(sb, "get    ");
+        local_frag(sb, p, in, &v, n);
+        mrc__sb_printf(sb, " of %s at ", buf_name(in->buf_a));
+        local_peer(sb, p, k, in, &v);
+        mrc__sb_printf(sb, " into %s", buf_name(in->buf_b));
+        if (in->local || (in->flags & MRC__INSN_ACC))
+            mrc__sb_printf(sb, ", %s with %s%s", op,
+                           in->local ? buf_name(in->local)
+                                     : buf_name(in->buf_b),
+                           in->flags & MRC__INSN_ACC ? " (s = 0), then itself"
+                                                     : "");
+        break;
+    case MRC__OP_SIGNAL:
+        mrc__sb_printf(sb, "signal flag %d", in->flag);
+        break;
+    case MRC__OP_WAIT:
+        mrc__sb_printf(sb, "wait   flag %d of ", in->flag);
+        local_peer(sb, p, k, in, &v);
+        break;
+    case MRC__OP_BARRIER:
+        mrc__sb_printf(sb, "barrier %d of the group", in->flag);
+        break;
+    default:
+        mrc__sb_printf(sb, "?%d", in->op);
+    }
+    if (holds < 0) /* the tree's: rel given, t the loop's step */
+        mrc__sb_printf(sb, in->pred == MRC__PRED_TREE_CHILD
+                               ? "  if %d mod 2^(t+1) = 2^t"
+                               : "  if %d mod 2^(t+1) = 0 and %d + 2^t < %d",
+                       v.rel, v.rel, v.n);
+}
+
+/* Streams of a node shown in full; the rest are counted. */
+enum { LOCAL_STREAMS = 64, LOCAL_OPS = 8 };
+
+/* The first operations of node u's chain of stream k, whole fragments. */
+static void local_ops(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
+                      int k, int json)
+{
+    mrc__chain_iter_t it;
+    mrc__chain_begin(&it, p, u, k, 0, 1, 0);
+    mrc__op_t op;
+    mrc_status_t st;
+    for (int shown = 0; shown < LOCAL_OPS &&
+                        mrc__chain_next(&it, &op, &st) == 1;
+         shown++) {
+        mrc__strbuf_t line;
+        mrc__sb_init(&line);
+        mrc__sb_printf(&line, "step %d: %s", op.step, op_kind_name(op.kind));
+        if (op.frag >= 0 && op.kind != MRC__SIGNAL && op.kind != MRC__WAIT &&
+            op.kind != MRC__BARRIER)
+            mrc__sb_printf(&line, " frag %d (%llu elements)", op.frag,
+                           (unsigned long long)op.count);
+        if (op.kind == MRC__SEND)
+            mrc__sb_printf(&line, " of %s at %llu to node %d by port %d",
+                           buf_name(op.src), (unsigned long long)op.src_off,
+                           op.peer, op.port);
+        else if (op.kind == MRC__RECV)
+            mrc__sb_printf(&line, " from node %d on port %d into %s at %llu"
+                           "%s", op.peer, op.port, buf_name(op.dst),
+                           (unsigned long long)op.dst_off,
+                           op.local ? ", reduced" : "");
+        else if (op.kind == MRC__GET || op.kind == MRC__WAIT)
+            mrc__sb_puts(&line, peer_text(op.peer));
+        if (json) {
+            mrc__sb_puts(sb, shown ? ", " : "");
+            mrc__sb_json_string(sb, line.failed ? "" : line.data);
+        } else {
+            mrc__sb_printf(sb, "    %s\n", line.failed ? "" : line.data);
+        }
+        mrc__sb_free(&line);
+    }
+}
+
+static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p,
+                              int u, int k)
+{
+    const mrc__stream_t *s = &p->streams[k];
+    const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
+    int n = mrc__stream_size(p, k);
+    mrc__sb_printf(sb, "{\"stream\": %d, \"ring\": %d, \"reversed\": %s, "
+                   "\"slice\": [%llu, %llu], \"pos\": %d, \"rel\": %d, "
+                   "\"next\": %d, \"prev\": %d, \"out_port\": %d, "
+                   "\"in_port\": %d, \"relays\": [",
+                   k, s->ring, s->reversed ? "true" : "false",
+                   (unsigned long long)s->slice_off,
+                   (unsigned long long)s->slice_len, e->pos,
+                   lmod((long)e->pos - s->root_pos, n), e->next, e->prev,
+                   e->out_port, e->in_port);
+    if (e->route >= 0)
+        for (int j = p->route_off[e->route] + 1;
+             j + 1 < p->route_off[e->route + 1]; j++)
+            mrc__sb_printf(sb, "%s%d", j > p->route_off[e->route] + 1 ? ", "
+                                                                      : "",
+                           p->route_nodes[j]);
+    mrc__sb_puts(sb, "],\n    \"code\": [");
+    int depth = 0;
+    for (int i = 0; i < p->code_len; i++) {
+        depth -= p->code[i].op == MRC__OP_END;
+        mrc__strbuf_t line;
+        mrc__sb_init(&line);
+        local_insn(&line, p, k, u, i, depth < 0 ? 0 : depth);
+        mrc__sb_puts(sb, i ? ",\n      " : "\n      ");
+        mrc__sb_json_string(sb, line.failed ? "" : line.data);
+        mrc__sb_free(&line);
+        depth += p->code[i].op == MRC__OP_LOOP;
+    }
+    mrc__sb_puts(sb, "],\n    \"first_ops\": [");
+    local_ops(sb, p, u, k, 1);
+    mrc__sb_puts(sb, "]}");
+}
+
+static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p,
+                              int u, int k)
+{
+    const mrc__stream_t *s = &p->streams[k];
+    const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
+    int n = mrc__stream_size(p, k);
+    mrc__sb_printf(sb, "\nstream %d: ring %d %s, elements [%llu, %llu); "
+                   "pos %d, rel %d (root at pos %d), N %d\n",
+                   k, s->ring, s->reversed ? "rev" : "fwd",
+                   (unsigned long long)s->slice_off,
+                   (unsigned long long)(s->slice_off + s->slice_len), e->pos,
+                   lmod((long)e->pos - s->root_pos, n), s->root_pos, n);
+    mrc__sb_printf(sb, "  next node %d", e->next);
+    local_port(sb, " by", e->out_port);
+    local_route(sb, p, e->route);
+    mrc__sb_printf(sb, "; prev node %d", e->prev);
+    local_port(sb, " on", e->in_port);
+    mrc__sb_puts(sb, "\n");
+    int depth = 0;
+    for (int i = 0; i < p->code_len; i++) {
+        depth -= p->code[i].op == MRC__OP_END;
+        mrc__sb_puts(sb, "  ");
+        local_insn(sb, p, k, u, i, depth < 0 ? 0 : depth);
+        mrc__sb_puts(sb, "\n");
+        depth += p->code[i].op == MRC__OP_LOOP;
+    }
+    mrc__sb_puts(sb, "  first operations (whole fragments):\n");
+    local_ops(sb, p, u, k, 0);
+}
+
+/* The hops node u relays for others (routed hops through it): each
+ * message received from the route's node before u is sent on, same tag
+ * and count, to the one after it. */
+static mrc_status_t local_relays(mrc__strbuf_t *sb, const mrc_program_t *p,
+                                 int u, int json)
+{
+    int32_t *first = NULL;
+    mrc__relay_t *list = NULL;
+    mrc_status_t st = mrc__relay_index(p, &first, &list);
+    if (st != MRC_OK)
+        return st;
+    int total = first[u + 1] - first[u];
+    if (json)
+        mrc__sb_puts(sb, "], \"relays\": [");
+    else if (total > 0)
+        mrc__sb_printf(sb, "\nrelays (%d: node %d forwards every message of "
+                       "these hops, same tag and count):\n", total, u);
+    for (int i = first[u]; i < first[u + 1] && i - first[u] < LOCAL_STREAMS;
+         i++) {
+        const mrc__relay_t *r = &list[i];
+        int off = p->route_off[r->route];
+        int last = p->route_nodes[p->route_off[r->route + 1] - 1];
+        int from = p->route_nodes[off + r->index - 1];
+        int to = p->route_nodes[off + r->index + 1];
+        int port = p->route_ports[off + r->index];
+        int in_port = p->route_in_ports[off + r->index];
+        if (json)
+            mrc__sb_printf(sb, "%s{\"stream\": %d, \"hop\": [%d, %d], "
+                           "\"from\": %d, \"in_port\": %d, \"to\": %d, "
+                           "\"out_port\": %d}",
+                           i > first[u] ? ", " : "", r->stream, r->src, last,
+                           from, in_port, to, port);
+        else
+            mrc__sb_printf(sb, "  stream %d, hop %d -> %d: from node %d on "
+                           "port %d to node %d by port %d\n",
+                           r->stream, r->src, last, from, in_port, to, port);
+    }
+    if (!json && total > LOCAL_STREAMS)
+        mrc__sb_printf(sb, "  ... %d more\n", total - LOCAL_STREAMS);
+    free(first);
+    free(list);
+    return MRC_OK;
+}
+
+mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
+                                       int json, char **text)
+{
+    if (!p || !text)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc__program_node_listing: NULL");
+    *text = NULL;
+    if (node < 0 || node >= p->num_nodes)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "node %d is not a node of the program (0..%d)",
+                          node, p->num_nodes - 1);
+    const mrc__node_t *nd = &p->nodes[node];
+    const mrc_compile_config_t *c = &p->cfg;
+    const mrc__group_t *g = nd->group >= 0 ? &p->groups[nd->group] : NULL;
+    int streams = g ? g->num_streams : 0;
+    int shown = streams < LOCAL_STREAMS ? streams : LOCAL_STREAMS;
+    mrc_status_t st = MRC_OK;
+    mrc__strbuf_t sb;
+    mrc__sb_init(&sb);
+    if (json) {
+        mrc__sb_printf(&sb, "{\"node\": %d, \"collective\": \"%s\", "
+                       "\"count\": %zu, \"dtype\": \"%s\", \"op\": \"%s\", "
+                       "\"family\": \"%s\", \"group\": %d, \"rank\": %d, "
+                       "\"group_size\": %d, \"ports\": %d, "
+                       "\"code_instructions\": %d, \"streams_total\": %d, "
+                       "\"streams\": [",
+                       node, mrc_collective_name(c->collective), c->count,
+                       mrc_dtype_name(c->dtype), mrc_op_name(c->op),
+                       mrc_algo_name(c->algo), nd->group, nd->rank,
+                       g ? g->size : 0, nd->num_ports, p->code_len, streams);
+        for (int j = 0; j < shown; j++) {
+            mrc__sb_puts(&sb, j ? ",\n  " : "\n  ");
+            local_stream_json(&sb, p, node, g->first_stream + j);
+        }
+        st = local_relays(&sb, p, node, 1);
+        mrc__sb_puts(&sb, "]}\n");
+    } else {
+        mrc__sb_printf(&sb, "local program of node %d: %s of %zu %s",
+                       node, mrc_collective_name(c->collective), c->count,
+                       mrc_dtype_name(c->dtype));
+        if (c->collective != MRC_ALLGATHER && c->collective != MRC_BROADCAST)
+            mrc__sb_printf(&sb, " (%s)", mrc_op_name(c->op));
+        if (c->collective == MRC_REDUCE || c->collective == MRC_BROADCAST)
+            mrc__sb_printf(&sb, ", root rank %d", c->root);
+        mrc__sb_printf(&sb, ", %s\n", mrc_algo_name(c->algo));
+        if (!g) {
+            mrc__sb_puts(&sb, "  in no group: the node runs nothing\n");
+        } else {
+            mrc__sb_printf(&sb, "  group %d, rank %d of %d, %d port%s, %d "
+                           "stream%s\n  the shared code (%d instructions) "
+                           "with this node's table values in place\n  of "
+                           "pos, rel, N, next, prev and the ports\n",
+                           nd->group, nd->rank, g->size, nd->num_ports,
+                           nd->num_ports == 1 ? "" : "s", streams,
+                           streams == 1 ? "" : "s", p->code_len);
+            for (int j = 0; j < shown; j++)
+                local_stream_text(&sb, p, node, g->first_stream + j);
+            if (streams > shown)
+                mrc__sb_printf(&sb, "\n... %d more streams\n",
+                               streams - shown);
+        }
+        st = local_relays(&sb, p, node, 0);
+    }
+    if (st != MRC_OK) {
+        mrc__sb_free(&sb);
+        return st;
+    }
+    *text = mrc__sb_take(&sb);
+    if (!*text)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    return MRC_OK;
+}

@@ -466,6 +466,42 @@ int32_t *mrc__msgmap_find(mrc__msgmap_t *m, int src, int dst, uint64_t tag);
 mrc__msg_t *mrc__msgmap_add(mrc__msgmap_t *m, int src, int dst, uint64_t tag);
 void mrc__msgmap_remove(mrc__msgmap_t *m, int32_t *link);
 
+/* What an image records besides the program (version 4): where it came
+ * from, so that `mrc run --load` and `mrc sim --load` run and time the
+ * image itself on the same links. Any text may be NULL (an image saved
+ * by mrc_program_save carries none); efficiency is -1 when unknown. */
+typedef struct mrc__image_origin {
+    /* The topology: a generator spec when it regenerates the very
+     * links (short, at any size), else the file format (JSON, "{"...). */
+    char *topology;
+    char *strategy; /* the rings' strategy, as the embedding names it */
+    char *source;   /* the SPEC it was compiled from */
+    double efficiency; /* the embedding's (mrc rings), or -1 */
+} mrc__image_origin_t;
+
+/* mrc_program_save and mrc_program_load with the origin (NULL: none on
+ * saving, ignored on loading; the caller frees what load fills in). */
+mrc_status_t mrc__program_save_origin(const mrc_program_t *p,
+                                      const mrc__image_origin_t *origin,
+                                      void **image, size_t *len);
+mrc_status_t mrc__program_load_origin(const void *image, size_t len,
+                                      mrc_program_t **out,
+                                      mrc__image_origin_t *origin);
+void mrc__image_origin_free(mrc__image_origin_t *o);
+/* The origin's text of a topology (see topology above); free(). */
+mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text);
+/* The topology an image's origin carries, checked against the program
+ * (nodes, ports, routes along links); a clear error if there is none. */
+mrc_status_t mrc__image_topology(const mrc_program_t *p,
+                                 const mrc__image_origin_t *o,
+                                 mrc_topo_t **out);
+
+/* One node's local program (listing.c): the shared code with the node's
+ * table values substituted, as text or (json) one JSON object;
+ * mrc_free(). O(code + the node's tables), whatever the node count. */
+mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
+                                       int json, char **text);
+
 /* FNV-1a 64 over n bytes: the image checksum. */
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n);
 

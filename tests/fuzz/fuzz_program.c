@@ -5,19 +5,22 @@
  * right for the bytes that follow (magic, version, payload length and
  * checksum), so that mutations reach the tables and the checker behind
  * the checksum. An accepted image must save and load back to the same
- * bytes. Built with `make fuzz` (clang).
+ * bytes, list every node's local program, and give its topology (the
+ * origin's, checked against the program) or say why not. Built with
+ * `make fuzz` (clang).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mrc/mrc.h"
+#include "program/program_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The image layout of src/program/image.c: "MRCPROG\0", version (4),
  * header bytes (4), payload bytes (8), FNV-1a of the payload (8). */
-enum { HEADER_BYTES = 32, IMAGE_VERSION = 1 };
+enum { HEADER_BYTES = 32, IMAGE_VERSION = 4 };
 
 static void put_le(uint8_t *d, uint64_t v, int bytes)
 {
@@ -40,15 +43,33 @@ static void try_load(const uint8_t *data, size_t size)
     mrc_program_t *p = NULL, *back = NULL;
     void *i1 = NULL, *i2 = NULL;
     size_t n1 = 0, n2 = 0;
-    char *listing = NULL;
-    if (mrc_program_load(data, size, &p) == MRC_OK) {
+    char *listing = NULL, *local = NULL;
+    mrc__image_origin_t origin;
+    mrc_topo_t *topo = NULL;
+    if (mrc__program_load_origin(data, size, &p, &origin) == MRC_OK) {
         if (mrc_program_save(p, &i1, &n1) != MRC_OK ||
             mrc_program_load(i1, n1, &back) != MRC_OK ||
             mrc_program_save(back, &i2, &n2) != MRC_OK || n1 != n2 ||
             memcmp(i1, i2, n1) != 0 ||
             mrc_program_listing(p, &listing) != MRC_OK)
             abort();
-    } else if (p != NULL || mrc_last_error()[0] == '\0') {
+        /* (every node for small programs; the first and last else) */
+        for (int u = 0; u < p->num_nodes; u++) {
+            if (p->num_nodes > 16 && u > 0 && u < p->num_nodes - 1)
+                continue;
+            for (int json = 0; json < 2; json++) {
+                if (mrc__program_node_listing(p, u, json, &local) != MRC_OK)
+                    abort();
+                mrc_free(local);
+            }
+        }
+        if (mrc__image_topology(p, &origin, &topo) != MRC_OK &&
+            (topo != NULL || mrc_last_error()[0] == '\0'))
+            abort();
+        mrc_topo_destroy(topo);
+        mrc__image_origin_free(&origin);
+    } else if (p != NULL || mrc_last_error()[0] == '\0' ||
+               origin.topology || origin.strategy || origin.source) {
         abort(); /* a refusal must leave no object and say why */
     }
     mrc_free(listing);

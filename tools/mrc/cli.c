@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -389,4 +390,41 @@ void cli_report_failed_links(FILE *out, const mrc_topo_t *t,
             fa.algbw_gbps, fa.efficiency, fa.bound_gbps);
     mrc_embed_destroy(before);
     mrc_embed_destroy(after);
+}
+
+int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
+                   mrc__image_origin_t *origin, double *load_ms,
+                   size_t *bytes)
+{
+    char *data = NULL;
+    size_t len = 0;
+    *p = NULL;
+    mrc_status_t st = mrc__read_file(path, 0, &data, &len);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = mrc__program_load_origin(data, len, p, origin);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (bytes)
+        *bytes = len;
+    free(data);
+    if (load_ms)
+        *load_ms = 1e3 * (double)(t1.tv_sec - t0.tv_sec) +
+                   1e-6 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (st != MRC_OK) {
+        mrc__error_prefix("%s", path);
+        return cli_fail(cmd, st);
+    }
+    return CLI_OK;
+}
+
+int cli_load_refuses(const char *cmd, const char *topic,
+                     const cli_fixed_t *fixed)
+{
+    for (; fixed->name; fixed++)
+        if (fixed->value)
+            return cli_usage(cmd, topic, "--%s with --load: the image fixes "
+                             "it (recompile to change it)", fixed->name);
+    return CLI_OK;
 }

@@ -14,6 +14,7 @@
 
 #include "common/common.h"
 #include "mrc/mrc.h"
+#include "program/program_internal.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
@@ -127,5 +128,25 @@ int cli_algo(const char *cmd, const char *topic, const char *value,
  * as it is. CLI status, with the message when nothing applies. */
 int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
                      const mrc_topo_t *t, mrc_compile_config_t *cc);
+
+/* --load FILE: reads and checks a program image (the checker runs on
+ * it); *origin gets what the image records of where it came from.
+ * load_ms and bytes (the file's size) may be NULL.
+ * CLI status, with "CMD: FILE: <what is wrong>" (exit 2 for a missing,
+ * unreadable, truncated, corrupted or inconsistent file). */
+int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
+                   mrc__image_origin_t *origin, double *load_ms,
+                   size_t *bytes);
+
+/* An option that the image fixes, and its value (NULL: not given). */
+typedef struct cli_fixed {
+    const char *name;
+    const char *value;
+} cli_fixed_t;
+
+/* With --load: CLI_USAGE naming the first option of `fixed` (ended by a
+ * NULL name) that was given, since the image fixes it; else CLI_OK. */
+int cli_load_refuses(const char *cmd, const char *topic,
+                     const cli_fixed_t *fixed);
 
 #endif /* MRC_CLI_H */

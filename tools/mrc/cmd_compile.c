@@ -14,11 +14,10 @@ void help_compile(void)
         "R]\n"
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
-        "                   [--chunk BYTES] [--algo A] [--hosts H] [--listing]\n"
+        "                   [--chunk BYTES] [--algo A] [--hosts H]\n"
         "                   [--fail-link A-B[:K]]...\n"
-        "                   [-o FILE]\n"
-        "                   [--json]\n"
-        "       mrc compile --load FILE [--listing] [--json]\n"
+        "                   [--listing | --node K] [-o FILE] [--json]\n"
+        "       mrc compile --load FILE [--listing | --node K] [--json]\n"
         "       [--max-memory SIZE]: the memory limit (input files: 1/32)\n"
         "\n"
         "Compiles a collective on the rings of SPEC (see 'mrc help rings')\n"
@@ -26,8 +25,10 @@ void help_compile(void)
         "(matched sends and receives, no deadlock, one contribution from each\n"
         "node to every output element), and prints its size. --listing "
         "prints\n"
-        "the shared code and the index tables; -o writes the binary image;\n"
-        "--load reads and checks an image.\n"
+        "the shared code and the index tables; -o writes the binary image\n"
+        "(with the topology, so that 'mrc run --load' and 'mrc sim --load'\n"
+        "run it as it is); --load reads and checks an image, whose program\n"
+        "is then fixed (the options that shape one are refused with it).\n"
         "\n"
         "collectives  allreduce reduce-scatter allgather reduce broadcast\n"
         "types        int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
@@ -44,7 +45,12 @@ void help_compile(void)
         "--hosts      hier: the group's ranks are on this many hosts, in\n"
         "             equal blocks of consecutive ranks (default 1)\n"
         "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
-        "             as in 'mrc help rings'\n");
+        "             as in 'mrc help rings'\n"
+        "--node K     node K's local program instead of the summary: the\n"
+        "             shared code with K's table values (its position, rel,\n"
+        "             N, neighbours and ports) substituted, per stream of\n"
+        "             its group, and its first operations; implies\n"
+        "             --listing (with --json: one JSON object)\n");
 }
 
 static double now_ms(void)
@@ -54,13 +60,18 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
+/* image_bytes: the image file's size when there is one (written or
+ * loaded: the program and its origin), else 0 for the program's own. */
 static int report(const char *cmd, const mrc_program_t *p, const char *what,
-                  double compile_ms, double check_ms, int json, int listing)
+                  double compile_ms, double check_ms, int json, int listing,
+                  size_t image_bytes)
 {
     mrc_program_info_t info;
     mrc_status_t st = mrc_program_info(p, &info);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if (image_bytes)
+        info.image_bytes = image_bytes;
     const mrc_compile_config_t *c = &info.config;
     if (listing) {
         char *text = NULL;
@@ -106,26 +117,93 @@ static int report(const char *cmd, const mrc_program_t *p, const char *what,
     return CLI_OK;
 }
 
-static int load_image(const char *cmd, const char *path, int json,
-                      int listing)
+/* --node K: node K's local program (text, or JSON). */
+static int node_listing(const char *cmd, const mrc_program_t *p, int node,
+                        int json)
 {
-    char *data = NULL;
-    size_t len = 0;
-    mrc_status_t st = mrc__read_file(path, 0, &data, &len);
+    char *text = NULL;
+    mrc_status_t st = mrc__program_node_listing(p, node, json, &text);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    mrc_program_t *p = NULL;
-    double t0 = now_ms();
-    st = mrc_program_load(data, len, &p);
-    double t1 = now_ms();
-    free(data);
-    if (st != MRC_OK) {
-        mrc__error_prefix("%s", path);
-        return cli_fail(cmd, st);
+    fputs(text, stdout);
+    mrc_free(text);
+    return CLI_OK;
+}
+
+/* --node VALUE: a node number below `nodes` (of `what`). */
+static int parse_node(const char *cmd, const char *value, int nodes,
+                      const char *what, int *out)
+{
+    long k = 0;
+    if (mrc__parse_long(value, 0, MRC_TOPO_MAX_NODES, &k) != 0)
+        return cli_usage(cmd, "compile", "--node '%s' is not a node number",
+                         value);
+    if (k >= nodes)
+        return cli_usage(cmd, "compile", "--node %ld: %s has nodes 0 to %d",
+                         k, what, nodes - 1);
+    *out = (int)k;
+    return CLI_OK;
+}
+
+static void print_origin(const mrc__image_origin_t *o)
+{
+    if (!o->topology) {
+        printf("  origin        none (no topology: it lists, but does not "
+               "run or simulate)\n");
+        return;
     }
-    int rc = report(cmd, p, path, -1, t1 - t0, json, listing);
+    printf("  origin        %s, strategy %s", o->source ? o->source : "?",
+           o->strategy ? o->strategy : "?");
+    if (o->efficiency >= 0)
+        printf(", efficiency %.4f", o->efficiency);
+    printf("; topology %s\n", o->topology[0] == '{' ? "carried whole"
+                                                     : o->topology);
+}
+
+static int load_image(const char *cmd, const char *path, int json,
+                      int listing, const char *node)
+{
+    mrc_program_t *p = NULL;
+    mrc__image_origin_t origin;
+    double ms = 0;
+    size_t bytes = 0;
+    int rc = cli_load_image(cmd, path, &p, &origin, &ms, &bytes);
+    if (rc != CLI_OK)
+        return rc;
+    int k = -1;
+    if (node)
+        rc = parse_node(cmd, node, p->num_nodes, path, &k);
+    if (rc == CLI_OK)
+        rc = node ? node_listing(cmd, p, k, json)
+                  : report(cmd, p, path, -1, ms, json, listing, bytes);
+    /* Where it came from (what run --load and sim --load use). */
+    if (rc == CLI_OK && !node && !json)
+        print_origin(&origin);
     mrc_program_destroy(p);
+    mrc__image_origin_free(&origin);
     return rc;
+}
+
+/* The image of p with where it came from (the topology, so that it can
+ * be run and simulated as it is). */
+static mrc_status_t save_image(const mrc_program_t *p,
+                               const mrc_embedding_t *e, const char *spec,
+                               void **img, size_t *len)
+{
+    char *topo = NULL;
+    mrc_status_t st = mrc__image_topology_text(mrc_embed_topology(e), &topo);
+    if (st != MRC_OK)
+        return st;
+    mrc_embed_figures_t fig;
+    double eff = -1;
+    if (mrc_embed_figures(e, &fig) == MRC_OK && fig.efficiency >= 0 &&
+        fig.efficiency <= 1)
+        eff = fig.efficiency;
+    mrc__image_origin_t o = {topo, (char *)mrc_embed_strategy(e),
+                             (char *)spec, eff};
+    st = mrc__program_save_origin(p, &o, img, len);
+    free(topo);
+    return st;
 }
 
 int cmd_compile(int argc, char **argv)
@@ -134,8 +212,8 @@ int cmd_compile(int argc, char **argv)
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *count = NULL, *dtype = NULL,
                         *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
-                        *load = NULL, *max_memory = NULL, *algo = "rings",
-                        *hosts = NULL;
+                        *load = NULL, *max_memory = NULL, *algo = NULL,
+                        *hosts = NULL, *node = NULL;
     int json = 0, listing = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -151,6 +229,7 @@ int cmd_compile(int argc, char **argv)
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
+                              {"node", 0, &node, NULL},
                               {"listing", 0, NULL, &listing},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -163,12 +242,23 @@ int cmd_compile(int argc, char **argv)
         rc = cli_max_memory(cmd, "compile", max_memory);
     mrc_compile_config_t cc = {0};
     if (rc == CLI_OK)
-        rc = cli_algo(cmd, "compile", algo, &cc.algo);
+        rc = cli_algo(cmd, "compile", algo ? algo : "rings", &cc.algo);
     if (rc != CLI_OK)
         return rc;
-    if (load)
-        return npos ? cli_usage(cmd, "compile", "--load takes no SPEC")
-                    : load_image(cmd, load, json, listing);
+    if (load) {
+        const cli_fixed_t fixed[] = {
+            {"strategy", strategy}, {"groups", groups},
+            {"replica-size", replica}, {"collective", coll},
+            {"count", count}, {"dtype", dtype}, {"op", op}, {"root", root},
+            {"chunk", chunk}, {"algo", algo}, {"hosts", hosts},
+            {"output", out}, {"fail-link", fails.n ? "" : NULL},
+            {NULL, NULL}};
+        if (npos)
+            return cli_usage(cmd, "compile", "--load takes no SPEC");
+        if ((rc = cli_load_refuses(cmd, "compile", fixed)) != CLI_OK)
+            return rc;
+        return load_image(cmd, load, json, listing, node);
+    }
     if (npos == 0)
         return cli_usage(cmd, "compile", "missing SPEC");
     if (!coll || !count || !dtype)
@@ -202,7 +292,13 @@ int cmd_compile(int argc, char **argv)
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     mrc_program_t *p = NULL;
+    int k = -1;
     st = mrc_topo_create(pos[0], &t);
+    /* (a node out of range is bad usage, found before compiling) */
+    if (st == MRC_OK && node &&
+        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), pos[0], &k)) !=
+            CLI_OK)
+        goto done;
     mrc_embed_config_t ec = {.strategy = strategy,
                              .groups = groups,
                              .replica_size = (int)rs};
@@ -223,10 +319,10 @@ int cmd_compile(int argc, char **argv)
         st = mrc_program_check(p);
         t2 = now_ms();
     }
+    size_t len = 0;
     if (st == MRC_OK && out) {
         void *img = NULL;
-        size_t len = 0;
-        st = mrc_program_save(p, &img, &len);
+        st = save_image(p, e, pos[0], &img, &len);
         if (st == MRC_OK) {
             rc = cli_write_file(cmd, out, img, len);
             if (rc == CLI_OK)
@@ -235,7 +331,9 @@ int cmd_compile(int argc, char **argv)
         mrc_free(img);
     }
     if (st == MRC_OK && rc == CLI_OK)
-        rc = report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing);
+        rc = node ? node_listing(cmd, p, k, json)
+                  : report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing,
+                         len);
     else if (st != MRC_OK)
         rc = cli_fail(cmd, st);
 done:

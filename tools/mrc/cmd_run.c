@@ -10,7 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/comm_internal.h"
 #include "cli.h"
+#include "reduce/reduce.h"
 #include "reference.h"
 
 void help_run(void)
@@ -23,6 +25,8 @@ void help_run(void)
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
         "               [--max-memory SIZE] [--algo A] [--hosts H]\n"
         "               [--fail-link A-B[:K]]...\n"
+        "       mrc run --load IMAGE [--iters K] [--warmup W] [--json]\n"
+        "               [--max-memory SIZE]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -41,6 +45,12 @@ void help_run(void)
         "call it does not apply to prints why and makes the status 2.\n"
         "--hosts: the nodes taken to be on H hosts in equal blocks (for\n"
         "hier; default $MRC_HOSTS, else 1).\n"
+        "--load: runs a saved image ('mrc compile ... -o IMAGE') itself,\n"
+        "checked when loaded, on the topology it carries: one row, its\n"
+        "collective, count, type, operator and root; the options that shape\n"
+        "the program (--topology, --strategy, --groups, --collective,\n"
+        "--count, --dtype, --op, --chunk, --algo, --hosts) are the image's\n"
+        "and refused with it (exit 2).\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
         "refused up front with the figure.\n"
@@ -67,6 +77,8 @@ typedef struct shared_run {
 typedef struct worker {
     shared_run_t *sh;
     mrc_comm_t *comm;
+    int node; /* the thread's: the clock is node 0's (rank 0 is each
+                 group's) */
     mrc_status_t st;
     char error[512];
     size_t wrong;
@@ -105,13 +117,13 @@ static void *work(void *arg)
         w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
                               rc->op, rc->root, w->comm);
     pthread_barrier_wait(&w->sh->barrier);
-    if (rank == 0 && mrc_comm_rank(w->comm) == 0)
+    if (w->node == 0)
         w->sh->t0 = now_s();
     for (int i = 0; i < rc->iters && w->st == MRC_OK; i++)
         w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
                               rc->op, rc->root, w->comm);
     pthread_barrier_wait(&w->sh->barrier);
-    if (rank == 0)
+    if (w->node == 0)
         w->sh->t1 = now_s();
     /* The checked run: fresh inputs, a cleared output, every element. */
     if (w->st == MRC_OK) {
@@ -160,6 +172,7 @@ static int run_one(mrc_comm_t **comms, int nranks, row_t *row, char *error,
     for (int r = 0; r < nranks; r++) {
         w[r].sh = &sh;
         w[r].comm = comms[r];
+        w[r].node = r;
         pthread_create(&th[r], NULL, work, &w[r]);
     }
     row->wrong = 0;
@@ -219,14 +232,146 @@ static void print_row(const row_t *r)
            mrc_collective_name(r->rc.coll));
 }
 
+/* The rows as one JSON object. */
+static void print_json(const char *topology, int nranks, const row_t *rows,
+                       int nrows)
+{
+    char *topo = cli_json_quote(topology);
+    printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo,
+           nranks);
+    free(topo);
+    for (int i = 0; i < nrows; i++) {
+        const row_t *r = &rows[i];
+        char *strat = cli_json_quote(r->strategy);
+        printf("  {\"strategy\": %s, \"efficiency\": %.6f, "
+               "\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
+               "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
+               "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
+               "%.4f, \"wrong\": %zu, \"ok\": %s}%s\n",
+               strat, r->efficiency, mrc_collective_name(r->rc.coll),
+               r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
+               mrc_op_name(r->rc.op), r->rc.root, r->time_us, r->algbw,
+               r->busbw, r->wrong, r->failed ? "false" : "true",
+               i + 1 < nrows ? "," : "");
+        free(strat);
+    }
+    printf("]}\n");
+}
+
+/* Bytes the buffers of nranks ranks take (two of count x ranks elements
+ * and one more each): refused with the figure rather than found out by
+ * malloc or by the kernel. */
+static mrc_status_t check_buffers(uint64_t count, int nranks, mrc_dtype_t dt)
+{
+    char what[64];
+    snprintf(what, sizeof what, "buffers (%d ranks, two each)", nranks);
+    uint64_t es = mrc_dtype_size(dt);
+    uint64_t per_rank = mrc__sat_mul_add(
+        mrc__sat_mul_add(count, (uint64_t)nranks, 1), 2 * es, 0);
+    return mrc__check_memory(mrc__sat_mul_add(per_rank, (uint64_t)nranks, 0),
+                             what);
+}
+
+/* --load IMAGE: the image's program itself, on the topology it carries,
+ * one thread per node; one row, checked as every other run. */
+static int run_loaded(const char *cmd, const char *path, run_cfg_t base,
+                      int json)
+{
+    mrc_program_t *p = NULL;
+    mrc__image_origin_t origin;
+    mrc_topo_t *t = NULL;
+    char name[256]; /* the topology's (a spec, or a file's name) */
+    int rc = cli_load_image(cmd, path, &p, &origin, NULL, NULL);
+    if (rc != CLI_OK)
+        return rc;
+    mrc_status_t st = mrc__image_topology(p, &origin, &t);
+    if (st != MRC_OK)
+        mrc__error_prefix("%s", path);
+    int nranks = p->num_nodes;
+    if (st == MRC_OK && nranks > 256) {
+        rc = cli_usage(cmd, "run", "%s has %d nodes: threads run at most "
+                       "256", path, nranks);
+        goto fail;
+    }
+    /* The C API runs avg on integers as a sum of wider words (see
+     * mrc__avg_words), never as such a program. */
+    if (st == MRC_OK && p->cfg.op == MRC_AVG &&
+        p->cfg.collective != MRC_ALLGATHER &&
+        p->cfg.collective != MRC_BROADCAST &&
+        mrc__avg_words(p->cfg.dtype) != 0) {
+        rc = cli_usage(cmd, "run", "%s is an avg of %s, which the "
+                       "collectives run as a sum of 64-bit words, not as "
+                       "this program; compile a sum (or a float type) to "
+                       "run it", path, mrc_dtype_name(p->cfg.dtype));
+        goto fail;
+    }
+    if (st == MRC_OK)
+        st = check_buffers(p->cfg.count, nranks, p->cfg.dtype);
+    if (st != MRC_OK) {
+        rc = cli_fail(cmd, st);
+        goto fail;
+    }
+    row_t row;
+    memset(&row, 0, sizeof row);
+    row.strategy = origin.strategy ? origin.strategy : "(image)";
+    row.efficiency = origin.efficiency;
+    row.rc = base;
+    row.rc.coll = p->cfg.collective;
+    row.rc.count = p->cfg.count;
+    row.rc.dtype = p->cfg.dtype;
+    row.rc.op = p->cfg.op;
+    row.rc.root = p->cfg.root;
+    mrc_comm_t **comms = calloc((size_t)nranks, sizeof *comms);
+    if (!comms) {
+        rc = cli_fail(cmd, mrc__error(MRC_ERR_NO_MEMORY, "out of memory"));
+        goto fail;
+    }
+    /* (the communicators take over the program and the topology) */
+    snprintf(name, sizeof name, "%s", mrc_topo_name(t));
+    st = mrc__comm_init_program(comms, nranks, t, p, 0);
+    t = NULL;
+    p = NULL;
+    if (st != MRC_OK) {
+        free(comms);
+        rc = cli_fail(cmd, st);
+        goto fail;
+    }
+    char error[600] = "";
+    if (run_one(comms, nranks, &row, error, sizeof error) != 0) {
+        row.failed = 1;
+        snprintf(error, sizeof error, "out of memory");
+    }
+    if (row.failed)
+        fprintf(stderr, "%s: %s %s: %s\n", cmd, row.strategy,
+                mrc_collective_name(row.rc.coll), error);
+    else if (json)
+        print_json(name, nranks, &row, 1);
+    else {
+        print_header();
+        print_row(&row);
+    }
+    for (int r = 0; r < nranks; r++)
+        mrc_comm_destroy(comms[r]);
+    free(comms);
+    rc = row.failed ? (row.unsupported ? CLI_USAGE : CLI_FAIL)
+                    : row.wrong > 0 ? CLI_FAIL : CLI_OK;
+fail:
+    mrc_topo_destroy(t);
+    mrc_program_destroy(p);
+    mrc__image_origin_free(&origin);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *cmd = "mrc run";
-    const char *topology = "hcm8", *strategy = NULL, *groups = NULL,
-               *replica = NULL, *coll = "all", *count = "1M",
-               *dtype = "float32", *op = "sum", *iters = "5", *warmup = "1",
-               *chunk = NULL, *max_memory = NULL, *algo = NULL,
-               *hosts = NULL;
+    /* (the defaults of the options an image fixes are set after --load:
+     * with it, any of them given is refused) */
+    const char *topology = NULL, *strategy = NULL, *groups = NULL,
+               *replica = NULL, *coll = NULL, *count = NULL, *dtype = NULL,
+               *op = NULL, *iters = "5", *warmup = "1", *chunk = NULL,
+               *max_memory = NULL, *algo = NULL, *hosts = NULL,
+               *load = NULL;
     const char *pos[1];
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
@@ -243,6 +388,7 @@ int cmd_run(int argc, char **argv)
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
+                              {"load", 0, &load, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     cli_values_t fails;
@@ -259,6 +405,27 @@ int cmd_run(int argc, char **argv)
     run_cfg_t base = {0};
     uint64_t n64 = 0, cb = 0;
     long it = 0, wu = 0, rs = 0;
+    if (load) {
+        const cli_fixed_t fixed[] = {
+            {"topology", topology}, {"strategy", strategy},
+            {"groups", groups}, {"replica-size", replica},
+            {"collective", coll}, {"count", count}, {"dtype", dtype},
+            {"op", op}, {"chunk", chunk}, {"algo", algo}, {"hosts", hosts},
+            {"fail-link", fails.n ? "" : NULL}, {NULL, NULL}};
+        if ((rc = cli_load_refuses(cmd, "run", fixed)) != CLI_OK)
+            return rc;
+        if (mrc__parse_long(iters, 1, 1000000, &it) ||
+            mrc__parse_long(warmup, 0, 1000000, &wu))
+            return cli_usage(cmd, "run", "--iters and --warmup take counts");
+        base.iters = (int)it;
+        base.warmup = (int)wu;
+        return run_loaded(cmd, load, base, json);
+    }
+    topology = topology ? topology : "hcm8";
+    coll = coll ? coll : "all";
+    count = count ? count : "1M";
+    dtype = dtype ? dtype : "float32";
+    op = op ? op : "sum";
     mrc_status_t st = mrc_dtype_parse(dtype, &base.dtype);
     if (st == MRC_OK)
         st = mrc_op_parse(op, &base.op);
@@ -300,15 +467,8 @@ int cmd_run(int argc, char **argv)
                          "256", topology, nranks);
     }
     /* Every rank holds two buffers of count x ranks elements (the largest
-     * layout of any collective) and one more: refused here, with the
-     * figure, rather than found out by malloc or by the kernel. */
-    char what[64];
-    snprintf(what, sizeof what, "buffers (%d ranks, two each)", nranks);
-    uint64_t es = mrc_dtype_size(base.dtype);
-    uint64_t per_rank = mrc__sat_mul_add(
-        mrc__sat_mul_add(n64, (uint64_t)nranks, 1), 2 * es, 0);
-    st = mrc__check_memory(mrc__sat_mul_add(per_rank, (uint64_t)nranks, 0),
-                           what);
+     * layout of any collective) and one more. */
+    st = check_buffers(n64, nranks, base.dtype);
     if (st != MRC_OK) {
         mrc_topo_destroy(t);
         return cli_fail(cmd, st);
@@ -394,28 +554,8 @@ int cmd_run(int argc, char **argv)
         if (!rows[i].failed)
             rows[kept++] = rows[i];
     nrows = kept;
-    if (json) {
-        char *topo = cli_json_quote(mrc_topo_name(t));
-        printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo,
-               nranks);
-        free(topo);
-        for (int i = 0; i < nrows; i++) {
-            const row_t *r = &rows[i];
-            char *strat = cli_json_quote(r->strategy);
-            printf("  {\"strategy\": %s, \"efficiency\": %.6f, "
-                   "\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
-                   "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
-                   "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
-                   "%.4f, \"wrong\": %zu, \"ok\": %s}%s\n",
-                   strat, r->efficiency, mrc_collective_name(r->rc.coll),
-                   r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
-                   mrc_op_name(r->rc.op), r->rc.root, r->time_us, r->algbw,
-                   r->busbw, r->wrong, r->failed ? "false" : "true",
-                   i + 1 < nrows ? "," : "");
-            free(strat);
-        }
-        printf("]}\n");
-    }
+    if (json)
+        print_json(mrc_topo_name(t), nranks, rows, nrows);
     free(comms);
     free(rows);
     mrc_topo_destroy(t);

@@ -18,6 +18,8 @@ void help_sim(void)
         "               [--fail-link A-B[:K]]... [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
+        "       mrc sim --load IMAGE [--mode M] [--chunks K] [--pj-per-bit E]\n"
+        "               [--link-power W] [--wake-us U] [--json]\n"
         "\n"
         "Compiles the collective (see 'mrc help compile') and simulates the\n"
         "program on the topology: every link direction is a channel of\n"
@@ -45,6 +47,11 @@ void help_sim(void)
         "--algo       the family: rings (default), direct1, direct2, tree,\n"
         "             hier, or auto (the selector's choice, as 'mrc\n"
         "             explain' shows); one that does not apply: exit 2\n"
+        "--load       simulates a saved image ('mrc compile ... -o IMAGE')\n"
+        "             on the topology it carries, after checking it; the\n"
+        "             options that shape the program (SPEC, --strategy,\n"
+        "             --groups, --collective, --size, --dtype, --algo, ...)\n"
+        "             are the image's and refused with it (exit 2)\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n"
@@ -390,15 +397,48 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     return CLI_OK;
 }
 
+/* --load IMAGE: the image's program itself, on the topology it carries
+ * (the simulator's links: counts, bandwidths, latencies). */
+static int sim_loaded(const char *cmd, const char *path, sim_args_t *a,
+                      int json)
+{
+    mrc_program_t *p = NULL;
+    mrc__image_origin_t origin;
+    mrc_topo_t *t = NULL;
+    mrc_sim_result_t *r = NULL;
+    int rc = cli_load_image(cmd, path, &p, &origin, NULL, NULL);
+    if (rc != CLI_OK)
+        return rc;
+    mrc_status_t st = mrc__image_topology(p, &origin, &t);
+    if (st != MRC_OK)
+        mrc__error_prefix("%s", path);
+    if (st == MRC_OK)
+        st = mrc__select_sim(p, t, &a->cfg, &r);
+    if (st != MRC_OK) {
+        rc = cli_fail(cmd, st);
+    } else {
+        a->coll = p->cfg.collective;
+        a->dtype = p->cfg.dtype;
+        a->size = (uint64_t)p->cfg.count * mrc_dtype_size(p->cfg.dtype);
+        print_one(a, t, origin.strategy ? origin.strategy : "(image)", r,
+                  json);
+    }
+    mrc_sim_result_destroy(r);
+    mrc_topo_destroy(t);
+    mrc_program_destroy(p);
+    mrc__image_origin_free(&origin);
+    return rc;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     const char *cmd = "mrc sim";
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *coll = NULL, *size = NULL, *dtype = "float32",
+                        *coll = NULL, *size = NULL, *dtype = NULL,
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
-                        *prefix = "sweep", *max_memory = NULL,
-                        *algo = "rings", *hosts = NULL;
+                        *prefix = NULL, *max_memory = NULL,
+                        *algo = NULL, *hosts = NULL, *load = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -416,26 +456,46 @@ int cmd_sim(int argc, char **argv)
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
+                              {"load", 0, &load, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
+    pos[0] = NULL;
     cli_values_t fails;
     int rc = cli_take_values(cmd, "sim", "fail-link", &argc, argv, &fails);
     if (rc == CLI_OK)
-        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 1, 1, &npos);
+        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 0, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "sim", max_memory);
     sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
     if (rc == CLI_OK)
-        rc = cli_algo(cmd, "sim", algo, &a.algo);
+        rc = cli_algo(cmd, "sim", algo ? algo : "rings", &a.algo);
     if (rc != CLI_OK)
         return rc;
     long rs = 0, ck = 0;
     double e = 0, w = 0, u = 0;
-    if (!coll || (!size && !sweep_range))
+    if (load) {
+        const cli_fixed_t fixed[] = {
+            {"strategy", strategy}, {"groups", groups},
+            {"replica-size", replica}, {"collective", coll},
+            {"size", size}, {"dtype", dtype}, {"algo", algo},
+            {"hosts", hosts}, {"sweep", sweep_range},
+            {"compare", cmp ? "" : NULL}, {"output", prefix},
+            {"fail-link", fails.n ? "" : NULL}, {NULL, NULL}};
+        if (npos)
+            return cli_usage(cmd, "sim", "--load takes no SPEC (the image "
+                             "carries its topology)");
+        if ((rc = cli_load_refuses(cmd, "sim", fixed)) != CLI_OK)
+            return rc;
+    } else if (npos == 0) {
+        return cli_usage(cmd, "sim", "missing SPEC");
+    }
+    dtype = dtype ? dtype : "float32";
+    prefix = prefix ? prefix : "sweep";
+    if (!load && (!coll || (!size && !sweep_range)))
         return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
                                      "are required");
-    mrc_status_t st = mrc_collective_parse(coll, &a.coll);
+    mrc_status_t st = load ? MRC_OK : mrc_collective_parse(coll, &a.coll);
     if (st == MRC_OK)
         st = mrc_dtype_parse(dtype, &a.dtype);
     if (st != MRC_OK)
@@ -457,6 +517,8 @@ int cmd_sim(int argc, char **argv)
     a.replica = (int)rs;
     a.cfg = (mrc_sim_config_t){pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
                                e, w, u, (int)ck};
+    if (load)
+        return sim_loaded(cmd, load, &a, json);
     mrc_topo_t *t = NULL;
     st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)

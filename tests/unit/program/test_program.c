@@ -443,10 +443,11 @@ static void test_port_mask(void **state)
     void *img = NULL;
     size_t len = 0;
     assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
-    /* The last use is (node 7, port 0): say port 1 instead. */
+    /* The last use is (node 7, port 0), before the origin (none: three
+     * empty texts and an efficiency, 20 bytes): say port 1 instead. */
     uint8_t *d = img;
-    assert_int_equal(d[len - 4], 0);
-    d[len - 4] = 1;
+    assert_int_equal(d[len - 20 - 4], 0);
+    d[len - 20 - 4] = 1;
     reseal(d, len);
     mrc_program_t *q = NULL;
     assert_int_equal(mrc_program_load(d, len, &q), MRC_ERR_INVALID_PROGRAM);
@@ -462,6 +463,114 @@ static void test_port_mask(void **state)
     mrc_program_destroy(p);
 }
 
+/* Version 4 carries the origin: the topology comes back and is checked
+ * against the program; an image without one (mrc_program_save, or a
+ * version 3 image) loads but has no topology to run on; older versions
+ * are refused with what to do. */
+static void test_image_origin(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("ring:8", "auto", MRC_ALLREDUCE, 1000, 0);
+    mrc_topo_t *t = NULL, *back = NULL;
+    assert_int_equal(mrc_topo_create("ring:8", &t), MRC_OK);
+    char *json = NULL;
+    assert_int_equal(mrc_topo_to_json(t, &json), MRC_OK);
+    mrc__image_origin_t o = {json, "auto", "ring:8", 1.0}, got;
+    void *img = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc__program_save_origin(p, &o, &img, &len), MRC_OK);
+    mrc_program_t *q = NULL;
+    assert_int_equal(mrc__program_load_origin(img, len, &q, &got), MRC_OK);
+    assert_string_equal(got.topology, json);
+    assert_string_equal(got.strategy, "auto");
+    assert_string_equal(got.source, "ring:8");
+    assert_true(got.efficiency == 1.0);
+    assert_int_equal(mrc__image_topology(q, &got, &back), MRC_OK);
+    assert_int_equal(mrc_topo_num_nodes(back), 8);
+    mrc_topo_destroy(back);
+    mrc__image_origin_free(&got);
+    mrc_program_destroy(q);
+    mrc_free(img);
+
+    /* Another topology of as many nodes but other ports: refused. */
+    mrc_topo_t *other = NULL;
+    char *other_json = NULL;
+    assert_int_equal(mrc_topo_create("full:8", &other), MRC_OK);
+    assert_int_equal(mrc_topo_to_json(other, &other_json), MRC_OK);
+    o.topology = other_json;
+    assert_int_equal(mrc__program_save_origin(p, &o, &img, &len), MRC_OK);
+    assert_int_equal(mrc__program_load_origin(img, len, &q, &got), MRC_OK);
+    assert_int_equal(mrc__image_topology(q, &got, &back),
+                     MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "not its program's"));
+    assert_null(back);
+    mrc__image_origin_free(&got);
+    mrc_program_destroy(q);
+    mrc_free(img);
+    mrc_free(other_json);
+    mrc_topo_destroy(other);
+
+    /* No origin: loads, and says there is no topology. */
+    assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
+    assert_int_equal(mrc__program_load_origin(img, len, &q, &got), MRC_OK);
+    assert_null(got.topology);
+    assert_int_equal(mrc__image_topology(q, &got, &back),
+                     MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "no topology"));
+    mrc_program_destroy(q);
+    /* The same as version 3 (no origin bytes): still read. */
+    uint8_t *d = img;
+    size_t len3 = len - 20;
+    d[8] = 3;
+    for (int i = 0; i < 8; i++)
+        d[16 + i] = (uint8_t)((len3 - 32) >> (8 * i));
+    reseal(d, len3);
+    assert_int_equal(mrc__program_load_origin(d, len3, &q, &got), MRC_OK);
+    assert_null(got.topology);
+    mrc_program_destroy(q);
+    /* Version 2: refused, saying to recompile. */
+    d[8] = 2;
+    assert_int_equal(mrc_program_load(d, len3, &q), MRC_ERR_INVALID_PROGRAM);
+    assert_non_null(strstr(mrc_last_error(), "version 2"));
+    assert_non_null(strstr(mrc_last_error(), "recompile"));
+    mrc_free(img);
+    mrc_free(json);
+    mrc_topo_destroy(t);
+    mrc_program_destroy(p);
+}
+
+/* A node's local program: its own peers, ports and fragments, no table
+ * placeholders, and nodes differ where their tables do. */
+static void test_node_listing(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("ring:8", "auto", MRC_ALLREDUCE, 1000, 0);
+    char *n3 = NULL, *n0 = NULL, *js = NULL;
+    assert_int_equal(mrc__program_node_listing(p, 3, 0, &n3), MRC_OK);
+    assert_int_equal(mrc__program_node_listing(p, 0, 0, &n0), MRC_OK);
+    assert_non_null(strstr(n3, "local program of node 3"));
+    assert_non_null(strstr(n3, "to node 4 by port"));
+    assert_non_null(strstr(n3, "from node 2 on port"));
+    assert_non_null(strstr(n3, "frag (3 - s) mod 8"));
+    assert_null(strstr(n3, "next[pos]"));
+    assert_null(strstr(n3, "out_port[node]"));
+    assert_null(strstr(n3, "prev[pos]"));
+    assert_null(strstr(n3, "in_port[node]"));
+    assert_non_null(strstr(n0, "to node 1 by port"));
+    assert_null(strstr(n0, "frag (3 - s) mod 8"));
+    assert_string_not_equal(n0, n3);
+    assert_int_equal(mrc__program_node_listing(p, 3, 1, &js), MRC_OK);
+    assert_non_null(strstr(js, "\"node\": 3"));
+    assert_non_null(strstr(js, "\"next\": 4"));
+    mrc_free(js);
+    assert_int_equal(mrc__program_node_listing(p, 8, 0, &js),
+                     MRC_ERR_INVALID_ARG);
+    assert_null(js);
+    mrc_free(n0);
+    mrc_free(n3);
+    mrc_program_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -474,6 +583,8 @@ int main(void)
         cmocka_unit_test(test_checker_refuses_broken),
         cmocka_unit_test(test_relays),
         cmocka_unit_test(test_port_mask),
+        cmocka_unit_test(test_image_origin),
+        cmocka_unit_test(test_node_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
