@@ -317,6 +317,25 @@ static void loaded_rank(const mrc_program_t *p, mrc_comm_t *c)
 
 /* The communicator of node r; it holds a reference on s. */
 static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
+                                double timeout, mrc_comm_t **out);
+
+/* The nranks communicators of a threads job over s (all or none). */
+static mrc_status_t threads_comms(shared_t *s, int nranks, double timeout,
+                                  mrc_comm_t **comms)
+{
+    mrc_status_t st = mrc__threads_fabric_create(nranks, &s->fabric);
+    for (int r = 0; r < nranks && st == MRC_OK; r++)
+        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
+                         &comms[r]);
+    if (st != MRC_OK)
+        for (int r = 0; r < nranks; r++) {
+            mrc_comm_destroy(comms[r]);
+            comms[r] = NULL;
+        }
+    return st;
+}
+
+static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
                                 double timeout, mrc_comm_t **out)
 {
     mrc_comm_t *c = calloc(1, sizeof *c);
@@ -383,15 +402,7 @@ mrc_status_t mrc_comm_init_all(mrc_comm_t **comms, int nranks,
     mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
     if (st != MRC_OK)
         return st;
-    st = mrc__threads_fabric_create(nranks, &s->fabric);
-    for (int r = 0; r < nranks && st == MRC_OK; r++)
-        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
-                         &comms[r]);
-    if (st != MRC_OK)
-        for (int r = 0; r < nranks; r++) {
-            mrc_comm_destroy(comms[r]);
-            comms[r] = NULL;
-        }
+    st = threads_comms(s, nranks, timeout, comms);
     shared_release(s); /* the comms hold their own references */
     return st;
 }
@@ -440,15 +451,7 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     s->loaded = p;
     double timeout = timeout_s > 0 ? timeout_s
                                    : env_double("MRC_TIMEOUT", 60);
-    st = mrc__threads_fabric_create(nranks, &s->fabric);
-    for (int r = 0; r < nranks && st == MRC_OK; r++)
-        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
-                         &comms[r]);
-    if (st != MRC_OK)
-        for (int r = 0; r < nranks; r++) {
-            mrc_comm_destroy(comms[r]);
-            comms[r] = NULL;
-        }
+    st = threads_comms(s, nranks, timeout, comms);
     shared_release(s);
     return st;
 }

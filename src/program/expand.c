@@ -114,10 +114,7 @@ static uint64_t buffer_len(const frag_map_t *m, int buf)
 /* An instruction's view of the group (enum mrc__view): its size, the
  * node's position and rel in it, the root's position, and where view
  * position q is in the group (base + q * stride). */
-typedef struct view {
-    int n, pos, rel, root, base, stride;
-    int member; /* 0: the node is not in this view (not a leader) */
-} view_t;
+typedef mrc__view_pos_t view_t;
 
 int mrc__program_hosts(const mrc_program_t *p)
 {
@@ -132,28 +129,28 @@ int mrc__frag_space(const mrc_program_t *p, int n)
     return mrc__program_hosts(p);
 }
 
-static void view_of(const mrc__chain_iter_t *it, int which, view_t *v)
+mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
+                              int pos, int root)
 {
-    const mrc_program_t *p = it->p;
-    int n = it->n, pos = it->ns->pos, root = p->streams[it->k].root_pos;
     int hosts = mrc__program_hosts(p), l = n / hosts;
-    if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0) {
-        *v = (view_t){n, pos, it->rel, root, 0, 1, 1};
-        return;
-    }
+    if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0)
+        return (view_t){n, pos, mod((long)pos - root, n), root, 0, 1, 1};
     if (which == MRC__VIEW_HOST) {
         int q = pos % l;
-        *v = (view_t){l, q, mod((long)q - root % l, l), root % l, pos - q, 1,
-                      1};
-        return;
+        return (view_t){l, q, mod((long)q - root % l, l), root % l, pos - q,
+                        1, 1};
     }
     int q = pos / l;
-    if (which == MRC__VIEW_PLACE) {
-        *v = (view_t){hosts, q, q, 0, pos % l, l, 1};
-        return;
-    }
-    *v = (view_t){hosts, q, mod((long)q - root / l, hosts), root / l,
-                  root % l, l, pos % l == root % l};
+    if (which == MRC__VIEW_PLACE)
+        return (view_t){hosts, q, q, 0, pos % l, l, 1};
+    return (view_t){hosts, q, mod((long)q - root / l, hosts), root / l,
+                    root % l, l, pos % l == root % l};
+}
+
+static void view_of(const mrc__chain_iter_t *it, int which, view_t *v)
+{
+    *v = mrc__view_pos(it->p, which, it->n, it->ns->pos,
+                       it->p->streams[it->k].root_pos);
 }
 
 /* hier by places (MRC__ADDR_CELLS): the first element and the length of
@@ -242,7 +239,6 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
     }
 }
 
-static int pred_holds_ring(const mrc__insn_t *in, int rel, int n);
 
 /* The binomial tree's predicates at step t. */
 static int tree_holds(const mrc__insn_t *in, int rel, int n, int t)
@@ -269,10 +265,10 @@ static int pred_holds(const mrc__insn_t *in, int rel, int n, int t)
 {
     if (in->pred == MRC__PRED_TREE_CHILD || in->pred == MRC__PRED_TREE_PARENT)
         return tree_holds(in, rel, n, t);
-    return pred_holds_ring(in, rel, n);
+    return mrc__pred_holds_ring(in, rel, n);
 }
 
-static int pred_holds_ring(const mrc__insn_t *in, int rel, int n)
+int mrc__pred_holds_ring(const mrc__insn_t *in, int rel, int n)
 {
     int lo = in->pred_lo < 0 ? n + in->pred_lo : in->pred_lo;
     int hi = in->pred_hi < 0 ? n + in->pred_hi : in->pred_hi;
@@ -286,7 +282,7 @@ static int pred_holds_ring(const mrc__insn_t *in, int rel, int n)
 }
 
 /* Iterations of a loop for a group of n. */
-static int loop_iters(const mrc__insn_t *loop, int n)
+int mrc__loop_iters(const mrc__insn_t *loop, int n)
 {
     if (loop->flags & MRC__INSN_LOG)
         return ceil_log2(n);
@@ -381,7 +377,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
     int iters = 0;
     if (it->loop_pc >= 0) {
         view_of(it, p->code[it->loop_pc].view, &v);
-        iters = loop_iters(&p->code[it->loop_pc], v.n);
+        iters = mrc__loop_iters(&p->code[it->loop_pc], v.n);
     }
     /* The interpreter state lives in locals and is stored back on exit:
      * through the pointer, every pc++ waited on the store before it. */
@@ -391,7 +387,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         const mrc__insn_t *in = &p->code[pc];
         view_of(it, in->view, &v);
         if (in->op == MRC__OP_LOOP) {
-            iters = v.member ? loop_iters(in, v.n) : 0;
+            iters = v.member ? mrc__loop_iters(in, v.n) : 0;
             if (iters <= 0) { /* skip to the matching END */
                 while (pc < p->code_len && p->code[pc].op != MRC__OP_END)
                     pc++;
@@ -821,7 +817,7 @@ uint64_t mrc__chain_ops_bound(const mrc_program_t *p, int n)
     for (int pc = 0; pc < p->code_len; pc++) {
         const mrc__insn_t *in = &p->code[pc];
         if (in->op == MRC__OP_LOOP) {
-            int it = loop_iters(in, n);
+            int it = mrc__loop_iters(in, n);
             iters = it > 0 ? (uint64_t)it : 0;
         } else if (in->op == MRC__OP_END) {
             iters = 1;

@@ -94,6 +94,73 @@ static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
     }
 }
 
+/* How an instruction's fragment and peer are written: as expressions
+ * (the shared code) or with one node's values (its local program). */
+typedef struct operands {
+    void (*frag)(mrc__strbuf_t *sb, const mrc__insn_t *in, const void *ctx);
+    void (*peer)(mrc__strbuf_t *sb, const mrc__insn_t *in, const void *ctx);
+    const void *ctx;
+} operands_t;
+
+/* The memory-semantic instructions, worded alike in both listings;
+ * 0 if `in` is not one. */
+static int memory_insn_text(mrc__strbuf_t *sb, const mrc_program_t *p,
+                            const mrc__insn_t *in, const operands_t *o)
+{
+    switch (in->op) {
+    case MRC__OP_EXPOSE:
+        mrc__sb_puts(sb, "expose ");
+        if (in->flags & MRC__INSN_ALL)
+            mrc__sb_puts(sb, "all");
+        else
+            o->frag(sb, in, o->ctx);
+        mrc__sb_printf(sb, " of %s %s", buf_name(in->buf_a),
+                       in->flags & MRC__INSN_REF ? "by reference"
+                                                 : "by copy into the window");
+        return 1;
+    case MRC__OP_GET:
+        mrc__sb_puts(sb, "get    ");
+        o->frag(sb, in, o->ctx);
+        mrc__sb_printf(sb, " of %s at ", buf_name(in->buf_a));
+        o->peer(sb, in, o->ctx);
+        mrc__sb_printf(sb, " into %s", buf_name(in->buf_b));
+        if (in->local || (in->flags & MRC__INSN_ACC))
+            mrc__sb_printf(sb, ", %s with %s%s",
+                           p->cfg.op == MRC_AVG ? "sum" : mrc_op_name(p->cfg.op),
+                           in->local ? buf_name(in->local)
+                                     : buf_name(in->buf_b),
+                           in->flags & MRC__INSN_ACC ? " (s = 0), then itself"
+                                                     : "");
+        return 1;
+    case MRC__OP_SIGNAL:
+        mrc__sb_printf(sb, "signal flag %d", in->flag);
+        return 1;
+    case MRC__OP_WAIT:
+        mrc__sb_printf(sb, "wait   flag %d of ", in->flag);
+        o->peer(sb, in, o->ctx);
+        return 1;
+    case MRC__OP_BARRIER:
+        mrc__sb_printf(sb, "barrier %d of the group", in->flag);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static void shared_frag(mrc__strbuf_t *sb, const mrc__insn_t *in,
+                        const void *ctx)
+{
+    (void)ctx;
+    frag_expr(sb, in);
+}
+
+static void shared_peer(mrc__strbuf_t *sb, const mrc__insn_t *in,
+                        const void *ctx)
+{
+    (void)ctx;
+    peer_expr(sb, in);
+}
+
 static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
                       int depth)
 {
@@ -116,40 +183,6 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         else
             mrc__sb_puts(sb, in->loop_extra ? "loop   s = 0 .. N-1"
                                             : "loop   s = 0 .. N-2");
-        break;
-    case MRC__OP_EXPOSE:
-        mrc__sb_puts(sb, "expose ");
-        if (in->flags & MRC__INSN_ALL)
-            mrc__sb_puts(sb, "all");
-        else
-            frag_expr(sb, in);
-        mrc__sb_printf(sb, " of %s %s", buf_name(in->buf_a),
-                       in->flags & MRC__INSN_REF ? "by reference"
-                                                 : "by copy into the window");
-        break;
-    case MRC__OP_GET:
-        mrc__sb_puts(sb, "get    ");
-        frag_expr(sb, in);
-        mrc__sb_printf(sb, " of %s at ", buf_name(in->buf_a));
-        peer_expr(sb, in);
-        mrc__sb_printf(sb, " into %s", buf_name(in->buf_b));
-        if (in->local || (in->flags & MRC__INSN_ACC))
-            mrc__sb_printf(sb, ", %s with %s%s",
-                           p->cfg.op == MRC_AVG ? "sum" : mrc_op_name(p->cfg.op),
-                           in->local ? buf_name(in->local)
-                                     : buf_name(in->buf_b),
-                           in->flags & MRC__INSN_ACC ? " (s = 0), then itself"
-                                                     : "");
-        break;
-    case MRC__OP_SIGNAL:
-        mrc__sb_printf(sb, "signal flag %d", in->flag);
-        break;
-    case MRC__OP_WAIT:
-        mrc__sb_printf(sb, "wait   flag %d of ", in->flag);
-        peer_expr(sb, in);
-        break;
-    case MRC__OP_BARRIER:
-        mrc__sb_printf(sb, "barrier %d of the group", in->flag);
         break;
     case MRC__OP_END:
         mrc__sb_puts(sb, "end");
@@ -205,8 +238,11 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
         frag_expr(sb, in);
         mrc__sb_printf(sb, " of %s by 1/N (avg only)", buf_name(in->buf_b));
         break;
-    default:
-        mrc__sb_printf(sb, "?%d", in->op);
+    default: {
+        const operands_t o = {shared_frag, shared_peer, NULL};
+        if (!memory_insn_text(sb, p, in, &o))
+            mrc__sb_printf(sb, "?%d", in->op);
+    }
     }
     pred_text(sb, in);
     mrc__sb_puts(sb, "\n");
@@ -542,32 +578,7 @@ static int lmod(long a, int n)
     return (int)(r < 0 ? r + n : r);
 }
 
-/* An instruction's view for the node at `pos` of a group of n with the
- * root at `root` (as expand.c's view_of): the view's size, the node's
- * position and rel in it, the root's, where view position q is in the
- * ring (base + q * stride), and whether the node is in the view. */
-typedef struct local_view {
-    int n, pos, rel, root, base, stride, member;
-} local_view_t;
-
-static local_view_t local_view(const mrc_program_t *p, int which, int n,
-                               int pos, int root)
-{
-    int hosts = mrc__program_hosts(p), l = n / hosts;
-    if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0)
-        return (local_view_t){n, pos, lmod((long)pos - root, n), root, 0, 1,
-                              1};
-    if (which == MRC__VIEW_HOST) {
-        int q = pos % l;
-        return (local_view_t){l, q, lmod((long)q - root % l, l), root % l,
-                              pos - q, 1, 1};
-    }
-    int q = pos / l;
-    if (which == MRC__VIEW_PLACE)
-        return (local_view_t){hosts, q, q, 0, pos % l, l, 1};
-    return (local_view_t){hosts, q, lmod((long)q - root / l, hosts),
-                          root / l, root % l, l, pos % l == root % l};
-}
+typedef mrc__view_pos_t local_view_t;
 
 static int local_view_node(const mrc_program_t *p, int k,
                            const local_view_t *v, int q)
@@ -614,26 +625,9 @@ static void local_frag(mrc__strbuf_t *sb, const mrc_program_t *p,
  * step t, the tree's). */
 static int local_pred(const mrc__insn_t *in, int rel, int n)
 {
-    int lo = in->pred_lo < 0 ? n + in->pred_lo : in->pred_lo;
-    int hi = in->pred_hi < 0 ? n + in->pred_hi : in->pred_hi;
-    switch (in->pred) {
-    case MRC__PRED_ALWAYS: return 1;
-    case MRC__PRED_REL_EQ: return rel == lo;
-    case MRC__PRED_REL_IN: return lo <= rel && rel <= hi;
-    case MRC__PRED_ALONE: return n == 1;
-    default: return -1;
-    }
-}
-
-static int local_loop_iters(const mrc__insn_t *in, int n)
-{
-    if (in->flags & MRC__INSN_LOG) {
-        int l = 0;
-        while (l < 31 && (1L << l) < n)
-            l++;
-        return l;
-    }
-    return n - 1 + in->loop_extra;
+    if (in->pred == MRC__PRED_TREE_CHILD || in->pred == MRC__PRED_TREE_PARENT)
+        return -1;
+    return mrc__pred_holds_ring(in, rel, n);
 }
 
 /* " by port P" (how: " by", " on"), or nothing for a hop on no port
@@ -671,6 +665,27 @@ static void local_peer(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
     affine_s(sb, c, in->peer_step, v->n, "s");
 }
 
+/* The local program's operands (see operands_t). */
+typedef struct local_ctx {
+    const mrc_program_t *p;
+    int k, n;
+    const local_view_t *v;
+} local_ctx_t;
+
+static void local_frag_of(mrc__strbuf_t *sb, const mrc__insn_t *in,
+                          const void *ctx)
+{
+    const local_ctx_t *c = ctx;
+    local_frag(sb, c->p, in, c->v, c->n);
+}
+
+static void local_peer_of(mrc__strbuf_t *sb, const mrc__insn_t *in,
+                          const void *ctx)
+{
+    const local_ctx_t *c = ctx;
+    local_peer(sb, c->p, c->k, in, c->v);
+}
+
 /* One instruction of the shared code with node u's values of stream k. */
 static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
                        int u, int i, int depth)
@@ -679,7 +694,7 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
     const mrc__stream_t *st = &p->streams[k];
     const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
     int n = mrc__stream_size(p, k);
-    local_view_t v = local_view(p, in->view, n, e->pos, st->root_pos);
+    local_view_t v = mrc__view_pos(p, in->view, n, e->pos, st->root_pos);
     const char *op = mrc_op_name(p->cfg.op);
     if (p->cfg.op == MRC_AVG)
         op = "sum";
@@ -711,7 +726,7 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
                        u);
         break;
     case MRC__OP_LOOP: {
-        int iters = v.member ? local_loop_iters(in, v.n) : 0;
+        int iters = v.member ? mrc__loop_iters(in, v.n) : 0;
         if (iters <= 0)
             mrc__sb_puts(sb, "loop   (no iterations at this node)");
         else
@@ -774,41 +789,12 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
         local_frag(sb, p, in, &v, n);
         mrc__sb_printf(sb, " of %s by 1/%d", buf_name(in->buf_b), n);
         break;
-    case MRC__OP_EXPOSE:
-        mrc__sb_puts(sb, "expose ");
-        if (in->flags & MRC__INSN_ALL)
-            mrc__sb_puts(sb, "all");
-        else
-            local_frag(sb, p, in, &v, n);
-        mrc__sb_printf(sb, " of %s %s", buf_name(in->buf_a),
-                       in->flags & MRC__INSN_REF ? "by reference"
-                                                 : "by copy into the window");
-        break;
-    case MRC__OP_GET:
-        mrc__sb_puts(sb, "get    ");
-        local_frag(sb, p, in, &v, n);
-        mrc__sb_printf(sb, " of %s at ", buf_name(in->buf_a));
-        local_peer(sb, p, k, in, &v);
-        mrc__sb_printf(sb, " into %s", buf_name(in->buf_b));
-        if (in->local || (in->flags & MRC__INSN_ACC))
-            mrc__sb_printf(sb, ", %s with %s%s", op,
-                           in->local ? buf_name(in->local)
-                                     : buf_name(in->buf_b),
-                           in->flags & MRC__INSN_ACC ? " (s = 0), then itself"
-                                                     : "");
-        break;
-    case MRC__OP_SIGNAL:
-        mrc__sb_printf(sb, "signal flag %d", in->flag);
-        break;
-    case MRC__OP_WAIT:
-        mrc__sb_printf(sb, "wait   flag %d of ", in->flag);
-        local_peer(sb, p, k, in, &v);
-        break;
-    case MRC__OP_BARRIER:
-        mrc__sb_printf(sb, "barrier %d of the group", in->flag);
-        break;
-    default:
-        mrc__sb_printf(sb, "?%d", in->op);
+    default: {
+        const local_ctx_t c = {p, k, n, &v};
+        const operands_t o = {local_frag_of, local_peer_of, &c};
+        if (!memory_insn_text(sb, p, in, &o))
+            mrc__sb_printf(sb, "?%d", in->op);
+    }
     }
     if (holds < 0) /* the tree's: rel given, t the loop's step */
         mrc__sb_printf(sb, in->pred == MRC__PRED_TREE_CHILD

@@ -117,6 +117,27 @@ static void free_mask(mrc_program_t *p)
     p->num_port_phases = p->num_port_uses = 0;
 }
 
+/* The builder's port index and marks; -1 if out of memory. */
+static int builder_init(builder_t *b, const mrc_program_t *p)
+{
+    b->port_first = calloc((size_t)p->num_nodes + 1, sizeof *b->port_first);
+    if (!b->port_first)
+        return -1;
+    for (int u = 0; u < p->num_nodes; u++)
+        b->port_first[u + 1] = b->port_first[u] + p->nodes[u].num_ports;
+    b->mark = calloc((size_t)b->port_first[p->num_nodes] + 1, 1);
+    return b->mark ? 0 : -1;
+}
+
+static void builder_free(builder_t *b)
+{
+    free(b->port_first);
+    free(b->mark);
+    free(b->cur);
+    free(b->phases);
+    free(b->uses);
+}
+
 /* Hands the builder's phases to the program. */
 static void keep(mrc_program_t *p, builder_t *b)
 {
@@ -160,13 +181,7 @@ static mrc_status_t build_by_walk(mrc_program_t *p)
     mrc_status_t st = MRC_OK;
     send_event_t *ev = NULL;
     int num_ev = 0, cap_ev = 0, last = -1;
-    b.port_first = calloc((size_t)p->num_nodes + 1, sizeof *b.port_first);
-    if (!b.port_first)
-        goto oom;
-    for (int u = 0; u < p->num_nodes; u++)
-        b.port_first[u + 1] = b.port_first[u] + p->nodes[u].num_ports;
-    b.mark = calloc((size_t)b.port_first[p->num_nodes] + 1, 1);
-    if (!b.mark)
+    if (builder_init(&b, p))
         goto oom;
     for (int u = 0; u < p->num_nodes; u++) {
         int g = p->nodes[u].group;
@@ -207,11 +222,7 @@ oom:
     st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory finding the port mask");
 done:
     free(ev);
-    free(b.port_first);
-    free(b.mark);
-    free(b.cur);
-    free(b.phases);
-    free(b.uses);
+    builder_free(&b);
     return st;
 }
 
@@ -267,13 +278,7 @@ static mrc_status_t build_uniform(mrc_program_t *p)
     int ns = p->num_streams, last = -1;
     stream_steps_t *t = calloc((size_t)ns + 1, sizeof *t);
     int32_t *cut = NULL, *at = calloc((size_t)ns + 1, sizeof *at);
-    b.port_first = calloc((size_t)p->num_nodes + 1, sizeof *b.port_first);
-    if (!t || !at || !b.port_first)
-        goto oom;
-    for (int u = 0; u < p->num_nodes; u++)
-        b.port_first[u + 1] = b.port_first[u] + p->nodes[u].num_ports;
-    b.mark = calloc((size_t)b.port_first[p->num_nodes] + 1, 1);
-    if (!b.mark)
+    if (!t || !at || builder_init(&b, p))
         goto oom;
     int num_cuts = 0;
     for (int k = 0; k < ns; k++) {
@@ -343,11 +348,7 @@ done:
     free(t);
     free(at);
     free(cut);
-    free(b.port_first);
-    free(b.mark);
-    free(b.cur);
-    free(b.phases);
-    free(b.uses);
+    builder_free(&b);
     return st;
 }
 

@@ -123,6 +123,23 @@ enum mrc__view { MRC__VIEW_GROUP, MRC__VIEW_HOST, MRC__VIEW_LEADERS,
                   * order: n = H, pos = pos / L (hier by places) */
                  MRC__VIEW_PLACE };
 
+/* Where a node stands in a view of its group of n (the node at `pos`,
+ * the root at `root`): the view's size, the node's position and rel in
+ * it, the root's position, where view position q is in the ring (base +
+ * q * stride), and whether the node is in the view at all (a leader). */
+typedef struct mrc__view_pos {
+    int n, pos, rel, root, base, stride;
+    int member;
+} mrc__view_pos_t;
+
+/* Pure pieces of the expansion, for the listing of one node's program. */
+mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
+                              int pos, int root);
+/* Whether a ring predicate (not the tree's) holds at rel in a group of n;
+ * the iterations of a loop for a group of n. */
+int mrc__pred_holds_ring(const mrc__insn_t *in, int rel, int n);
+int mrc__loop_iters(const mrc__insn_t *loop, int n);
+
 /* How fragment numbers map to elements. */
 enum mrc__addressing {
     MRC__ADDR_SPLIT,     /* the stream's slice cut in N near-equal parts */

@@ -419,6 +419,25 @@ int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
     return CLI_OK;
 }
 
+int cli_load_image_topology(const char *cmd, const char *path,
+                            mrc_program_t **p, mrc__image_origin_t *origin,
+                            mrc_topo_t **t)
+{
+    *t = NULL;
+    int rc = cli_load_image(cmd, path, p, origin, NULL, NULL);
+    if (rc != CLI_OK)
+        return rc;
+    mrc_status_t st = mrc__image_topology(*p, origin, t);
+    if (st == MRC_OK)
+        return CLI_OK;
+    mrc__error_prefix("%s", path);
+    rc = cli_fail(cmd, st);
+    mrc_program_destroy(*p);
+    *p = NULL;
+    mrc__image_origin_free(origin);
+    return rc;
+}
+
 int cli_load_refuses(const char *cmd, const char *topic,
                      const cli_fixed_t *fixed)
 {

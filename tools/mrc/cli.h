@@ -138,6 +138,12 @@ int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
                    mrc__image_origin_t *origin, double *load_ms,
                    size_t *bytes);
 
+/* cli_load_image and the topology the image carries (*t), for running
+ * or simulating it; on failure nothing is left to free. */
+int cli_load_image_topology(const char *cmd, const char *path,
+                            mrc_program_t **p, mrc__image_origin_t *origin,
+                            mrc_topo_t **t);
+
 /* An option that the image fixes, and its value (NULL: not given). */
 typedef struct cli_fixed {
     const char *name;

@@ -281,12 +281,10 @@ static int run_loaded(const char *cmd, const char *path, run_cfg_t base,
     mrc__image_origin_t origin;
     mrc_topo_t *t = NULL;
     char name[256]; /* the topology's (a spec, or a file's name) */
-    int rc = cli_load_image(cmd, path, &p, &origin, NULL, NULL);
+    int rc = cli_load_image_topology(cmd, path, &p, &origin, &t);
     if (rc != CLI_OK)
         return rc;
-    mrc_status_t st = mrc__image_topology(p, &origin, &t);
-    if (st != MRC_OK)
-        mrc__error_prefix("%s", path);
+    mrc_status_t st = MRC_OK;
     int nranks = p->num_nodes;
     if (st == MRC_OK && nranks > 256) {
         rc = cli_usage(cmd, "run", "%s has %d nodes: threads run at most "

@@ -406,14 +406,10 @@ static int sim_loaded(const char *cmd, const char *path, sim_args_t *a,
     mrc__image_origin_t origin;
     mrc_topo_t *t = NULL;
     mrc_sim_result_t *r = NULL;
-    int rc = cli_load_image(cmd, path, &p, &origin, NULL, NULL);
+    int rc = cli_load_image_topology(cmd, path, &p, &origin, &t);
     if (rc != CLI_OK)
         return rc;
-    mrc_status_t st = mrc__image_topology(p, &origin, &t);
-    if (st != MRC_OK)
-        mrc__error_prefix("%s", path);
-    if (st == MRC_OK)
-        st = mrc__select_sim(p, t, &a->cfg, &r);
+    mrc_status_t st = mrc__select_sim(p, t, &a->cfg, &r);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
     } else {
