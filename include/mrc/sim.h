@@ -38,6 +38,12 @@ typedef struct mrc_sim_config {
     double wake_us;
     /* Chunks per fragment; 0: the program's own chunking. */
     int chunks;
+    /* A host profile (borrowed): the node model charges local copies,
+     * reductions, per-message overhead and syncs, and moves messages
+     * between nodes of one host through memory (docs/simulator.md, "Node
+     * model"). NULL, the default: local memory is free, only links cost
+     * time (an accelerator interconnect). */
+    const struct mrc_profile *profile;
 } mrc_sim_config_t;
 
 typedef struct mrc_sim_result {

@@ -1,9 +1,25 @@
-/* Simulator internals shared with its tests. */
+/*
+ * The simulator's internals, shared by its files and its tests:
+ *
+ *   model.c      links, routes, what a program's op puts on them
+ *   fluid.c      one step: max-min fair sharing of channels by flows
+ *   bsp.c        the bulk-synchronous walks (lockstep, fast, by group)
+ *   pipelined.c  every chunk as soon as its data is ready
+ *   figures.c    the booking of links and the result's figures
+ *   sim.c        mrc_sim_run: checks, chains, the choice of walk
+ */
 #ifndef MRC_SIM_INTERNAL_H
 #define MRC_SIM_INTERNAL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mrc/profile.h"
+#include "mrc/sim.h"
+#include "program/program_internal.h"
+
 /* When a single-group BSP run simulates one step per ring loop instead of
- * every message (fast_bsp in sim.c): when that is exact or the group is
+ * every message (mrc__sim_fast_bsp): when that is exact or the group is
  * too large to walk (auto), or always, or never. Tests set it to compare
  * the two paths. */
 typedef enum mrc__sim_fast {
@@ -13,5 +29,160 @@ typedef enum mrc__sim_fast {
 } mrc__sim_fast_t;
 
 extern mrc__sim_fast_t mrc__sim_fast;
+
+/* ---- the model (model.c) ---------------------------------------------- */
+
+typedef struct mrc__sim_route {
+    int32_t first, len; /* into chan_pool / phys_pool */
+    double latency;     /* ns, sum over its links */
+} mrc__sim_route_t;
+
+/* The node model (node.c): with a profile, every node has a channel of
+ * its own for the memory it moves (copies, reductions; capacity its copy
+ * rate in the run's regime) and, beyond cache, the nodes of one memory
+ * system also cross its channel (capacity the shared bandwidth). */
+typedef struct mrc__sim_node {
+    const mrc_profile_t *prof; /* NULL: local memory is free */
+    int per_host;              /* nodes per memory system */
+    int beyond_cache;          /* the run's data exceeds cache_bytes */
+    double copy, reduce;       /* bytes per ns of one node alone */
+    int first_node_chan, first_host_chan;
+    int32_t *local_route;      /* [nodes]: the node's own memory work */
+    int32_t *copy_route;       /* [nodes]: a message it copies in */
+    int sync_route;            /* a flag or barrier within one host */
+} mrc__sim_node_t;
+
+typedef struct mrc__sim {
+    const mrc_program_t *p;
+    const mrc_topo_t *t;
+    int num_chan, num_phys;
+    int link_chan; /* channels below this are link directions */
+    double *cap; /* bytes per ns */
+    double *lat; /* ns */
+    int32_t *phys_base; /* [links]: first physical link of the entry */
+    mrc__sim_route_t *routes; /* [num_entries]: node-stream -> its hop */
+    int32_t *chan_pool, *phys_pool;
+    int pool_len, chan_cap, phys_cap;
+    /* Memory-semantic programs: routes beyond the program's (a GET's or a
+     * WAIT's path from the peer, a group's barrier), found on demand. */
+    int memory;
+    int num_routes, cap_routes;    /* routes[] holds num_routes entries */
+    mrc__msgmap_t paths;           /* (src, dst, 0): i[0] = its route */
+    int32_t *bfs_prev, *bfs_queue; /* [nodes]: reaching link; the walk */
+    double *bfs_lat;               /* [nodes]: latency from the start */
+    int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
+    /* The program's port mask: the physical link of each port in use
+     * (-1: none); the links a phase leaves idle are switched off. */
+    int32_t *use_phys;
+    mrc__sim_node_t node;
+} mrc__sim_t;
+
+/* A message in flight over its route. */
+typedef struct mrc__sim_flow {
+    double remaining; /* bytes */
+    double rate;      /* bytes per ns */
+    double bytes;
+    int32_t route;
+    int done;
+    /* The node model's own work of a node on what it received (a
+     * reduction, a scaling): it starts once the step's messages are in. */
+    int local;
+} mrc__sim_flow_t;
+
+/* One walker of the program: a node's ops of one stream and chunk. */
+typedef mrc__cursor_t mrc__sim_chain_t;
+
+mrc_status_t mrc__sim_build(mrc__sim_t *s);
+mrc_status_t mrc__sim_build_mask(mrc__sim_t *s);
+void mrc__sim_free(mrc__sim_t *s);
+mrc_status_t mrc__sim_path_route(mrc__sim_t *s, int src, int dst,
+                                 int *route);
+mrc_status_t mrc__sim_barrier_route(mrc__sim_t *s, int g, int *route);
+mrc_status_t mrc__sim_signal_route(mrc__sim_t *s, int src, int dst,
+                                   int *route);
+int mrc__sim_new_route(mrc__sim_t *s);
+int mrc__sim_route_hop(mrc__sim_t *s, int route, int chan, int phys);
+/* The flows of a node's op, at most two (a message, then the node's own
+ * work on it): how many, or -1 on an error (*st). */
+int mrc__sim_op_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
+                     size_t esize, mrc__sim_flow_t f[2], mrc_status_t *st);
+
+/* ---- the node model (node.c) ------------------------------------------ */
+
+mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof);
+void mrc__sim_node_free(mrc__sim_t *s);
+int mrc__sim_same_host(const mrc__sim_t *s, int a, int b);
+/* A message's route from src to dst under the node model. */
+void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst);
+/* The node's own work of an op (a reduction of what it received or
+ * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
+int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
+                        size_t esize, mrc__sim_flow_t *f);
+
+/* ---- one step (fluid.c) ----------------------------------------------- */
+
+typedef struct mrc__sim_hent mrc__sim_hent_t;
+
+/* Scratch of the fair sharing, per channel and per flow. */
+typedef struct mrc__sim_ws {
+    double *residual; /* per channel */
+    int32_t *count;   /* unfrozen flows per channel */
+    int32_t *chan_start, *chan_fill, *chan_flows; /* channel -> flows */
+    int32_t *touched; /* channels in use this step */
+    int num_touched;
+    uint8_t *frozen;
+    int cap_flows, cap_chan_flows;
+    int32_t *version;      /* per channel */
+    mrc__sim_hent_t *heap; /* room for every channel push of a step */
+    int heap_n, heap_cap;
+} mrc__sim_ws_t;
+
+int mrc__sim_ws_init(mrc__sim_ws_t *w, int num_chan);
+void mrc__sim_ws_free(mrc__sim_ws_t *w);
+void mrc__sim_heap_push(void *base, int *n, size_t size, const void *e);
+void mrc__sim_heap_pop(void *base, int *n, size_t size, void *top);
+int mrc__sim_reserve(mrc__sim_ws_t *w, int nf, size_t hops, int num_chan);
+mrc_status_t mrc__sim_reserve_for(const mrc__sim_t *s, mrc__sim_ws_t *w,
+                                  const mrc__sim_flow_t *fl, int nf);
+void mrc__sim_share(const mrc__sim_t *s, mrc__sim_flow_t *fl, int nf,
+                    mrc__sim_ws_t *w);
+double mrc__sim_run_step(const mrc__sim_t *s, mrc__sim_flow_t *fl, int nf,
+                         mrc__sim_ws_t *w);
+
+/* ---- the booking and the figures (figures.c) -------------------------- */
+
+/* What a walk books as it goes: bytes per channel, energy moved, and the
+ * time each physical link was on. */
+typedef struct mrc__sim_acct {
+    mrc_sim_result_t *r;
+    double *phys_on;   /* ns a physical link was on */
+    double *phys_last; /* end of its last busy period */
+    uint8_t *used;     /* marks, all 0 between calls */
+    double pj, wake_ns;
+    double total_ns, move_j;
+} mrc__sim_acct_t;
+
+void mrc__sim_book_step(const mrc__sim_t *s, const mrc__sim_flow_t *fl,
+                        int nf, double start, double dur, double times,
+                        mrc__sim_acct_t *a, int step, int group);
+void mrc__sim_figures(const mrc__sim_t *s, const mrc__sim_acct_t *a,
+                      double watts, mrc_sim_result_t *r);
+
+/* ---- the walks (bsp.c, pipelined.c) ----------------------------------- */
+
+mrc_status_t mrc__sim_run_lockstep(mrc__sim_t *s, mrc__sim_chain_t *chains,
+                                   int nchains, size_t esize,
+                                   mrc__sim_ws_t *w, mrc__sim_acct_t *a);
+mrc_status_t mrc__sim_fast_bsp(const mrc__sim_t *s, mrc__sim_ws_t *w,
+                               size_t esize, mrc__sim_acct_t *a);
+/* Whether BSP takes the fast walk (mrc__sim_fast, the group, exactness). */
+int mrc__sim_fast_applies(const mrc_program_t *p, mrc_sim_mode_t mode,
+                          int node_model);
+mrc_status_t mrc__sim_run_bsp_groups(mrc__sim_t *s, mrc__sim_chain_t *chains,
+                                     int nchains, size_t esize,
+                                     mrc__sim_ws_t *ws, mrc__sim_acct_t *a);
+mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
+                                    int nchains, size_t esize,
+                                    mrc__sim_ws_t *w, mrc__sim_acct_t *a);
 
 #endif

@@ -511,8 +511,9 @@ int cmd_sim(int argc, char **argv)
         return cli_usage(cmd, "sim", "a numeric option is not a positive "
                                      "number");
     a.replica = (int)rs;
-    a.cfg = (mrc_sim_config_t){pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
-                               e, w, u, (int)ck};
+    a.cfg = (mrc_sim_config_t){
+        .mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
+        .pj_per_bit = e, .link_power_w = w, .wake_us = u, .chunks = (int)ck};
     if (load)
         return sim_loaded(cmd, load, &a, json);
     mrc_topo_t *t = NULL;

@@ -530,6 +530,209 @@ static void test_energy_from_mask(void **state)
     mrc_topo_destroy(t);
 }
 
+/* ---- the node model: a host profile ------------------------------------ */
+
+/* A hand-made profile: one host of `per` nodes, copies at C GB/s in
+ * cache and Cm beyond, the host's memory M, float32 sums at R (both
+ * regimes), message_us m, sync_us y. */
+static mrc_profile_t profile(int per, double C, double Cm, double M,
+                             double R, double m, double y)
+{
+    mrc_profile_t f = {.version = MRC_PROFILE_VERSION,
+                       .ranks = per,
+                       .cores = per,
+                       .nodes_per_memory = per,
+                       .cache_bytes = 1 << 20,
+                       .copy_gbps_cache = C,
+                       .copy_gbps_memory = Cm,
+                       .memory_gbps_shared = M,
+                       .message_us = m,
+                       .sync_us = y};
+    snprintf(f.transport, sizeof f.transport, "threads");
+    f.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = R;
+    f.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = R;
+    return f;
+}
+
+static mrc_sim_result_t *sim_profile(const setup_t *s, mrc_sim_mode_t mode,
+                                     const mrc_profile_t *f)
+{
+    mrc_sim_config_t cfg = {.mode = mode, .chunks = 1, .profile = f};
+    mrc_sim_result_t *r = NULL;
+    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
+        fail_msg("%s", mrc_last_error());
+    return r;
+}
+
+/* A ring allreduce of S bytes on N nodes of one host, in cache, BSP, one
+ * bidirectional ring: each of its 2(N-1) steps is a message (message_us)
+ * and the copy of the S/N bytes a node receives at its copy rate C; the
+ * N-1 steps of the reduce-scatter also reduce them at R. The links'
+ * bandwidth and latency play no part: the ranks of one host talk through
+ * memory. */
+static void test_node_closed_form(void **state)
+{
+    (void)state;
+    const int ns[] = {2, 4};
+    const double Cs[] = {5, 20}, Rs[] = {2, 8}, ms[] = {0, 1.5};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < 2; j++) {
+                int N = ns[i];
+                double C = Cs[k], R = Rs[j], m = ms[j];
+                mrc_profile_t f = profile(N, C, 1, 1, R, m, 0);
+                size_t count = (size_t)(2 * N) * 1000;
+                double S = 4.0 * (double)count;
+                setup_t s = make(i ? "ring:4,bw=3,lat=700"
+                                   : "ring:2,bw=3,lat=700",
+                                 "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+                mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+                double want = 2.0 * (N - 1) * (m * 1e3 + S / (N * C)) +
+                              (N - 1) * S / (N * R);
+                expect_close(r->time_us * 1e3, want, "allreduce");
+                assert_int_equal(r->steps, 2 * (N - 1));
+                /* Memory is not a link: no link carries a byte. */
+                assert_true(r->bytes_moved == 0);
+                mrc_sim_result_destroy(r);
+                drop(&s);
+            }
+}
+
+/* Beyond cache the nodes of one memory system share its bandwidth M.
+ * With M equal to one node's copy rate Cm: one node copying alone (the
+ * root of a reduce on ring:2 receives S, then reduces it at R) has its
+ * full rate; two nodes copying at once (an allgather on ring:2: each
+ * receives the other's block and copies its own) take twice as long as
+ * with memory to spare (M = 2 Cm). */
+static void test_node_memory_sharing(void **state)
+{
+    (void)state;
+    const double Cm = 4, R = 3, m = 0.25;
+    size_t count = 1 << 19; /* 2 MiB of float32: beyond 1 MiB of cache */
+    double S = 4.0 * (double)count;
+    mrc_profile_t shared = profile(2, 50, Cm, Cm, R, m, 0);
+    mrc_profile_t ample = profile(2, 50, Cm, 2 * Cm, R, m, 0);
+    setup_t b = make("ring:2", "ring", MRC_REDUCE, count, MRC_FLOAT32);
+    for (int i = 0; i < 2; i++) {
+        mrc_sim_result_t *r =
+            sim_profile(&b, MRC_SIM_BSP, i ? &ample : &shared);
+        expect_close(r->time_us * 1e3, m * 1e3 + S / Cm + S / R,
+                     "one alone");
+        mrc_sim_result_destroy(r);
+    }
+    drop(&b);
+    setup_t g = make("ring:2", "ring", MRC_ALLGATHER, count / 2,
+                     MRC_FLOAT32);
+    mrc_sim_result_t *r = sim_profile(&g, MRC_SIM_BSP, &shared);
+    double two = r->time_us * 1e3 - m * 1e3;
+    mrc_sim_result_destroy(r);
+    r = sim_profile(&g, MRC_SIM_BSP, &ample);
+    double spare = r->time_us * 1e3 - m * 1e3;
+    mrc_sim_result_destroy(r);
+    /* Each node moves S/2 in and S/2 of its own: S at Cm with memory to
+     * spare, at Cm / 2 shared. */
+    expect_close(spare, S / Cm, "memory to spare");
+    expect_close(two, 2 * spare, "two at once");
+    drop(&g);
+}
+
+/* Without a profile every figure is the link model's (the closed form of
+ * test_closed_forms); with one the links no longer time the ranks of one
+ * host. Pipelined overlaps one stream's message latency with the other's
+ * work: never slower than BSP, never faster than its chain of 2(N-1)
+ * messages one after the other. */
+static void test_node_profile_null(void **state)
+{
+    (void)state;
+    setup_t s = make("ring:2,bw=3,lat=700", "ring", MRC_ALLREDUCE, 4000,
+                     MRC_FLOAT32);
+    double S = 16000, link = 2.0 * (700 + S / (2.0 * 2 * 3));
+    mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, NULL);
+    expect_close(r->time_us * 1e3, link, "no profile");
+    assert_true(r->bytes_moved > 0);
+    mrc_sim_result_destroy(r);
+    mrc_profile_t f = profile(2, 10, 1, 1, 4, 2, 0);
+    r = sim_profile(&s, MRC_SIM_BSP, &f);
+    double bsp = r->time_us;
+    expect_close(bsp * 1e3, 2 * (2e3 + S / 2 / 10) + S / 2 / 4, "profile");
+    mrc_sim_result_destroy(r);
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+    assert_true(r->time_us <= bsp * (1 + 1e-12));
+    assert_true(r->time_us >= 2 * 2.0);
+    mrc_sim_result_destroy(r);
+    drop(&s);
+}
+
+/* Every family, collective and mode runs under the node model, on one
+ * host (no link carries a byte: the ranks talk through memory) and on
+ * two hosts of two nodes (the links carry what crosses hosts), and with
+ * groups (hcm8 4+2+2, each group walking its own steps). */
+static void test_node_families(void **state)
+{
+    (void)state;
+    const mrc_algo_t algos[] = {MRC_ALGO_RINGS, MRC_ALGO_DIRECT1,
+                                MRC_ALGO_DIRECT2, MRC_ALGO_TREE};
+    int ran = 0;
+    for (int a = 0; a < 4; a++)
+        for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
+            for (int per = 2; per <= 4; per += 2)
+                for (int m = 0; m < 2; m++) {
+                    setup_t s;
+                    if (make_algo(&s, "ring:4", NULL, algos[a],
+                                  (mrc_collective_t)c, 3001)) {
+                        drop(&s); /* does not apply */
+                        continue;
+                    }
+                    mrc_profile_t f = profile(per, 10, 5, 8, 4, 1, 0.5);
+                    mrc_sim_result_t *r = sim_profile(
+                        &s, m ? MRC_SIM_PIPELINED : MRC_SIM_BSP, &f);
+                    assert_true(r->time_us >= 1 && isfinite(r->time_us));
+                    if (per == 4)
+                        assert_true(r->bytes_moved == 0);
+                    mrc_sim_result_destroy(r);
+                    drop(&s);
+                    ran++;
+                }
+    assert_true(ran >= 40);
+    for (int m = 0; m < 2; m++) {
+        setup_t s;
+        assert_int_equal(make_algo(&s, "hcm8", "4+2+2", MRC_ALGO_RINGS,
+                                   MRC_ALLREDUCE, 100003),
+                         0);
+        mrc_profile_t f = profile(8, 10, 5, 8, 4, 1, 0.5);
+        mrc_sim_result_t *r =
+            sim_profile(&s, m ? MRC_SIM_PIPELINED : MRC_SIM_BSP, &f);
+        /* The group of 4 alone: 6 messages, 3 reductions of a quarter. */
+        double S = 4.0 * 100003;
+        assert_true(r->time_us * 1e3 >= 6 * 1e3 + 3 * S / 4 / 4);
+        assert_true(r->bytes_moved == 0);
+        mrc_sim_result_destroy(r);
+        drop(&s);
+    }
+}
+
+/* A profile of another version, or with a rate the model divides by at
+ * 0, is refused with the field named. */
+static void test_node_bad_profile(void **state)
+{
+    (void)state;
+    setup_t s = make("ring:2", "ring", MRC_ALLREDUCE, 1000, MRC_FLOAT32);
+    mrc_profile_t f = profile(2, 10, 1, 1, 4, 2, 0);
+    f.version = MRC_PROFILE_VERSION + 1;
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP, .profile = &f};
+    mrc_sim_result_t *r = NULL;
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "version"));
+    assert_null(r);
+    f = profile(2, 10, 0, 1, 4, 2, 0);
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "copy_gbps_memory"));
+    f = profile(2, 10, 1, 1, 4, -1, 0);
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "message_us"));
+    drop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -544,6 +747,11 @@ int main(void)
         cmocka_unit_test(test_memory_groups),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_energy_from_mask),
+        cmocka_unit_test(test_node_closed_form),
+        cmocka_unit_test(test_node_memory_sharing),
+        cmocka_unit_test(test_node_profile_null),
+        cmocka_unit_test(test_node_families),
+        cmocka_unit_test(test_node_bad_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

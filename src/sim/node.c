@@ -1,0 +1,221 @@
+/*
+ * The node model: what a node of a CPU host costs beside its links, from
+ * a host profile (mrc/profile.h). Without one (the default, an
+ * accelerator interconnect) none of this is built and local memory,
+ * reductions and message handling are free.
+ *
+ * With a profile:
+ * - every node has a memory channel of its own, of capacity its copy rate
+ *   (in cache when the run's data per node is at most cache_bytes, from
+ *   memory beyond); beyond cache, every memory operation of a node also
+ *   crosses its memory system's channel, of capacity memory_gbps_shared,
+ *   which the nodes of one host (nodes_per_memory consecutive nodes)
+ *   share max-min fairly like any channel;
+ * - a message between two nodes of one host is a copy by the receiver
+ *   over those channels (not over the topology's links) and arrives
+ *   message_us after its copy ends; between hosts it crosses the links
+ *   as before, message_us later;
+ * - a reduction of what a node received (or read) is the node's own work
+ *   after the data is there, at its reduction rate for the dtype and op
+ *   (its copy rate where the profile has none); a local copy or scaling
+ *   at the copy rate;
+ * - a flag (signal/wait) or a barrier within one host takes sync_us.
+ *
+ * docs/simulator.md ("Node model") gives the closed forms it implies.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_internal.h"
+
+/* The profile's figures the model divides by or adds: the first one out
+ * of range, named. */
+static mrc_status_t check_profile(const mrc_profile_t *f)
+{
+    const char *bad = NULL;
+    if (f->version != MRC_PROFILE_VERSION)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "the profile is of version %d; the simulator "
+                          "reads version %d (run mrc calibrate again)",
+                          f->version, MRC_PROFILE_VERSION);
+    if (!(f->copy_gbps_cache > 0 && isfinite(f->copy_gbps_cache)))
+        bad = "copy_gbps_cache";
+    else if (!(f->copy_gbps_memory > 0 && isfinite(f->copy_gbps_memory)))
+        bad = "copy_gbps_memory";
+    else if (!(f->memory_gbps_shared > 0 && isfinite(f->memory_gbps_shared)))
+        bad = "memory_gbps_shared";
+    else if (!(f->cache_bytes >= 0 && isfinite(f->cache_bytes)))
+        bad = "cache_bytes";
+    else if (!(f->message_us >= 0 && isfinite(f->message_us)))
+        bad = "message_us";
+    else if (!(f->sync_us >= 0 && isfinite(f->sync_us)))
+        bad = "sync_us";
+    else if (f->nodes_per_memory < 0)
+        bad = "nodes_per_memory";
+    if (bad)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "the profile's %s is out of range for the "
+                          "simulator's node model",
+                          bad);
+    return MRC_OK;
+}
+
+/* The run's regime and rates: the data a node touches is its buffer (the
+ * whole of it for reduce-scatter and allgather). */
+static void node_rates(mrc__sim_t *s)
+{
+    mrc__sim_node_t *m = &s->node;
+    const mrc_profile_t *f = m->prof;
+    const mrc_program_t *p = s->p;
+    double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        data *= p->num_groups ? p->groups[0].size : 1;
+    m->beyond_cache = data > f->cache_bytes;
+    m->copy = m->beyond_cache ? f->copy_gbps_memory : f->copy_gbps_cache;
+    double red = 0;
+    if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
+        (unsigned)p->cfg.op < MRC_NUM_OPS)
+        red = m->beyond_cache ? f->reduce_gbps_memory[p->cfg.dtype][p->cfg.op]
+                              : f->reduce_gbps_cache[p->cfg.dtype][p->cfg.op];
+    m->reduce = red > 0 && isfinite(red) ? red : m->copy;
+}
+
+/* The memory channels: one per node, one per memory system. */
+static mrc_status_t node_channels(mrc__sim_t *s, int nn, int nh)
+{
+    mrc__sim_node_t *m = &s->node;
+    size_t n = (size_t)s->num_chan + (size_t)nn + (size_t)nh + 1;
+    double *cap = realloc(s->cap, n * sizeof *cap);
+    if (cap)
+        s->cap = cap;
+    double *lat = realloc(s->lat, n * sizeof *lat);
+    if (lat)
+        s->lat = lat;
+    if (!cap || !lat)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    m->first_node_chan = s->num_chan;
+    m->first_host_chan = s->num_chan + nn;
+    for (int i = 0; i < nn + nh; i++) {
+        s->cap[s->num_chan + i] =
+            i < nn ? m->copy : m->prof->memory_gbps_shared;
+        s->lat[s->num_chan + i] = 0;
+    }
+    s->num_chan += nn + nh;
+    return MRC_OK;
+}
+
+/* A node's memory route (its channel, and its host's beyond cache) with
+ * this latency: -1 out of memory. */
+static int memory_route(mrc__sim_t *s, int u, double latency)
+{
+    mrc__sim_node_t *m = &s->node;
+    int r = mrc__sim_new_route(s);
+    if (r < 0 || mrc__sim_route_hop(s, r, m->first_node_chan + u, -1))
+        return -1;
+    if (m->beyond_cache &&
+        mrc__sim_route_hop(s, r, m->first_host_chan + u / m->per_host, -1))
+        return -1;
+    s->routes[r].latency = latency;
+    return r;
+}
+
+/* The program's hops under the model: each node-stream's message. */
+static void node_stream_routes(mrc__sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group;
+        for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++) {
+            const mrc__node_stream_t *ns =
+                mrc__node_stream(p, u, p->groups[g].first_stream + j);
+            if (ns->route < 0)
+                continue;
+            int dst = p->route_nodes[p->route_off[ns->route + 1] - 1];
+            mrc__sim_node_route(s, (int)(ns - p->node_streams), u, dst);
+        }
+    }
+}
+
+mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
+{
+    mrc__sim_node_t *m = &s->node;
+    if (!prof)
+        return MRC_OK;
+    mrc_status_t st = check_profile(prof);
+    if (st != MRC_OK)
+        return st;
+    int nn = s->p->num_nodes;
+    m->prof = prof;
+    m->per_host = prof->nodes_per_memory > 0 ? prof->nodes_per_memory : nn;
+    int nh = (nn + m->per_host - 1) / m->per_host;
+    node_rates(s);
+    if ((st = node_channels(s, nn, nh)) != MRC_OK)
+        return st;
+    m->local_route = malloc(((size_t)nn + 1) * sizeof *m->local_route);
+    m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
+    if (!m->local_route || !m->copy_route)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int u = 0; u < nn; u++) {
+        m->local_route[u] = memory_route(s, u, 0);
+        m->copy_route[u] = memory_route(s, u, prof->message_us * 1e3);
+        if (m->local_route[u] < 0 || m->copy_route[u] < 0)
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    }
+    m->sync_route = mrc__sim_new_route(s);
+    if (m->sync_route < 0)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    s->routes[m->sync_route].latency = prof->sync_us * 1e3;
+    node_stream_routes(s);
+    return MRC_OK;
+}
+
+void mrc__sim_node_free(mrc__sim_t *s)
+{
+    free(s->node.local_route);
+    free(s->node.copy_route);
+}
+
+int mrc__sim_same_host(const mrc__sim_t *s, int a, int b)
+{
+    return a / s->node.per_host == b / s->node.per_host;
+}
+
+void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
+{
+    const mrc__sim_node_t *m = &s->node;
+    if (!m->prof)
+        return;
+    if (mrc__sim_same_host(s, src, dst))
+        s->routes[route] = s->routes[m->copy_route[dst]];
+    else
+        s->routes[route].latency += m->prof->message_us * 1e3;
+}
+
+int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
+                        size_t esize, mrc__sim_flow_t *f)
+{
+    const mrc__sim_node_t *m = &s->node;
+    double bytes = (double)op->count * (double)esize;
+    if (!m->prof || bytes <= 0)
+        return 0;
+    switch (op->kind) {
+    case MRC__RECV:
+    case MRC__GET:
+        if (op->local == MRC__BUF_NONE)
+            return 0;
+        /* On the node's channel (its copy rate), as long as the
+         * reduction alone takes. */
+        bytes *= m->copy / m->reduce;
+        break;
+    case MRC__COPY:
+    case MRC__SCALE: break;
+    default: return 0;
+    }
+    /* A copy of the node's own data needs nothing received: it runs
+     * beside the step's messages; the rest once they are in. */
+    *f = (mrc__sim_flow_t){
+        bytes, 0, bytes, m->local_route[node], 0, op->kind != MRC__COPY};
+    return 1;
+}
