@@ -273,7 +273,9 @@ mrc_status_t mrc_profile_parse(const char *json, size_t len, mrc_profile_t *out)
     mrc_status_t st = read_profile(root, &p);
     json_decref(root);
     if (st != MRC_OK) {
-        mrc__error_prefix("profile");
+        /* "profile version 2; ..." says it already. */
+        if (strncmp(mrc_last_error(), "profile", 7) != 0)
+            mrc__error_prefix("profile");
         return st;
     }
     *out = p;
