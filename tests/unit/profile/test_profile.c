@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,13 +226,91 @@ static void test_load(void **state)
     rmdir(dir);
 }
 
+typedef struct rank_call {
+    mrc_comm_t *comm;
+    float v[3];
+    mrc_status_t st;
+} rank_call_t;
+
+static void *allreduce_rank(void *arg)
+{
+    rank_call_t *r = arg;
+    r->st = mrc_allreduce(r->v, r->v, 3, MRC_FLOAT32, MRC_SUM, r->comm);
+    return NULL;
+}
+
+/* Two threads' allreduce under the profile in $MRC_PROFILE. */
+static void run_pair(void)
+{
+    mrc_comm_t *comms[2];
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_OK);
+    rank_call_t r[2] = {{.comm = comms[0], .v = {1, 2, 3}},
+                        {.comm = comms[1], .v = {10, 20, 30}}};
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, allreduce_rank, &r[1]), 0);
+    allreduce_rank(&r[0]);
+    pthread_join(tid, NULL);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(r[k].st, MRC_OK);
+        assert_true(r[k].v[0] == 11 && r[k].v[1] == 22 && r[k].v[2] == 33);
+    }
+    mrc_comm_destroy(comms[0]);
+    mrc_comm_destroy(comms[1]);
+}
+
+/* $MRC_PROFILE: used when right; a bad file, or one of another
+ * transport, fails the communicator's creation naming it. */
+static void test_env(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[256], path[512];
+    snprintf(dir, sizeof dir, "%s/mrc-profile-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    mrc_profile_t p = sample();
+    snprintf(p.transport, sizeof p.transport, "threads");
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    snprintf(path, sizeof path, "%s/threads.json", dir);
+    write_text(path, json, strlen(json));
+    mrc_free(json);
+
+    assert_int_equal(setenv("MRC_PROFILE", path, 1), 0);
+    run_pair();
+    assert_int_equal(setenv("MRC_PROFILE", "", 1), 0);
+    run_pair();
+
+    mrc_comm_t *comms[2];
+    p = sample(); /* shm */
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    write_text(path, json, strlen(json));
+    mrc_free(json);
+    assert_int_equal(setenv("MRC_PROFILE", path, 1), 0);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "measured on the shm transport, "
+                                             "and this communicator runs "
+                                             "over threads"));
+    assert_null(comms[0]);
+
+    write_text(path, "{", 1);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "$MRC_PROFILE: "));
+    assert_non_null(strstr(mrc_last_error(), "threads.json: profile: not "
+                                             "JSON"));
+    unlink(path);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_IO);
+    assert_non_null(strstr(mrc_last_error(), "threads.json: cannot open"));
+    unsetenv("MRC_PROFILE");
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_bad_text),
-        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_bad_text),   cmocka_unit_test(test_load),
+        cmocka_unit_test(test_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
