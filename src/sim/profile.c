@@ -308,11 +308,21 @@ mrc_status_t mrc_profile_load(const char *path, mrc_profile_t *out)
     return st;
 }
 
+/* A number, or null for one JSON cannot hold (NaN, inf): the check
+ * in mrc_profile_to_json then names its field. */
+static void put_finite(mrc__strbuf_t *sb, double v)
+{
+    if (isfinite(v))
+        mrc__sb_double(sb, v);
+    else
+        mrc__sb_puts(sb, "null");
+}
+
 static void put_number(mrc__strbuf_t *sb, const char *name, double v,
                        const char *sep)
 {
     mrc__sb_printf(sb, "  \"%s\": ", name);
-    mrc__sb_double(sb, v);
+    put_finite(sb, v);
     mrc__sb_puts(sb, sep);
 }
 
@@ -334,9 +344,9 @@ static void put_reduce(mrc__strbuf_t *sb, const mrc_profile_t *p)
             mrc__sb_printf(sb,
                            "%s\n      \"%s\": {\"cache\": ", no++ ? "," : "",
                            mrc_op_name((mrc_op_t)o));
-            mrc__sb_double(sb, c);
+            put_finite(sb, c);
             mrc__sb_puts(sb, ", \"memory\": ");
-            mrc__sb_double(sb, m);
+            put_finite(sb, m);
             mrc__sb_puts(sb, "}");
         }
         if (no)
@@ -368,9 +378,19 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");
-    *json = mrc__sb_take(&sb);
-    if (!*json)
+    char *text = mrc__sb_take(&sb);
+    if (!text)
         return mrc__error(MRC_ERR_NO_MEMORY,
                           "mrc_profile_to_json: out of memory");
+    /* Only what mrc_profile_parse reads back is written: a figure out of
+     * range (a NaN, a negative rate) is refused here, naming it. */
+    mrc_profile_t check;
+    mrc_status_t st = mrc_profile_parse(text, strlen(text), &check);
+    if (st != MRC_OK) {
+        free(text);
+        mrc__error_prefix("mrc_profile_to_json");
+        return st;
+    }
+    *json = text;
     return MRC_OK;
 }

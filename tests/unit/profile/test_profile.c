@@ -153,6 +153,17 @@ static void test_bad_text(void **state)
                      cases[i][1]);
     }
     assert_int_equal(mrc_profile_parse(NULL, 0, &q), MRC_ERR_INVALID_ARG);
+    /* Nothing is written that would not read back. */
+    mrc_profile_t p = sample();
+    char *json = (char *)"untouched";
+    p.copy_gbps_memory = NAN;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_ERR_INVALID_ARG);
+    assert_null(json);
+    assert_non_null(strstr(mrc_last_error(), "\"copy_gbps_memory\""));
+    p = sample();
+    snprintf(p.transport, sizeof p.transport, "tcp");
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "\"transport\""));
     assert_int_equal(mrc_profile_to_json(NULL, NULL), MRC_ERR_INVALID_ARG);
 }
 
