@@ -49,5 +49,21 @@ void cal_release(void);
 
 /* Runs every probe of `plan` into *out (a whole profile). */
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *out);
+/* The host's part: everything but sync_us and message_us. */
+mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *out);
+/* sync_us, and message_us from a call's time less the sync. */
+void cal_set_costs(mrc_profile_t *p, double sync_us, double call_us);
+
+/* The message probe's communicator (ring:2, rings) and its loop: the
+ * median us of a 1-element broadcast, the root taking turns. */
+extern const mrc_config_t cal_turn_config;
+mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out);
+
+/* --transport mpi under mpirun (calibrate_mpi.c, built with MPI): every
+ * rank calls it; rank 0 measures the host while the others wait without
+ * spinning, ranks 0 and 1 the MPI sync and message (every peer through
+ * MPI, as between hosts). *rank0 is 1 on rank 0, which alone has the
+ * profile. A CLI status, with the message printed. */
+int cal_mpi(const char *cmd, cal_plan_t *plan, mrc_profile_t *out, int *rank0);
 
 #endif /* MRC_CLI_CALIBRATE_H */

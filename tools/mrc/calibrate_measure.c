@@ -26,13 +26,13 @@ static int cmp_double(const void *a, const void *b)
 
 /* Two ranks of ring:2 running the rings family: one broadcast is one
  * message and one wait, whatever the selector would pick. */
-static const mrc_config_t turn_config = {
+const mrc_config_t cal_turn_config = {
     .topology = "ring:2", .algo = "rings", .timeout_s = 20};
 
 /* Broadcasts of one element, the root alternating: each call waits for
  * the one before, so a call's time is one message's. Median over reps
  * of the us a message. */
-static mrc_status_t turns(mrc_comm_t *c, int trips, int reps, double *out)
+mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 {
     float x = 0;
     double us[MAX_REPS];
@@ -67,7 +67,7 @@ typedef struct turn_rank {
 static void *turn_thread(void *arg)
 {
     turn_rank_t *t = arg;
-    t->st = turns(t->comm, t->trips, t->reps, &t->us);
+    t->st = cal_turns(t->comm, t->trips, t->reps, &t->us);
     if (t->st != MRC_OK)
         snprintf(t->err, sizeof t->err, "%s", mrc_last_error());
     return NULL;
@@ -76,7 +76,7 @@ static void *turn_thread(void *arg)
 static mrc_status_t message_threads(int trips, int reps, double *out)
 {
     mrc_comm_t *comms[2] = {0};
-    mrc_status_t st = mrc_comm_init_all(comms, 2, &turn_config);
+    mrc_status_t st = mrc_comm_init_all(comms, 2, &cal_turn_config);
     if (st != MRC_OK)
         return st;
     turn_rank_t peer = {.comm = comms[1], .trips = trips, .reps = reps};
@@ -85,7 +85,7 @@ static mrc_status_t message_threads(int trips, int reps, double *out)
         st = mrc__error(MRC_ERR_INTERNAL, "cannot start a thread");
         goto done;
     }
-    st = turns(comms[0], trips, reps, out);
+    st = cal_turns(comms[0], trips, reps, out);
     pthread_join(tid, NULL);
     if (st == MRC_OK && peer.st != MRC_OK)
         st = mrc__error(peer.st, "%s", peer.err);
@@ -106,9 +106,9 @@ static void shm_rank(int rank, const char *job, int trips, int reps, int fd)
 {
     turn_report_t rep = {0};
     mrc_comm_t *c = NULL;
-    rep.st = mrc_comm_init_rank(&c, 2, rank, job, &turn_config);
+    rep.st = mrc_comm_init_rank(&c, 2, rank, job, &cal_turn_config);
     if (rep.st == MRC_OK)
-        rep.st = turns(c, trips, reps, &rep.us);
+        rep.st = cal_turns(c, trips, reps, &rep.us);
     if (rep.st != MRC_OK)
         snprintf(rep.err, sizeof rep.err, "%s", mrc_last_error());
     mrc_comm_destroy(c);
@@ -220,7 +220,7 @@ static void reduce_rates(const cal_plan_t *plan, mrc_profile_t *p)
     }
 }
 
-mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
+mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *p)
 {
     memset(p, 0, sizeof *p);
     p->version = MRC_PROFILE_VERSION;
@@ -236,6 +236,27 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         cal_shared_gbps(plan->ranks, plan->memory_bytes / 2, plan->reps);
     reduce_rates(plan, p);
     cal_release();
+    if (p->copy_gbps_cache <= 0 || p->copy_gbps_memory <= 0 ||
+        p->memory_gbps_shared <= 0)
+        return mrc__error(MRC_ERR_NO_MEMORY,
+                          "the copy probes could not allocate %zu bytes",
+                          plan->memory_bytes);
+    return MRC_OK;
+}
+
+void cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
+{
+    p->sync_us = sync_us;
+    /* The model charges a sync for the wait and message_us for the rest
+     * of a message: the call's software on both sides. */
+    p->message_us = call_us > sync_us ? call_us - sync_us : 0;
+}
+
+mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
+{
+    mrc_status_t st = cal_measure_host(plan, p);
+    if (st != MRC_OK)
+        return st;
     tell(plan, 0.75, "sync");
     int processes = strcmp(plan->transport, "shm") == 0;
     double sync = cal_sync_us(processes, plan->trips, plan->reps);
@@ -243,19 +264,11 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         return MRC_ERR_INTERNAL;
     tell(plan, 0.85, "messages");
     double msg = 0;
-    mrc_status_t st =
+    st =
         cal_message_us(plan->transport, plan->trips / 10 + 1, plan->reps, &msg);
     if (st != MRC_OK)
         return st;
-    p->sync_us = sync;
-    /* The model charges a sync for the wait and message_us for the rest
-     * of a message: the call's software on both sides. */
-    p->message_us = msg > sync ? msg - sync : 0;
+    cal_set_costs(p, sync, msg);
     tell(plan, 1, "done");
-    if (p->copy_gbps_cache <= 0 || p->copy_gbps_memory <= 0 ||
-        p->memory_gbps_shared <= 0)
-        return mrc__error(MRC_ERR_NO_MEMORY,
-                          "the copy probes could not allocate %zu bytes",
-                          plan->memory_bytes);
     return MRC_OK;
 }
