@@ -50,7 +50,8 @@ expect 0 "transport threads$" "$MRC" explain ring:4 \
 expect 0 "\"profile\": \".*threads.json\"" "$MRC" explain ring:4 \
     --collective allreduce --size 64M --profile "$tmp/threads.json" --json
 # ... and not another transport's.
-expect 2 "threads.json: the profile was measured on the threads transport, not shm" \
+expect 2 \
+    "threads.json: the profile was measured on the threads transport, not shm" \
     "$MRC" explain ring:4 --collective allreduce --size 1M \
     --profile "$tmp/threads.json" --transport shm
 expect 2 "not the topology's links" "$MRC" explain ring:4 \

@@ -128,6 +128,30 @@ static void print_json(const mrc__select_input_t *in, const char *strategy,
     free(text);
 }
 
+/* --transport and --profile FILE: the transport defaults to the
+ * profile's (else links), and a profile of another one is refused
+ * naming the file. */
+static mrc_status_t transport_and_profile(const char *transport,
+                                          const char *path,
+                                          mrc_profile_t *prof,
+                                          mrc__select_input_t *in)
+{
+    mrc_status_t st;
+    if (path) {
+        if ((st = mrc_profile_load(path, prof)) != MRC_OK)
+            return st;
+        in->profile = prof;
+        transport = transport ? transport : prof->transport;
+    }
+    st = mrc__xport_parse(transport ? transport : "links", &in->transport);
+    mrc__cpu_cost_t k;
+    if (st == MRC_OK && path &&
+        (st = mrc__cpu_cost_of_profile(prof, in->transport, in->cc.dtype,
+                                       in->cc.op, 1, &k)) != MRC_OK)
+        mrc__error_prefix("%s", path);
+    return st;
+}
+
 int cmd_explain(int argc, char **argv)
 {
     const char *cmd = "mrc explain";
@@ -166,19 +190,8 @@ int cmd_explain(int argc, char **argv)
     if (st == MRC_OK)
         st = mrc_op_parse(op, &in.cc.op);
     mrc_profile_t prof;
-    if (st == MRC_OK && profile) {
-        st = mrc_profile_load(profile, &prof);
-        in.profile = &prof;
-        transport = transport ? transport : prof.transport;
-    }
     if (st == MRC_OK)
-        st = mrc__xport_parse(transport ? transport : "links",
-                              &in.transport);
-    mrc__cpu_cost_t k;
-    if (st == MRC_OK && profile &&
-        (st = mrc__cpu_cost_of_profile(&prof, in.transport, in.cc.dtype,
-                                       in.cc.op, 1, &k)) != MRC_OK)
-        mrc__error_prefix("%s", profile);
+        st = transport_and_profile(transport, profile, &prof, &in);
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
     in.memory_ok = in.transport != MRC__XPORT_MPI;
