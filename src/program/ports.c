@@ -191,7 +191,8 @@ static mrc_status_t build_by_walk(mrc_program_t *p)
         }
     }
     /* (qsort is not stable, but a step's marks are sorted after.) */
-    qsort(ev, (size_t)num_ev, sizeof *ev, by_step);
+    if (num_ev > 0)
+        qsort(ev, (size_t)num_ev, sizeof *ev, by_step);
     for (int step = 0, i = 0; step <= last; step++) {
         for (; i < num_ev && ev[i].step == step; i++)
             if (mark_route(&b, p, ev[i].node, ev[i].stream))
