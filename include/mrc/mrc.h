@@ -12,6 +12,7 @@
 #include "mrc/comm.h"
 #include "mrc/embed.h"
 #include "mrc/fabric.h"
+#include "mrc/profile.h"
 #include "mrc/program.h"
 #include "mrc/sim.h"
 #include "mrc/status.h"

@@ -68,6 +68,8 @@ struct mrc__shared {
      * every call runs it, and a call of another shape is refused; the
      * groups and ranks are the program's, and there is no embedding. */
     mrc_program_t *loaded;
+    /* $MRC_PROFILE's figures for the selector; NULL: its built-in ones. */
+    mrc_profile_t *profile;
 };
 
 typedef struct cached_plan {
@@ -123,6 +125,7 @@ static void shared_release(shared_t *s)
         s->owner_free(s->owner);
     mrc_embed_destroy(s->embedding);
     mrc_topo_destroy(s->topo);
+    free(s->profile);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -184,6 +187,55 @@ static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
     return st;
 }
 
+/* $MRC_PROFILE=FILE: a host profile (mrc calibrate) whose figures the
+ * selector uses instead of its built-in constants. A file that cannot be
+ * read, is no profile or is of another version fails the communicator's
+ * creation: a user who names a profile expects it to be used, not a
+ * silent fallback to the built-in model. */
+static mrc_status_t profile_config(shared_t *s)
+{
+    const char *path = getenv("MRC_PROFILE");
+    if (!path || !*path)
+        return MRC_OK;
+    s->profile = malloc(sizeof *s->profile);
+    if (!s->profile)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st = mrc_profile_load(path, s->profile);
+    if (st != MRC_OK) {
+        free(s->profile);
+        s->profile = NULL;
+        mrc__error_prefix("$MRC_PROFILE");
+    }
+    return st;
+}
+
+/* A profile measured on another transport than the communicator's. */
+static mrc_status_t profile_refused(const shared_t *s, const char *name)
+{
+    if (!s->profile || strcmp(s->profile->transport, name) == 0)
+        return MRC_OK;
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "$MRC_PROFILE=%s was measured on the %s transport, "
+                      "and this communicator runs over %s (measure it "
+                      "with 'mrc calibrate --transport %s')",
+                      getenv("MRC_PROFILE"), s->profile->transport, name,
+                      name);
+}
+
+/* The profile for the selector's model x: the communicator's own, which
+ * was measured on its transport, under the model's name (MPI ranks of
+ * one host are modelled as shm). */
+static const mrc_profile_t *profile_for(const shared_t *s, mrc__xport_t x,
+                                        mrc_profile_t *copy)
+{
+    if (!s->profile)
+        return NULL;
+    *copy = *s->profile;
+    snprintf(copy->transport, sizeof copy->transport, "%s",
+             mrc__xport_name(x));
+    return copy;
+}
+
 /* Replaces *topo by a copy without the failed links. */
 static mrc_status_t without_failed_links(mrc_topo_t **topo,
                                          const char *failed)
@@ -219,6 +271,8 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
                                   : env_double("MRC_TIMEOUT", 60);
     mrc_status_t st = algo_config(cfg, &s->algo);
+    if (st == MRC_OK)
+        st = profile_config(s);
     if (st != MRC_OK) {
         shared_release(s);
         return st;
@@ -338,6 +392,9 @@ static mrc_status_t threads_comms(shared_t *s, int nranks, double timeout,
 static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
                                 double timeout, mrc_comm_t **out)
 {
+    mrc_status_t st = profile_refused(s, t.ops->name);
+    if (st != MRC_OK)
+        return st;
     mrc_comm_t *c = calloc(1, sizeof *c);
     if (!c)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -511,7 +568,10 @@ static mrc_status_t init_rank(mrc_comm_t **comm, int nranks, int rank,
     mrc_status_t st = shared_create(nranks, cfg, &s, &timeout);
     if (st != MRC_OK)
         return st;
-    st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
+    /* Before attaching: every rank refuses alone, none waits for it. */
+    st = profile_refused(s, "shm");
+    if (st == MRC_OK)
+        st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
     if (st == MRC_OK)
         st = comm_create(s, rank, mrc__shm_transport(s->shm), timeout, comm);
     shared_release(s);
@@ -633,6 +693,8 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         .ref_ok = !c->transport.ops->reads_buffers ||
                   c->transport.ops->reads_buffers(c->transport.ctx),
         .want_times = mrc__log_level() >= MRC__LOG_INFO};
+    mrc_profile_t profile;
+    in.profile = profile_for(s, in.transport, &profile);
     mrc__selection_t sel;
     mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
     if (st != MRC_OK)

@@ -76,6 +76,13 @@ int mrc__cpu_tier(uint64_t bytes)
     return t;
 }
 
+int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes)
+{
+    if (k->cache_bytes > 0)
+        return (double)bytes <= k->cache_bytes ? 0 : MRC__CPU_TIERS - 1;
+    return mrc__cpu_tier(bytes);
+}
+
 static const char *const xport_names[MRC__NUM_XPORTS] = {"links", "threads",
                                                          "shm", "mpi"};
 
@@ -107,6 +114,58 @@ mrc__xport_t mrc__xport_of(const char *transport_name)
 const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x)
 {
     return &cpu_costs[(unsigned)x < MRC__NUM_XPORTS ? x : MRC__XPORT_THREADS];
+}
+
+/* Beyond cache the ranks that share a memory system share its
+ * bandwidth: all of a call's ranks on threads and shm (one host), the
+ * ranks of a host on MPI. */
+static double memory_share(const mrc_profile_t *pr, mrc__xport_t x, int n)
+{
+    int sharing = x == MRC__XPORT_MPI && pr->nodes_per_memory < n
+                      ? pr->nodes_per_memory
+                      : n;
+    sharing = sharing > 1 ? sharing : 1;
+    double each = pr->memory_gbps_shared / sharing;
+    return each < pr->copy_gbps_memory ? each / pr->copy_gbps_memory : 1;
+}
+
+mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr, mrc__xport_t x,
+                                      mrc_dtype_t dtype, mrc_op_t op, int n,
+                                      mrc__cpu_cost_t *out)
+{
+    if (x == MRC__XPORT_LINKS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "a profile describes a CPU transport (%s), not "
+                          "the topology's links",
+                          pr->transport);
+    if (strcmp(pr->transport, mrc__xport_name(x)) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "the profile was measured on the %s transport, "
+                          "not %s (measure it with 'mrc calibrate "
+                          "--transport %s')",
+                          pr->transport, mrc__xport_name(x),
+                          mrc__xport_name(x));
+    /* What a send copies is the transport's, not the host's. */
+    *out = *mrc__cpu_cost(x);
+    out->sync_us = pr->sync_us;
+    out->op_us = pr->message_us;
+    out->cache_bytes = pr->cache_bytes;
+    double share = memory_share(pr, x, n);
+    double rc = 0, rm = 0;
+    if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
+        rc = pr->reduce_gbps_cache[dtype][op];
+        rm = pr->reduce_gbps_memory[dtype][op];
+    }
+    /* Not measured: the copy rate. */
+    rc = rc > 0 ? rc : pr->copy_gbps_cache;
+    rm = rm > 0 ? rm : pr->copy_gbps_memory;
+    for (int t = 0; t < MRC__CPU_TIERS - 1; t++) {
+        out->copy_gbps[t] = pr->copy_gbps_cache;
+        out->reduce_gbps[t] = rc;
+    }
+    out->copy_gbps[MRC__CPU_TIERS - 1] = pr->copy_gbps_memory * share;
+    out->reduce_gbps[MRC__CPU_TIERS - 1] = rm * share;
+    return MRC_OK;
 }
 
 double mrc__busbw_factor(mrc_collective_t c, int n)
@@ -191,7 +250,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     if (p->cfg.collective == MRC_REDUCE_SCATTER ||
         p->cfg.collective == MRC_ALLGATHER)
         vec *= (uint64_t)n;
-    int t = mrc__cpu_tier(vec);
+    int t = mrc__cpu_cost_tier(k, vec);
     *out = sync + fixed + copied / (k->copy_gbps[t] * 1e3) +
            reduced / (k->reduce_gbps[t] * 1e3);
     return MRC_OK;
@@ -217,17 +276,43 @@ static mrc_status_t dependency_depth(const mrc_program_t *p,
     return st;
 }
 
+/* The largest group of the program. */
+static int largest_group(const mrc_program_t *p)
+{
+    int n = 1;
+    for (int g = 0; g < p->num_groups; g++)
+        n = p->groups[g].size > n ? p->groups[g].size : n;
+    return n;
+}
+
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                            mrc__xport_t x, double *time_us)
 {
+    return mrc__cpu_time_profile(p, topo, x, NULL, time_us);
+}
+
+mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
+                                   const mrc_topo_t *topo, mrc__xport_t x,
+                                   const mrc_profile_t *profile,
+                                   double *time_us)
+{
     const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
     /* hier's memory operations are between the ranks of a host: shared
-     * memory's costs, whatever carries the messages between hosts. */
+     * memory's costs, whatever carries the messages between hosts (with
+     * a profile: the host's, which it measured). */
     const mrc__cpu_cost_t *km =
         p->cfg.algo == MRC_ALGO_HIER && x == MRC__XPORT_MPI
             ? mrc__cpu_cost(MRC__XPORT_SHM)
             : k;
+    mrc__cpu_cost_t kp;
     *time_us = 0;
+    if (profile) {
+        mrc_status_t st = mrc__cpu_cost_of_profile(
+            profile, x, p->cfg.dtype, p->cfg.op, largest_group(p), &kp);
+        if (st != MRC_OK)
+            return st;
+        k = km = &kp;
+    }
     int depth = 0;
     mrc_status_t dst = dependency_depth(p, topo, &depth);
     if (dst != MRC_OK)
@@ -267,9 +352,15 @@ static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
         /* The CPU's bound: the share of the data a node must move, at
          * the copy bandwidth. */
         double share = mrc__busbw_factor(p->cfg.collective, n);
+        mrc__cpu_cost_t kp;
         const mrc__cpu_cost_t *k = mrc__cpu_cost(in->transport);
+        if (in->profile &&
+            mrc__cpu_cost_of_profile(in->profile, in->transport, p->cfg.dtype,
+                                     p->cfg.op, n, &kp) == MRC_OK)
+            k = &kp;
         c->bound_gbps =
-            n > 1 ? k->copy_gbps[mrc__cpu_tier((uint64_t)data)] / share : 0;
+            n > 1 ? k->copy_gbps[mrc__cpu_cost_tier(k, (uint64_t)data)] / share
+                  : 0;
     }
     c->efficiency = c->bound_gbps > 0 ? algbw / c->bound_gbps : 0;
 }
@@ -387,7 +478,8 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
         }
         mrc_sim_result_destroy(r);
     } else {
-        st = mrc__cpu_time(*p, in->topo, in->transport, &c->time_us);
+        st = mrc__cpu_time_profile(*p, in->topo, in->transport, in->profile,
+                                   &c->time_us);
     }
     if (st == MRC_ERR_NO_MEMORY)
         return st;
@@ -412,6 +504,13 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
     mrc_program_t *progs[MRC_NUM_ALGOS] = {0};
     int compiled = 0, applies = 0, second = -1;
     mrc_status_t st = MRC_OK;
+    mrc__cpu_cost_t kp;
+    /* A profile of another transport is the caller's mistake, not a
+     * reason for every family to stop applying. */
+    if (in->profile &&
+        (st = mrc__cpu_cost_of_profile(in->profile, in->transport, in->cc.dtype,
+                                       in->cc.op, 1, &kp)) != MRC_OK)
+        return st;
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
         mrc__candidate_t *c = &out->cand[a];
         if (force != MRC_ALGO_AUTO && a != (int)force) {

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "mrc/profile.h"
 #include "mrc/program.h"
 #include "mrc/sim.h"
 #include "mrc/topo.h"
@@ -43,12 +44,29 @@ typedef struct mrc__cpu_cost {
     double reduce_gbps[MRC__CPU_TIERS];
     int send_copies; /* copies a send makes on the critical path (into a
                         segment or a buffer): 0, 1 or 2 */
+    /* 0: the tiers of mrc__cpu_tier. Otherwise (a profile's) two
+     * regimes: tier 0 up to this many bytes, tier 2 beyond. */
+    double cache_bytes;
 } mrc__cpu_cost_t;
 
 /* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
 int mrc__cpu_tier(uint64_t bytes);
 
 const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x);
+
+/* The tier of a vector of `bytes` under k (its cache_bytes, if any). */
+int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes);
+
+/* The CPU model's constants from a host profile, for a call of `dtype`
+ * and `op` over `n` ranks of transport x: the profile's sync and message
+ * costs, its copy and reduction rates in and beyond cache, and beyond
+ * cache at most the memory system's shared bandwidth over the ranks that
+ * share it. MRC_ERR_INVALID_ARG when the profile was measured on another
+ * transport (or x is the links' model, which a profile does not
+ * describe). */
+mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr, mrc__xport_t x,
+                                      mrc_dtype_t dtype, mrc_op_t op, int n,
+                                      mrc__cpu_cost_t *out);
 
 typedef struct mrc__candidate {
     mrc_algo_t algo;
@@ -88,6 +106,10 @@ typedef struct mrc__select_input {
     /* Time every candidate even when only one applies (explain, logs);
      * otherwise a lone candidate is chosen untimed (time_us 0). */
     int want_times;
+    /* A host profile (mrc calibrate) whose figures replace the CPU
+     * model's built-in constants; NULL: the built-in ones. It must be
+     * of the input's transport. */
+    const mrc_profile_t *profile;
 } mrc__select_input_t;
 
 /* Compiles and times every family (or only `force`, unless it is
@@ -109,6 +131,11 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
  * send/receive programs through the simulator's BSP steps. */
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                            mrc__xport_t x, double *time_us);
+/* The same with a profile's figures (NULL: the built-in ones). */
+mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
+                                   const mrc_topo_t *topo, mrc__xport_t x,
+                                   const mrc_profile_t *profile,
+                                   double *time_us);
 
 /* nccl-tests' bus bandwidth factor for a collective over n ranks. */
 double mrc__busbw_factor(mrc_collective_t c, int n);

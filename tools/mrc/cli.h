@@ -119,6 +119,8 @@ int cmd_fabric(int argc, char **argv);
 void help_fabric(void);
 int cmd_explain(int argc, char **argv);
 void help_explain(void);
+int cmd_calibrate(int argc, char **argv);
+void help_calibrate(void);
 /* --algo VALUE (NULL: auto) as a family; CLI_USAGE naming the families
  * if it is none. */
 int cli_algo(const char *cmd, const char *topic, const char *value,

@@ -14,7 +14,7 @@ void help_explain(void)
         "                   [--op O] [--root R] [--strategy S]\n"
         "                   [--groups G | --replica-size R]\n"
         "                   [--transport links|threads|shm|mpi] [--hosts H]\n"
-        "                   [--json]\n"
+        "                   [--profile FILE] [--json]\n"
         "\n"
         "Compiles the collective in every algorithm family (rings, direct1,\n"
         "direct2, tree, hier), predicts each one's time with the cost model\n"
@@ -28,13 +28,19 @@ void help_explain(void)
         "             point-to-point, where only rings, tree and hier apply\n"
         "--hosts      the ranks are on this many hosts, in equal blocks of\n"
         "             consecutive ranks (hier; default 1)\n"
+        "--profile    a host profile ('mrc calibrate -o FILE') whose\n"
+        "             measured copy, reduction, message and sync costs\n"
+        "             replace the CPU model's built-in constants; the\n"
+        "             transport defaults to the profile's, and another CPU\n"
+        "             transport or links is refused (exit 2)\n"
         "--size       bytes per node (per block for reduce-scatter and\n"
         "             allgather); K/M/G suffixes\n"
         "--json       one JSON object\n");
 }
 
 static void print_text(const mrc__select_input_t *in, const char *strategy,
-                       uint64_t size, const mrc__selection_t *sel)
+                       uint64_t size, const mrc__selection_t *sel,
+                       const char *profile)
 {
     const mrc_compile_config_t *cc = &in->cc;
     printf("explain  %s of %llu bytes (%s, %s) on %s, strategy %s, "
@@ -42,6 +48,10 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
            mrc_collective_name(cc->collective), (unsigned long long)size,
            mrc_dtype_name(cc->dtype), mrc_op_name(cc->op),
            mrc_topo_name(in->topo), strategy, mrc__xport_name(in->transport));
+    if (in->profile)
+        printf("profile  %s (%s, %d ranks on %d cores)\n", profile,
+               in->profile->transport, in->profile->ranks,
+               in->profile->cores);
     printf("%-8s %12s %12s %8s %6s\n", "family", "time(us)", "busbw(GB/s)",
            "%bound", "code");
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
@@ -62,7 +72,8 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
 }
 
 static void print_json(const mrc__select_input_t *in, const char *strategy,
-                       uint64_t size, const mrc__selection_t *sel)
+                       uint64_t size, const mrc__selection_t *sel,
+                       const char *profile)
 {
     const mrc_compile_config_t *cc = &in->cc;
     mrc__strbuf_t sb;
@@ -80,6 +91,10 @@ static void print_json(const mrc__select_input_t *in, const char *strategy,
                    mrc_op_name(cc->op), mrc__xport_name(in->transport),
                    mrc_algo_name(sel->chosen));
     mrc__sb_json_string(&sb, sel->reason);
+    if (profile) {
+        mrc__sb_puts(&sb, ", \"profile\": ");
+        mrc__sb_json_string(&sb, profile);
+    }
     mrc__sb_puts(&sb, ", \"candidates\": [");
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
         const mrc__candidate_t *c = &sel->cand[a];
@@ -113,13 +128,37 @@ static void print_json(const mrc__select_input_t *in, const char *strategy,
     free(text);
 }
 
+/* --transport and --profile FILE: the transport defaults to the
+ * profile's (else links), and a profile of another one is refused
+ * naming the file. */
+static mrc_status_t transport_and_profile(const char *transport,
+                                          const char *path,
+                                          mrc_profile_t *prof,
+                                          mrc__select_input_t *in)
+{
+    mrc_status_t st;
+    if (path) {
+        if ((st = mrc_profile_load(path, prof)) != MRC_OK)
+            return st;
+        in->profile = prof;
+        transport = transport ? transport : prof->transport;
+    }
+    st = mrc__xport_parse(transport ? transport : "links", &in->transport);
+    mrc__cpu_cost_t k;
+    if (st == MRC_OK && path &&
+        (st = mrc__cpu_cost_of_profile(prof, in->transport, in->cc.dtype,
+                                       in->cc.op, 1, &k)) != MRC_OK)
+        mrc__error_prefix("%s", path);
+    return st;
+}
+
 int cmd_explain(int argc, char **argv)
 {
     const char *cmd = "mrc explain";
     const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
                         *coll = NULL, *size = NULL, *dtype = "float32",
-                        *op = "sum", *root = NULL, *transport = "links",
-                        *algo = NULL, *hosts = NULL;
+                        *op = "sum", *root = NULL, *transport = NULL,
+                        *algo = NULL, *hosts = NULL, *profile = NULL;
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -132,6 +171,7 @@ int cmd_explain(int argc, char **argv)
                               {"transport", 't', &transport, NULL},
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
+                              {"profile", 0, &profile, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
@@ -149,8 +189,9 @@ int cmd_explain(int argc, char **argv)
         st = mrc_dtype_parse(dtype, &in.cc.dtype);
     if (st == MRC_OK)
         st = mrc_op_parse(op, &in.cc.op);
+    mrc_profile_t prof;
     if (st == MRC_OK)
-        st = mrc__xport_parse(transport, &in.transport);
+        st = transport_and_profile(transport, profile, &prof, &in);
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
     in.memory_ok = in.transport != MRC__XPORT_MPI;
@@ -199,9 +240,9 @@ int cmd_explain(int argc, char **argv)
         goto done;
     }
     if (json)
-        print_json(&in, mrc_embed_strategy(e), bytes, &sel);
+        print_json(&in, mrc_embed_strategy(e), bytes, &sel, profile);
     else
-        print_text(&in, mrc_embed_strategy(e), bytes, &sel);
+        print_text(&in, mrc_embed_strategy(e), bytes, &sel, profile);
 done:
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);

@@ -31,6 +31,9 @@ static void usage(FILE *out)
             "  explain SPEC --collective C   every algorithm family's "
             "predicted\n"
             "                                time, and the one chosen\n"
+            "  calibrate [-o PROFILE]        measure this host's copy, "
+            "reduction and\n"
+            "                                message costs into a profile\n"
             "  launch -n N -- PROGRAM ...    N processes of PROGRAM as one "
             "job\n"
             "  fabric --pattern P            schedule and check an exchange "
@@ -93,8 +96,12 @@ static int cmd_help(int argc, char **argv)
         help_explain();
         return CLI_OK;
     }
+    if (argc == 1 && strcmp(argv[0], "calibrate") == 0) {
+        help_calibrate();
+        return CLI_OK;
+    }
     fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run, sim, explain, launch, fabric)\n",
+                    "compile, run, sim, explain, calibrate, launch, fabric)\n",
             argv[0]);
     return CLI_USAGE;
 }
@@ -132,6 +139,8 @@ int main(int argc, char **argv)
         return cmd_fabric(argc - 2, argv + 2);
     if (strcmp(cmd, "explain") == 0)
         return cmd_explain(argc - 2, argv + 2);
+    if (strcmp(cmd, "calibrate") == 0)
+        return cmd_calibrate(argc - 2, argv + 2);
     fprintf(stderr, "mrc: unknown command '%s' (see 'mrc --help')\n", cmd);
     return CLI_USAGE;
 }

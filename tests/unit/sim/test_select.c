@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -185,6 +186,83 @@ static void test_pieces(void **state)
     assert_int_equal(mrc__log_parse_level("loud"), MRC__LOG_WARN);
 }
 
+static mrc_profile_t flat_profile(const char *transport, double gbps)
+{
+    mrc_profile_t pr;
+    memset(&pr, 0, sizeof pr);
+    pr.version = MRC_PROFILE_VERSION;
+    snprintf(pr.transport, sizeof pr.transport, "%s", transport);
+    pr.ranks = pr.cores = pr.nodes_per_memory = 2;
+    pr.cache_bytes = 1 << 20;
+    pr.copy_gbps_cache = pr.copy_gbps_memory = gbps;
+    pr.memory_gbps_shared = 64 * gbps; /* never the limit */
+    return pr;
+}
+
+/* A profile's figures replace the built-in constants: with free syncs
+ * and messages and one rate everywhere, a family's time is its bytes
+ * over that rate, so twice the rate halves every time; beyond cache the
+ * ranks share the memory system; a profile of another transport, or
+ * for the links, is refused with a message naming both. */
+static void test_profile(void **state)
+{
+    (void)state;
+    fixture_t f;
+    make(&f, "ring:4", MRC_ALLREDUCE, (size_t)1 << 20, MRC__XPORT_SHM);
+    f.in.want_times = 1;
+    mrc_profile_t slow = flat_profile("shm", 2), fast = flat_profile("shm", 4);
+    mrc__selection_t a, b, builtin;
+    f.in.profile = &slow;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &a, NULL), MRC_OK);
+    f.in.profile = &fast;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &b, NULL), MRC_OK);
+    f.in.profile = NULL;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &builtin, NULL),
+                     MRC_OK);
+    assert_fastest(&a);
+    int timed = 0;
+    for (int i = 0; i < MRC_NUM_ALGOS; i++) {
+        if (a.cand[i].status != MRC_OK)
+            continue;
+        timed++;
+        assert_true(a.cand[i].time_us > 0);
+        assert_true(fabs(a.cand[i].time_us - 2 * b.cand[i].time_us) <
+                    1e-9 * a.cand[i].time_us);
+        assert_true(a.cand[i].time_us != builtin.cand[i].time_us);
+    }
+    assert_true(timed >= 2);
+
+    mrc__cpu_cost_t k;
+    mrc_profile_t pr = flat_profile("threads", 8);
+    pr.memory_gbps_shared = 8; /* one node's worth, shared by 4 */
+    pr.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 6;
+    pr.message_us = 0.5;
+    pr.sync_us = 0.25;
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS,
+                                              MRC_FLOAT32, MRC_SUM, 4, &k),
+                     MRC_OK);
+    assert_true(k.copy_gbps[0] == 8 && k.copy_gbps[2] == 2);
+    assert_true(k.reduce_gbps[0] == 6 && k.reduce_gbps[2] == 2);
+    assert_true(k.op_us == 0.5 && k.sync_us == 0.25);
+    assert_int_equal(mrc__cpu_cost_tier(&k, 1 << 20), 0);
+    assert_int_equal(mrc__cpu_cost_tier(&k, (1 << 20) + 1), 2);
+    /* Not measured (int8 max): the copy rate. */
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS,
+                                              MRC_INT8, MRC_MAX, 1, &k),
+                     MRC_OK);
+    assert_true(k.reduce_gbps[0] == 8 && k.copy_gbps[2] == 8);
+
+    f.in.profile = &pr; /* threads, on shm */
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &a, NULL),
+                     MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "measured on the threads "
+                                             "transport, not shm"));
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_LINKS,
+                                              MRC_FLOAT32, MRC_SUM, 4, &k),
+                     MRC_ERR_INVALID_ARG);
+    drop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +272,7 @@ int main(void)
         cmocka_unit_test(test_links),
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_pieces),
+        cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

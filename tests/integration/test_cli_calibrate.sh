@@ -1,0 +1,102 @@
+#!/bin/sh
+# mrc calibrate (threads and shm, --quick), its profile read back by mrc
+# explain --profile, and profiles that are not right refused with exit 2.
+# Figures are checked to be positive and finite, never their values.
+# Usage: test_cli_calibrate.sh MRC
+MRC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/expect.sh"
+
+expect 0 "mrc calibrate \[--transport" "$MRC" help calibrate
+expect 0 "calibrate \[-o PROFILE\]" "$MRC" --help
+
+# Every figure of a profile positive (sync and message costs: not
+# negative) and finite; every dtype's sum measured in and beyond cache.
+check_profile() {
+    [ -x /usr/bin/python3 ] || return 0
+    /usr/bin/python3 -c '
+import json, math, sys
+p = json.load(open(sys.argv[1]))
+assert p["format"] == "mrc-profile" and p["version"] == 1, p
+assert p["transport"] == sys.argv[2], p
+for k in ("ranks", "cores", "nodes_per_memory"):
+    assert isinstance(p[k], int) and p[k] >= 1, k
+for k in ("cache_bytes", "copy_gbps_cache", "copy_gbps_memory",
+          "memory_gbps_shared"):
+    assert math.isfinite(p[k]) and p[k] > 0, k
+for k in ("message_us", "sync_us"):
+    assert math.isfinite(p[k]) and p[k] >= 0, k
+r = p["reduce_gbps"]
+assert len(r) == 10, r.keys()
+for d, ops in r.items():
+    assert len(ops) == 5, (d, ops)
+    for o, v in ops.items():
+        assert math.isfinite(v["cache"]) and v["cache"] > 0, (d, o)
+        assert math.isfinite(v["memory"]) and v["memory"] >= 0, (d, o)
+    assert ops["sum"]["memory"] > 0, d
+' "$1" "$2"
+}
+
+expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
+    -o "$tmp/threads.json"
+expect 0 "" check_profile "$tmp/threads.json" threads
+expect 0 "\"transport\": \"threads\"" cat "$tmp/threads.json"
+# The profile in explain: the transport is the profile's.
+expect 0 "^profile  .*threads.json (threads, 2 ranks" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/threads.json"
+expect 0 "transport threads$" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/threads.json"
+expect 0 "\"profile\": \".*threads.json\"" "$MRC" explain ring:4 \
+    --collective allreduce --size 64M --profile "$tmp/threads.json" --json
+# ... and not another transport's.
+expect 2 \
+    "threads.json: the profile was measured on the threads transport, not shm" \
+    "$MRC" explain ring:4 --collective allreduce --size 1M \
+    --profile "$tmp/threads.json" --transport shm
+expect 2 "not the topology's links" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/threads.json" \
+    --transport links
+
+# --json prints the profile; nothing written without -o.
+expect 0 "\"format\": \"mrc-profile\"" "$MRC" calibrate --quick --json
+cp "$tmp/out" "$tmp/printed.json"
+expect 0 "" check_profile "$tmp/printed.json" threads
+
+# shm: two real processes; -n 4 sets the nodes sharing memory.
+expect 0 "^calibrate  shm, 4 ranks" "$MRC" calibrate --quick --transport shm \
+    -n 4 -o "$tmp/shm.json"
+expect 0 "" check_profile "$tmp/shm.json" shm
+expect 0 "^chosen " "$MRC" explain ring:4 --collective allreduce --size 4M \
+    --profile "$tmp/shm.json"
+
+# Profiles that are not right: exit 2, the file and what is wrong named.
+printf '{"format": "mrc-profile", "version": 1,' > "$tmp/corrupt.json"
+expect 2 "corrupt.json: profile: not JSON" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/corrupt.json"
+sed 's/"version": 1/"version": 2/' "$tmp/threads.json" > "$tmp/v2.json"
+expect 2 "v2.json: profile version 2; this mrc reads version 1" "$MRC" \
+    explain ring:4 --collective allreduce --size 1M --profile "$tmp/v2.json"
+sed 's/"copy_gbps_memory": [^,]*/"copy_gbps_memory": -1/' \
+    "$tmp/threads.json" > "$tmp/neg.json"
+expect 2 "\"copy_gbps_memory\" must be a number above 0" "$MRC" explain \
+    ring:4 --collective allreduce --size 1M --profile "$tmp/neg.json"
+: > "$tmp/empty.json"
+expect 2 "empty.json: profile: empty" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/empty.json"
+expect 2 "is not a regular file" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp"
+expect 2 "missing.json: cannot open" "$MRC" explain ring:4 \
+    --collective allreduce --size 1M --profile "$tmp/missing.json"
+
+# Bad usage.
+expect 2 "run it under mpirun" env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE \
+    -u PMIX_RANK "$MRC" calibrate --transport mpi
+expect 2 "--transport 'tcp'" "$MRC" calibrate --transport tcp
+expect 2 "-n '1' is not a node count" "$MRC" calibrate -n 1
+# A directory as output: refused before any probe, nothing left behind.
+mkdir "$tmp/dir"
+expect 2 "dir is a directory" "$MRC" calibrate --quick -o "$tmp/dir"
+expect 0 "" test -z "$(ls -A "$tmp/dir")"
+
+expect_summary

@@ -1,0 +1,38 @@
+#!/bin/sh
+# mrc calibrate --transport mpi under mpirun on loopback: rank 0 writes a
+# profile of the mpi transport, which mrc explain reads back; one rank is
+# refused. Figures are checked to be positive and finite, not their
+# values.
+# Usage: test_mpi_calibrate.sh MPIRUN MRC
+set -u
+MPIRUN=$1
+MRC=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../integration/expect.sh"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+
+expect 0 "^calibrate  mpi, 2 ranks" "$MPIRUN" -np 2 "$MRC" calibrate \
+    --transport mpi --quick -o "$tmp/mpi.json"
+expect 0 "" test "$(grep -c '^calibrate ' "$tmp/out")" -eq 1
+if [ -x /usr/bin/python3 ]; then
+    expect 0 "" /usr/bin/python3 -c '
+import json, math, sys
+p = json.load(open(sys.argv[1]))
+assert p["transport"] == "mpi" and p["ranks"] == 2, p
+for k in ("cache_bytes", "copy_gbps_cache", "copy_gbps_memory",
+          "memory_gbps_shared"):
+    assert math.isfinite(p[k]) and p[k] > 0, k
+for k in ("message_us", "sync_us"):
+    assert math.isfinite(p[k]) and p[k] >= 0, k
+assert p["sync_us"] > 0, p
+' "$tmp/mpi.json"
+fi
+expect 0 "transport mpi$" "$MRC" explain ring:4 --collective allreduce \
+    --size 1M --profile "$tmp/mpi.json"
+expect 2 "at least 2 ranks" "$MPIRUN" -np 1 "$MRC" calibrate \
+    --transport mpi --quick
+expect_summary

@@ -1,0 +1,327 @@
+/* Host profiles: parse, load and to_json round trip, and every bad input
+ * refused with a message naming what is wrong. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "mrc/mrc.h"
+
+static mrc_profile_t sample(void)
+{
+    mrc_profile_t p;
+    memset(&p, 0, sizeof p);
+    p.version = MRC_PROFILE_VERSION;
+    snprintf(p.transport, sizeof p.transport, "shm");
+    p.ranks = 4;
+    p.cores = 2;
+    p.nodes_per_memory = 4;
+    p.cache_bytes = 4194304;
+    p.copy_gbps_cache = 41.5;
+    p.copy_gbps_memory = 7.25;
+    p.memory_gbps_shared = 9.875;
+    p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
+    p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
+    p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
+    p.reduce_gbps_memory[MRC_INT8][MRC_AVG] = 1e-3;
+    p.message_us = 0.4;
+    p.sync_us = 0;
+    return p;
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    mrc_profile_t p = sample(), q;
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    assert_non_null(strstr(json, "\"bfloat16\""));
+    assert_non_null(strstr(json, "\"max\""));
+    assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
+    assert_memory_equal(&p, &q, sizeof p);
+    mrc_free(json);
+
+    /* Nothing measured: an empty reduce_gbps reads back. */
+    memset(p.reduce_gbps_cache, 0, sizeof p.reduce_gbps_cache);
+    memset(p.reduce_gbps_memory, 0, sizeof p.reduce_gbps_memory);
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
+    assert_memory_equal(&p, &q, sizeof p);
+    mrc_free(json);
+}
+
+/* The sample's JSON with `from` replaced by `to` (once). */
+static char *edited(const char *from, const char *to)
+{
+    mrc_profile_t p = sample();
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    char *at = strstr(json, from);
+    if (!at)
+        fail_msg("'%s' not in %s", from, json);
+    size_t n = strlen(json) + strlen(to) + 1;
+    char *out = malloc(n);
+    assert_non_null(out);
+    snprintf(out, n, "%.*s%s%s", (int)(at - json), json, to, at + strlen(from));
+    mrc_free(json);
+    return out;
+}
+
+static void refused(const char *from, const char *to, const char *message)
+{
+    char *text = edited(from, to);
+    mrc_profile_t q;
+    memset(&q, 0x5a, sizeof q);
+    mrc_profile_t before = q;
+    assert_int_equal(mrc_profile_parse(text, strlen(text), &q),
+                     MRC_ERR_INVALID_ARG);
+    if (!strstr(mrc_last_error(), message))
+        fail_msg("'%s' -> '%s': '%s' lacks '%s'", from, to, mrc_last_error(),
+                 message);
+    /* Nothing partial reaches the caller. */
+    assert_memory_equal(&q, &before, sizeof q);
+    free(text);
+}
+
+static void test_bad_fields(void **state)
+{
+    (void)state;
+    refused("\"version\": 1", "\"version\": 2",
+            "profile version 2; this mrc reads version 1");
+    refused("\"version\": 1", "\"version\": \"1\"", "\"version\"");
+    refused("\"version\": 1,", "", "\"version\" is missing");
+    refused("\"mrc-profile\"", "\"mrc-topology\"", "not a profile");
+    refused("\"shm\"", "\"tcp\"", "\"transport\" must be");
+    refused("\"ranks\": 4", "\"ranks\": 0", "\"ranks\"");
+    refused("\"ranks\": 4", "\"ranks\": 2.5", "\"ranks\"");
+    refused("\"cores\": 2,", "", "\"cores\" is missing");
+    refused("\"nodes_per_memory\": 4", "\"nodes_per_memory\": -1",
+            "\"nodes_per_memory\"");
+    refused("\"cache_bytes\": 4194304", "\"cache_bytes\": 0",
+            "\"cache_bytes\" must be a number above 0");
+    refused("\"copy_gbps_cache\": 41.5", "\"copy_gbps_cache\": -41.5",
+            "\"copy_gbps_cache\"");
+    refused("\"copy_gbps_memory\": 7.25", "\"copy_gbps_memory\": \"fast\"",
+            "\"copy_gbps_memory\"");
+    refused("\"memory_gbps_shared\": 9.875", "\"memory_gbps_shared\": 1e300",
+            "\"memory_gbps_shared\"");
+    refused("\"message_us\": 0.4", "\"message_us\": -0.4", "\"message_us\"");
+    refused("\"sync_us\": 0", "\"sync_us\": null", "\"sync_us\"");
+    refused("\"sync_us\": 0", "\"sync_us\": 0, \"sync\": 1",
+            "unknown field \"sync\"");
+    refused("\"float32\"", "\"float33\"", "unknown dtype \"float33\"");
+    refused("\"sum\"", "\"add\"", "unknown op \"add\"");
+    refused("\"cache\": 20.1", "\"cache\": -1",
+            "\"reduce_gbps.float32.sum.cache\"");
+    refused("\"cache\": 20.1, ", "",
+            "reduce_gbps.float32.sum.cache\" is "
+            "missing");
+    refused("{\"cache\": 20.1, \"memory\": 5.3}", "7",
+            "\"reduce_gbps.float32.sum\" must be an object");
+    refused("\"cache\": 20.1", "\"cache\": 20.1, \"dram\": 1",
+            "unknown field \"dram\" in reduce_gbps.float32.sum");
+}
+
+static void test_bad_text(void **state)
+{
+    (void)state;
+    mrc_profile_t q;
+    const char *cases[][2] = {
+        {"", "empty"},
+        {"{\"version\": 1", "not JSON"},
+        {"[1, 2]", "not a profile"},
+        {"garbage", "not JSON"},
+        {"{\"version\": 1, \"version\": 1}", "not JSON"},
+        {"{\"version\": 1}", "\"transport\" is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(
+            mrc_profile_parse(cases[i][0], strlen(cases[i][0]), &q),
+            MRC_ERR_INVALID_ARG);
+        if (!strstr(mrc_last_error(), cases[i][1]))
+            fail_msg("'%s': '%s' lacks '%s'", cases[i][0], mrc_last_error(),
+                     cases[i][1]);
+    }
+    assert_int_equal(mrc_profile_parse(NULL, 0, &q), MRC_ERR_INVALID_ARG);
+    /* Nothing is written that would not read back. */
+    mrc_profile_t p = sample();
+    char *json = (char *)"untouched";
+    p.copy_gbps_memory = NAN;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_ERR_INVALID_ARG);
+    assert_null(json);
+    assert_non_null(strstr(mrc_last_error(), "\"copy_gbps_memory\""));
+    p = sample();
+    snprintf(p.transport, sizeof p.transport, "tcp");
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "\"transport\""));
+    assert_int_equal(mrc_profile_to_json(NULL, NULL), MRC_ERR_INVALID_ARG);
+}
+
+static void write_text(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void load_refused(const char *path, mrc_status_t st, const char *message)
+{
+    mrc_profile_t q;
+    assert_int_equal(mrc_profile_load(path, &q), st);
+    if (!strstr(mrc_last_error(), message))
+        fail_msg("%s: '%s' lacks '%s'", path, mrc_last_error(), message);
+}
+
+static void test_load(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/mrc-profile-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    mrc_profile_t p = sample(), q;
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+
+    snprintf(path, sizeof path, "%s/good.json", dir);
+    write_text(path, json, strlen(json));
+    assert_int_equal(mrc_profile_load(path, &q), MRC_OK);
+    assert_memory_equal(&p, &q, sizeof p);
+    mrc_free(json);
+
+    /* The file's name in every message. */
+    snprintf(path, sizeof path, "%s/old.json", dir);
+    char *old = edited("\"version\": 1", "\"version\": 0");
+    write_text(path, old, strlen(old));
+    free(old);
+    load_refused(path, MRC_ERR_INVALID_ARG, "old.json");
+    load_refused(path, MRC_ERR_INVALID_ARG, "profile version 0");
+
+    snprintf(path, sizeof path, "%s/empty.json", dir);
+    write_text(path, "", 0);
+    load_refused(path, MRC_ERR_INVALID_ARG, "empty.json: profile: empty");
+
+    snprintf(path, sizeof path, "%s/big.json", dir);
+    size_t big = ((size_t)1 << 20) + 1;
+    char *spaces = malloc(big);
+    assert_non_null(spaces);
+    memset(spaces, ' ', big);
+    write_text(path, spaces, big);
+    free(spaces);
+    load_refused(path, MRC_ERR_INVALID_ARG, "not a profile (at most 1 MiB)");
+    unlink(path);
+
+    load_refused(dir, MRC_ERR_INVALID_ARG, "is not a regular file");
+    snprintf(path, sizeof path, "%s/missing.json", dir);
+    load_refused(path, MRC_ERR_IO, "missing.json: cannot open");
+
+    snprintf(path, sizeof path, "%s/good.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/old.json", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/empty.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+typedef struct rank_call {
+    mrc_comm_t *comm;
+    float v[3];
+    mrc_status_t st;
+} rank_call_t;
+
+static void *allreduce_rank(void *arg)
+{
+    rank_call_t *r = arg;
+    r->st = mrc_allreduce(r->v, r->v, 3, MRC_FLOAT32, MRC_SUM, r->comm);
+    return NULL;
+}
+
+/* Two threads' allreduce under the profile in $MRC_PROFILE. */
+static void run_pair(void)
+{
+    mrc_comm_t *comms[2];
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_OK);
+    rank_call_t r[2] = {{.comm = comms[0], .v = {1, 2, 3}},
+                        {.comm = comms[1], .v = {10, 20, 30}}};
+    pthread_t tid;
+    assert_int_equal(pthread_create(&tid, NULL, allreduce_rank, &r[1]), 0);
+    allreduce_rank(&r[0]);
+    pthread_join(tid, NULL);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(r[k].st, MRC_OK);
+        assert_true(r[k].v[0] == 11 && r[k].v[1] == 22 && r[k].v[2] == 33);
+    }
+    mrc_comm_destroy(comms[0]);
+    mrc_comm_destroy(comms[1]);
+}
+
+/* $MRC_PROFILE: used when right; a bad file, or one of another
+ * transport, fails the communicator's creation naming it. */
+static void test_env(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    char dir[256], path[512];
+    snprintf(dir, sizeof dir, "%s/mrc-profile-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    mrc_profile_t p = sample();
+    snprintf(p.transport, sizeof p.transport, "threads");
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    snprintf(path, sizeof path, "%s/threads.json", dir);
+    write_text(path, json, strlen(json));
+    mrc_free(json);
+
+    assert_int_equal(setenv("MRC_PROFILE", path, 1), 0);
+    run_pair();
+    assert_int_equal(setenv("MRC_PROFILE", "", 1), 0);
+    run_pair();
+
+    mrc_comm_t *comms[2];
+    p = sample(); /* shm */
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    write_text(path, json, strlen(json));
+    mrc_free(json);
+    assert_int_equal(setenv("MRC_PROFILE", path, 1), 0);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "measured on the shm transport, "
+                                             "and this communicator runs "
+                                             "over threads"));
+    assert_null(comms[0]);
+
+    write_text(path, "{", 1);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "$MRC_PROFILE: "));
+    assert_non_null(strstr(mrc_last_error(), "threads.json: profile: not "
+                                             "JSON"));
+    unlink(path);
+    assert_int_equal(mrc_comm_init_all(comms, 2, NULL), MRC_ERR_IO);
+    assert_non_null(strstr(mrc_last_error(), "threads.json: cannot open"));
+    unsetenv("MRC_PROFILE");
+    rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_bad_text),   cmocka_unit_test(test_load),
+        cmocka_unit_test(test_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,69 @@
+/*
+ * The probes of `mrc calibrate` (calibrate_probe.c): short measurements
+ * of this host's copy and reduction rates and of a transport's message
+ * and sync costs, each the median of several repetitions.
+ */
+#ifndef MRC_CLI_CALIBRATE_H
+#define MRC_CLI_CALIBRATE_H
+
+#include <stddef.h>
+
+#include "mrc/mrc.h"
+
+/* How much to measure, and whom to tell how far it got. */
+typedef struct cal_plan {
+    const char *transport; /* "threads", "shm" or "mpi" */
+    int ranks;             /* nodes sharing the memory system, >= 2 */
+    int reps;              /* repetitions a figure is the median of */
+    size_t memory_bytes;   /* a vector well beyond the last-level cache */
+    size_t rep_bytes;      /* bytes a repetition moves at least */
+    int all_ops_beyond;    /* 0: beyond cache, only sum of each dtype */
+    int trips;             /* round trips a sync or message figure times */
+    /* Called between probes with the share done (0..1) and what runs. */
+    void (*progress)(void *ctx, double done, const char *what);
+    void *ctx;
+} cal_plan_t;
+
+/* Copy rate of one node (GB/s) for vectors of `bytes`, a repetition
+ * copying them until it has moved rep_bytes. */
+double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps);
+/* Total copy rate (GB/s) of `threads` nodes each copying `bytes` at
+ * once; 0 when a thread cannot start. */
+double cal_shared_gbps(int threads, size_t bytes, int reps);
+/* Reduction rate (GB/s of one input operand) of the library's kernel for
+ * vectors of `bytes`. */
+double cal_reduce_gbps(mrc_dtype_t dtype, mrc_op_t op, size_t bytes,
+                       size_t rep_bytes, int reps);
+/* One way of a flag round trip (us) between two threads, or two
+ * processes when `processes`; < 0 with the last error on failure. */
+double cal_sync_us(int processes, int trips, int reps);
+/* One message (us) of the transport, from round trips of 1-element
+ * broadcasts between two ranks that take turns as the root: threads in
+ * this process, shm between two processes it starts; MRC_OK or the
+ * failure with the last error. */
+mrc_status_t cal_message_us(const char *transport, int trips, int reps,
+                            double *out);
+
+/* Frees the buffers the single-node probes keep between them. */
+void cal_release(void);
+
+/* Runs every probe of `plan` into *out (a whole profile). */
+mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *out);
+/* The host's part: everything but sync_us and message_us. */
+mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *out);
+/* sync_us, and message_us from a call's time less the sync. */
+void cal_set_costs(mrc_profile_t *p, double sync_us, double call_us);
+
+/* The message probe's communicator (ring:2, rings) and its loop: the
+ * median us of a 1-element broadcast, the root taking turns. */
+extern const mrc_config_t cal_turn_config;
+mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out);
+
+/* --transport mpi under mpirun (calibrate_mpi.c, built with MPI): every
+ * rank calls it; rank 0 measures the host while the others wait without
+ * spinning, ranks 0 and 1 the MPI sync and message (every peer through
+ * MPI, as between hosts). *rank0 is 1 on rank 0, which alone has the
+ * profile. A CLI status, with the message printed. */
+int cal_mpi(const char *cmd, cal_plan_t *plan, mrc_profile_t *out, int *rank0);
+
+#endif /* MRC_CLI_CALIBRATE_H */

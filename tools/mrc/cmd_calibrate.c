@@ -1,0 +1,164 @@
+/* mrc calibrate: measures this host's copy and reduction rates and a
+ * transport's message and sync costs into a profile (mrc/profile.h) for
+ * mrc explain, the selector and the simulator. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "calibrate.h"
+#include "cli.h"
+
+void help_calibrate(void)
+{
+    printf("usage: mrc calibrate [--transport threads|shm|mpi] [-n P]\n"
+           "                     [-o PROFILE] [--quick] [--json]\n"
+           "\n"
+           "Measures what one node of this host costs beside its links, with\n"
+           "short probes (each figure the median of several runs), and writes\n"
+           "a profile (versioned JSON, docs/simulator.md, \"Profiles\") for\n"
+           "'mrc explain --profile', 'mrc sim --profile' and MRC_PROFILE:\n"
+           "\n"
+           "  copy bandwidth of one node in cache and beyond, and where the\n"
+           "    cache ends (a sweep of vector sizes);\n"
+           "  the memory system's bandwidth when all P nodes copy at once;\n"
+           "  the reduction kernel's rate for every dtype and op, in cache\n"
+           "    and beyond;\n"
+           "  a sync: a flag handed between two spinning threads (shm: two\n"
+           "    processes), one way;\n"
+           "  a message: 1-element broadcasts between two ranks of the\n"
+           "    transport taking turns as root, less the sync.\n"
+           "\n"
+           "--transport  threads (default): ranks as threads of this process;\n"
+           "             shm: two processes over a shared segment, as 'mrc\n"
+           "             launch' runs them; mpi: only under mpirun\n"
+           "             (mpirun -n P mrc calibrate --transport mpi): MPI\n"
+           "             between ranks 0 and 1 as between hosts (a sync\n"
+           "             is a 0-byte round trip); rank 0 writes\n"
+           "-n P         nodes that share the memory system (default 2;\n"
+           "             mpi: the job's ranks)\n"
+           "-o PROFILE   write the profile there (whole or not at all);\n"
+           "             without it, only the summary is printed\n"
+           "--quick      fewer and smaller probes (about 1 s instead of 12):\n"
+           "             rougher figures, for tests\n"
+           "--json       print the profile instead of the summary\n"
+           "\n"
+           "A progress bar goes to stderr when it is a terminal.\n");
+}
+
+/* The progress bar: redrawn in place on a terminal, nothing otherwise. */
+static void bar(void *ctx, double done, const char *what)
+{
+    (void)ctx;
+    enum { WIDTH = 30 };
+    int fill = (int)(done * WIDTH + 0.5);
+    fprintf(stderr, "\rcalibrate [%.*s%*s] %3d%% %-12s", fill,
+            "##############################", WIDTH - fill, "",
+            (int)(done * 100 + 0.5), what);
+    if (done >= 1)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void summary(const mrc_profile_t *p, const char *path)
+{
+    char cache[32];
+    printf("calibrate  %s, %d ranks on %d cores\n", p->transport, p->ranks,
+           p->cores);
+    printf("copy       %.2f GB/s in cache (up to %s), %.2f GB/s beyond\n",
+           p->copy_gbps_cache,
+           mrc__format_bytes((uint64_t)p->cache_bytes, cache, sizeof cache),
+           p->copy_gbps_memory);
+    printf("shared     %.2f GB/s when all %d nodes copy at once\n",
+           p->memory_gbps_shared, p->nodes_per_memory);
+    printf("reduce     float32 sum %.2f GB/s in cache, %.2f beyond; "
+           "bfloat16 sum %.2f, %.2f\n",
+           p->reduce_gbps_cache[MRC_FLOAT32][MRC_SUM],
+           p->reduce_gbps_memory[MRC_FLOAT32][MRC_SUM],
+           p->reduce_gbps_cache[MRC_BFLOAT16][MRC_SUM],
+           p->reduce_gbps_memory[MRC_BFLOAT16][MRC_SUM]);
+    printf("message    %.3f us beside a sync of %.3f us\n", p->message_us,
+           p->sync_us);
+    if (path)
+        printf("profile    %s\n", path);
+}
+
+/* mpirun's launchers say so in the environment. */
+static int under_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
+           getenv("PMIX_RANK");
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    const char *cmd = "mrc calibrate";
+    const char *transport = "threads", *ranks = NULL, *out = NULL;
+    int quick = 0, json = 0, npos = 0;
+    const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
+                              {"ranks", 'n', &ranks, NULL},
+                              {"output", 'o', &out, NULL},
+                              {"quick", 0, NULL, &quick},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "calibrate", argc, argv, opts, NULL, 0, 0, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    long p = 2;
+    if (ranks && mrc__parse_long(ranks, 2, 256, &p))
+        return cli_usage(cmd, "calibrate",
+                         "-n '%s' is not a node count (2..256)", ranks);
+    if (strcmp(transport, "mpi") == 0 && !under_mpirun())
+        return cli_usage(cmd, "calibrate",
+                         "--transport mpi measures MPI between the ranks "
+                         "of a job: run it under mpirun");
+#if !MRC_HAVE_MPI
+    if (strcmp(transport, "mpi") == 0)
+        return cli_usage(cmd, "calibrate",
+                         "--transport mpi: this mrc was built without MPI");
+#endif
+    if (strcmp(transport, "threads") != 0 && strcmp(transport, "shm") != 0 &&
+        strcmp(transport, "mpi") != 0)
+        return cli_usage(cmd, "calibrate",
+                         "--transport '%s' (threads, shm or mpi)", transport);
+    /* A directory would be refused only after the probes' seconds. */
+    struct stat info;
+    if (out && stat(out, &info) == 0 && S_ISDIR(info.st_mode))
+        return cli_usage(cmd, "calibrate", "-o %s is a directory", out);
+    cal_plan_t plan = {.transport = transport,
+                       .ranks = (int)p,
+                       .reps = quick ? 1 : 5,
+                       .memory_bytes = (size_t)(quick ? 48 : 64) << 20,
+                       .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
+                       .all_ops_beyond = !quick,
+                       .trips = quick ? 2000 : 20000,
+                       .progress = isatty(2) ? bar : NULL};
+    mrc_profile_t prof;
+    mrc_status_t st = MRC_OK;
+#if MRC_HAVE_MPI
+    if (strcmp(transport, "mpi") == 0) {
+        int rank0 = 0;
+        rc = cal_mpi(cmd, &plan, &prof, &rank0);
+        /* Rank 0 alone writes and prints. */
+        if (rc != CLI_OK || !rank0)
+            return rc;
+    } else
+#endif
+        st = cal_measure(&plan, &prof);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    char *text = NULL;
+    if ((st = mrc_profile_to_json(&prof, &text)) != MRC_OK)
+        return cli_fail(cmd, st);
+    if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
+        goto done;
+    if (json)
+        fputs(text, stdout);
+    else
+        summary(&prof, out);
+done:
+    mrc_free(text);
+    return rc;
+}
