@@ -71,12 +71,33 @@ expect 0 "^chosen " "$MRC" explain ring:4 --collective allreduce --size 4M \
     --profile "$tmp/shm.json"
 
 # Profiles that are not right: exit 2, the file and what is wrong named.
+
 printf '{"format": "mrc-profile", "version": 1,' > "$tmp/corrupt.json"
 expect 2 "corrupt.json: profile: not JSON" "$MRC" explain ring:4 \
     --collective allreduce --size 1M --profile "$tmp/corrupt.json"
 sed 's/"version": 1/"version": 2/' "$tmp/threads.json" > "$tmp/v2.json"
 expect 2 "v2.json: profile version 2; this mrc reads version 1" "$MRC" \
     explain ring:4 --collective allreduce --size 1M --profile "$tmp/v2.json"
+# mrc sim --profile: the node model adds the nodes' memory, reductions
+# and message costs to the links', so the same program takes longer than
+# with local work free; --load takes it too.
+"$MRC" sim ring:2 --collective allreduce --size 4M --json > "$tmp/free.json"
+"$MRC" sim ring:2 --collective allreduce --size 4M --json \
+    --profile "$tmp/threads.json" > "$tmp/node.json"
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+free = json.load(open(sys.argv[1]))["time_us"]
+node = json.load(open(sys.argv[2]))["time_us"]
+assert node > free > 0, (free, node)
+' "$tmp/free.json" "$tmp/node.json"
+expect 0 "wrote" "$MRC" compile ring:2 --collective allreduce --count 1M \
+    --dtype f32 -o "$tmp/r2.img"
+"$MRC" sim --load "$tmp/r2.img" --json --profile "$tmp/threads.json" \
+    > "$tmp/node_load.json"
+expect 0 "" cmp "$tmp/node.json" "$tmp/node_load.json"
+expect 2 "v2.json: profile version 2" "$MRC" sim ring:2 \
+    --collective allreduce --size 4M --profile "$tmp/v2.json"
+
 sed 's/"copy_gbps_memory": [^,]*/"copy_gbps_memory": -1/' \
     "$tmp/threads.json" > "$tmp/neg.json"
 expect 2 "\"copy_gbps_memory\" must be a number above 0" "$MRC" explain \

@@ -15,11 +15,12 @@ void help_sim(void)
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
         "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts H]\n"
-        "               [--fail-link A-B[:K]]... [--json]\n"
+        "               [--fail-link A-B[:K]]... [--profile FILE] [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "       mrc sim --load IMAGE [--mode M] [--chunks K] [--pj-per-bit E]\n"
-        "               [--link-power W] [--wake-us U] [--json]\n"
+        "               [--link-power W] [--wake-us U] [--profile FILE]\n"
+        "               [--json]\n"
         "\n"
         "Compiles the collective (see 'mrc help compile') and simulates the\n"
         "program on the topology: every link direction is a channel of\n"
@@ -52,6 +53,10 @@ void help_sim(void)
         "             options that shape the program (SPEC, --strategy,\n"
         "             --groups, --collective, --size, --dtype, --algo, ...)\n"
         "             are the image's and refused with it (exit 2)\n"
+        "--profile    a host profile ('mrc calibrate -o FILE'): the nodes'\n"
+        "             memory, reductions and message costs join the links'\n"
+        "             (docs/simulator.md, 'Node model'); without one, local\n"
+        "             work is free, as on an accelerator interconnect\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n"
@@ -434,7 +439,8 @@ int cmd_sim(int argc, char **argv)
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
                         *prefix = NULL, *max_memory = NULL,
-                        *algo = NULL, *hosts = NULL, *load = NULL;
+                        *algo = NULL, *hosts = NULL, *load = NULL,
+                        *profile = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -453,6 +459,7 @@ int cmd_sim(int argc, char **argv)
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
                               {"load", 0, &load, NULL},
+                              {"profile", 0, &profile, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -514,6 +521,13 @@ int cmd_sim(int argc, char **argv)
     a.cfg = (mrc_sim_config_t){
         .mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
         .pj_per_bit = e, .link_power_w = w, .wake_us = u, .chunks = (int)ck};
+    mrc_profile_t prof;
+    if (profile) {
+        mrc_status_t ps = mrc_profile_load(profile, &prof);
+        if (ps != MRC_OK)
+            return cli_fail(cmd, ps);
+        a.cfg.profile = &prof;
+    }
     if (load)
         return sim_loaded(cmd, load, &a, json);
     mrc_topo_t *t = NULL;
