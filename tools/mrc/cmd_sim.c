@@ -18,6 +18,9 @@ void help_sim(void)
         "               [--fail-link A-B[:K]]... [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
+        "       mrc sim SPEC --workload FILE [--strategy S] [--groups G]\n"
+        "               [--mode M] [--json] ...  a step of compute and\n"
+        "               collectives (docs/simulator.md, \"Workloads\")\n"
         "\n"
         "Compiles the collective (see 'mrc help compile') and simulates the\n"
         "program on the topology: every link direction is a channel of\n"
@@ -49,7 +52,13 @@ void help_sim(void)
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n"
         "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
-        "             as in 'mrc help rings'\n");
+        "             as in 'mrc help rings'\n"
+        "--workload   a JSON file of compute and collective ops with their\n"
+        "             dependencies (or a Chakra trace as JSON): reports\n"
+        "             the step time, compute, communication, the exposed\n"
+        "             communication (not hidden behind compute), energy,\n"
+        "             and each op's start and end; each op names its own\n"
+        "             collective, size, dtype, op, groups and algo\n");
 }
 
 typedef struct sim_args {
@@ -390,6 +399,77 @@ static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     return CLI_OK;
 }
 
+/* --workload: a step of compute and collectives; nothing is printed
+ * until the whole step is simulated. */
+static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
+                    const mrc_embed_config_t *ec,
+                    const mrc_sim_config_t *cfg, int json)
+{
+    mrc_workload_t *w = NULL;
+    mrc_workload_result_t *r = NULL;
+    mrc_status_t st = mrc_workload_load(path, &w);
+    if (st == MRC_OK && (st = mrc_sim_workload(w, t, ec, cfg, &r)) != MRC_OK)
+        mrc__error_prefix("%s", path);
+    if (st != MRC_OK) {
+        mrc_workload_destroy(w);
+        return cli_fail(cmd, st);
+    }
+    int ncoll = 0;
+    for (int i = 0; i < r->num_ops; i++)
+        ncoll += r->ops[i].kind == MRC_WORKLOAD_COLLECTIVE;
+    if (json) {
+        char *topo = cli_json_quote(mrc_topo_name(t));
+        char *file = cli_json_quote(path);
+        printf("{\"topology\": %s, \"workload\": %s, \"mode\": \"%s\", "
+               "\"steps\": %d, \"step_us\": %.6f, \"total_us\": %.6f, "
+               "\"compute_us\": %.6f, \"comm_us\": %.6f, "
+               "\"exposed_comm_us\": %.6f, \"energy_j\": %.9g, "
+               "\"energy_no_gating_j\": %.9g, \"collectives\": %d, "
+               "\"distinct_collectives\": %d,\n \"ops\": [\n",
+               topo, file, cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined",
+               r->steps, r->step_us, r->total_us, r->compute_us, r->comm_us,
+               r->exposed_comm_us, r->energy_j, r->energy_no_gating_j,
+               ncoll, r->distinct_collectives);
+        free(topo);
+        free(file);
+        for (int i = 0; i < r->num_ops; i++) {
+            char *id = cli_json_quote(r->ops[i].id);
+            printf("  {\"id\": %s, \"kind\": \"%s\", \"start_us\": %.6f, "
+                   "\"end_us\": %.6f}%s\n", id,
+                   r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
+                                                          : "collective",
+                   r->ops[i].start_us, r->ops[i].end_us,
+                   i + 1 < r->num_ops ? "," : "");
+            free(id);
+        }
+        printf(" ]}\n");
+    } else {
+        printf("workload %s on %s: %d ops, %d collectives (%d distinct), "
+               "%s\n", path, mrc_topo_name(t), r->num_ops, ncoll,
+               r->distinct_collectives,
+               cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined");
+        printf("step     %.3f us (x %d steps: %.3f us)\n", r->step_us,
+               r->steps, r->total_us);
+        printf("compute  %.3f us   communication %.3f us\n", r->compute_us,
+               r->comm_us);
+        printf("exposed  %.3f us of communication not hidden behind "
+               "compute (%.1f%% of the step)\n", r->exposed_comm_us,
+               r->step_us > 0 ? 100 * r->exposed_comm_us / r->step_us : 0);
+        printf("energy   %.6g J a step with idle links off, %.6g J with "
+               "every link on\n", r->energy_j, r->energy_no_gating_j);
+        printf("%-24s %-10s %14s %14s\n", "op", "kind", "start(us)",
+               "end(us)");
+        for (int i = 0; i < r->num_ops; i++)
+            printf("%-24s %-10s %14.3f %14.3f\n", r->ops[i].id,
+                   r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
+                                                          : "collective",
+                   r->ops[i].start_us, r->ops[i].end_us);
+    }
+    mrc_workload_result_destroy(r);
+    mrc_workload_destroy(w);
+    return CLI_OK;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     const char *cmd = "mrc sim";
@@ -398,7 +478,7 @@ int cmd_sim(int argc, char **argv)
                         *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
                         *prefix = "sweep", *max_memory = NULL,
-                        *algo = "rings", *hosts = NULL;
+                        *algo = "rings", *hosts = NULL, *wl = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -416,6 +496,7 @@ int cmd_sim(int argc, char **argv)
                               {"max-memory", 0, &max_memory, NULL},
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
+                              {"workload", 0, &wl, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -432,10 +513,14 @@ int cmd_sim(int argc, char **argv)
         return rc;
     long rs = 0, ck = 0;
     double e = 0, w = 0, u = 0;
-    if (!coll || (!size && !sweep_range))
+    if (wl && (coll || size || sweep_range || cmp))
+        return cli_usage(cmd, "sim", "--workload takes its collectives and "
+                                     "sizes from the file: no --collective, "
+                                     "--size, --sweep or --compare");
+    if (!wl && (!coll || (!size && !sweep_range)))
         return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
                                      "are required");
-    mrc_status_t st = mrc_collective_parse(coll, &a.coll);
+    mrc_status_t st = coll ? mrc_collective_parse(coll, &a.coll) : MRC_OK;
     if (st == MRC_OK)
         st = mrc_dtype_parse(dtype, &a.dtype);
     if (st != MRC_OK)
@@ -467,9 +552,11 @@ int cmd_sim(int argc, char **argv)
     }
     mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
                              .replica_size = a.replica};
-    if (!sweep_range && !cmp)
+    if (!sweep_range && !cmp && !wl)
         cli_report_failed_links(json ? stderr : stdout, t, &ec);
-    if (sweep_range) {
+    if (wl) {
+        rc = workload(cmd, wl, t, &ec, &a.cfg, json);
+    } else if (sweep_range) {
         rc = sweep(cmd, &a, t, sweep_range, prefix);
     } else if (cmp) {
         rc = compare(cmd, &a, t, json);
