@@ -444,9 +444,9 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
         }
         printf(" ]}\n");
     } else {
-        printf("workload %s on %s: %d ops, %d collectives (%d distinct), "
-               "%s\n", path, mrc_topo_name(t), r->num_ops, ncoll,
-               r->distinct_collectives,
+        printf("workload %s on %s: %d ops: %d compute, %d collective (%d "
+               "distinct simulated), %s\n", path, mrc_topo_name(t),
+               r->num_ops, r->num_ops - ncoll, ncoll, r->distinct_collectives,
                cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined");
         printf("step     %.3f us (x %d steps: %.3f us)\n", r->step_us,
                r->steps, r->total_us);
