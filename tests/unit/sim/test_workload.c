@@ -17,8 +17,7 @@
 
 enum { C = MRC__WL_COMPUTE, N = MRC__WL_COMM };
 
-static void schedule(const mrc__wl_task_t *t, int n, double *start,
-                     double *end)
+static void schedule(const mrc__wl_task_t *t, int n, double *start, double *end)
 {
     if (mrc__wl_schedule(t, n, start, end) != MRC_OK)
         fail_msg("%s", mrc_last_error());
@@ -29,8 +28,7 @@ static void test_chain(void **state)
 {
     (void)state;
     static const int da[] = {0}, db[] = {1};
-    const mrc__wl_task_t t[] = {{C, 10, 0, NULL}, {N, 5, 1, da},
-                                {C, 3, 1, db}};
+    const mrc__wl_task_t t[] = {{C, 10, 0, NULL}, {N, 5, 1, da}, {C, 3, 1, db}};
     double s[3], e[3];
     schedule(t, 3, s, e);
     assert_true(s[0] == 0 && e[0] == 10);
@@ -44,8 +42,8 @@ static void test_fork_join(void **state)
 {
     (void)state;
     static const int da[] = {0}, dj[] = {1, 2};
-    const mrc__wl_task_t t[] = {{C, 10, 0, NULL}, {C, 4, 1, da},
-                                {N, 6, 1, da}, {C, 2, 2, dj}};
+    const mrc__wl_task_t t[] = {
+        {C, 10, 0, NULL}, {C, 4, 1, da}, {N, 6, 1, da}, {C, 2, 2, dj}};
     double s[4], e[4];
     schedule(t, 4, s, e);
     assert_true(s[1] == 10 && e[1] == 14);
@@ -62,9 +60,9 @@ static void test_overlap(void **state)
     (void)state;
     static const int d_fwd[] = {0}, d_b2[] = {1}, d_b1[] = {3},
                      d_opt[] = {2, 4};
-    const mrc__wl_task_t t[] = {
-        {C, 100, 0, NULL}, {C, 50, 1, d_fwd}, {N, 40, 1, d_b2},
-        {C, 50, 1, d_b2},  {N, 40, 1, d_b1},  {C, 10, 2, d_opt}};
+    const mrc__wl_task_t t[] = {{C, 100, 0, NULL}, {C, 50, 1, d_fwd},
+                                {N, 40, 1, d_b2},  {C, 50, 1, d_b2},
+                                {N, 40, 1, d_b1},  {C, 10, 2, d_opt}};
     double s[6], e[6];
     schedule(t, 6, s, e);
     const double want_s[] = {0, 100, 150, 150, 200, 240};
@@ -86,8 +84,10 @@ static void test_ready_order(void **state)
 {
     (void)state;
     static const int da[] = {0};
-    const mrc__wl_task_t t[] = {{C, 10, 0, NULL}, {N, 5, 1, da},
-                                {N, 20, 0, NULL}, {N, 1, 1, da},
+    const mrc__wl_task_t t[] = {{C, 10, 0, NULL},
+                                {N, 5, 1, da},
+                                {N, 20, 0, NULL},
+                                {N, 1, 1, da},
                                 {N, 2, 1, da}};
     double s[5], e[5];
     schedule(t, 5, s, e);
@@ -100,10 +100,8 @@ static void test_cycle(void **state)
 {
     (void)state;
     static const int d0[] = {2}, d1[] = {0}, d2[] = {1};
-    const mrc__wl_task_t t[] = {{C, 1, 0, NULL}, {C, 1, 1, d1},
-                                {C, 1, 1, d2}};
-    const mrc__wl_task_t loop[] = {{C, 1, 1, d0}, {C, 1, 1, d1},
-                                   {N, 1, 1, d2}};
+    const mrc__wl_task_t t[] = {{C, 1, 0, NULL}, {C, 1, 1, d1}, {C, 1, 1, d2}};
+    const mrc__wl_task_t loop[] = {{C, 1, 1, d0}, {C, 1, 1, d1}, {N, 1, 1, d2}};
     int cycle[3];
     double s[3], e[3];
     assert_int_equal(mrc__wl_find_cycle(t, 3, cycle), 0);
@@ -116,10 +114,12 @@ static void test_cycle(void **state)
 }
 
 #define HEAD "{\"format\": \"mrc-workload\", \"version\": 1, "
-#define COMPUTE(id, d) "{\"id\": \"" id "\", \"kind\": \"compute\", " \
-                       "\"duration_us\": " d
-#define COLL(id, rest) "{\"id\": \"" id "\", \"kind\": \"collective\", " \
-                       "\"collective\": " rest
+#define COMPUTE(id, d)                                                         \
+    "{\"id\": \"" id "\", \"kind\": \"compute\", "                             \
+    "\"duration_us\": " d
+#define COLL(id, rest)                                                         \
+    "{\"id\": \"" id "\", \"kind\": \"collective\", "                          \
+    "\"collective\": " rest
 
 /* Refused with MRC_ERR_PARSE, the message naming the op and the field. */
 static void refused(const char *json, const char *what, const char *what2)
@@ -145,31 +145,32 @@ static void test_refused(void **state)
     refused(HEAD "\"ops\": []}", "\"ops\"", NULL);
     refused(HEAD "\"opz\": [], \"ops\": [" COMPUTE("a", "1") "}]}",
             "unknown field \"opz\"", NULL);
-    refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"size\": 4}]}",
-            "op \"a\"", "unknown field \"size\"");
+    refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"size\": 4}]}", "op \"a\"",
+            "unknown field \"size\"");
     refused(HEAD "\"ops\": [" COMPUTE("a", "-1") "}]}", "op \"a\"",
             "\"duration_us\"");
     refused(HEAD "\"ops\": [" COMPUTE("a", "\"5\"") "}]}", "op \"a\"",
             "\"duration_us\"");
-    refused(HEAD "\"ops\": [" COMPUTE("a", "1e999") "}]}",
-            "JSON syntax error", NULL);
+    refused(HEAD "\"ops\": [" COMPUTE("a", "1e999") "}]}", "JSON syntax error",
+            NULL);
     refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"deps\": [\"b\"]}]}",
             "op \"a\"", "\"b\", which is no op's id");
     refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"deps\": [\"a\"]}]}",
             "op \"a\"", "itself");
-    refused(HEAD "\"ops\": [" COMPUTE("a", "1") "}, " COMPUTE("a", "2")
-                 "}]}",
+    refused(HEAD "\"ops\": [" COMPUTE("a", "1") "}, " COMPUTE("a", "2") "}]}",
             "op \"a\"", "used twice");
-    refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"deps\": [\"c\"]}, "
-                 COMPUTE("b", "1") ", \"deps\": [\"a\"]}, "
-                 COMPUTE("c", "1") ", \"deps\": [\"b\"]}]}",
-            "cycle", "\"a\" -> \"c\" -> \"b\" -> \"a\"");
+    refused(
+        HEAD "\"ops\": [" COMPUTE("a", "1") ", \"deps\": [\"c\"]}, " COMPUTE(
+            "b",
+            "1") ", \"deps\": [\"a\"]}, " COMPUTE("c",
+                                                  "1") ", \"deps\": [\"b\"]}]}",
+        "cycle", "\"a\" -> \"c\" -> \"b\" -> \"a\"");
     refused(HEAD "\"ops\": [" COMPUTE("a", "1") ", \"kind\": \"sleep\"}]}",
             "JSON", NULL); /* a key twice is a syntax error */
-    refused(HEAD "\"ops\": [{\"id\": \"a\", \"kind\": \"sleep\"}]}",
-            "op \"a\"", "\"kind\"");
-    refused(HEAD "\"ops\": [" COLL("x", "\"allreduce\", \"size\": \"2T\"")
-                 "}]}",
+    refused(HEAD "\"ops\": [{\"id\": \"a\", \"kind\": \"sleep\"}]}", "op \"a\"",
+            "\"kind\"");
+    refused(HEAD
+            "\"ops\": [" COLL("x", "\"allreduce\", \"size\": \"2T\"") "}]}",
             "op \"x\"", "1 TiB");
     refused(HEAD "\"ops\": [" COLL("x", "\"allreduce\", \"size\": 0") "}]}",
             "op \"x\"", "\"size\"");
@@ -202,8 +203,8 @@ static mrc_workload_t *parse(const char *json)
 static double one_allreduce(const mrc_topo_t *t)
 {
     mrc_embed_config_t ec = {0};
-    mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
-                               .count = 1 << 18, .dtype = MRC_FLOAT32};
+    mrc_compile_config_t cc = {
+        .collective = MRC_ALLREDUCE, .count = 1 << 18, .dtype = MRC_FLOAT32};
     mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP};
     mrc_embedding_t *e = NULL;
     mrc_program_t *p = NULL;
@@ -227,15 +228,37 @@ static void test_step(void **state)
     mrc_topo_t *t = NULL;
     assert_int_equal(mrc_topo_create("ring:4", &t), MRC_OK);
     double ar = one_allreduce(t);
-    mrc_workload_t *w = parse(
-        HEAD "\"steps\": 3, \"ops\": [" COMPUTE("fwd", "100") "}, "
-        COMPUTE("b2", "50") ", \"deps\": [\"fwd\"]}, "
-        COLL("ar2", "\"allreduce\", \"size\": \"1M\", \"deps\": [\"b2\"]")
-        "}, " COMPUTE("b1", "50") ", \"deps\": [\"b2\"]}, "
-        COLL("ar1", "\"allreduce\", \"size\": 1048576, \"dtype\": "
-                    "\"float32\", \"deps\": [\"b1\"]") "}, "
-        COLL("ag", "\"allgather\", \"size\": 4096, \"deps\": [\"b1\"]")
-        "}]}");
+    mrc_workload_t
+        *w =
+            parse(
+                HEAD
+                "\"steps\": 3, \"ops\": [" COMPUTE("fwd", "100") "}, " COMPUTE("b2", "50") ", \"deps\": [\"fwd\"]}, " COLL(
+                    "ar2", "\"allreduce\", \"size\": \"1M\", \"deps\": "
+                           "[\"b2\"]") "}, " COMPUTE("b1", "50") ", \"deps\": "
+                                                                 "[\"b2\"]},"
+                                                                 " " COLL("ar1",
+                                                                          "\"al"
+                                                                          "lred"
+                                                                          "uce"
+                                                                          "\", "
+                                                                          "\"si"
+                                                                          "ze\""
+                                                                          ": "
+                                                                          "1048"
+                                                                          "576,"
+                                                                          " \"d"
+                                                                          "type"
+                                                                          "\": "
+                                                                          "\"fl"
+                                                                          "oat3"
+                                                                          "2\","
+                                                                          " \"d"
+                                                                          "eps"
+                                                                          "\": "
+                                                                          "[\"b"
+                                                                          "1\""
+                                                                          "]") "}, " COLL("ag",
+                                                                                          "\"allgather\", \"size\": 4096, \"deps\": [\"b1\"]") "}]}");
     mrc_embed_config_t ec = {0};
     mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP};
     mrc_workload_result_t *r = NULL;
@@ -253,8 +276,7 @@ static void test_step(void **state)
     assert_true(o[5].start_us == o[4].end_us);
     assert_true(r->step_us == o[5].end_us);
     assert_true(r->compute_us == 200);
-    assert_true(fabs(r->step_us - r->compute_us - r->exposed_comm_us) <
-                1e-9);
+    assert_true(fabs(r->step_us - r->compute_us - r->exposed_comm_us) < 1e-9);
     assert_true(r->step_us >= fmax(r->compute_us, r->comm_us));
     assert_true(r->total_us == 3 * r->step_us);
     assert_true(r->energy_j > 0 && r->energy_no_gating_j > r->energy_j);
