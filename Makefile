@@ -68,14 +68,15 @@ test-tsan:
 	    ctest --output-on-failure -R '^test_collectives(_direct1|_direct2|_hier)?$$'
 
 # Coverage-guided fuzzing of every parser (clang's libFuzzer): topology,
-# embedding, program image, fabric exchange, each for FUZZ_SECONDS, seeded
-# with the generators' output; one line a target, and a failure with the
+# embedding, program image, fabric exchange, workload, each for
+# FUZZ_SECONDS, seeded with the generators' output (the workloads: the
+# examples and a Chakra trace); one line a target, and a failure with the
 # reproducer in $(FUZZ_BUILD)/ if any finds a crash, leak or hang.
 fuzz: build
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DMRC_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_topo fuzz_embed \
-	    fuzz_program fuzz_fabric fabric_seeds
+	    fuzz_program fuzz_fabric fuzz_workload fabric_seeds
 	@sh scripts/fuzz.sh $(FUZZ_BUILD) $(MRC) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 format:

@@ -7,7 +7,7 @@
 set -u
 build=$1 mrc=$2 seconds=$3
 shift 3
-targets=${*:-fuzz_topo fuzz_embed fuzz_program fuzz_fabric}
+targets=${*:-fuzz_topo fuzz_embed fuzz_program fuzz_fabric fuzz_workload}
 
 seeds() { # TARGET DIR: write the target's seed corpus into DIR
     case $1 in
@@ -41,6 +41,15 @@ seeds() { # TARGET DIR: write the target's seed corpus into DIR
         done ;;
     fuzz_fabric)
         "$build/tests/fabric_seeds" "$2" || return 1 ;;
+    fuzz_workload)
+        # The examples, and a Chakra trace as its jsonizer writes one.
+        here=$(dirname "$0")/..
+        cp "$here"/examples/workloads/*.json "$2/" || return 1
+        printf '%s\n' '{"version": "0.0.4"}{"id": "1", "type": "COMP_NODE",' \
+            '"durationMicros": "200"}{"id": "2", "type": "COMM_COLL_NODE",' \
+            '"dataDeps": ["1"], "attr": [{"name": "comm_type", "int64Val":' \
+            '"0"}, {"name": "comm_size", "int64Val": "4096"}]}' \
+            > "$2/chakra.json" || return 1 ;;
     esac
 }
 

@@ -71,6 +71,70 @@ MRC_EXTERN mrc_status_t mrc_sim_run(const mrc_program_t *p,
                                     mrc_sim_result_t **out);
 MRC_EXTERN void mrc_sim_result_destroy(mrc_sim_result_t *r);
 
+/*
+ * Workloads (docs/simulator.md, "Workloads"): a step of collectives and
+ * compute with dependencies, such as a data-parallel training step whose
+ * gradient buckets are reduced while the backward pass goes on. Compute
+ * runs on one stream, collectives on another (one at a time: each is
+ * simulated with the links to itself); an op starts when its stream is
+ * free and its dependencies have ended, in the order ops became ready.
+ */
+typedef struct mrc_workload mrc_workload_t;
+
+/* The workload format's version; a file of another version is refused. */
+#define MRC_WORKLOAD_VERSION 1
+
+/* Reads a workload from JSON text: the mrc format, or the communication
+ * and compute nodes of a Chakra execution trace exported as JSON.
+ * `origin` (a file name, or NULL) prefixes errors. MRC_ERR_PARSE naming
+ * the op and the field that is wrong. */
+MRC_EXTERN mrc_status_t mrc_workload_parse(const char *json, size_t len,
+                                           const char *origin,
+                                           mrc_workload_t **out);
+MRC_EXTERN mrc_status_t mrc_workload_load(const char *path,
+                                          mrc_workload_t **out);
+MRC_EXTERN void mrc_workload_destroy(mrc_workload_t *w);
+
+typedef enum mrc_workload_kind {
+    MRC_WORKLOAD_COMPUTE,
+    MRC_WORKLOAD_COLLECTIVE
+} mrc_workload_kind_t;
+
+typedef struct mrc_workload_op_result {
+    const char *id; /* the workload's; valid while the workload lives */
+    mrc_workload_kind_t kind;
+    double start_us, end_us; /* within one step */
+} mrc_workload_op_result_t;
+
+typedef struct mrc_workload_result {
+    int steps;             /* the workload's repetitions */
+    double step_us;        /* one step: from 0 to the last op's end */
+    double total_us;       /* steps x step_us (steps end to end) */
+    double compute_us;     /* one step's compute, summed */
+    double comm_us;        /* one step's collectives, summed */
+    /* Communication not hidden behind compute: the time in a step when
+     * a collective runs and no compute does, which is also the time
+     * compute waits on communication (step_us - compute_us). */
+    double exposed_comm_us;
+    double energy_j;           /* one step, links off when idle */
+    double energy_no_gating_j; /* one step, every link on throughout */
+    int distinct_collectives;  /* simulated once each */
+    int num_ops;
+    mrc_workload_op_result_t *ops; /* [num_ops], in the workload's order */
+} mrc_workload_result_t;
+
+/* Simulates one step of `w` on `topo`: each distinct collective (kind,
+ * size, dtype, op, root, groups, algo) is compiled on an embedding of
+ * `ec` (its strategy; its groups for ops that name none) and simulated
+ * once with `cfg`, then the ops are scheduled over their dependencies.
+ * An op's error is prefixed with its id. */
+MRC_EXTERN mrc_status_t mrc_sim_workload(const mrc_workload_t *w,
+                                         const mrc_topo_t *topo,
+                                         const mrc_embed_config_t *ec,
+                                         const mrc_sim_config_t *cfg,
+                                         mrc_workload_result_t **out);
+MRC_EXTERN void mrc_workload_result_destroy(mrc_workload_result_t *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,6 +21,9 @@ void help_sim(void)
         "       mrc sim --load IMAGE [--mode M] [--chunks K] [--pj-per-bit E]\n"
         "               [--link-power W] [--wake-us U] [--profile FILE]\n"
         "               [--json]\n"
+        "       mrc sim SPEC --workload FILE [--strategy S] [--groups G]\n"
+        "               [--mode M] [--json] ...  a step of compute and\n"
+        "               collectives (docs/simulator.md, \"Workloads\")\n"
         "\n"
         "Compiles the collective (see 'mrc help compile') and simulates the\n"
         "program on the topology: every link direction is a channel of\n"
@@ -61,7 +64,13 @@ void help_sim(void)
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n"
         "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
-        "             as in 'mrc help rings'\n");
+        "             as in 'mrc help rings'\n"
+        "--workload   a JSON file of compute and collective ops with their\n"
+        "             dependencies (or a Chakra trace as JSON): reports\n"
+        "             the step time, compute, communication, the exposed\n"
+        "             communication (not hidden behind compute), energy,\n"
+        "             and each op's start and end; each op names its own\n"
+        "             collective, size, dtype, op, groups and algo\n");
 }
 
 typedef struct sim_args {
@@ -431,6 +440,77 @@ static int sim_loaded(const char *cmd, const char *path, sim_args_t *a,
     return rc;
 }
 
+/* --workload: a step of compute and collectives; nothing is printed
+ * until the whole step is simulated. */
+static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
+                    const mrc_embed_config_t *ec,
+                    const mrc_sim_config_t *cfg, int json)
+{
+    mrc_workload_t *w = NULL;
+    mrc_workload_result_t *r = NULL;
+    mrc_status_t st = mrc_workload_load(path, &w);
+    if (st == MRC_OK && (st = mrc_sim_workload(w, t, ec, cfg, &r)) != MRC_OK)
+        mrc__error_prefix("%s", path);
+    if (st != MRC_OK) {
+        mrc_workload_destroy(w);
+        return cli_fail(cmd, st);
+    }
+    int ncoll = 0;
+    for (int i = 0; i < r->num_ops; i++)
+        ncoll += r->ops[i].kind == MRC_WORKLOAD_COLLECTIVE;
+    if (json) {
+        char *topo = cli_json_quote(mrc_topo_name(t));
+        char *file = cli_json_quote(path);
+        printf("{\"topology\": %s, \"workload\": %s, \"mode\": \"%s\", "
+               "\"steps\": %d, \"step_us\": %.6f, \"total_us\": %.6f, "
+               "\"compute_us\": %.6f, \"comm_us\": %.6f, "
+               "\"exposed_comm_us\": %.6f, \"energy_j\": %.9g, "
+               "\"energy_no_gating_j\": %.9g, \"collectives\": %d, "
+               "\"distinct_collectives\": %d,\n \"ops\": [\n",
+               topo, file, cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined",
+               r->steps, r->step_us, r->total_us, r->compute_us, r->comm_us,
+               r->exposed_comm_us, r->energy_j, r->energy_no_gating_j,
+               ncoll, r->distinct_collectives);
+        free(topo);
+        free(file);
+        for (int i = 0; i < r->num_ops; i++) {
+            char *id = cli_json_quote(r->ops[i].id);
+            printf("  {\"id\": %s, \"kind\": \"%s\", \"start_us\": %.6f, "
+                   "\"end_us\": %.6f}%s\n", id,
+                   r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
+                                                          : "collective",
+                   r->ops[i].start_us, r->ops[i].end_us,
+                   i + 1 < r->num_ops ? "," : "");
+            free(id);
+        }
+        printf(" ]}\n");
+    } else {
+        printf("workload %s on %s: %d ops: %d compute, %d collective (%d "
+               "distinct simulated), %s\n", path, mrc_topo_name(t),
+               r->num_ops, r->num_ops - ncoll, ncoll, r->distinct_collectives,
+               cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined");
+        printf("step     %.3f us (x %d steps: %.3f us)\n", r->step_us,
+               r->steps, r->total_us);
+        printf("compute  %.3f us   communication %.3f us\n", r->compute_us,
+               r->comm_us);
+        printf("exposed  %.3f us of communication not hidden behind "
+               "compute (%.1f%% of the step)\n", r->exposed_comm_us,
+               r->step_us > 0 ? 100 * r->exposed_comm_us / r->step_us : 0);
+        printf("energy   %.6g J a step with idle links off, %.6g J with "
+               "every link on\n", r->energy_j, r->energy_no_gating_j);
+        printf("%-24s %-10s %14s %14s\n", "op", "kind", "start(us)",
+               "end(us)");
+        for (int i = 0; i < r->num_ops; i++)
+            printf("%-24s %-10s %14.3f %14.3f\n", r->ops[i].id,
+                   r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
+                                                          : "collective",
+                   r->ops[i].start_us, r->ops[i].end_us);
+    }
+    mrc_workload_result_destroy(r);
+    mrc_workload_destroy(w);
+    return CLI_OK;
+}
+
 int cmd_sim(int argc, char **argv)
 {
     const char *cmd = "mrc sim";
@@ -440,7 +520,7 @@ int cmd_sim(int argc, char **argv)
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
                         *prefix = NULL, *max_memory = NULL,
                         *algo = NULL, *hosts = NULL, *load = NULL,
-                        *profile = NULL;
+                        *profile = NULL, *wl = NULL;
     int json = 0, cmp = 0, npos = 0;
     const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
                               {"groups", 'g', &groups, NULL},
@@ -460,6 +540,7 @@ int cmd_sim(int argc, char **argv)
                               {"hosts", 0, &hosts, NULL},
                               {"load", 0, &load, NULL},
                               {"profile", 0, &profile, NULL},
+                              {"workload", 0, &wl, NULL},
                               {"compare", 0, NULL, &cmp},
                               {"json", 0, NULL, &json},
                               {0}};
@@ -484,7 +565,8 @@ int cmd_sim(int argc, char **argv)
             {"size", size}, {"dtype", dtype}, {"algo", algo},
             {"hosts", hosts}, {"sweep", sweep_range},
             {"compare", cmp ? "" : NULL}, {"output", prefix},
-            {"fail-link", fails.n ? "" : NULL}, {NULL, NULL}};
+            {"fail-link", fails.n ? "" : NULL}, {"workload", wl},
+            {NULL, NULL}};
         if (npos)
             return cli_usage(cmd, "sim", "--load takes no SPEC (the image "
                              "carries its topology)");
@@ -495,10 +577,15 @@ int cmd_sim(int argc, char **argv)
     }
     dtype = dtype ? dtype : "float32";
     prefix = prefix ? prefix : "sweep";
-    if (!load && (!coll || (!size && !sweep_range)))
+    if (wl && (coll || size || sweep_range || cmp))
+        return cli_usage(cmd, "sim", "--workload takes its collectives and "
+                                     "sizes from the file: no --collective, "
+                                     "--size, --sweep or --compare");
+    if (!load && !wl && (!coll || (!size && !sweep_range)))
         return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
                                      "are required");
-    mrc_status_t st = load ? MRC_OK : mrc_collective_parse(coll, &a.coll);
+    mrc_status_t st = load || !coll ? MRC_OK
+                                    : mrc_collective_parse(coll, &a.coll);
     if (st == MRC_OK)
         st = mrc_dtype_parse(dtype, &a.dtype);
     if (st != MRC_OK)
@@ -540,9 +627,11 @@ int cmd_sim(int argc, char **argv)
     }
     mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
                              .replica_size = a.replica};
-    if (!sweep_range && !cmp)
+    if (!sweep_range && !cmp && !wl)
         cli_report_failed_links(json ? stderr : stdout, t, &ec);
-    if (sweep_range) {
+    if (wl) {
+        rc = workload(cmd, wl, t, &ec, &a.cfg, json);
+    } else if (sweep_range) {
         rc = sweep(cmd, &a, t, sweep_range, prefix);
     } else if (cmp) {
         rc = compare(cmd, &a, t, json);
