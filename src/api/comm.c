@@ -896,6 +896,19 @@ static mrc_status_t find_plan(const char *fn, mrc_comm_t *c,
     return MRC_OK;
 }
 
+mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
+                               const mrc_sim_config_t *cfg,
+                               mrc_sim_result_t **out)
+{
+    *out = NULL;
+    if (!c || !c->last_plan)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "no call has run on this communicator yet: "
+                          "nothing to predict");
+    /* (the plan holds a reference on its program) */
+    return mrc__select_sim(c->last_plan->program, c->shared->topo, cfg, out);
+}
+
 static int overlap(const void *a, size_t an, const void *b, size_t bn)
 {
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;

@@ -8,6 +8,7 @@
 
 #include "mrc/comm.h"
 #include "mrc/program.h"
+#include "mrc/sim.h"
 #include "transport/transport.h"
 
 typedef struct mrc__shared shared_t;
@@ -35,5 +36,13 @@ void mrc__comm_shared_hosts(shared_t *s, int hosts);
 mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
                                     mrc_topo_t *topo, mrc_program_t *p,
                                     double timeout_s);
+
+/* The simulator's time for the program of c's last call (the very
+ * program it ran: its family, groups and chunking), on the
+ * communicators' topology under cfg (a profile for the node model);
+ * MRC_ERR_INVALID_ARG if c has run no call yet. Call it between calls. */
+mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
+                               const mrc_sim_config_t *cfg,
+                               mrc_sim_result_t **out);
 
 #endif /* MRC_COMM_INTERNAL_H */

@@ -398,9 +398,10 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
 {
     mrc_status_t st = mrc_sim_run(p, t, cfg, out);
     /* A simulator that skips memory operations would time such a program
-     * as free: that is no figure. */
-    if (st == MRC_OK && p->cfg.count > 0 && (*out)->bytes_moved <= 0 &&
-        mrc__program_has_memory_ops(p)) {
+     * as free: that is no figure. (With a profile the node model moves
+     * them through memory, not over links.) */
+    if (st == MRC_OK && (!cfg || !cfg->profile) && p->cfg.count > 0 &&
+        (*out)->bytes_moved <= 0 && mrc__program_has_memory_ops(p)) {
         mrc_sim_result_destroy(*out);
         *out = NULL;
         st = mrc__error(MRC_ERR_UNSUPPORTED,

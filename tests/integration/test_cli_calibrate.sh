@@ -98,6 +98,31 @@ expect 0 "" cmp "$tmp/node.json" "$tmp/node_load.json"
 expect 2 "v2.json: profile version 2" "$MRC" sim ring:2 \
     --collective allreduce --size 4M --profile "$tmp/v2.json"
 
+# mrc run --predict: beside each row the simulator's time for the program
+# it ran, and predicted / measured (figures positive, never judged).
+for f in direct1 rings; do
+    "$MRC" run --topology ring:2 --collective allreduce --count 64K \
+        --algo $f --iters 2 --predict "$tmp/threads.json" --json \
+        > "$tmp/pred.json"
+    expect 0 "" /usr/bin/python3 -c '
+import json, math, sys
+rows = json.load(open(sys.argv[1]))["results"]
+assert rows, rows
+for r in rows:
+    p, q = r["predicted_us"], r["predicted_over_measured"]
+    assert r["ok"] and math.isfinite(p) and p > 0 and q > 0, r
+' "$tmp/pred.json"
+done
+expect 0 "pred/meas" "$MRC" run --topology ring:2 --collective allgather \
+    --count 64K --iters 2 --predict "$tmp/threads.json"
+expect 0 "pred/meas" "$MRC" run --load "$tmp/r2.img" --iters 2 \
+    --predict "$tmp/threads.json"
+expect 2 "a profile of the shm transport; mrc run runs threads" "$MRC" run \
+    --topology ring:2 --collective allreduce --count 4K \
+    --predict "$tmp/shm.json"
+expect 2 "v2.json: profile version 2" "$MRC" run --topology ring:2 \
+    --collective allreduce --count 4K --predict "$tmp/v2.json"
+
 sed 's/"copy_gbps_memory": [^,]*/"copy_gbps_memory": -1/' \
     "$tmp/threads.json" > "$tmp/neg.json"
 expect 2 "\"copy_gbps_memory\" must be a number above 0" "$MRC" explain \

@@ -24,9 +24,10 @@ void help_run(void)
         "O]\n"
         "               [--iters K] [--warmup W] [--chunk BYTES] [--json]\n"
         "               [--max-memory SIZE] [--algo A] [--hosts H]\n"
+        "               [--predict PROFILE]\n"
         "               [--fail-link A-B[:K]]...\n"
         "       mrc run --load IMAGE [--iters K] [--warmup W] [--json]\n"
-        "               [--max-memory SIZE]\n"
+        "               [--max-memory SIZE] [--predict PROFILE]\n"
         "\n"
         "Runs collectives on real data with one thread per node, checks every\n"
         "element exactly against a sequential reduction, and prints a row per\n"
@@ -51,6 +52,9 @@ void help_run(void)
         "the program (--topology, --strategy, --groups, --collective,\n"
         "--count, --dtype, --op, --chunk, --algo, --hosts) are the image's\n"
         "and refused with it (exit 2).\n"
+        "--predict PROFILE: beside each row, the simulator's time for the\n"
+        "very program the row ran (pipelined, with the host profile's node\n"
+        "model; 'mrc calibrate -o PROFILE') and predicted / measured\n"
         "--max-memory: what the buffers and plans of all ranks may take\n"
         "(default half of physical memory, or MRC_MAX_MEMORY); more is\n"
         "refused up front with the figure.\n"
@@ -66,6 +70,7 @@ typedef struct run_cfg {
     mrc_dtype_t dtype;
     mrc_op_t op;
     int root, iters, warmup;
+    const mrc_profile_t *predict; /* --predict: the node model's profile */
 } run_cfg_t;
 
 typedef struct shared_run {
@@ -151,7 +156,29 @@ typedef struct row {
     size_t wrong;
     int failed;
     int unsupported; /* a call refused the family asked for (--algo) */
+    double predicted_us; /* --predict: the simulator's time; 0: none */
 } row_t;
+
+/* --predict: the simulator's time for the program the row's calls ran
+ * (pipelined, as the executor runs chunks), with the profile's node
+ * model; -1 (and the error on stderr) if it cannot be had. */
+static int predict_row(const char *cmd, const mrc_comm_t *c, row_t *row)
+{
+    row->predicted_us = 0;
+    if (!row->rc.predict || row->failed)
+        return 0;
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED,
+                            .profile = row->rc.predict};
+    mrc_sim_result_t *r = NULL;
+    mrc_status_t st = mrc__comm_predict(c, &cfg, &r);
+    if (st != MRC_OK) {
+        fprintf(stderr, "%s: --predict: %s\n", cmd, mrc_last_error());
+        return -1;
+    }
+    row->predicted_us = r->time_us;
+    mrc_sim_result_destroy(r);
+    return 0;
+}
 
 /* Runs one collective on all ranks; fills the row. */
 static int run_one(mrc_comm_t **comms, int nranks, row_t *row, char *error,
@@ -207,11 +234,12 @@ static int run_one(mrc_comm_t **comms, int nranks, row_t *row, char *error,
     return 0;
 }
 
-static void print_header(void)
+static void print_header(int predict)
 {
-    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s  %-16s %s\n", "size",
+    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s  %-16s %s%s\n", "size",
            "count", "type", "redop", "root", "time(us)", "algbw", "busbw",
-           "#wrong", "strategy", "efficiency");
+           "#wrong", "strategy", "efficiency",
+           predict ? "  collective    pred(us) pred/meas" : "");
     printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s\n", "(B)", "(elements)",
            "", "", "", "", "(GB/s)", "(GB/s)", "");
 }
@@ -224,12 +252,18 @@ static void print_row(const row_t *r)
     char root[16], wrong[24];
     snprintf(root, sizeof root, "%d", r->rc.root);
     snprintf(wrong, sizeof wrong, "%zu", r->wrong);
-    printf("%12zu %12zu %8s %6s %5s %10.1f %8.2f %8.2f %7s  %-16s %.4f  %s\n",
+    printf("%12zu %12zu %8s %6s %5s %10.1f %8.2f %8.2f %7s  %-16s %.4f  %s",
            r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
            reducing ? mrc_op_name(r->rc.op) : "none", rooted ? root : "-1",
            r->time_us, r->algbw, r->busbw,
            r->failed ? "FAIL" : wrong, r->strategy, r->efficiency,
            mrc_collective_name(r->rc.coll));
+    if (r->rc.predict)
+        printf("%*s %9.1f %9.3f", 12 - (int)strlen(mrc_collective_name(
+                                           r->rc.coll)),
+               "", r->predicted_us,
+               r->time_us > 0 ? r->predicted_us / r->time_us : 0);
+    printf("\n");
 }
 
 /* The rows as one JSON object. */
@@ -247,12 +281,17 @@ static void print_json(const char *topology, int nranks, const row_t *rows,
                "\"collective\": \"%s\", \"bytes\": %zu, \"count\": %zu, "
                "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
                "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
-               "%.4f, \"wrong\": %zu, \"ok\": %s}%s\n",
+               "%.4f, \"wrong\": %zu, \"ok\": %s",
                strat, r->efficiency, mrc_collective_name(r->rc.coll),
                r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
                mrc_op_name(r->rc.op), r->rc.root, r->time_us, r->algbw,
-               r->busbw, r->wrong, r->failed ? "false" : "true",
-               i + 1 < nrows ? "," : "");
+               r->busbw, r->wrong, r->failed ? "false" : "true");
+        if (r->rc.predict)
+            printf(", \"predicted_us\": %.3f, \"predicted_over_measured\": "
+                   "%.4f",
+                   r->predicted_us,
+                   r->time_us > 0 ? r->predicted_us / r->time_us : 0);
+        printf("}%s\n", i + 1 < nrows ? "," : "");
         free(strat);
     }
     printf("]}\n");
@@ -339,20 +378,21 @@ static int run_loaded(const char *cmd, const char *path, run_cfg_t base,
         row.failed = 1;
         snprintf(error, sizeof error, "out of memory");
     }
+    int unpredicted = predict_row(cmd, comms[0], &row) != 0;
     if (row.failed)
         fprintf(stderr, "%s: %s %s: %s\n", cmd, row.strategy,
                 mrc_collective_name(row.rc.coll), error);
     else if (json)
         print_json(name, nranks, &row, 1);
     else {
-        print_header();
+        print_header(base.predict != NULL);
         print_row(&row);
     }
     for (int r = 0; r < nranks; r++)
         mrc_comm_destroy(comms[r]);
     free(comms);
     rc = row.failed ? (row.unsupported ? CLI_USAGE : CLI_FAIL)
-                    : row.wrong > 0 ? CLI_FAIL : CLI_OK;
+                    : row.wrong > 0 || unpredicted ? CLI_FAIL : CLI_OK;
 fail:
     mrc_topo_destroy(t);
     mrc_program_destroy(p);
@@ -369,7 +409,7 @@ int cmd_run(int argc, char **argv)
                *replica = NULL, *coll = NULL, *count = NULL, *dtype = NULL,
                *op = NULL, *iters = "5", *warmup = "1", *chunk = NULL,
                *max_memory = NULL, *algo = NULL, *hosts = NULL,
-               *load = NULL;
+               *load = NULL, *predict = NULL;
     const char *pos[1];
     int json = 0, npos = 0;
     const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
@@ -387,6 +427,7 @@ int cmd_run(int argc, char **argv)
                               {"algo", 'a', &algo, NULL},
                               {"hosts", 0, &hosts, NULL},
                               {"load", 0, &load, NULL},
+                              {"predict", 0, &predict, NULL},
                               {"json", 0, NULL, &json},
                               {0}};
     cli_values_t fails;
@@ -401,6 +442,20 @@ int cmd_run(int argc, char **argv)
     if (rc != CLI_OK)
         return rc;
     run_cfg_t base = {0};
+    mrc_profile_t profile;
+    if (predict) {
+        mrc_status_t ps = mrc_profile_load(predict, &profile);
+        if (ps != MRC_OK)
+            return cli_fail(cmd, ps);
+        /* The row is measured on threads: another transport's profile
+         * would predict another run. */
+        if (strcmp(profile.transport, "threads") != 0)
+            return cli_usage(cmd, "run", "--predict %s: a profile of the "
+                             "%s transport; mrc run runs threads ('mrc "
+                             "calibrate --transport threads')",
+                             predict, profile.transport);
+        base.predict = &profile;
+    }
     uint64_t n64 = 0, cb = 0;
     long it = 0, wu = 0, rs = 0;
     if (load) {
@@ -529,9 +584,10 @@ int cmd_run(int argc, char **argv)
                 row->failed = 1;
                 snprintf(error, sizeof error, "out of memory");
             }
+            bad |= predict_row(cmd, comms[0], row) != 0;
             /* A failed call has no figures: its error, never a row. */
             if (!row->failed && !header) {
-                print_header();
+                print_header(base.predict != NULL);
                 header = 1;
             }
             if (!row->failed && !json)
