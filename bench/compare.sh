@@ -14,6 +14,14 @@
 # the same buffers, cancels most of that. Compare the ratios, not the
 # times. --json only for its three decimals (the table prints one).
 #
+# MPI timed inside mrc-bench shares the process with the build under
+# test, which can slow it: a build that leaves its ranks skewed or
+# busy when MPI's loop starts makes MPI look slower and its own ratio
+# better. So each round also runs AFTER/bench/mpi-allreduce with the
+# same sizes (MPI alone: no mrc code in the process), in turn with the
+# two builds, and a second table gives each build's time over that
+# anchor's of the same round.
+#
 #   usage: bench/compare.sh [-l] [-r ROUNDS] [-k DIR] BEFORE AFTER P
 #                           [-- MRC-BENCH-ARGS...]
 #
@@ -116,6 +124,11 @@ export OMPI_MCA_btl_tcp_if_include OMPI_MCA_oob_tcp_if_include \
     OMPI_MCA_rmaps_base_oversubscribe OMPI_ALLOW_RUN_AS_ROOT \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 
+alone=0
+if [ "$launch" = 0 ] && [ -x "$after/bench/mpi-allreduce" ]; then
+    alone=1
+fi
+
 if [ -n "$keep" ]; then
     mkdir -p "$keep" || exit 2
     raw=$keep
@@ -131,7 +144,11 @@ fi
 
 run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
     out="$raw/$1-$3.json" err="$raw/$1-$3.err"
-    if [ "$launch" = 1 ]; then
+    if [ "$1" = alone ]; then
+        # shellcheck disable=SC2086 # the words are the arguments
+        $tmo "$mpirun" -np "$ranks" "$2/bench/mpi-allreduce" $bench_args \
+            --json > "$out" 2> "$err"
+    elif [ "$launch" = 1 ]; then
         # shellcheck disable=SC2086 # the words are the arguments
         $tmo "$2/tools/mrc/mrc" launch -n "$ranks" -- \
             "$2/bench/mrc-bench" $bench_args --json > "$out" 2> "$err"
@@ -160,6 +177,7 @@ run() { # SIDE DIR ROUND: one run, its rows appended to $raw/rows
             b = field("bytes"); t = field("time_us")
             m = launch ? 1 : field("mpi_time_us"); w = field("wrong")
             f = field("floor_gbps")
+            if (side == "alone") { m = t; w = 0; f = 0 }
             if (b == "" || t == "" || m == "" || w == "" || f == "") {
                 print "compare.sh: " out ": a row without bytes, " \
                       "time_us, mpi_time_us, floor_gbps or wrong: " $0 \
@@ -213,9 +231,11 @@ i=1
 while [ "$i" -le "$rounds" ]; do
     if [ $((i % 2)) -eq 1 ]; then
         run before "$before" "$i"
+        [ "$alone" = 1 ] && run alone "$after" "$i"
         run after "$after" "$i"
     else
         run after "$after" "$i"
+        [ "$alone" = 1 ] && run alone "$after" "$i"
         run before "$before" "$i"
     fi
     echo "# round $i of $rounds done, load $(load)"
@@ -233,6 +253,26 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" -v launch="$launch" '
             }
         return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
     }
+    # (side, size): its time over MPI alone of the same round, median
+    function alone_ratio(side, s,   v, n, i, l, kv) {
+        n = split(over[side SUBSEP s], v, " ")
+        l = ""
+        for (i = 1; i <= n; i++) {
+            split(v[i], kv, ":")
+            if ((kv[1] SUBSEP s) in alone)
+                l = l " " (kv[2] / alone[kv[1] SUBSEP s])
+        }
+        return l == "" ? "" : median(l)
+    }
+    function alone_median(s,   k, l, kv) {
+        l = ""
+        for (k in alone) {
+            split(k, kv, SUBSEP)
+            if (kv[2] + 0 == s)
+                l = l " " alone[k]
+        }
+        return median(l)
+    }
     function range(list,   v, n, i, lo, hi) {
         n = split(list, v, " ")
         lo = hi = v[1] + 0
@@ -242,8 +282,13 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" -v launch="$launch" '
         }
         return sprintf("%.3f-%.3f", lo, hi)
     }
+    $1 == "alone" {
+        alone[$2 SUBSEP $3] = $4
+        next
+    }
     {
         k = $1 SUBSEP $3
+        over[k] = over[k] " " $2 ":" $4
         ratio[k] = ratio[k] " " ($4 / $5)
         mrc[k] = mrc[k] " " $4
         mpi[k] = mpi[k] " " $5
@@ -297,6 +342,28 @@ awk -v P="$ranks" -v R="$rounds" -v limit="$limit" -v launch="$launch" '
                        a in floor ? sprintf("%.2f", median(floor[a])) : "-"
             }
             exit 0
+        }
+        if (length(alone) > 0) {
+            print "\nAgainst MPI alone (mpi-allreduce, no mrc in the " \
+                  "process, same round): mrc time / MPI-alone time, " \
+                  "median of the rounds:\n"
+            print "| bytes | before | after | after/before - 1 | " \
+                  "MPI alone (us) |"
+            print "| ---: | ---: | ---: | ---: | ---: |"
+            worse_alone = 0
+            for (i = 1; i <= ns; i++) {
+                s = sizes[i]
+                rb = alone_ratio("before", s); ra = alone_ratio("after", s)
+                if (rb == "" || ra == "")
+                    continue
+                ch = 100 * (ra / rb - 1)
+                if (ch > limit)
+                    worse_alone++
+                printf "| %d | %.3f | %.3f | %+.1f%% | %.3f |\n", s, rb, ra,
+                       ch, alone_median(s)
+            }
+            printf "\n%d of %d sizes more than %s%% worse after than " \
+                   "before against MPI alone.\n", worse_alone, ns, limit
         }
         print "\nRaw medians, us per call (mrc / MPI):\n"
         print "| bytes | before mrc | before MPI | after mrc | after MPI |"
