@@ -70,6 +70,28 @@ expect 0 "" check_profile "$tmp/shm.json" shm
 expect 0 "^chosen " "$MRC" explain ring:4 --collective allreduce --size 4M \
     --profile "$tmp/shm.json"
 
+# --check: the validation sweep, every family's rows with positive
+# figures (their ratios are reported, not judged here).
+"$MRC" calibrate --check --profile "$tmp/threads.json" --quick --json \
+    > "$tmp/check.json"
+expect 0 "" /usr/bin/python3 -c '
+import json, math, sys
+c = json.load(open(sys.argv[1]))
+fams = {r["family"] for r in c["rows"]}
+assert fams == {"rings", "direct1", "direct2", "tree"}, fams
+for r in c["rows"]:
+    for k in ("measured_us", "predicted_us", "ratio"):
+        assert math.isfinite(r[k]) and r[k] > 0, r
+assert 0 <= c["within"] <= len(c["rows"]), c
+' "$tmp/check.json"
+expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+expect 2 "--profile goes with --check" "$MRC" calibrate \
+    --profile "$tmp/threads.json"
+expect 2 "--check sweeps the threads transport" "$MRC" calibrate --check \
+    --transport shm
+expect 2 "--check sweeps the threads transport; this profile is of shm" \
+    "$MRC" calibrate --check --profile "$tmp/shm.json"
+
 # Profiles that are not right: exit 2, the file and what is wrong named.
 
 printf '{"format": "mrc-profile", "version": 1,' > "$tmp/corrupt.json"

@@ -44,6 +44,11 @@ double cal_sync_us(int processes, int trips, int reps);
 mrc_status_t cal_message_us(const char *transport, int trips, int reps,
                             double *out);
 
+/* --check (calibrate_check.c): the validation sweep of the threads
+ * transport against the profile's predictions; a CLI status. */
+int cal_check(const char *cmd, const mrc_profile_t *prof, int nranks,
+              int quick, int json);
+
 /* Frees the buffers the single-node probes keep between them. */
 void cal_release(void);
 

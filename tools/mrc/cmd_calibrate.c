@@ -15,6 +15,8 @@ void help_calibrate(void)
 {
     printf("usage: mrc calibrate [--transport threads|shm|mpi] [-n P]\n"
            "                     [-o PROFILE] [--quick] [--json]\n"
+           "       mrc calibrate --check [--profile PROFILE] [-n P] [--quick]\n"
+           "                     [--json]\n"
            "\n"
            "Measures what one node of this host costs beside its links, with\n"
            "short probes (each figure the median of several runs), and writes\n"
@@ -44,6 +46,13 @@ void help_calibrate(void)
            "--quick      fewer and smaller probes (about 1 s instead of 12):\n"
            "             rougher figures, for tests\n"
            "--json       print the profile instead of the summary\n"
+           "--check      the validation sweep: every family's allreduce of\n"
+           "             4 KiB to 64 MiB (--quick: to 256 KiB) on P ranks as\n"
+           "             threads, each row the median of 5 timed loops beside\n"
+           "             the simulator's time for the program it ran with the\n"
+           "             profile (--profile, else one measured first) and\n"
+           "             their ratio; rows outside 0.8-1.25 (0.67-1.5 when\n"
+           "             ranks outnumber cores) are marked\n"
            "\n"
            "A progress bar goes to stderr when it is a terminal.\n");
 }
@@ -95,13 +104,16 @@ static int under_mpirun(void)
 int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
-    const char *transport = "threads", *ranks = NULL, *out = NULL;
-    int quick = 0, json = 0, npos = 0;
+    const char *transport = "threads", *ranks = NULL, *out = NULL,
+               *given = NULL;
+    int quick = 0, json = 0, check = 0, npos = 0;
     const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
                               {"ranks", 'n', &ranks, NULL},
                               {"output", 'o', &out, NULL},
                               {"quick", 0, NULL, &quick},
                               {"json", 0, NULL, &json},
+                              {"check", 0, NULL, &check},
+                              {"profile", 0, &given, NULL},
                               {0}};
     int rc = cli_parse(cmd, "calibrate", argc, argv, opts, NULL, 0, 0, &npos);
     if (rc != CLI_OK)
@@ -110,6 +122,18 @@ int cmd_calibrate(int argc, char **argv)
     if (ranks && mrc__parse_long(ranks, 2, 256, &p))
         return cli_usage(cmd, "calibrate",
                          "-n '%s' is not a node count (2..256)", ranks);
+    if (given && !check)
+        return cli_usage(cmd, "calibrate", "--profile goes with --check");
+    if (check && strcmp(transport, "threads") != 0)
+        return cli_usage(cmd, "calibrate", "--check sweeps the threads "
+                         "transport (shm is not swept yet)");
+    if (check && given) {
+        mrc_profile_t prof;
+        mrc_status_t ps = mrc_profile_load(given, &prof);
+        if (ps != MRC_OK)
+            return cli_fail(cmd, ps);
+        return cal_check(cmd, &prof, (int)p, quick, json);
+    }
     if (strcmp(transport, "mpi") == 0 && !under_mpirun())
         return cli_usage(cmd, "calibrate",
                          "--transport mpi measures MPI between the ranks "
@@ -154,7 +178,9 @@ int cmd_calibrate(int argc, char **argv)
         return cli_fail(cmd, st);
     if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
         goto done;
-    if (json)
+    if (check)
+        rc = cal_check(cmd, &prof, (int)p, quick, json);
+    else if (json)
         fputs(text, stdout);
     else
         summary(&prof, out);
