@@ -179,6 +179,16 @@ size_t mrc__file_limit(void);
  * limit; otherwise an error naming `where` and the figure. */
 mrc_status_t mrc__check_json_text(size_t len, const char *where);
 
+/* The first key of a JSON object (jansson's json_t) that is not in
+ * `known` (NULL-terminated), or NULL if it has none. */
+struct json_t;
+const char *mrc__json_unknown_key(struct json_t *obj,
+                                  const char *const *known);
+/* The names of a NULL-terminated list as "a, b, c" in buf (cut to
+ * size); returns buf. */
+const char *mrc__names_joined(const char *const *names, char *buf,
+                              size_t size);
+
 /* Writes `bytes` for people: "512 B", "64 MiB", "10240 GiB", "1.5 TiB"
  * (one decimal below 10 units); returns `buf`. */
 const char *mrc__format_bytes(uint64_t bytes, char *buf, size_t size);

@@ -48,26 +48,13 @@ static const char *const top_fields[] = {"format",
                                          "sync_us",
                                          NULL};
 
-static int known(const char *key, const char *const *names)
-{
-    for (int i = 0; names[i]; i++)
-        if (strcmp(key, names[i]) == 0)
-            return 1;
-    return 0;
-}
-
 static mrc_status_t unknown_fields(json_t *obj, const char *const *names,
                                    const char *where)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        (void)v;
-        if (!known(key, names))
-            return mrc__error(MRC_ERR_INVALID_ARG, "unknown field \"%s\"%s%s",
-                              key, *where ? " in " : "", where);
-    }
+    const char *key = mrc__json_unknown_key(obj, names);
+    if (key)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown field \"%s\"%s%s",
+                          key, *where ? " in " : "", where);
     return MRC_OK;
 }
 

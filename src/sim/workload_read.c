@@ -35,27 +35,12 @@ void mrc_workload_destroy(mrc_workload_t *w)
 static mrc_status_t check_keys(json_t *obj, const char *const *known,
                                const char *entry)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach(obj, key, val)
-    {
-        int ok = 0;
-        for (const char *const *k = known; *k; k++)
-            ok |= strcmp(key, *k) == 0;
-        if (ok)
-            continue;
-        mrc__strbuf_t sb;
-        mrc__sb_init(&sb);
-        for (const char *const *k = known; *k; k++)
-            mrc__sb_printf(&sb, "%s%s", k == known ? "" : ", ", *k);
-        mrc_status_t st = mrc__error(MRC_ERR_PARSE,
-                                     "%s: unknown field "
-                                     "\"%s\" (known: %s)",
-                                     entry, key, sb.failed ? "?" : sb.data);
-        mrc__sb_free(&sb);
-        return st;
-    }
-    return MRC_OK;
+    const char *key = mrc__json_unknown_key(obj, known);
+    char list[512];
+    if (!key)
+        return MRC_OK;
+    return mrc__error(MRC_ERR_PARSE, "%s: unknown field \"%s\" (known: %s)",
+                      entry, key, mrc__names_joined(known, list, sizeof list));
 }
 
 /* A string field parsed by `parse` (the mrc_*_parse functions). */

@@ -20,25 +20,12 @@ enum { MAX_NAME = 256 };
 static mrc_status_t check_keys(json_t *obj, const char *const *known,
                                const char *entry)
 {
-    const char *key;
-    json_t *val;
-    json_object_foreach(obj, key, val)
-    {
-        int ok = 0;
-        for (const char *const *k = known; *k; k++)
-            ok |= strcmp(key, *k) == 0;
-        if (!ok) {
-            char list[256] = "";
-            for (const char *const *k = known; *k; k++) {
-                if (k != known)
-                    strcat(list, ", ");
-                strcat(list, *k);
-            }
-            return mrc__error(MRC_ERR_PARSE, "%s: unknown key \"%s\" (known: %s)",
-                              entry, key, list);
-        }
-    }
-    return MRC_OK;
+    const char *key = mrc__json_unknown_key(obj, known);
+    char list[256];
+    if (!key)
+        return MRC_OK;
+    return mrc__error(MRC_ERR_PARSE, "%s: unknown key \"%s\" (known: %s)",
+                      entry, key, mrc__names_joined(known, list, sizeof list));
 }
 
 static mrc_status_t get_int(json_t *obj, const char *key, const char *entry,
