@@ -56,11 +56,13 @@ void cal_release(void);
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *out);
 /* The host's part: everything but sync_us and message_us. */
 mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *out);
-/* sync_us, and message_us from a call's time less the sync. */
-void cal_set_costs(mrc_profile_t *p, double sync_us, double call_us);
+/* sync_us, and message_us fitted so that the simulator times the
+ * probe's call (cal_turns) as measured: call_us. */
+mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us,
+                           double call_us);
 
 /* The message probe's communicator (ring:2, rings) and its loop: the
- * median us of a 1-element broadcast, the root taking turns. */
+ * median us of a small allreduce of the same shape every call. */
 extern const mrc_config_t cal_turn_config;
 mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out);
 

@@ -29,21 +29,24 @@ static int cmp_double(const void *a, const void *b)
 const mrc_config_t cal_turn_config = {
     .topology = "ring:2", .algo = "rings", .timeout_s = 20};
 
-/* Broadcasts of one element, the root alternating: each call waits for
- * the one before, so a call's time is one message's. Median over reps
- * of the us a message. */
+/* The probe's call: an allreduce of PROBE_COUNT floats by the rings on
+ * two ranks, every call the same shape (the communicator's fast path, as
+ * a program's steady calls run), each waiting on its peer's messages.
+ * Median over reps of the us a call. */
+enum { PROBE_COUNT = 2 };
+
 mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 {
-    float x = 0;
+    float x[PROBE_COUNT] = {0};
     double us[MAX_REPS];
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < WARMUP && st == MRC_OK; i++)
-        st = mrc_broadcast(&x, &x, 1, MRC_FLOAT32, i % 2, c);
+        st = mrc_allreduce(x, x, PROBE_COUNT, MRC_FLOAT32, MRC_SUM, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         for (int i = 0; i < 2 * trips && st == MRC_OK; i++)
-            st = mrc_broadcast(&x, &x, 1, MRC_FLOAT32, i % 2, c);
+            st = mrc_allreduce(x, x, PROBE_COUNT, MRC_FLOAT32, MRC_SUM, c);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double t = (double)(t1.tv_sec - t0.tv_sec) +
                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -54,6 +57,35 @@ mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
     qsort(us, (size_t)reps, sizeof *us, cmp_double);
     *out = reps % 2 ? us[reps / 2] : (us[reps / 2 - 1] + us[reps / 2]) / 2;
     return MRC_OK;
+}
+
+/* The simulator's time (us) of the probe's call under profile p. */
+static mrc_status_t probe_time(const mrc_profile_t *p, double *us)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *prog = NULL;
+    mrc_sim_result_t *r = NULL;
+    mrc_embed_config_t ec = {.strategy = "ring"};
+    mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
+                               .count = PROBE_COUNT,
+                               .dtype = MRC_FLOAT32,
+                               .op = MRC_SUM};
+    mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = p};
+    mrc_status_t st = mrc_topo_create(cal_turn_config.topology, &t);
+    if (st == MRC_OK)
+        st = mrc_embed_create(t, &ec, &e);
+    if (st == MRC_OK)
+        st = mrc_program_compile(e, &cc, &prog);
+    if (st == MRC_OK)
+        st = mrc_sim_run(prog, t, &sc, &r);
+    if (st == MRC_OK)
+        *us = r->time_us;
+    mrc_sim_result_destroy(r);
+    mrc_program_destroy(prog);
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return st;
 }
 
 typedef struct turn_rank {
@@ -244,12 +276,24 @@ mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *p)
     return MRC_OK;
 }
 
-void cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
+mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
 {
+    /* message_us is fitted through the simulator, so that the model
+     * times the probe's own call as measured: the program's time with a
+     * message cost of 0 and of 1 us gives how many messages follow one
+     * another in it, and the rest of the call is theirs. */
     p->sync_us = sync_us;
-    /* The model charges a sync for the wait and message_us for the rest
-     * of a message: the call's software on both sides. */
-    p->message_us = call_us > sync_us ? call_us - sync_us : 0;
+    double t0 = 0, t1 = 0;
+    p->message_us = 0;
+    mrc_status_t st = probe_time(p, &t0);
+    p->message_us = 1;
+    if (st == MRC_OK)
+        st = probe_time(p, &t1);
+    if (st != MRC_OK)
+        return st;
+    double chain = t1 - t0;
+    p->message_us = chain > 0 && call_us > t0 ? (call_us - t0) / chain : 0;
+    return MRC_OK;
 }
 
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
@@ -268,7 +312,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         cal_message_us(plan->transport, plan->trips / 10 + 1, plan->reps, &msg);
     if (st != MRC_OK)
         return st;
-    cal_set_costs(p, sync, msg);
+    st = cal_set_costs(p, sync, msg);
     tell(plan, 1, "done");
-    return MRC_OK;
+    return st;
 }
