@@ -126,9 +126,9 @@ int cal_mpi(const char *cmd, cal_plan_t *plan, mrc_profile_t *out, int *rank0)
         rc = CLI_FAIL;
         goto done;
     }
-    if (rank == 0) { /* (a message of its own probe, less the sync) */
-        out->sync_us = sync;
-        out->message_us = msg > sync ? msg - sync : 0;
+    if (rank == 0 && (st = cal_set_costs(out, sync, msg)) != MRC_OK) {
+        cli_fail(cmd, st);
+        rc = CLI_FAIL;
     }
 done:
     MPI_Finalize();
