@@ -56,9 +56,11 @@ typedef struct mrc_config {
     int max_rings;
     /* Algorithm family: "rings", "direct1", "direct2", "tree", "hier"
      * or "auto" (see mrc_algo_t); NULL: $MRC_ALGO, else auto (the
-     * selector's cost model picks one per call shape). A family that
-     * does not apply to a call fails it with MRC_ERR_UNSUPPORTED and
-     * the reason. */
+     * selector's cost model picks one per call shape, with this host's
+     * figures when $MRC_PROFILE names a profile from `mrc calibrate`; a
+     * profile that cannot be read or is of another transport fails the
+     * communicator's creation). A family that does not apply to a call
+     * fails it with MRC_ERR_UNSUPPORTED and the reason. */
     const char *algo;
     /* The ranks are on this many hosts, in equal blocks of consecutive
      * ranks (what the hier family spans); 0: $MRC_HOSTS, else 1. For
