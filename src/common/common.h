@@ -184,6 +184,11 @@ mrc_status_t mrc__check_json_text(size_t len, const char *where);
 struct json_t;
 const char *mrc__json_unknown_key(struct json_t *obj,
                                   const char *const *known);
+/* MRC_OK, or MRC_ERR_PARSE naming the entry, the first unknown key (as
+ * `noun`: "key", "field") and the known ones. */
+mrc_status_t mrc__json_known_keys(struct json_t *obj,
+                                  const char *const *known,
+                                  const char *entry, const char *noun);
 /* The names of a NULL-terminated list as "a, b, c" in buf (cut to
  * size); returns buf. */
 const char *mrc__names_joined(const char *const *names, char *buf,

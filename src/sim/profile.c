@@ -17,6 +17,7 @@
  */
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,25 @@ static mrc_status_t read_header(json_t *root, mrc_profile_t *p)
     return MRC_OK;
 }
 
+/* The number fields of the top level, in the order they are checked:
+ * each in (0, max], or [0, max] when zero_ok. */
+static const struct number_field {
+    const char *name;
+    size_t at; /* offset of its double in mrc_profile_t */
+    int zero_ok;
+    double max;
+} number_fields[] = {
+    {"cache_bytes", offsetof(mrc_profile_t, cache_bytes), 0, MAX_CACHE_BYTES},
+    {"copy_gbps_cache", offsetof(mrc_profile_t, copy_gbps_cache), 0,
+     MAX_GBPS},
+    {"copy_gbps_memory", offsetof(mrc_profile_t, copy_gbps_memory), 0,
+     MAX_GBPS},
+    {"memory_gbps_shared", offsetof(mrc_profile_t, memory_gbps_shared), 0,
+     MAX_GBPS},
+    {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US},
+    {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US},
+};
+
 static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
 {
     mrc_status_t st = read_header(root, p);
@@ -220,24 +240,15 @@ static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
     if (st == MRC_OK)
         st =
             get_int(root, "nodes_per_memory", 1, 1 << 20, &p->nodes_per_memory);
-    if (st == MRC_OK)
-        st = get_number(root, "cache_bytes", "", 0, 0, MAX_CACHE_BYTES,
-                        &p->cache_bytes);
-    if (st == MRC_OK)
-        st = get_number(root, "copy_gbps_cache", "", 0, 0, MAX_GBPS,
-                        &p->copy_gbps_cache);
-    if (st == MRC_OK)
-        st = get_number(root, "copy_gbps_memory", "", 0, 0, MAX_GBPS,
-                        &p->copy_gbps_memory);
-    if (st == MRC_OK)
-        st = get_number(root, "memory_gbps_shared", "", 0, 0, MAX_GBPS,
-                        &p->memory_gbps_shared);
+    for (size_t i = 0;
+         st == MRC_OK && i < sizeof number_fields / sizeof number_fields[0];
+         i++) {
+        const struct number_field *n = &number_fields[i];
+        st = get_number(root, n->name, "", 0, n->zero_ok, n->max,
+                        (double *)((char *)p + n->at));
+    }
     if (st == MRC_OK)
         st = read_reduce(root, p);
-    if (st == MRC_OK)
-        st = get_number(root, "message_us", "", 0, 1, MAX_US, &p->message_us);
-    if (st == MRC_OK)
-        st = get_number(root, "sync_us", "", 0, 1, MAX_US, &p->sync_us);
     return st;
 }
 

@@ -35,12 +35,7 @@ void mrc_workload_destroy(mrc_workload_t *w)
 static mrc_status_t check_keys(json_t *obj, const char *const *known,
                                const char *entry)
 {
-    const char *key = mrc__json_unknown_key(obj, known);
-    char list[512];
-    if (!key)
-        return MRC_OK;
-    return mrc__error(MRC_ERR_PARSE, "%s: unknown field \"%s\" (known: %s)",
-                      entry, key, mrc__names_joined(known, list, sizeof list));
+    return mrc__json_known_keys(obj, known, entry, "field");
 }
 
 /* A string field parsed by `parse` (the mrc_*_parse functions). */

@@ -20,12 +20,7 @@ enum { MAX_NAME = 256 };
 static mrc_status_t check_keys(json_t *obj, const char *const *known,
                                const char *entry)
 {
-    const char *key = mrc__json_unknown_key(obj, known);
-    char list[256];
-    if (!key)
-        return MRC_OK;
-    return mrc__error(MRC_ERR_PARSE, "%s: unknown key \"%s\" (known: %s)",
-                      entry, key, mrc__names_joined(known, list, sizeof list));
+    return mrc__json_known_keys(obj, known, entry, "key");
 }
 
 static mrc_status_t get_int(json_t *obj, const char *key, const char *entry,
