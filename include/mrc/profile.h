@@ -31,13 +31,20 @@ typedef struct mrc_profile {
     /* How many nodes share one memory system (the ranks of one host). */
     int nodes_per_memory;
     /* Copy bandwidth of one node alone (GB/s, bytes copied per second):
-     * for working sets up to cache_bytes, and beyond. */
+     * for working sets up to cache_bytes, and beyond. The working set is
+     * every byte the nodes of one memory system touch in a run (their
+     * send and receive buffers): between the two regimes the model
+     * blends the rates by the share of it that fits. */
     double cache_bytes;
     double copy_gbps_cache;
     double copy_gbps_memory;
     /* The memory system's total copy bandwidth when all its nodes copy
      * at once (GB/s); what nodes_per_memory nodes share beyond cache. */
     double memory_gbps_shared;
+    /* The rate at which a node takes data another node of its host has
+     * just written (GB/s, in cache): the lines come from the other core,
+     * not from the node's own cache. Optional; 0: copy_gbps_cache. */
+    double peer_gbps_cache;
     /* Reduction kernel rate, bytes of one input operand per second
      * (GB/s), per dtype and op, in and beyond cache; 0 where not
      * measured (the copy rate is used). */

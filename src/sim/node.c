@@ -5,20 +5,25 @@
  * reductions and message handling are free.
  *
  * With a profile:
- * - every node has a memory channel of its own, of capacity its copy rate
- *   (in cache when the run's data per node is at most cache_bytes, from
- *   memory beyond); beyond cache, every memory operation of a node also
- *   crosses its memory system's channel, of capacity memory_gbps_shared,
- *   which the nodes of one host (nodes_per_memory consecutive nodes)
- *   share max-min fairly like any channel;
+ * - every node has a memory channel of its own, of capacity its copy rate;
+ *   every memory operation of a node beyond cache also crosses its
+ *   memory system's channel, of capacity memory_gbps_shared, which the
+ *   nodes of one host (nodes_per_memory consecutive nodes) share max-min
+ *   fairly like any channel. "Beyond cache" is a share, not a switch: of
+ *   the working set of a host (every node's send and receive buffers) a
+ *   share h = min(1, cache_bytes / set) hits the cache, so each rate is
+ *   the cache's for h of the bytes and the memory's for the rest, and
+ *   the host's channel carries the 1 - h that misses;
  * - a message between two nodes of one host is a copy by the receiver
- *   over those channels (not over the topology's links) and arrives
- *   message_us after its copy ends; between hosts it crosses the links
- *   as before, message_us later;
+ *   over those channels (not over the topology's links), at the rate it
+ *   takes lines another core wrote (peer_gbps_cache, in cache), and
+ *   arrives message_us after its copy ends; between hosts it crosses the
+ *   links as before, message_us later;
  * - a reduction of what a node received (or read) is the node's own work
  *   after the data is there, at its reduction rate for the dtype and op
- *   (its copy rate where the profile has none); a local copy or scaling
- *   at the copy rate;
+ *   (its copy rate where the profile has none); within a host the
+ *   transports reduce as they take, so what the reduction takes beyond
+ *   the receiver's copy; a local copy or scaling at the copy rate;
  * - a flag (signal/wait) or a barrier within one host takes sync_us.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
@@ -61,32 +66,65 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
     return MRC_OK;
 }
 
-/* The run's regime and rates: the data a node touches is its buffer (the
- * whole of it for reduce-scatter and allgather). */
+/* 1 / (h / a + (1 - h) / b): the rate of a stream of bytes a share h of
+ * which moves at a and the rest at b. */
+static double blend(double h, double a, double b)
+{
+    return h >= 1 ? a : 1 / (h / a + (1 - h) / b);
+}
+
+/* The share of a memory system's working set that its cache holds: the
+ * send and receive buffers of every node of the host (a node's buffer is
+ * the whole vector for reduce-scatter and allgather). */
+static double cache_share(const mrc__sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    const mrc_profile_t *f = s->node.prof;
+    double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        data *= p->num_groups ? p->groups[0].size : 1;
+    int nodes = s->node.per_host < p->num_nodes ? s->node.per_host
+                                                : p->num_nodes;
+    double set = 2 * data * nodes;
+    return set <= f->cache_bytes ? 1 : f->cache_bytes / set;
+}
+
+/* The run's rates: each the cache's for the share of the working set
+ * that fits, the memory's for the rest (a stream of lines, some hits and
+ * some misses, not a switch at one size). */
 static void node_rates(mrc__sim_t *s)
 {
     mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
     const mrc_program_t *p = s->p;
-    double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
-    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
-        p->cfg.collective == MRC_ALLGATHER)
-        data *= p->num_groups ? p->groups[0].size : 1;
-    m->beyond_cache = data > f->cache_bytes;
-    m->copy = m->beyond_cache ? f->copy_gbps_memory : f->copy_gbps_cache;
-    double red = 0;
+    double h = cache_share(s);
+    m->cached = h;
+    m->beyond_cache = h < 1;
+    m->copy = blend(h, f->copy_gbps_cache, f->copy_gbps_memory);
+    double peer = f->peer_gbps_cache > 0 ? f->peer_gbps_cache
+                                         : f->copy_gbps_cache;
+    m->peer = blend(h, peer, f->copy_gbps_memory);
+    double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
-        (unsigned)p->cfg.op < MRC_NUM_OPS)
-        red = m->beyond_cache ? f->reduce_gbps_memory[p->cfg.dtype][p->cfg.op]
-                              : f->reduce_gbps_cache[p->cfg.dtype][p->cfg.op];
-    m->reduce = red > 0 && isfinite(red) ? red : m->copy;
+        (unsigned)p->cfg.op < MRC_NUM_OPS) {
+        rc = f->reduce_gbps_cache[p->cfg.dtype][p->cfg.op];
+        rm = f->reduce_gbps_memory[p->cfg.dtype][p->cfg.op];
+    }
+    rc = rc > 0 && isfinite(rc) ? rc : f->copy_gbps_cache;
+    rm = rm > 0 && isfinite(rm) ? rm : f->copy_gbps_memory;
+    m->reduce = blend(h, rc, rm);
 }
 
-/* The memory channels: one per node, one per memory system. */
+/* The memory channels: one per node, one per memory system, and one
+ * per node for what it takes from its peers when that is slower than its
+ * own copies. The memory system's carries only the share of the bytes
+ * that misses the cache: its capacity is scaled up by the inverse. */
 static mrc_status_t node_channels(mrc__sim_t *s, int nn, int nh)
 {
     mrc__sim_node_t *m = &s->node;
-    size_t n = (size_t)s->num_chan + (size_t)nn + (size_t)nh + 1;
+    int np = m->peer < m->copy ? nn : 0;
+    size_t n = (size_t)s->num_chan + (size_t)nn + (size_t)nh + (size_t)np + 1;
     double *cap = realloc(s->cap, n * sizeof *cap);
     if (cap)
         s->cap = cap;
@@ -97,22 +135,30 @@ static mrc_status_t node_channels(mrc__sim_t *s, int nn, int nh)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     m->first_node_chan = s->num_chan;
     m->first_host_chan = s->num_chan + nn;
-    for (int i = 0; i < nn + nh; i++) {
-        s->cap[s->num_chan + i] =
-            i < nn ? m->copy : m->prof->memory_gbps_shared;
+    m->first_peer_chan = np ? s->num_chan + nn + nh : -1;
+    double shared = m->prof->memory_gbps_shared /
+                    (m->cached < 1 ? 1 - m->cached : 1);
+    for (int i = 0; i < nn + nh + np; i++) {
+        s->cap[s->num_chan + i] = i < nn        ? m->copy
+                                  : i < nn + nh ? shared
+                                                : m->peer;
         s->lat[s->num_chan + i] = 0;
     }
-    s->num_chan += nn + nh;
+    s->num_chan += nn + nh + np;
     return MRC_OK;
 }
 
-/* A node's memory route (its channel, and its host's beyond cache) with
- * this latency: -1 out of memory. */
-static int memory_route(mrc__sim_t *s, int u, double latency)
+/* A node's memory route (its channel, and its host's beyond cache; for
+ * what it takes from a peer, the peer channel first) with this latency:
+ * -1 out of memory. */
+static int memory_route(mrc__sim_t *s, int u, int from_peer, double latency)
 {
     mrc__sim_node_t *m = &s->node;
     int r = mrc__sim_new_route(s);
-    if (r < 0 || mrc__sim_route_hop(s, r, m->first_node_chan + u, -1))
+    if (r < 0 || (from_peer && m->first_peer_chan >= 0 &&
+                  mrc__sim_route_hop(s, r, m->first_peer_chan + u, -1)))
+        return -1;
+    if (mrc__sim_route_hop(s, r, m->first_node_chan + u, -1))
         return -1;
     if (m->beyond_cache &&
         mrc__sim_route_hop(s, r, m->first_host_chan + u / m->per_host, -1))
@@ -158,8 +204,8 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
     if (!m->local_route || !m->copy_route)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     for (int u = 0; u < nn; u++) {
-        m->local_route[u] = memory_route(s, u, 0);
-        m->copy_route[u] = memory_route(s, u, prof->message_us * 1e3);
+        m->local_route[u] = memory_route(s, u, 0, 0);
+        m->copy_route[u] = memory_route(s, u, 1, prof->message_us * 1e3);
         if (m->local_route[u] < 0 || m->copy_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
@@ -206,8 +252,16 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
         if (op->local == MRC__BUF_NONE)
             return 0;
         /* On the node's channel (its copy rate), as long as the
-         * reduction alone takes. */
-        bytes *= m->copy / m->reduce;
+         * reduction alone takes. Within a host the transports reduce as
+         * they take (one pass reads both operands and writes the sum),
+         * and the message was charged as the receiver's copy: only what
+         * the reduction takes beyond that copy is left. */
+        if (op->peer != node && mrc__sim_same_host(s, op->peer, node))
+            bytes *= fmax(0, m->copy / m->reduce - 1);
+        else
+            bytes *= m->copy / m->reduce;
+        if (bytes <= 0)
+            return 0;
         break;
     case MRC__COPY:
     case MRC__SCALE: break;

@@ -6,6 +6,7 @@
  *    "ranks": 2, "cores": 2, "nodes_per_memory": 2,
  *    "cache_bytes": 4194304, "copy_gbps_cache": 40,
  *    "copy_gbps_memory": 8, "memory_gbps_shared": 10,
+ *    "peer_gbps_cache": 12 (optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -44,6 +45,7 @@ static const char *const top_fields[] = {"format",
                                          "copy_gbps_cache",
                                          "copy_gbps_memory",
                                          "memory_gbps_shared",
+                                         "peer_gbps_cache",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -210,22 +212,27 @@ static mrc_status_t read_header(json_t *root, mrc_profile_t *p)
 }
 
 /* The number fields of the top level, in the order they are checked:
- * each in (0, max], or [0, max] when zero_ok. */
+ * each in (0, max], or [0, max] when zero_ok; an optional one may be
+ * missing (0). */
 static const struct number_field {
     const char *name;
     size_t at; /* offset of its double in mrc_profile_t */
     int zero_ok;
     double max;
+    int optional;
 } number_fields[] = {
-    {"cache_bytes", offsetof(mrc_profile_t, cache_bytes), 0, MAX_CACHE_BYTES},
+    {"cache_bytes", offsetof(mrc_profile_t, cache_bytes), 0,
+     MAX_CACHE_BYTES, 0},
     {"copy_gbps_cache", offsetof(mrc_profile_t, copy_gbps_cache), 0,
-     MAX_GBPS},
+     MAX_GBPS, 0},
     {"copy_gbps_memory", offsetof(mrc_profile_t, copy_gbps_memory), 0,
-     MAX_GBPS},
+     MAX_GBPS, 0},
     {"memory_gbps_shared", offsetof(mrc_profile_t, memory_gbps_shared), 0,
-     MAX_GBPS},
-    {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US},
-    {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US},
+     MAX_GBPS, 0},
+    {"peer_gbps_cache", offsetof(mrc_profile_t, peer_gbps_cache), 1,
+     MAX_GBPS, 1},
+    {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
+    {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
 
 static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
@@ -244,6 +251,8 @@ static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
          st == MRC_OK && i < sizeof number_fields / sizeof number_fields[0];
          i++) {
         const struct number_field *n = &number_fields[i];
+        if (n->optional && !json_object_get(root, n->name))
+            continue;
         st = get_number(root, n->name, "", 0, n->zero_ok, n->max,
                         (double *)((char *)p + n->at));
     }
@@ -373,6 +382,7 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "copy_gbps_cache", p->copy_gbps_cache, ",\n");
     put_number(&sb, "copy_gbps_memory", p->copy_gbps_memory, ",\n");
     put_number(&sb, "memory_gbps_shared", p->memory_gbps_shared, ",\n");
+    put_number(&sb, "peer_gbps_cache", p->peer_gbps_cache, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -44,9 +44,11 @@ typedef struct mrc__sim_route {
 typedef struct mrc__sim_node {
     const mrc_profile_t *prof; /* NULL: local memory is free */
     int per_host;              /* nodes per memory system */
-    int beyond_cache;          /* the run's data exceeds cache_bytes */
-    double copy, reduce;       /* bytes per ns of one node alone */
+    int beyond_cache;          /* the working set exceeds cache_bytes */
+    double cached;             /* the share of it in cache */
+    double copy, reduce, peer; /* bytes per ns of one node alone */
     int first_node_chan, first_host_chan;
+    int first_peer_chan;       /* -1: peers' data at the copy rate */
     int32_t *local_route;      /* [nodes]: the node's own memory work */
     int32_t *copy_route;       /* [nodes]: a message it copies in */
     int sync_route;            /* a flag or barrier within one host */

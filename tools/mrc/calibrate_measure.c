@@ -35,22 +35,25 @@ const mrc_config_t cal_turn_config = {
  * Median over reps of the us a call. */
 enum { PROBE_COUNT = 2 };
 
-mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
+/* reps loops of `iters` allreduces of `count` floats from send to recv
+ * (which may be send), after a warm-up: the median us a call. */
+static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
+                              size_t count, int iters, int reps, double *out)
 {
-    float x[PROBE_COUNT] = {0};
     double us[MAX_REPS];
     mrc_status_t st = MRC_OK;
-    for (int i = 0; i < WARMUP && st == MRC_OK; i++)
-        st = mrc_allreduce(x, x, PROBE_COUNT, MRC_FLOAT32, MRC_SUM, c);
+    int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
+    for (int i = 0; i < warmup && st == MRC_OK; i++)
+        st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int i = 0; i < 2 * trips && st == MRC_OK; i++)
-            st = mrc_allreduce(x, x, PROBE_COUNT, MRC_FLOAT32, MRC_SUM, c);
+        for (int i = 0; i < iters && st == MRC_OK; i++)
+            st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         double t = (double)(t1.tv_sec - t0.tv_sec) +
                    1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        us[r] = t / (2.0 * trips) * 1e6;
+        us[r] = t / iters * 1e6;
     }
     if (st != MRC_OK)
         return st;
@@ -59,20 +62,57 @@ mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
     return MRC_OK;
 }
 
-/* The simulator's time (us) of the probe's call under profile p. */
-static mrc_status_t probe_time(const mrc_profile_t *p, double *us)
+mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 {
+    float x[PROBE_COUNT] = {0};
+    return call_loop(c, x, x, PROBE_COUNT, 2 * trips, reps, out);
+}
+
+/* What a rank of a timed probe runs: `count` floats (zeros: every sum
+ * stays zero, at the speed of any other), `iters` calls a loop, out of
+ * place as applications mostly call (the working set the node model
+ * counts: a send and a receive buffer a node). */
+typedef struct call_probe {
+    size_t count;
+    int iters, reps;
+} call_probe_t;
+
+static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
+                                double *out)
+{
+    if (pr->count == PROBE_COUNT && pr->iters % 2 == 0)
+        return cal_turns(c, pr->iters / 2, pr->reps, out);
+    float *send = calloc(pr->count, sizeof *send);
+    float *recv = calloc(pr->count, sizeof *recv);
+    mrc_status_t st =
+        send && recv ? call_loop(c, send, recv, pr->count, pr->iters,
+                                 pr->reps, out)
+                     : mrc__error(MRC_ERR_NO_MEMORY,
+                                  "calibrate: no memory for 2 x %zu floats",
+                                  pr->count);
+    free(send);
+    free(recv);
+    return st;
+}
+
+/* The simulator's time (us) of a rings allreduce of `count` floats on
+ * ring:`ranks` under profile p: what the probes time. */
+static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
+                                  size_t count, double *us)
+{
+    char spec[32];
+    snprintf(spec, sizeof spec, "ring:%d", ranks);
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     mrc_program_t *prog = NULL;
     mrc_sim_result_t *r = NULL;
     mrc_embed_config_t ec = {.strategy = "ring"};
     mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
-                               .count = PROBE_COUNT,
+                               .count = count,
                                .dtype = MRC_FLOAT32,
                                .op = MRC_SUM};
     mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = p};
-    mrc_status_t st = mrc_topo_create(cal_turn_config.topology, &t);
+    mrc_status_t st = mrc_topo_create(spec, &t);
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
     if (st == MRC_OK)
@@ -88,42 +128,68 @@ static mrc_status_t probe_time(const mrc_profile_t *p, double *us)
     return st;
 }
 
-typedef struct turn_rank {
+/* The probes' communicators: ring:P running the rings family, whatever
+ * the selector would pick (ring:2 for the message probe). */
+static mrc_config_t probe_config(int ranks, char *spec, size_t len)
+{
+    snprintf(spec, len, "ring:%d", ranks);
+    mrc_config_t cfg = cal_turn_config;
+    cfg.topology = spec;
+    return cfg;
+}
+
+typedef struct probe_rank {
     mrc_comm_t *comm;
-    int trips, reps;
+    const call_probe_t *probe;
     double us;
     mrc_status_t st;
     char err[256];
-} turn_rank_t;
+} probe_rank_t;
 
-static void *turn_thread(void *arg)
+static void *probe_thread(void *arg)
 {
-    turn_rank_t *t = arg;
-    t->st = cal_turns(t->comm, t->trips, t->reps, &t->us);
+    probe_rank_t *t = arg;
+    t->st = probe_calls(t->comm, t->probe, &t->us);
     if (t->st != MRC_OK)
         snprintf(t->err, sizeof t->err, "%s", mrc_last_error());
     return NULL;
 }
 
-static mrc_status_t message_threads(int trips, int reps, double *out)
+enum { MAX_PROBE_RANKS = 256 };
+
+/* The probe on `ranks` threads of this process; rank 0's figure. */
+static mrc_status_t probe_threads(int ranks, const call_probe_t *pr,
+                                  double *out)
 {
-    mrc_comm_t *comms[2] = {0};
-    mrc_status_t st = mrc_comm_init_all(comms, 2, &cal_turn_config);
+    static mrc_comm_t *comms[MAX_PROBE_RANKS];
+    static probe_rank_t peer[MAX_PROBE_RANKS];
+    pthread_t tid[MAX_PROBE_RANKS];
+    char spec[32];
+    mrc_config_t cfg = probe_config(ranks, spec, sizeof spec);
+    mrc_status_t st = mrc_comm_init_all(comms, ranks, &cfg);
     if (st != MRC_OK)
         return st;
-    turn_rank_t peer = {.comm = comms[1], .trips = trips, .reps = reps};
-    pthread_t tid;
-    if (pthread_create(&tid, NULL, turn_thread, &peer) != 0) {
-        st = mrc__error(MRC_ERR_INTERNAL, "cannot start a thread");
-        goto done;
+    int started = 1;
+    for (; started < ranks; started++) {
+        peer[started] = (probe_rank_t){.comm = comms[started], .probe = pr};
+        if (pthread_create(&tid[started], NULL, probe_thread,
+                           &peer[started]) != 0)
+            break;
     }
-    st = cal_turns(comms[0], trips, reps, out);
-    pthread_join(tid, NULL);
-    if (st == MRC_OK && peer.st != MRC_OK)
-        st = mrc__error(peer.st, "%s", peer.err);
-done:
-    mrc_comm_destroy(comms[0]);
-    mrc_comm_destroy(comms[1]);
+    if (started < ranks) {
+        /* The started ranks wait for this one until their timeout. */
+        st = mrc__error(MRC_ERR_INTERNAL, "cannot start a thread");
+        mrc_comm_destroy(comms[0]);
+        comms[0] = NULL;
+    } else
+        st = probe_calls(comms[0], pr, out);
+    for (int k = 1; k < started; k++) {
+        pthread_join(tid[k], NULL);
+        if (st == MRC_OK && peer[k].st != MRC_OK)
+            st = mrc__error(peer[k].st, "%s", peer[k].err);
+    }
+    for (int k = 0; k < ranks; k++)
+        mrc_comm_destroy(comms[k]);
     return st;
 }
 
@@ -134,13 +200,16 @@ typedef struct turn_report {
     char err[256];
 } turn_report_t;
 
-static void shm_rank(int rank, const char *job, int trips, int reps, int fd)
+static void shm_rank(int ranks, int rank, const char *job,
+                     const call_probe_t *pr, int fd)
 {
     turn_report_t rep = {0};
     mrc_comm_t *c = NULL;
-    rep.st = mrc_comm_init_rank(&c, 2, rank, job, &cal_turn_config);
+    char spec[32];
+    mrc_config_t cfg = probe_config(ranks, spec, sizeof spec);
+    rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
     if (rep.st == MRC_OK)
-        rep.st = cal_turns(c, trips, reps, &rep.us);
+        rep.st = probe_calls(c, pr, &rep.us);
     if (rep.st != MRC_OK)
         snprintf(rep.err, sizeof rep.err, "%s", mrc_last_error());
     mrc_comm_destroy(c);
@@ -149,9 +218,10 @@ static void shm_rank(int rank, const char *job, int trips, int reps, int fd)
     _exit(rep.st == MRC_OK ? 0 : 1);
 }
 
-/* Two processes of this program, joined as an shm job the way `mrc
+/* `ranks` processes of this program, joined as an shm job the way `mrc
  * launch` joins its ranks (a random job id, a private segment). */
-static mrc_status_t message_shm(int trips, int reps, double *out)
+static mrc_status_t probe_shm(int ranks, const call_probe_t *pr,
+                              double *out)
 {
     unsigned char r[16];
     char job[64];
@@ -164,19 +234,21 @@ static mrc_status_t message_shm(int trips, int reps, double *out)
     if (pipe(fd) != 0)
         return mrc__error(MRC_ERR_INTERNAL, "cannot make a pipe");
     fflush(NULL);
-    pid_t pid[2] = {-1, -1};
-    for (int k = 0; k < 2; k++) {
+    pid_t pid[MAX_PROBE_RANKS];
+    int forked = 1;
+    for (int k = 0; k < ranks; k++) {
         pid[k] = fork();
         if (pid[k] == 0) {
             close(fd[0]);
-            shm_rank(k, job, trips, reps, fd[1]);
+            shm_rank(ranks, k, job, pr, fd[1]);
         }
+        forked &= pid[k] > 0;
     }
     close(fd[1]);
     turn_report_t rep = {.st = MRC_ERR_TRANSPORT};
-    ssize_t got = pid[0] > 0 && pid[1] > 0 ? read(fd[0], &rep, sizeof rep) : -1;
+    ssize_t got = forked ? read(fd[0], &rep, sizeof rep) : -1;
     close(fd[0]);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < ranks; k++)
         if (pid[k] > 0)
             waitpid(pid[k], NULL, 0);
     if (got != (ssize_t)sizeof rep)
@@ -188,17 +260,31 @@ static mrc_status_t message_shm(int trips, int reps, double *out)
     return MRC_OK;
 }
 
+/* The median us of a rings allreduce of `count` floats on `ranks` ranks
+ * of the transport. */
+static mrc_status_t probe_allreduce(const char *transport, int ranks,
+                                    const call_probe_t *pr, double *out)
+{
+    if (ranks < 2 || ranks > MAX_PROBE_RANKS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "calibrate: %d ranks (2..%d)", ranks,
+                          MAX_PROBE_RANKS);
+    if (strcmp(transport, "threads") == 0)
+        return probe_threads(ranks, pr, out);
+    if (strcmp(transport, "shm") == 0)
+        return probe_shm(ranks, pr, out);
+    return mrc__error(MRC_ERR_UNSUPPORTED,
+                      "no message probe for the %s transport", transport);
+}
+
 mrc_status_t cal_message_us(const char *transport, int trips, int reps,
                             double *out)
 {
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     trips = trips < 1 ? 1 : trips;
-    if (strcmp(transport, "threads") == 0)
-        return message_threads(trips, reps, out);
-    if (strcmp(transport, "shm") == 0)
-        return message_shm(trips, reps, out);
-    return mrc__error(MRC_ERR_UNSUPPORTED,
-                      "no message probe for the %s transport", transport);
+    call_probe_t pr = {.count = PROBE_COUNT, .iters = 2 * trips,
+                       .reps = reps};
+    return probe_allreduce(transport, 2, &pr, out);
 }
 
 /* The probes' steps, for the progress bar: sizes of the copy sweep, the
@@ -211,9 +297,36 @@ static void tell(const cal_plan_t *plan, double done, const char *what)
         plan->progress(plan->ctx, done, what);
 }
 
-/* Copy rates of one node over vector sizes: the best in cache, the rate
- * well beyond, and where the cache ends (the largest size still above
- * the geometric mean of the two). */
+/* The last-level cache of the host (bytes) as the kernel describes it,
+ * or 0: the largest cache of cpu0. */
+static double llc_bytes(void)
+{
+    double best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[96];
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        unsigned long v = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &v, &unit) >= 1) {
+            double b = (double)v * (unit == 'K'   ? 1024.0
+                                    : unit == 'M' ? 1048576.0
+                                                  : 1.0);
+            best = b > best ? b : best;
+        }
+        fclose(f);
+    }
+    return best;
+}
+
+/* Copy rates of one node over vector sizes: the best in cache and the
+ * rate well beyond. Where the cache ends: the working set the host's
+ * last-level cache holds, as the kernel states it; else twice (source
+ * and destination) the largest copy whose rate is still above the
+ * geometric mean of the two. */
 static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
 {
     size_t size[SWEEP] = {(size_t)64 << 10, (size_t)256 << 10,
@@ -233,6 +346,10 @@ static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
     for (int i = 1; i < SWEEP - 1; i++)
         if (rate[i] >= edge)
             p->cache_bytes = (double)size[i];
+    p->cache_bytes *= 2;
+    double llc = llc_bytes();
+    if (llc > 0)
+        p->cache_bytes = llc;
 }
 
 static void reduce_rates(const cal_plan_t *plan, mrc_profile_t *p)
@@ -285,15 +402,109 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
     p->sync_us = sync_us;
     double t0 = 0, t1 = 0;
     p->message_us = 0;
-    mrc_status_t st = probe_time(p, &t0);
+    mrc_status_t st = sim_allreduce(p, 2, PROBE_COUNT, &t0);
     p->message_us = 1;
     if (st == MRC_OK)
-        st = probe_time(p, &t1);
+        st = sim_allreduce(p, 2, PROBE_COUNT, &t1);
     if (st != MRC_OK)
         return st;
     double chain = t1 - t0;
     p->message_us = chain > 0 && call_us > t0 ? (call_us - t0) / chain : 0;
     return MRC_OK;
+}
+
+/* A figure of the profile the fit sets: x into p. */
+typedef void (*fit_set_t)(mrc_profile_t *p, const mrc_profile_t *base,
+                          double x);
+
+static void set_peer(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->peer_gbps_cache = x;
+}
+
+static void set_shared(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->memory_gbps_shared = x;
+}
+
+/* Every rate beyond cache, x times the probes' own. */
+static void set_beyond(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    p->copy_gbps_memory = base->copy_gbps_memory * x;
+    for (int d = 0; d < MRC_NUM_DTYPES; d++)
+        for (int o = 0; o < MRC_NUM_OPS; o++)
+            p->reduce_gbps_memory[d][o] = base->reduce_gbps_memory[d][o] * x;
+}
+
+/* Sets x in [lo, hi] into p so that the simulator times a rings
+ * allreduce of `count` floats on `ranks` nodes as measured (us): the
+ * time falls as x grows, so a bisection over its logarithm. *clamped: a
+ * measurement no x in range explains (x is then the bound). */
+static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo,
+                        double hi, int ranks, size_t count, double us,
+                        int *clamped)
+{
+    mrc_profile_t base = *p;
+    double x0 = lo, x1 = hi;
+    for (int i = 0; i < 48; i++) {
+        double t = 0, x = sqrt(x0 * x1);
+        set(p, &base, x);
+        mrc_status_t st = sim_allreduce(p, ranks, count, &t);
+        if (st != MRC_OK)
+            return st;
+        if (t > us)
+            x0 = x;
+        else
+            x1 = x;
+    }
+    double x = sqrt(x0 * x1);
+    set(p, &base, x);
+    *clamped = x > hi * 0.999 || x < lo * 1.001;
+    return MRC_OK;
+}
+
+/* The rates the transport's own collectives reach, fitted through the
+ * simulator as message_us is: a rings allreduce of FIT_CACHE_BYTES,
+ * well in cache, gives the rate a node takes what its peers wrote
+ * (peer_gbps_cache); one of the plan's memory_bytes, far beyond, what
+ * the host's memory gives all its nodes at once (memory_gbps_shared),
+ * or, where even unshared memory would be too slow for it, how much
+ * faster than the probes' plain loops the kernels stream beyond cache
+ * (every rate beyond cache scaled). The copy probes alone miss both:
+ * lines that come from another core, and kernels that stream past the
+ * cache faster than a copy loop of one node. */
+enum { FIT_CACHE_BYTES = 256 << 10 };
+
+static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
+                                         mrc_profile_t *p)
+{
+    call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
+                       .iters = 200,
+                       .reps = plan->reps};
+    double us = 0;
+    int clamped = 0;
+    tell(plan, 0.9, "collectives");
+    mrc_status_t st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
+    if (st == MRC_OK)
+        st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
+                 pr.count, us, &clamped);
+    if (st != MRC_OK)
+        return st;
+    pr.count = plan->memory_bytes / sizeof(float);
+    pr.iters = 2;
+    tell(plan, 0.95, "collectives");
+    st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
+    double shared = p->memory_gbps_shared;
+    if (st == MRC_OK)
+        st = fit(p, set_shared, 0.01, 1e4, plan->ranks, pr.count, us,
+                 &clamped);
+    if (st == MRC_OK && clamped) {
+        p->memory_gbps_shared = shared;
+        st = fit(p, set_beyond, 1, 16, plan->ranks, pr.count, us, &clamped);
+    }
+    return st;
 }
 
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
@@ -313,6 +524,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (st != MRC_OK)
         return st;
     st = cal_set_costs(p, sync, msg);
+    if (st == MRC_OK)
+        st = fit_collective_rates(plan, p);
     tell(plan, 1, "done");
     return st;
 }

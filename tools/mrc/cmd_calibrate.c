@@ -77,11 +77,16 @@ static void summary(const mrc_profile_t *p, const char *path)
     char cache[32];
     printf("calibrate  %s, %d ranks on %d cores\n", p->transport, p->ranks,
            p->cores);
-    printf("copy       %.2f GB/s in cache (up to %s), %.2f GB/s beyond\n",
+    printf("copy       %.2f GB/s in cache (a working set up to %s), "
+           "%.2f GB/s beyond\n",
            p->copy_gbps_cache,
            mrc__format_bytes((uint64_t)p->cache_bytes, cache, sizeof cache),
            p->copy_gbps_memory);
-    printf("shared     %.2f GB/s when all %d nodes copy at once\n",
+    if (p->peer_gbps_cache > 0)
+        printf("peer       %.2f GB/s taking what another node wrote, in "
+               "cache\n",
+               p->peer_gbps_cache);
+    printf("shared     %.2f GB/s for all %d nodes beyond cache\n",
            p->memory_gbps_shared, p->nodes_per_memory);
     printf("reduce     float32 sum %.2f GB/s in cache, %.2f beyond; "
            "bfloat16 sum %.2f, %.2f\n",

@@ -30,6 +30,7 @@ static mrc_profile_t sample(void)
     p.copy_gbps_cache = 41.5;
     p.copy_gbps_memory = 7.25;
     p.memory_gbps_shared = 9.875;
+    p.peer_gbps_cache = 12.5;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -56,6 +57,25 @@ static void test_round_trip(void **state)
     memset(p.reduce_gbps_memory, 0, sizeof p.reduce_gbps_memory);
     assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
     assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
+    assert_memory_equal(&p, &q, sizeof p);
+    mrc_free(json);
+}
+
+/* peer_gbps_cache is optional (profiles written before it read back
+ * with 0: the copy rate). */
+static void test_optional_peer(void **state)
+{
+    (void)state;
+    mrc_profile_t p = sample(), q;
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    char *at = strstr(json, "  \"peer_gbps_cache\": 12.5,\n");
+    assert_non_null(at);
+    const char *rest = strchr(at, '\n') + 1;
+    memmove(at, rest, strlen(rest) + 1);
+    assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
+    assert_true(q.peer_gbps_cache == 0);
+    p.peer_gbps_cache = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -115,6 +135,8 @@ static void test_bad_fields(void **state)
             "\"copy_gbps_memory\"");
     refused("\"memory_gbps_shared\": 9.875", "\"memory_gbps_shared\": 1e300",
             "\"memory_gbps_shared\"");
+    refused("\"peer_gbps_cache\": 12.5", "\"peer_gbps_cache\": -1",
+            "\"peer_gbps_cache\"");
     refused("\"message_us\": 0.4", "\"message_us\": -0.4", "\"message_us\"");
     refused("\"sync_us\": 0", "\"sync_us\": null", "\"sync_us\"");
     refused("\"sync_us\": 0", "\"sync_us\": 0, \"sync\": 1",
@@ -319,7 +341,8 @@ static void test_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_optional_peer), cmocka_unit_test(test_bad_fields),
         cmocka_unit_test(test_bad_text),   cmocka_unit_test(test_load),
         cmocka_unit_test(test_env),
     };

@@ -567,9 +567,10 @@ static mrc_sim_result_t *sim_profile(const setup_t *s, mrc_sim_mode_t mode,
 /* A ring allreduce of S bytes on N nodes of one host, in cache, BSP, one
  * bidirectional ring: each of its 2(N-1) steps is a message (message_us)
  * and the copy of the S/N bytes a node receives at its copy rate C; the
- * N-1 steps of the reduce-scatter also reduce them at R. The links'
- * bandwidth and latency play no part: the ranks of one host talk through
- * memory. */
+ * N-1 steps of the reduce-scatter reduce them as they take them, which
+ * costs what a reduction at R takes beyond that copy (nothing when R is
+ * the faster). The links' bandwidth and latency play no part: the ranks
+ * of one host talk through memory. */
 static void test_node_closed_form(void **state)
 {
     (void)state;
@@ -588,7 +589,7 @@ static void test_node_closed_form(void **state)
                                  "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
                 mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
                 double want = 2.0 * (N - 1) * (m * 1e3 + S / (N * C)) +
-                              (N - 1) * S / (N * R);
+                              (N - 1) * S / N * fmax(0, 1 / R - 1 / C);
                 expect_close(r->time_us * 1e3, want, "allreduce");
                 assert_int_equal(r->steps, 2 * (N - 1));
                 /* Memory is not a link: no link carries a byte. */
@@ -599,25 +600,25 @@ static void test_node_closed_form(void **state)
 }
 
 /* Beyond cache the nodes of one memory system share its bandwidth M.
- * With M equal to one node's copy rate Cm: one node copying alone (the
- * root of a reduce on ring:2 receives S, then reduces it at R) has its
- * full rate; two nodes copying at once (an allgather on ring:2: each
- * receives the other's block and copies its own) take twice as long as
- * with memory to spare (M = 2 Cm). */
+ * With no cache at all and M equal to one node's copy rate Cm: one node
+ * copying alone (the root of a reduce on ring:2 takes S and reduces it
+ * as it goes, at R < Cm) has its full rate; two nodes copying at once
+ * (an allgather on ring:2: each receives the other's block and copies
+ * its own) take twice as long as with memory to spare (M = 2 Cm). */
 static void test_node_memory_sharing(void **state)
 {
     (void)state;
     const double Cm = 4, R = 3, m = 0.25;
-    size_t count = 1 << 19; /* 2 MiB of float32: beyond 1 MiB of cache */
+    size_t count = 1 << 19; /* 2 MiB of float32 */
     double S = 4.0 * (double)count;
     mrc_profile_t shared = profile(2, 50, Cm, Cm, R, m, 0);
     mrc_profile_t ample = profile(2, 50, Cm, 2 * Cm, R, m, 0);
+    shared.cache_bytes = ample.cache_bytes = 0;
     setup_t b = make("ring:2", "ring", MRC_REDUCE, count, MRC_FLOAT32);
     for (int i = 0; i < 2; i++) {
         mrc_sim_result_t *r =
             sim_profile(&b, MRC_SIM_BSP, i ? &ample : &shared);
-        expect_close(r->time_us * 1e3, m * 1e3 + S / Cm + S / R,
-                     "one alone");
+        expect_close(r->time_us * 1e3, m * 1e3 + S / R, "one alone");
         mrc_sim_result_destroy(r);
     }
     drop(&b);
@@ -634,6 +635,34 @@ static void test_node_memory_sharing(void **state)
     expect_close(spare, S / Cm, "memory to spare");
     expect_close(two, 2 * spare, "two at once");
     drop(&g);
+}
+
+/* Between the regimes: a broadcast of S bytes on ring:2 is one message,
+ * the receiver's copy of S (and the root's own copy beside it). With a
+ * cache that holds half the host's working set (two nodes' send and
+ * receive buffers, 4 S) half the bytes move at the cache's rate C and
+ * half at the memory's Cm; with a peer rate P below C, what a node takes
+ * from its peer in cache moves at P. */
+static void test_node_blend(void **state)
+{
+    (void)state;
+    const double C = 20, Cm = 4, P = 5, m = 0.5;
+    size_t count = 1 << 16;
+    double S = 4.0 * (double)count;
+    setup_t b = make("ring:2", "ring", MRC_BROADCAST, count, MRC_FLOAT32);
+    mrc_profile_t half = profile(2, C, Cm, 1000, 10, m, 0);
+    half.cache_bytes = 2 * S;
+    mrc_sim_result_t *r = sim_profile(&b, MRC_SIM_BSP, &half);
+    expect_close(r->time_us * 1e3, m * 1e3 + S * (0.5 / C + 0.5 / Cm),
+                 "half in cache");
+    mrc_sim_result_destroy(r);
+    mrc_profile_t peer = profile(2, C, Cm, 1000, 10, m, 0);
+    peer.cache_bytes = 8 * S;
+    peer.peer_gbps_cache = P;
+    r = sim_profile(&b, MRC_SIM_BSP, &peer);
+    expect_close(r->time_us * 1e3, m * 1e3 + S / P, "from the peer");
+    mrc_sim_result_destroy(r);
+    drop(&b);
 }
 
 /* Without a profile every figure is the link model's (the closed form of
@@ -654,7 +683,8 @@ static void test_node_profile_null(void **state)
     mrc_profile_t f = profile(2, 10, 1, 1, 4, 2, 0);
     r = sim_profile(&s, MRC_SIM_BSP, &f);
     double bsp = r->time_us;
-    expect_close(bsp * 1e3, 2 * (2e3 + S / 2 / 10) + S / 2 / 4, "profile");
+    expect_close(bsp * 1e3, 2 * (2e3 + S / 2 / 10) + S / 2 * (0.25 - 0.1),
+                 "profile");
     mrc_sim_result_destroy(r);
     r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
     assert_true(r->time_us <= bsp * (1 + 1e-12));
@@ -749,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_energy_from_mask),
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_memory_sharing),
+        cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_profile_null),
         cmocka_unit_test(test_node_families),
         cmocka_unit_test(test_node_bad_profile),
