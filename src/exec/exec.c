@@ -915,7 +915,9 @@ static mrc_status_t run_chain(mrc__exec_t *x, const mrc__transport_t *t,
             hand_ports(x, t, op->step);
         int done = 0;
         st = MRC_OK;
-        if (op->kind == MRC__GET) { /* a run of gets, or 0: one alone */
+        /* A run of gets (of blocks worth tiling), or 0: one alone. */
+        if (op->kind == MRC__GET && op->local &&
+            op->count * x->elem >= 2 * (size_t)GET_TILE) {
             done = get_run(x, t, i, pl->num_ops, sb, rb, xb, &st);
             if (st == MRC_OK && done < 0)
                 st = MRC_INPROGRESS;
@@ -945,14 +947,22 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
 {
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
-    x->ports_until = 0;
-    if (x->num_fwds)
-        memset(x->fwd_sends, 0, x->num_fwds * sizeof *x->fwd_sends);
-    memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);
-    memset(x->complete, 0, (size_t)pl->num_chains);
-    memset(x->first_open, 0, (size_t)x->num_stream_ids * sizeof *x->first_open);
-    for (int i = 0; i < x->num_slots; i++)
-        x->slot_user[i] = -1;
+    x->cursor[0] = 0;
+    /* Nobody to tell the ports (the CPU transports, no trace): no mask
+     * is handed over in this call. */
+    x->ports_until = t->ops->ports || mrc__log_level() >= MRC__LOG_TRACE
+                         ? 0
+                         : INT32_MAX;
+    if (!x->straight) { /* the chains' bookkeeping, which run_chain has not */
+        if (x->num_fwds)
+            memset(x->fwd_sends, 0, x->num_fwds * sizeof *x->fwd_sends);
+        memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);
+        memset(x->complete, 0, (size_t)pl->num_chains);
+        memset(x->first_open, 0,
+               (size_t)x->num_stream_ids * sizeof *x->first_open);
+        for (int i = 0; i < x->num_slots; i++)
+            x->slot_user[i] = -1;
+    }
     mrc__call_t call = as ? *as : call_of(&x->program->cfg);
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
