@@ -259,3 +259,31 @@ def test_fabric_schedule_by_hand():
                                '"destinations": [1, 5], "bytes": 8}]}')
     assert (y.tiles, y.columns) == (8, None)
     assert f.run(y)["delivered"] == 4
+
+
+PROFILE = {"format": "mrc-profile", "version": 1, "transport": "threads",
+           "ranks": 2, "cores": 2, "nodes_per_memory": 2,
+           "cache_bytes": 4194304, "copy_gbps_cache": 40,
+           "copy_gbps_memory": 8, "memory_gbps_shared": 10,
+           "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
+           "message_us": 0.4, "sync_us": 0.2}
+
+
+def test_simulation_with_a_profile_matches_cli(tmp_path):
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(PROFILE))
+    prof = mrc.load_profile(path)
+    assert prof.transport == "threads" and prof.message_us == 0.4
+    assert prof.reduce_gbps_cache.shape == (10, 5)
+    assert prof.reduce_gbps_cache.max() == 20
+    p = mrc.compile(mrc.Embedding("ring:4"), "allreduce", 1 << 18)
+    want = cli_json("sim", "ring:4", "--collective", "allreduce", "--size",
+                    "1M", "--profile", str(path))
+    for profile in (str(path), prof,
+                    mrc.Profile(json_text=json.dumps(PROFILE))):
+        r = mrc.simulate(p, profile=profile)
+        assert r.time_us == pytest.approx(want["time_us"], abs=1e-6)
+    # the node model costs time that the links alone do not
+    assert mrc.simulate(p).time_us < r.time_us
+    with pytest.raises(mrc.Error, match="unknown field \"bogus\""):
+        mrc.Profile(json_text=json.dumps(dict(PROFILE, bogus=1)))
