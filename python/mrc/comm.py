@@ -16,7 +16,7 @@ import numpy as np
 from . import _lib
 from ._lib import Owned, arg, check, lib, parse_enum
 
-__all__ = ["Comm", "DTYPES", "OPS"]
+__all__ = ["Comm", "DTYPES", "OPS", "to_bfloat16", "from_bfloat16"]
 
 # numpy dtype -> mrc dtype name. bfloat16 has no numpy type: pass a uint16
 # array (the top 16 bits of each float32) with dtype="bfloat16".
@@ -26,6 +26,19 @@ DTYPES = {np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8",
           np.dtype(np.float16): "float16", np.dtype(np.float32): "float32",
           np.dtype(np.float64): "float64"}
 OPS = ("sum", "prod", "min", "max", "avg")
+
+
+def to_bfloat16(a):
+    """bfloat16 bits (a uint16 array) of the values of ``a``, rounded to
+    nearest even, as mrc rounds; pass them with ``dtype="bfloat16"``."""
+    u = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bfloat16(bits):
+    """The float32 values of bfloat16 bits (a uint16 array)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32)
+            << 16).view(np.float32)
 
 
 def _dtype_of(a, dtype, where):

@@ -66,19 +66,21 @@ class Topology(Owned):
         fields take the file format's defaults (1 link, 32 GB/s,
         500 ns)."""
         arr = (_lib.Link * max(len(links), 1))()
-        for i, l in enumerate(links):
-            if isinstance(l, dict):
-                unknown = set(l) - set(_LINK_FIELDS)
+        for i, link in enumerate(links):
+            if isinstance(link, dict):
+                unknown = set(link) - set(_LINK_FIELDS)
                 if unknown:
                     raise _lib.error_arg(
                         "link %d: unknown key %s (known: a, b, count, "
-                        "bandwidth_gbps, latency_ns)" % (i, sorted(unknown)[0]))
-                l = (l.get("a"), l.get("b"), l.get("count", 1),
-                     l.get("bandwidth_gbps", 32.0), l.get("latency_ns", 500.0))
-            l = tuple(l) + (1, 32.0, 500.0)[max(len(l) - 2, 0):]
+                        "bandwidth_gbps, latency_ns)"
+                        % (i, sorted(unknown)[0]))
+                link = (link.get("a"), link.get("b"), link.get("count", 1),
+                        link.get("bandwidth_gbps", 32.0),
+                        link.get("latency_ns", 500.0))
+            link = tuple(link) + (1, 32.0, 500.0)[max(len(link) - 2, 0):]
             try:
-                arr[i] = _lib.Link(int(l[0]), int(l[1]), int(l[2]),
-                                   float(l[3]), float(l[4]), 0, 0)
+                arr[i] = _lib.Link(int(link[0]), int(link[1]), int(link[2]),
+                                   float(link[3]), float(link[4]), 0, 0)
             except (TypeError, ValueError, IndexError):
                 raise _lib.error_arg("link %d: %r is not (a, b[, count[, "
                                      "bandwidth_gbps[, latency_ns]]])"

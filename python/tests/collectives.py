@@ -8,20 +8,12 @@ compared byte for byte."""
 
 import numpy as np
 
+import mrc
+
 BF16 = "bfloat16"
 DTYPES = [np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64,
           np.float16, np.float32, np.float64, BF16]
 COUNTS = [0, 1, 7, 1000]
-
-
-def _to_bf16(f32):
-    """float32 -> bfloat16 bits, rounded to nearest even (as mrc does)."""
-    u = np.asarray(f32, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def _from_bf16(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def values(rank, n, dtype, seed):
@@ -29,7 +21,7 @@ def values(rank, n, dtype, seed):
     i = np.arange(n, dtype=np.int64)
     if dtype == BF16:
         v = (i * 7 + rank * 3 + seed) % 7 - 3
-        return _to_bf16(v.astype(np.float32))
+        return mrc.to_bfloat16(v.astype(np.float32))
     if np.dtype(dtype).kind == "u":
         return ((i * 5 + rank * 3 + seed) % 6).astype(dtype)
     return ((i * 7 + rank * 3 + seed) % 7 - 3).astype(dtype)
@@ -39,7 +31,8 @@ def expected(inputs, op, dtype):
     """The sequential reduction of the ranks' inputs, in the dtype."""
     nranks = len(inputs)
     if dtype == BF16:
-        x = np.stack([_from_bf16(a) for a in inputs]).astype(np.float64)
+        x = np.stack([mrc.from_bfloat16(a) for a in inputs])
+        x = x.astype(np.float64)
     else:
         x = np.stack(inputs).astype(np.float64 if np.dtype(dtype).kind == "f"
                                     else np.int64)
@@ -55,7 +48,7 @@ def expected(inputs, op, dtype):
         r = r.astype(np.float32)
         if op == "avg":
             r = r / np.float32(nranks)
-        return _to_bf16(r)
+        return mrc.to_bfloat16(r)
     if op == "avg" and np.dtype(dtype).kind != "f":
         # the exact mean, rounded toward zero as C divides
         r = np.where(r >= 0, r // nranks, -((-r) // nranks))

@@ -31,6 +31,10 @@ def test_library_errors_carry_mrc_message(tmp_path):
     raises("MRC_ERR_PARSE", "t.json:", mrc.Topology.from_json, "{", "t.json")
     raises("MRC_ERR_INVALID_TOPOLOGY", "self-loop on node 0",
            mrc.Topology.from_links, 3, [(0, 0)])
+    raises("MRC_ERR_INVALID_ARG", r"link 1: \(0,\) is not \(a, b",
+           mrc.Topology.from_links, 3, [(0, 1), (0,)])
+    raises("MRC_ERR_INVALID_ARG", "link 0: unknown key bw",
+           mrc.Topology.from_links, 2, [{"a": 0, "b": 1, "bw": 5}])
     raises("MRC_ERR_INVALID_ARG", "'9' is not a node of hcm8",
            mrc.Topology("hcm8").fail_links, "0-9")
     raises("MRC_ERR_NOT_APPLICABLE", "hcm8 does not apply to torus2d:4,4",
