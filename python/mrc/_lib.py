@@ -308,6 +308,12 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn.restype = _res
     _fn.argtypes = _args
 
+# Present when libmrc was built with MPI (mrc/mrc_mpi.h); the MPI_Comm
+# argument's C type depends on the MPI, so it is left to the caller.
+HAVE_MPI = hasattr(lib, "mrc_comm_init_mpi")
+if HAVE_MPI:
+    lib.mrc_comm_init_mpi.restype = c_int
+
 
 def text(b):
     """A C string (bytes or None) as str."""

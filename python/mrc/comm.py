@@ -8,7 +8,10 @@ dtypes, ops and roots, as in C. ctypes releases the GIL for the call, so
 communicators of :meth:`Comm.init_all` work from Python threads.
 """
 
+import atexit
+import ctypes
 import os
+import weakref
 from ctypes import byref, c_void_p
 
 import numpy as np
@@ -141,6 +144,37 @@ class Comm(Owned):
         check(lib.mrc_comm_init_rank(byref(out), int(nranks), int(rank),
                                      arg(job), byref(cfg)))
         return cls(out.value, cfg)
+
+    @classmethod
+    def from_mpi(cls, mpi_comm, **options):
+        """The ranks of an mpi4py intra-communicator (collective: every
+        rank calls it). Ranks of one host talk through shared memory,
+        others through MPI. Needs libmrc built with MPI and the mpi4py of
+        the same MPI. The communicator is closed at the latest when the
+        interpreter exits, before mpi4py finalises MPI."""
+        if not _lib.HAVE_MPI:
+            raise _lib.error_arg("from_mpi: this libmrc was built without "
+                                 "MPI")
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise _lib.error_arg("from_mpi: mpi4py cannot be imported") \
+                from None
+        if not isinstance(mpi_comm, MPI.Intracomm):
+            raise _lib.error_arg("from_mpi: expected an mpi4py "
+                                 "intra-communicator, got %s"
+                                 % type(mpi_comm).__name__)
+        ctype = {4: ctypes.c_int, 8: ctypes.c_void_p}[MPI._sizeof(MPI.Comm)]
+        cfg = _config(**options)
+        out = c_void_p()
+        check(lib.mrc_comm_init_mpi(ctype(MPI._handleof(mpi_comm)),
+                                    byref(cfg), byref(out)))
+        comm = cls(out.value, cfg)
+        # atexit runs last-registered first: this runs before mpi4py's
+        # MPI_Finalize, registered when mpi4py was imported.
+        ref = weakref.ref(comm)
+        atexit.register(lambda: ref() is not None and ref().close())
+        return comm
 
     @classmethod
     def init_all(cls, nranks, **options):

@@ -1,7 +1,8 @@
 """mpi4py through the drop-in library: an unchanged mpi4py program
 (mpi4py_prog.py) under mpirun, as it is and with libmrc_mpi.so preloaded;
 every rank checks its results against numpy, the digest of all results
-is MPI's own, and MRC_MPI_VERBOSE shows each call going through mrc."""
+is MPI's own, and MRC_MPI_VERBOSE shows each call going through mrc.
+And mrc.Comm.from_mpi on mpi4py's communicators (mpi_rank.py)."""
 
 import os
 import re
@@ -55,3 +56,22 @@ def test_mpi4py_through_libmrc_mpi(n):
             line = (r"mrc_mpi: rank %d: %s from .*mpi4py/MPI\.[^ ]*\.so"
                     r"\+0x[0-9a-f]+: mrc \(%s\)" % (r, call, kind))
             assert re.search(line, err), (line, err)
+
+
+RANK = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                    "mpi_rank.py")
+
+
+@pytest.mark.parametrize("n,hosts", [(2, None), (3, 3)])
+def test_comm_from_mpi(n, hosts):
+    """mrc.Comm.from_mpi on mpi4py's communicators: every case against
+    numpy, through shared memory and (hosts = ranks) through MPI."""
+    extra = ["-x", "MRC_MPI_HOSTS=%d" % hosts] if hosts else []
+    p = subprocess.run([MPIRUN, "-np", str(n), *extra, sys.executable, RANK],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, env=ENV, timeout=240)
+    assert p.returncode == 0, p.stdout
+    found = re.findall(r"rank (\d+) of %d: (\d+) cases, 0 wrong" % n,
+                       p.stdout)
+    assert sorted(int(r) for r, _ in found) == list(range(n)), p.stdout
+    assert all(int(c) > 1000 for _, c in found)
