@@ -113,6 +113,7 @@ class Profile(Structure):
                 ("nodes_per_memory", c_int), ("cache_bytes", c_double),
                 ("copy_gbps_cache", c_double), ("copy_gbps_memory", c_double),
                 ("memory_gbps_shared", c_double),
+                ("peer_gbps_cache", c_double),
                 ("reduce_gbps_cache", c_double * NUM_OPS * NUM_DTYPES),
                 ("reduce_gbps_memory", c_double * NUM_OPS * NUM_DTYPES),
                 ("message_us", c_double), ("sync_us", c_double)]

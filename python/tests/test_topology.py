@@ -265,6 +265,7 @@ PROFILE = {"format": "mrc-profile", "version": 1, "transport": "threads",
            "ranks": 2, "cores": 2, "nodes_per_memory": 2,
            "cache_bytes": 4194304, "copy_gbps_cache": 40,
            "copy_gbps_memory": 8, "memory_gbps_shared": 10,
+           "peer_gbps_cache": 12,
            "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
            "message_us": 0.4, "sync_us": 0.2}
 
@@ -274,6 +275,7 @@ def test_simulation_with_a_profile_matches_cli(tmp_path):
     path.write_text(json.dumps(PROFILE))
     prof = mrc.load_profile(path)
     assert prof.transport == "threads" and prof.message_us == 0.4
+    assert prof.peer_gbps_cache == 12  # the struct's layout is the C one
     assert prof.reduce_gbps_cache.shape == (10, 5)
     assert prof.reduce_gbps_cache.max() == 20
     p = mrc.compile(mrc.Embedding("ring:4"), "allreduce", 1 << 18)
