@@ -56,6 +56,7 @@ typedef struct cached {
     MPI_Comm of;
     mrc_comm_t *comm; /* NULL: mrc could not be set up; MPI does it all */
     int dropped;      /* a call failed in mrc: MPI does the rest */
+    int size, rank;   /* of `of`, asked once */
 } cached_t;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -91,6 +92,20 @@ static cached_t *route_hit(MPI_Comm comm)
             __atomic_load_n(&generation, __ATOMIC_ACQUIRE))
         return last_route.entry;
     return NULL;
+}
+
+/* The size of comm and this rank's place in it: from the last route's
+ * entry when comm is its communicator (no call into MPI), else asked. */
+static void comm_shape(MPI_Comm comm, int *size, int *rank)
+{
+    const cached_t *hit = route_hit(comm);
+    if (hit) {
+        *size = hit->size;
+        *rank = hit->rank;
+        return;
+    }
+    PMPI_Comm_size(comm, size);
+    PMPI_Comm_rank(comm, rank);
 }
 
 static void route_remember(MPI_Comm comm, cached_t *c)
@@ -183,9 +198,11 @@ static cached_t *entry_of(MPI_Comm comm, const char **why)
             return NULL;
         }
         c->of = comm;
+        c->size = size;
         mrc_config_t cfg = {.timeout_s = drop_in_timeout()};
         int rank = 0;
         PMPI_Comm_rank(comm, &rank);
+        c->rank = rank;
         if (mrc_comm_init_mpi(comm, &cfg, &c->comm) != MRC_OK) {
             if (rank == 0)
                 fprintf(stderr,
@@ -270,6 +287,12 @@ static int reducible(MPI_Datatype t)
     last_type.dtype = reducible_type(t);
     last_type.known = 1;
     return last_type.dtype;
+}
+
+/* A predefined type mrc takes as it is: a reducible one, or bytes. */
+static int predefined(MPI_Datatype t)
+{
+    return reducible(t) >= 0 || t == MPI_BYTE || t == MPI_CHAR;
 }
 
 static int same_basic(MPI_Datatype a, MPI_Datatype b)
@@ -382,7 +405,12 @@ static int data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
                       const char **why)
 {
     MPI_Count size = 0;
-    if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS || size < 0 ||
+    int d = reducible(t); /* predefined: no call into MPI */
+    if (predefined(t))
+        size = d >= 0 ? (MPI_Count)mrc_dtype_size((mrc_dtype_t)d) : 1;
+    else if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS)
+        size = -1;
+    if (size < 0 ||
         __builtin_mul_overflow(count, (size_t)size, bytes)) {
         *why = "a size that mrc cannot hold";
         return 0;
@@ -692,8 +720,7 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     size_t elems;
     cached_t *c = NULL;
     int size = 0, rank = 0;
-    PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
+    comm_shape(comm, &size, &rank);
     if (root < 0 || root >= size)
         why = "a root out of range (MPI reports it)";
     else if (reducible_data(type, count, op, &dtype, &mop, &elems, &why))
@@ -703,8 +730,14 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
         return -1;
     }
     say(fn, site, "mrc", mrc_dtype_name(dtype));
-    size_t bytes = elems * mrc_dtype_size(dtype);
     int ip = sendbuf == MPI_IN_PLACE && rank == root, out = rank == root;
+    if (reducible(type) >= 0) { /* a predefined type: buffers as they are */
+        mrc_status_t st = mrc_reduce(input(sendbuf, recvbuf),
+                                     out ? recvbuf : NULL, elems, dtype, mop,
+                                     root, c->comm);
+        return st == MRC_OK ? MPI_SUCCESS : failed(fn, comm, c, st, NULL);
+    }
+    size_t bytes = elems * mrc_dtype_size(dtype);
     data_t s, r = {0};
     if (!data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
                    comm, &why))
@@ -747,8 +780,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
     mrc_op_t mop;
     size_t elems;
     cached_t *c = NULL;
-    int n = 0;
-    PMPI_Comm_size(comm, &n);
+    int n = 0, rank = 0;
+    comm_shape(comm, &n, &rank);
     if (reducible_data(type, recvcount, op, &dtype, &mop, &elems, &why)) {
         if (elems > SIZE_MAX / (size_t)n / mrc_dtype_size(dtype))
             why = "a size that mrc cannot hold";
@@ -838,8 +871,7 @@ static int allgather(const void *sendbuf, size_t sendcount,
     size_t sbytes = 0, rbytes = 0, total = 0;
     cached_t *c = NULL;
     int n = 0, rank = 0;
-    PMPI_Comm_size(comm, &n);
-    PMPI_Comm_rank(comm, &rank);
+    comm_shape(comm, &n, &rank);
     if (data_bytes(recvtype, recvcount, &rbytes, &why) &&
         (sendbuf == MPI_IN_PLACE ||
          data_bytes(sendtype, sendcount, &sbytes, &why))) {
@@ -859,7 +891,10 @@ static int allgather(const void *sendbuf, size_t sendcount,
     }
     say(fn, site, "mrc", "bytes");
     MPI_Count lb = 0, extent = 0;
-    PMPI_Type_get_extent_x(recvtype, &lb, &extent);
+    if (predefined(recvtype)) /* its extent is its size */
+        extent = (MPI_Count)(rbytes / recvcount);
+    else
+        PMPI_Type_get_extent_x(recvtype, &lb, &extent);
     /* This rank's block of recvbuf, where in place has its input. */
     char *mine = (char *)recvbuf +
                  (MPI_Aint)rank * (MPI_Aint)recvcount * (MPI_Aint)extent;
@@ -909,8 +944,7 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
     size_t bytes = 0;
     cached_t *c = NULL;
     int size = 0, rank = 0;
-    PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
+    comm_shape(comm, &size, &rank);
     if (root < 0 || root >= size)
         why = "a root out of range (MPI reports it)";
     else if (!data_bytes(type, count, &bytes, &why))
@@ -924,6 +958,11 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
         return -1;
     }
     say(fn, site, "mrc", "bytes");
+    if (predefined(type)) { /* the buffer as it is */
+        mrc_status_t st =
+            mrc_broadcast(buf, buf, bytes, MRC_UINT8, root, c->comm);
+        return st == MRC_OK ? MPI_SUCCESS : failed(fn, comm, c, st, NULL);
+    }
     data_t d;
     if (!data_open(&d, buf, count, type, bytes, rank == root, comm, &why))
         return stranded(fn, comm, why);
