@@ -81,13 +81,6 @@ assert (c["lo"], c["hi"]) == ((0.67, 1.5) if wide else (0.8, 1.25)), c
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
     --runs 3 --json > "$tmp/shm_check.json"
 expect 0 "" check_json "$tmp/shm_check.json" shm 2 3
-expect 0 "^# check: shm, P = 2, 1 run per row; host .*load" "$MRC" calibrate \
-    --check --transport shm --profile "$tmp/shm.json" --quick --runs 1
-cp "$tmp/out" "$tmp/shm_table"
-expect 0 "^# profile: .*shm.json (shm, 2 ranks on [0-9]* cores, written 2" \
-    cat "$tmp/shm_table"
-expect 0 "^tree  *262144 " cat "$tmp/shm_table"
-expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside)" cat "$tmp/shm_table"
 # P = 4, both transports (more ranks than the profile's cores on a small
 # host: the wider bounds).
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
@@ -96,13 +89,20 @@ expect 0 "" check_json "$tmp/shm4.json" shm 4 1
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
     -n 4 --json > "$tmp/threads4.json"
 expect 0 "" check_json "$tmp/threads4.json" threads 4 1
-# A profile measured just now reaches the ranks in a file, removed after.
+# A profile measured just now reaches the ranks in a file, removed after;
+# the table's header says what was measured.
 mkdir "$tmp/t"
-expect 0 "^# profile: measured just now (shm, 2 ranks" env TMPDIR="$tmp/t" \
-    "$MRC" calibrate --check --transport shm --quick --runs 1
+expect 0 "^# check: shm, P = 2, 1 run per row; host .*load .* at the start" \
+    env TMPDIR="$tmp/t" "$MRC" calibrate --check --transport shm --quick \
+    --runs 1
+cp "$tmp/out" "$tmp/shm_table"
 expect 0 "" test -z "$(ls -A "$tmp/t")"
-# Refused: a profile of another transport, --runs out of range or alone,
-# a transport --check does not sweep, a rank started by hand.
+expect 0 "^# profile: measured just now (shm, 2 ranks on [0-9]* cores)" \
+    cat "$tmp/shm_table"
+expect 0 "^tree  *262144 " cat "$tmp/shm_table"
+expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside)" cat "$tmp/shm_table"
+# Refused: a profile of another transport or corrupt, --runs out of range
+# or alone, a rank started by hand.
 expect 2 "--transport shm: .*threads.json is a profile of the threads" \
     "$MRC" calibrate --check --transport shm --profile "$tmp/threads.json"
 expect 2 "corrupt.json: profile: not JSON" "$MRC" calibrate --check \

@@ -70,8 +70,9 @@ int cal_check_rank(const char *cmd, const cal_check_t *o);
 /* Shared by the two sweeps. The families swept, and the last size. */
 extern const mrc_algo_t cal_check_families[4];
 size_t cal_check_last_bytes(int quick);
-/* Calls in one timed loop of a size: a few milliseconds at least. */
-int cal_check_iters(size_t bytes);
+/* Calls in one timed loop of a size: a few milliseconds at least
+ * (--quick: an eighth of that). */
+int cal_check_iters(size_t bytes, int quick);
 /* One rank's share of a row of `count` float32: two warm-up calls, then
  * o->runs loops of iters calls; sync(ctx, st) starts each loop with the
  * other ranks (and returns the status to go on with); t[r] gets loop

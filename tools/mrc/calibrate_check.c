@@ -36,10 +36,12 @@ size_t cal_check_last_bytes(int quick)
     return (size_t)(quick ? 256 : 65536) << 10;
 }
 
-int cal_check_iters(size_t bytes)
+int cal_check_iters(size_t bytes, int quick)
 {
-    size_t per = ((size_t)64 << 20) / bytes;
-    return per < 2 ? 2 : per > 400 ? 400 : (int)per;
+    /* --quick (tests): an eighth of the data, rougher figures. */
+    size_t per = ((size_t)(quick ? 8 : 64) << 20) / bytes;
+    int most = quick ? 50 : 400;
+    return per < 2 ? 2 : per > (size_t)most ? most : (int)per;
 }
 
 static double now_s(void)
@@ -280,7 +282,7 @@ static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
                        .nranks = o->nranks,
                        .runs = o->runs,
                        .count = bytes / sizeof(float),
-                       .iters = cal_check_iters(bytes),
+                       .iters = cal_check_iters(bytes, o->quick),
                        .t = t};
     pthread_barrier_init(&j->barrier, NULL, (unsigned)o->nranks);
     int started = 0;

@@ -42,7 +42,7 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
 {
     double t[CAL_CHECK_MAX_RUNS + 1] = {0};
     mrc_status_t st =
-        cal_check_loops(c, bytes / sizeof(float), cal_check_iters(bytes),
+        cal_check_loops(c, bytes / sizeof(float), cal_check_iters(bytes, o->quick),
                         o->runs, allreduce_sync, c, t);
     if (st != MRC_OK)
         return st;
