@@ -5,11 +5,18 @@
  *   mrc launch -n 4 -- mrc-bench -b 1M -e 64M -f 4 [-d float32] [-o sum]
  *                                [-n 20] [-w 5] [-c 1] [--json]
  *   mpirun -np 4 mrc-bench [...] [--mpi] [-r 5]
+ *   mrc launch -n 2 -- mrc-bench [...] --predict PROFILE
  *
  * Under mpirun the ranks join through mrc_comm_init_mpi, and --mpi also
  * times MPI's own MPI_Allreduce (PMPI_Allreduce, so even under the
  * drop-in library it is MPI's) on the same buffers in the same run;
  * -r R times R loops of each, in turn, and reports the medians.
+ *
+ * --predict PROFILE (a host profile of `mrc calibrate` for the transport
+ * the ranks run on: shm under mrc launch, mpi under mpirun) adds the
+ * simulator's time for the very program each row's calls ran (the
+ * communicator's last plan, pipelined, with the profile's node model)
+ * and predicted / measured.
  *
  * Every rank times its own loop; a row reports the slowest rank. The
  * floor: an allreduce of S bytes on P ranks reads every input and writes
@@ -25,9 +32,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/comm_internal.h"
 #include "common/common.h"
 #include "reference.h"
 #include "mrc/mrc.h"
+#include "mrc/profile.h"
 #if MRC_HAVE_MPI
 #include "api/mpi_types.h"
 #include "mrc/mrc_mpi.h"
@@ -45,6 +54,7 @@ typedef struct args {
     mrc_dtype_t dtype;
     mrc_op_t op;
     int iters, warmup, check, json, mpi, repeats;
+    const char *predict; /* --predict PROFILE, or NULL */
 } args_t;
 
 static int usage(const char *msg, const char *v)
@@ -52,14 +62,14 @@ static int usage(const char *msg, const char *v)
     fprintf(stderr, "mrc-bench: %s%s%s\n", msg, v ? " " : "", v ? v : "");
     fprintf(stderr, "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
                     "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] [-r REPEATS] "
-                    "[--json] [--mpi]\n");
+                    "[--json] [--mpi] [--predict PROFILE]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, args_t *a)
 {
     *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0, 0,
-                  1};
+                  1, NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x;
@@ -78,7 +88,9 @@ static int parse(int argc, char **argv, args_t *a)
         if (!v)
             return usage("missing value after", o);
         i++;
-        if (strcmp(o, "-d") == 0) {
+        if (strcmp(o, "--predict") == 0) {
+            a->predict = v;
+        } else if (strcmp(o, "-d") == 0) {
             if (mrc_dtype_parse(v, &a->dtype) != MRC_OK)
                 return usage("unknown type", v);
         } else if (strcmp(o, "-o") == 0) {
@@ -173,9 +185,60 @@ static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
     return st;
 }
 
-/* One timed loop of mrc's: the slowest rank's time per call. */
+/* Whether this process is rank 0 of its job, or in none: the one that
+ * reports what every rank finds alike before they have joined. */
+static int env_rank0(void)
+{
+    const char *v = getenv("MRC_RANK");
+    if (!v)
+        v = getenv("OMPI_COMM_WORLD_RANK");
+    if (!v)
+        v = getenv("PMI_RANK");
+    return !v || strcmp(v, "0") == 0;
+}
+
+/* --predict FILE: the profile, which must be of the transport the ranks
+ * run on (another's costs would predict another run). 2, with the
+ * message on rank 0, if it cannot be read or is of another transport;
+ * every rank decides alike before joining, so none waits for another. */
+static int load_predict(const char *path, const char *transport,
+                        mrc_profile_t *out)
+{
+    mrc_status_t st = mrc_profile_load(path, out);
+    if (st == MRC_OK && strcmp(out->transport, transport) == 0)
+        return 0;
+    if (!env_rank0())
+        return 2;
+    if (st != MRC_OK)
+        fprintf(stderr, "mrc-bench: --predict: %s\n", mrc_last_error());
+    else
+        fprintf(stderr,
+                "mrc-bench: --predict %s: a profile of the %s transport; "
+                "these ranks run on %s ('mrc calibrate --transport %s')\n",
+                path, out->transport, transport, transport);
+    return 2;
+}
+
+/* The simulator's time (us) for the program of c's last call, with the
+ * profile's node model, pipelined as the executor runs chunks. */
+static mrc_status_t predict_us(const mrc_profile_t *prof, const mrc_comm_t *c,
+                               double *out)
+{
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .profile = prof};
+    mrc_sim_result_t *res = NULL;
+    mrc_status_t st = mrc__comm_predict(c, &cfg, &res);
+    *out = st == MRC_OK ? res->time_us : 0;
+    mrc_sim_result_destroy(res);
+    return st;
+}
+
+/* One timed loop of mrc's: the slowest rank's time per call. With prof
+ * and pred, *pred gets the prediction for the loop's program, taken
+ * before the slowest rank's figure is agreed (that call has a program of
+ * its own). Every rank predicts alike, so all fail together. */
 static mrc_status_t mrc_loop(const args_t *a, const void *send, void *recv,
-                             size_t count, mrc_comm_t *c, double *dt)
+                             size_t count, mrc_comm_t *c, double *dt,
+                             const mrc_profile_t *prof, double *pred)
 {
     double zero = 0;
     mrc_status_t st = mrc_allreduce(&zero, &zero, 1, MRC_FLOAT64, MRC_SUM, c);
@@ -183,6 +246,8 @@ static mrc_status_t mrc_loop(const args_t *a, const void *send, void *recv,
     for (int i = 0; i < a->iters && st == MRC_OK; i++)
         st = mrc_allreduce(send, recv, count, a->dtype, a->op, c);
     *dt = (now_s() - t0) / a->iters;
+    if (st == MRC_OK && prof && pred)
+        st = predict_us(prof, c, pred);
     return st == MRC_OK ? slowest(dt, c) : st;
 }
 
@@ -251,8 +316,13 @@ int main(int argc, char **argv)
         return 2;
     mrc_comm_t *c = NULL;
     mrc_status_t init;
+    mrc_profile_t profile;
+    const mrc_profile_t *prof = NULL;
+    const char *transport = "shm";
 #if MRC_HAVE_MPI
     int mpi = under_mpirun();
+    if (mpi)
+        transport = "mpi";
     if (a.mpi && !mpi) {
         fprintf(stderr, "mrc-bench: --mpi: start it with mpirun\n");
         return 2;
@@ -263,6 +333,13 @@ int main(int argc, char **argv)
                 mrc_dtype_name(a.dtype), mrc_op_name(a.op));
         return 2;
     }
+#endif
+    if (a.predict) {
+        if (load_predict(a.predict, transport, &profile))
+            return 2;
+        prof = &profile;
+    }
+#if MRC_HAVE_MPI
     if (mpi) {
         MPI_Init(&argc, &argv);
         init = mrc_comm_init_mpi(MPI_COMM_WORLD, NULL, &c);
@@ -290,6 +367,10 @@ int main(int argc, char **argv)
 #endif
         return 2;
     }
+    if (r == 0 && !a.json && prof)
+        printf("# pred: the simulator's time for the program each row ran, "
+               "with %s's node model (%s)\n",
+               a.predict, transport);
     if (r == 0 && !a.json) {
         printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
                "(%d warm-up), median of %d\n# floor = membw*(P-1)/P^2, membw measured "
@@ -300,10 +381,20 @@ int main(int argc, char **argv)
                "algbw", "busbw", "floor", "%floor");
         if (a.mpi)
             printf(" %10s %9s %7s", "mpi(us)", "mpi_bus", "x_mpi");
+        if (prof)
+            printf(" %10s %9s", "pred(us)", "pred/meas");
         printf(" %8s\n", "#wrong");
     }
-    if (r == 0 && a.json)
-        printf("{\"ranks\": %d, \"rows\": [", P);
+    if (r == 0 && a.json) {
+        printf("{\"ranks\": %d, ", P);
+        if (prof) {
+            char *q = mrc__json_quote(a.predict);
+            printf("\"transport\": \"%s\", \"profile\": %s, ", transport,
+                   q ? q : "null");
+            free(q);
+        }
+        printf("\"rows\": [");
+    }
     int first = 1;
     for (uint64_t bytes = a.min; bytes != 0 && st == MRC_OK;
          bytes = next_size(&a, bytes)) {
@@ -348,9 +439,10 @@ int main(int argc, char **argv)
 #endif
         /* -r R: R loops of each, mrc's and MPI's in turn, so that both
          * see the machine in the same state; the medians are reported. */
-        double dts[99], mpi_dts[99];
+        double dts[99], mpi_dts[99], pred = 0;
         for (int k = 0; k < a.repeats && st == MRC_OK; k++) {
-            st = mrc_loop(&a, send, recv, count, c, &dts[k]);
+            st = mrc_loop(&a, send, recv, count, c, &dts[k], prof,
+                          k == 0 ? &pred : NULL);
 #if MRC_HAVE_MPI
             if (st == MRC_OK && a.mpi)
                 st = mpi_loop(&a, send, recv, count, c, &mpi_dts[k]);
@@ -373,6 +465,10 @@ int main(int argc, char **argv)
             if (a.mpi)
                 printf("\"mpi_time_us\": %.3f, \"mpi_busbw_gbps\": %.3f, ",
                        mpi_dt * 1e6, mpi_busbw / 1e9);
+            if (prof)
+                printf("\"predicted_us\": %.3f, "
+                       "\"predicted_over_measured\": %.4f, ",
+                       pred, dt > 0 ? pred / (dt * 1e6) : 0);
             printf("\"wrong\": %.0f}", wrong);
         } else if (r == 0) {
             printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%%",
@@ -382,6 +478,8 @@ int main(int argc, char **argv)
             if (a.mpi)
                 printf(" %10.1f %9.2f %6.2fx", mpi_dt * 1e6, mpi_busbw / 1e9,
                        mpi_dt / dt);
+            if (prof)
+                printf(" %10.1f %9.3f", pred, dt > 0 ? pred / (dt * 1e6) : 0);
             printf(" %8.0f\n", wrong);
         }
         first = 0;

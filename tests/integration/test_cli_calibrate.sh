@@ -87,9 +87,9 @@ assert 0 <= c["within"] <= len(c["rows"]), c
 expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
 expect 2 "--profile goes with --check" "$MRC" calibrate \
     --profile "$tmp/threads.json"
-expect 2 "--check sweeps the threads transport" "$MRC" calibrate --check \
-    --transport shm
-expect 2 "--check sweeps the threads transport; this profile is of shm" \
+expect 2 "--check sweeps the threads or shm transport, not 'mpi'" "$MRC" \
+    calibrate --check --transport mpi
+expect 2 "--check --transport threads: .*shm.json is a profile of the shm" \
     "$MRC" calibrate --check --profile "$tmp/shm.json"
 
 # Profiles that are not right: exit 2, the file and what is wrong named.

@@ -1,12 +1,14 @@
 #!/bin/sh
 # mrc calibrate --transport mpi under mpirun on loopback: rank 0 writes a
 # profile of the mpi transport, which mrc explain reads back; one rank is
-# refused. Figures are checked to be positive and finite, not their
-# values.
-# Usage: test_mpi_calibrate.sh MPIRUN MRC
+# refused; mrc-bench --predict takes it under mpirun, and refuses a
+# profile of another transport. Figures are checked to be positive and
+# finite, not their values.
+# Usage: test_mpi_calibrate.sh MPIRUN MRC MRC_BENCH
 set -u
 MPIRUN=$1
 MRC=$2
+BENCH=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../integration/expect.sh"
@@ -35,4 +37,12 @@ expect 0 "transport mpi$" "$MRC" explain ring:4 --collective allreduce \
     --size 1M --profile "$tmp/mpi.json"
 expect 2 "at least 2 ranks" "$MPIRUN" -np 1 "$MRC" calibrate \
     --transport mpi --quick
+# mrc-bench --predict under mpirun: the ranks run on mpi.
+expect 0 "pred(us) pred/meas" "$MPIRUN" -np 2 "$BENCH" -b 4K -e 64K -f 16 \
+    -n 3 -w 1 --predict "$tmp/mpi.json"
+cp "$tmp/out" "$tmp/table"
+expect 0 "^ *65536 .* 0$" cat "$tmp/table"
+"$MRC" calibrate --quick -o "$tmp/threads.json" > /dev/null
+expect 2 "threads.json: a profile of the threads .*ranks run on mpi" \
+    "$MPIRUN" -np 2 "$BENCH" --predict "$tmp/threads.json"
 expect_summary

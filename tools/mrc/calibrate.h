@@ -44,10 +44,64 @@ double cal_sync_us(int processes, int trips, int reps);
 mrc_status_t cal_message_us(const char *transport, int trips, int reps,
                             double *out);
 
-/* --check (calibrate_check.c): the validation sweep of the threads
- * transport against the profile's predictions; a CLI status. */
-int cal_check(const char *cmd, const mrc_profile_t *prof, int nranks,
-              int quick, int json);
+/* --check (calibrate_check.c): what the validation sweep runs and how
+ * it reports. */
+enum { CAL_CHECK_MAX_RUNS = 99 };
+typedef struct cal_check {
+    const char *transport; /* "threads" or "shm" */
+    const char *profile;   /* the profile's file; NULL: measured just now */
+    int nranks;            /* P, >= 2 */
+    int runs;              /* timed loops a row is the median of */
+    int quick, json;
+} cal_check_t;
+
+/* The sweep against the profile's predictions, the table on stdout: on
+ * threads in this process; on shm, P processes of this program started
+ * as one job (cli_launch), each running cal_check_rank. A CLI status. */
+int cal_check(const char *cmd, const mrc_profile_t *prof,
+              const cal_check_t *o);
+/* The shm sweep (calibrate_check_shm.c): the header, then the job. */
+int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
+                  const cal_check_t *o);
+/* One rank of the shm sweep, in a job cal_check started (its MRC_JOB):
+ * rank 0 prints the rows and the summary after cal_check's header. */
+int cal_check_rank(const char *cmd, const cal_check_t *o);
+
+/* Shared by the two sweeps. The families swept, and the last size. */
+extern const mrc_algo_t cal_check_families[4];
+size_t cal_check_last_bytes(int quick);
+/* Calls in one timed loop of a size: a few milliseconds at least
+ * (--quick: an eighth of that). */
+int cal_check_iters(size_t bytes, int quick);
+/* One rank's share of a row of `count` float32: two warm-up calls, then
+ * o->runs loops of iters calls; sync(ctx, st) starts each loop with the
+ * other ranks (and returns the status to go on with); t[r] gets loop
+ * r's time per call (s). */
+mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters,
+                             int runs,
+                             mrc_status_t (*sync)(void *, mrc_status_t),
+                             void *ctx, double *t);
+/* The simulator's time (us) for the program of c's last call. */
+mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
+                               double *us);
+/* The median of v[0..n) (reorders v). */
+double cal_check_median(double *v, int n);
+
+/* The table: rows counted within [lo, hi]. */
+typedef struct cal_table {
+    int json, rows, within;
+    double lo, hi;
+} cal_table_t;
+/* The bounds for P ranks under the profile (wider when ranks outnumber
+ * the cores); no output. */
+void cal_table_init(cal_table_t *t, const cal_check_t *o,
+                    const mrc_profile_t *prof);
+/* What was measured: transport, P, profile, host, load, runs. */
+void cal_table_head(const cal_table_t *t, const cal_check_t *o,
+                    const mrc_profile_t *prof);
+void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
+                   double us, double pred);
+void cal_table_end(const cal_table_t *t);
 
 /* Frees the buffers the single-node probes keep between them. */
 void cal_release(void);

@@ -1,40 +1,48 @@
 /*
  * mrc calibrate --check: the validation sweep. For every family, P ranks
- * as threads of this process run allreduces of 4 KiB to 64 MiB; each row
- * is the median of several timed loops (the slowest rank's time per
- * call), beside the simulator's time for the very program the calls ran
- * (pipelined, with the profile's node model), and their ratio.
+ * run allreduces of 4 KiB to 64 MiB; each row is the median of several
+ * timed loops (the slowest rank's time per call), beside the simulator's
+ * time for the very program the calls ran (pipelined, with the profile's
+ * node model), and their ratio.
  *
- * Accepts: the threads transport (the ranks share this process). Limits:
- * shm is not swept yet (its ranks are processes that `mrc launch`
- * starts); allreduce only.
+ * Accepts: threads (the ranks are threads of this process, here) and shm
+ * (P processes of this program as one job, calibrate_check_shm.c); the
+ * profile must be of the transport swept. Limits: allreduce of float32
+ * sum only; the header says what was measured (transport, P, profile,
+ * host, load at the start, runs per row), the table does not judge the
+ * machine's state.
  */
+#define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/comm_internal.h"
 #include "calibrate.h"
 #include "cli.h"
 
-enum { REPS = 5, MAX_RANKS = 64 };
+enum { MAX_RANKS = 256 };
 
-typedef struct sweep_job {
-    mrc_comm_t **comms;
-    size_t count;
-    int iters, nranks;
-    pthread_barrier_t barrier;
-    double t[MAX_RANKS][REPS];
-    mrc_status_t st[MAX_RANKS];
-} sweep_job_t;
+const mrc_algo_t cal_check_families[4] = {MRC_ALGO_RINGS, MRC_ALGO_DIRECT1,
+                                          MRC_ALGO_DIRECT2, MRC_ALGO_TREE};
 
-typedef struct sweep_rank {
-    sweep_job_t *job;
-    int rank;
-} sweep_rank_t;
+size_t cal_check_last_bytes(int quick)
+{
+    return (size_t)(quick ? 256 : 65536) << 10;
+}
+
+int cal_check_iters(size_t bytes, int quick)
+{
+    /* --quick (tests): an eighth of the data, rougher figures. */
+    size_t per = ((size_t)(quick ? 8 : 64) << 20) / bytes;
+    int most = quick ? 50 : 400;
+    return per < 2 ? 2 : per > (size_t)most ? most : (int)per;
+}
 
 static double now_s(void)
 {
@@ -43,32 +51,45 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One rank: a warm-up, then REPS loops of iters calls, each loop started
- * together with the other ranks. */
-static void *sweep_rank(void *arg)
+mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters, int runs,
+                             mrc_status_t (*sync)(void *, mrc_status_t),
+                             void *ctx, double *t)
 {
-    sweep_rank_t *me = arg;
-    sweep_job_t *j = me->job;
-    mrc_comm_t *c = j->comms[me->rank];
-    float *send = calloc(j->count + 1, sizeof *send);
-    float *recv = calloc(j->count + 1, sizeof *recv);
-    mrc_status_t st = send && recv ? MRC_OK : MRC_ERR_NO_MEMORY;
-    for (size_t i = 0; i < j->count && st == MRC_OK; i++)
-        send[i] = (float)((i + (size_t)me->rank) % 7);
+    float *send = calloc(count + 1, sizeof *send);
+    float *recv = calloc(count + 1, sizeof *recv);
+    mrc_status_t st = send && recv ? MRC_OK
+                                   : mrc__error(MRC_ERR_NO_MEMORY,
+                                                "out of memory for %zu "
+                                                "floats",
+                                                2 * count);
+    int rank = mrc_comm_rank(c);
+    for (size_t i = 0; i < count && st == MRC_OK; i++)
+        send[i] = (float)((i + (size_t)rank) % 7);
     for (int w = 0; w < 2 && st == MRC_OK; w++)
-        st = mrc_allreduce(send, recv, j->count, MRC_FLOAT32, MRC_SUM, c);
-    for (int r = 0; r < REPS; r++) {
-        pthread_barrier_wait(&j->barrier);
+        st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+    /* Every loop syncs, even after a failure: the threads' barrier
+     * waits for all of them. */
+    for (int r = 0; r < runs; r++) {
+        st = sync(ctx, st);
         double t0 = now_s();
-        for (int i = 0; i < j->iters && st == MRC_OK; i++)
-            st = mrc_allreduce(send, recv, j->count, MRC_FLOAT32, MRC_SUM,
-                               c);
-        j->t[me->rank][r] = (now_s() - t0) / j->iters;
+        for (int i = 0; i < iters && st == MRC_OK; i++)
+            st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+        t[r] = (now_s() - t0) / iters;
     }
-    j->st[me->rank] = st;
     free(send);
     free(recv);
-    return NULL;
+    return st;
+}
+
+mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
+                               double *us)
+{
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .profile = prof};
+    mrc_sim_result_t *res = NULL;
+    mrc_status_t st = mrc__comm_predict(c, &cfg, &res);
+    *us = st == MRC_OK ? res->time_us : 0;
+    mrc_sim_result_destroy(res);
+    return st;
 }
 
 static int by_value(const void *a, const void *b)
@@ -77,42 +98,207 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double cal_check_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof v[0], by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the table ---- */
+
+void cal_table_init(cal_table_t *t, const cal_check_t *o,
+                    const mrc_profile_t *prof)
+{
+    /* Ranks outnumbering cores swing more (docs/simulator.md). */
+    int over = o->nranks > prof->cores;
+    *t = (cal_table_t){
+        .json = o->json, .lo = over ? 0.67 : 0.8, .hi = over ? 1.5 : 1.25};
+}
+
+/* The profile file's modification time, UTC ("" when it has none): the
+ * format records no date of its own. */
+static void file_date(const char *path, char *out, size_t n)
+{
+    struct stat info;
+    struct tm tm;
+    out[0] = '\0';
+    if (path && stat(path, &info) == 0 && gmtime_r(&info.st_mtime, &tm))
+        strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* What the run is measured under: this host's name, cores and load. */
+typedef struct host_state {
+    char name[256];
+    long cores;
+    double load[3];
+    double uptime_s;
+} host_state_t;
+
+static void host_state(host_state_t *h)
+{
+    memset(h, 0, sizeof *h);
+    if (gethostname(h->name, sizeof h->name - 1) != 0)
+        snprintf(h->name, sizeof h->name, "?");
+    h->cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(h->load, 3) != 3)
+        h->load[0] = h->load[1] = h->load[2] = -1;
+    FILE *f = fopen("/proc/uptime", "r");
+    if (!f || fscanf(f, "%lf", &h->uptime_s) != 1)
+        h->uptime_s = -1;
+    if (f)
+        fclose(f);
+}
+
+static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
+                      const host_state_t *h, const char *date)
+{
+    char *file = o->profile ? cli_json_quote(o->profile) : NULL;
+    char *host = cli_json_quote(h->name);
+    printf("{\"transport\": \"%s\", \"ranks\": %d, \"runs\": %d, "
+           "\"host\": %s, \"cores\": %ld, \"uptime_s\": %.0f, "
+           "\"load\": [%.2f, %.2f, %.2f],\n \"profile\": {\"file\": %s, "
+           "\"written\": %s%s%s, \"transport\": \"%s\", \"ranks\": %d, "
+           "\"cores\": %d},\n \"rows\": [",
+           o->transport, o->nranks, o->runs, host, h->cores, h->uptime_s,
+           h->load[0], h->load[1], h->load[2], file ? file : "null",
+           *date ? "\"" : "", *date ? date : "null", *date ? "\"" : "",
+           prof->transport, prof->ranks, prof->cores);
+    free(file);
+    free(host);
+}
+
+void cal_table_head(const cal_table_t *t, const cal_check_t *o,
+                    const mrc_profile_t *prof)
+{
+    host_state_t h;
+    char date[32];
+    host_state(&h);
+    file_date(o->profile, date, sizeof date);
+    if (t->json) {
+        head_json(o, prof, &h, date);
+    } else {
+        printf("# check: %s, P = %d, %d run%s per row; host %s, %ld "
+               "cores, up %.0f s, load %.2f %.2f %.2f at the start\n",
+               o->transport, o->nranks, o->runs, o->runs == 1 ? "" : "s",
+               h.name, h.cores, h.uptime_s, h.load[0], h.load[1], h.load[2]);
+        printf("# profile: %s (%s, %d ranks on %d cores%s%s)\n",
+               o->profile ? o->profile : "measured just now", prof->transport,
+               prof->ranks, prof->cores, *date ? ", written " : "", date);
+        printf("%-8s %10s %12s %12s %9s\n", "family", "bytes", "measured(us)",
+               "predicted", "pred/meas");
+    }
+    fflush(stdout);
+}
+
+void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes, double us,
+                   double pred)
+{
+    double ratio = us > 0 ? pred / us : 0;
+    int ok = ratio >= t->lo && ratio <= t->hi;
+    t->within += ok;
+    if (t->json)
+        printf("%s\n  {\"family\": \"%s\", \"bytes\": %zu, "
+               "\"measured_us\": %.3f, \"predicted_us\": %.3f, "
+               "\"ratio\": %.4f, \"within\": %s}",
+               t->rows ? "," : "", mrc_algo_name(family), bytes, us, pred,
+               ratio, ok ? "true" : "false");
+    else
+        printf("%-8s %10zu %12.1f %12.1f %9.3f%s\n", mrc_algo_name(family),
+               bytes, us, pred, ratio, ok ? "" : "  *");
+    t->rows++;
+    fflush(stdout);
+}
+
+void cal_table_end(const cal_table_t *t)
+{
+    if (t->json)
+        printf("\n], \"within\": %d, \"lo\": %.2f, \"hi\": %.2f}\n", t->within,
+               t->lo, t->hi);
+    else
+        printf("%d of %d rows within %.2f-%.2f (*: outside)\n", t->within,
+               t->rows, t->lo, t->hi);
+    fflush(stdout);
+}
+
+/* ---- the threads sweep ---- */
+
+typedef struct sweep_job {
+    mrc_comm_t **comms;
+    size_t count;
+    int iters, nranks, runs;
+    pthread_barrier_t barrier;
+    double *t; /* [rank][run] */
+    mrc_status_t st[MAX_RANKS];
+} sweep_job_t;
+
+typedef struct sweep_rank {
+    sweep_job_t *job;
+    int rank;
+} sweep_rank_t;
+
+static mrc_status_t barrier_sync(void *ctx, mrc_status_t st)
+{
+    pthread_barrier_wait(ctx);
+    return st;
+}
+
+static void *sweep_rank(void *arg)
+{
+    sweep_rank_t *me = arg;
+    sweep_job_t *j = me->job;
+    j->st[me->rank] = cal_check_loops(
+        j->comms[me->rank], j->count, j->iters, j->runs, barrier_sync,
+        &j->barrier, j->t + (size_t)me->rank * (size_t)j->runs);
+    return NULL;
+}
+
 /* The median over the loops of the slowest rank's time per call (us). */
 static double slowest_median(const sweep_job_t *j)
 {
-    double loop[REPS];
-    for (int r = 0; r < REPS; r++) {
+    double loop[CAL_CHECK_MAX_RUNS];
+    for (int r = 0; r < j->runs; r++) {
         loop[r] = 0;
         for (int k = 0; k < j->nranks; k++)
-            loop[r] = j->t[k][r] > loop[r] ? j->t[k][r] : loop[r];
+            loop[r] = fmax(loop[r], j->t[(size_t)k * (size_t)j->runs + r]);
     }
-    qsort(loop, REPS, sizeof loop[0], by_value);
-    return loop[REPS / 2] * 1e6;
+    return cal_check_median(loop, j->runs) * 1e6;
 }
 
 /* Times one size on the communicators: *us measured, *pred predicted. */
-static mrc_status_t time_size(mrc_comm_t **comms, int nranks, size_t bytes,
-                              const mrc_profile_t *prof, double *us,
-                              double *pred)
+static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
+                              size_t bytes, const mrc_profile_t *prof,
+                              double *us, double *pred)
 {
     sweep_job_t *j = calloc(1, sizeof *j);
+    double *t = calloc((size_t)o->nranks * (size_t)o->runs, sizeof *t);
     sweep_rank_t who[MAX_RANKS];
     pthread_t th[MAX_RANKS];
-    if (!j)
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    j->comms = comms;
-    j->nranks = nranks;
-    j->count = bytes / sizeof(float);
-    /* A loop of a few milliseconds at least, whatever the size. */
-    size_t per = ((size_t)64 << 20) / bytes;
-    j->iters = per < 2 ? 2 : per > 400 ? 400 : (int)per;
-    pthread_barrier_init(&j->barrier, NULL, (unsigned)nranks);
-    for (int r = 0; r < nranks; r++) {
-        who[r] = (sweep_rank_t){j, r};
-        pthread_create(&th[r], NULL, sweep_rank, &who[r]);
-    }
     mrc_status_t st = MRC_OK;
-    for (int r = 0; r < nranks; r++) {
+    if (!j || !t) {
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    *j = (sweep_job_t){.comms = comms,
+                       .nranks = o->nranks,
+                       .runs = o->runs,
+                       .count = bytes / sizeof(float),
+                       .iters = cal_check_iters(bytes, o->quick),
+                       .t = t};
+    pthread_barrier_init(&j->barrier, NULL, (unsigned)o->nranks);
+    int started = 0;
+    for (; started < o->nranks; started++) {
+        who[started] = (sweep_rank_t){j, started};
+        if (pthread_create(&th[started], NULL, sweep_rank, &who[started]))
+            break;
+    }
+    if (started < o->nranks) { /* the others wait at the barrier */
+        fprintf(stderr,
+                "mrc calibrate: --check: cannot start the thread "
+                "of rank %d of %d\n",
+                started, o->nranks);
+        exit(CLI_FAIL);
+    }
+    for (int r = 0; r < o->nranks; r++) {
         pthread_join(th[r], NULL);
         if (st == MRC_OK)
             st = j->st[r];
@@ -120,81 +306,69 @@ static mrc_status_t time_size(mrc_comm_t **comms, int nranks, size_t bytes,
     pthread_barrier_destroy(&j->barrier);
     if (st == MRC_OK) {
         *us = slowest_median(j);
-        mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .profile = prof};
-        mrc_sim_result_t *res = NULL;
-        st = mrc__comm_predict(comms[0], &cfg, &res);
-        *pred = st == MRC_OK ? res->time_us : 0;
-        mrc_sim_result_destroy(res);
+        st = cal_check_predict(comms[0], prof, pred);
     }
+done:
+    free(t);
     free(j);
     return st;
 }
 
-int cal_check(const char *cmd, const mrc_profile_t *prof, int nranks,
-              int quick, int json)
+/* One family's rows on threads; MRC_OK or the failure. */
+static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
+                                 const mrc_profile_t *prof, mrc_algo_t f)
 {
-    if (strcmp(prof->transport, "threads") != 0)
-        return cli_usage(cmd, "calibrate", "--check sweeps the threads "
-                         "transport; this profile is of %s",
-                         prof->transport);
-    if (nranks > MAX_RANKS)
-        return cli_usage(cmd, "calibrate", "--check runs at most %d ranks",
-                         MAX_RANKS);
-    static const mrc_algo_t families[] = {MRC_ALGO_RINGS, MRC_ALGO_DIRECT1,
-                                          MRC_ALGO_DIRECT2, MRC_ALGO_TREE};
     char topo[32];
-    snprintf(topo, sizeof topo, "ring:%d", nranks);
-    /* Ranks outnumbering cores swing more (docs/simulator.md). */
-    double lo = nranks > prof->cores ? 0.67 : 0.8,
-           hi = nranks > prof->cores ? 1.5 : 1.25;
-    int rows = 0, within = 0;
-    if (json)
-        printf("{\"transport\": \"threads\", \"ranks\": %d, \"rows\": [",
-               nranks);
-    else
-        printf("%-8s %10s %12s %12s %9s\n", "family", "bytes",
-               "measured(us)", "predicted", "pred/meas");
+    snprintf(topo, sizeof topo, "ring:%d", o->nranks);
+    mrc_config_t cfg = {.topology = topo, .algo = mrc_algo_name(f)};
     mrc_comm_t *comms[MAX_RANKS];
-    for (size_t f = 0; f < sizeof families / sizeof families[0]; f++) {
-        mrc_config_t cfg = {.topology = topo,
-                            .algo = mrc_algo_name(families[f])};
-        mrc_status_t st = mrc_comm_init_all(comms, nranks, &cfg);
+    mrc_status_t st = mrc_comm_init_all(comms, o->nranks, &cfg);
+    if (st != MRC_OK)
+        return st;
+    for (size_t b = 4096; b <= cal_check_last_bytes(o->quick); b *= 4) {
+        double us = 0, pred = 0;
+        st = time_size(comms, o, b, prof, &us, &pred);
+        if (st == MRC_ERR_UNSUPPORTED) {
+            st = MRC_OK; /* the family does not take this size */
+            continue;
+        }
+        if (st != MRC_OK)
+            break;
+        cal_table_row(tab, f, b, us, pred);
+    }
+    for (int r = 0; r < o->nranks; r++)
+        mrc_comm_destroy(comms[r]);
+    return st;
+}
+
+static int check_threads(const char *cmd, const mrc_profile_t *prof,
+                         const cal_check_t *o)
+{
+    cal_table_t tab;
+    cal_table_init(&tab, o, prof);
+    cal_table_head(&tab, o, prof);
+    for (size_t f = 0; f < 4; f++) {
+        mrc_status_t st = sweep_family(&tab, o, prof, cal_check_families[f]);
         if (st != MRC_OK)
             return cli_fail(cmd, st);
-        for (size_t b = 4096; b <= ((size_t)(quick ? 256 : 65536) << 10);
-             b *= 4) {
-            double us = 0, pred = 0;
-            st = time_size(comms, nranks, b, prof, &us, &pred);
-            if (st == MRC_ERR_UNSUPPORTED)
-                continue; /* the family does not take this size */
-            if (st != MRC_OK)
-                break;
-            double ratio = us > 0 ? pred / us : 0;
-            int ok = ratio >= lo && ratio <= hi;
-            within += ok;
-            if (json)
-                printf("%s\n  {\"family\": \"%s\", \"bytes\": %zu, "
-                       "\"measured_us\": %.3f, \"predicted_us\": %.3f, "
-                       "\"ratio\": %.4f, \"within\": %s}",
-                       rows ? "," : "", mrc_algo_name(families[f]), b, us,
-                       pred, ratio, ok ? "true" : "false");
-            else
-                printf("%-8s %10zu %12.1f %12.1f %9.3f%s\n",
-                       mrc_algo_name(families[f]), b, us, pred, ratio,
-                       ok ? "" : "  *");
-            rows++;
-            fflush(stdout);
-        }
-        for (int r = 0; r < nranks; r++)
-            mrc_comm_destroy(comms[r]);
-        if (st != MRC_OK && st != MRC_ERR_UNSUPPORTED)
-            return cli_fail(cmd, st);
     }
-    if (json)
-        printf("\n], \"within\": %d, \"lo\": %.2f, \"hi\": %.2f}\n", within,
-               lo, hi);
-    else
-        printf("%d of %d rows within %.2f-%.2f (*: outside)\n", within, rows,
-               lo, hi);
+    cal_table_end(&tab);
     return CLI_OK;
+}
+
+int cal_check(const char *cmd, const mrc_profile_t *prof, const cal_check_t *o)
+{
+    if (strcmp(prof->transport, o->transport) != 0)
+        return cli_usage(cmd, "calibrate",
+                         "--check --transport %s: %s is a profile of the %s "
+                         "transport (measure one with 'mrc calibrate "
+                         "--transport %s')",
+                         o->transport, o->profile ? o->profile : "the profile",
+                         prof->transport, o->transport);
+    if (o->nranks > MAX_RANKS)
+        return cli_usage(cmd, "calibrate", "--check runs at most %d ranks",
+                         MAX_RANKS);
+    if (strcmp(o->transport, "threads") == 0)
+        return check_threads(cmd, prof, o);
+    return cal_check_shm(cmd, prof, o);
 }

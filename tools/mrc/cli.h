@@ -111,6 +111,12 @@ int cmd_compile(int argc, char **argv);
 void help_compile(void);
 int cmd_launch(int argc, char **argv);
 void help_launch(void);
+/* Runs n processes of prog (argv, NULL-terminated) as one job, as `mrc
+ * launch` does (see cmd_launch.c): job id and token, signals passed on,
+ * failed ranks reported, the job's shared memory removed at the end.
+ * timeout 0: none; grace 0: the default. CLI_OK when every rank exits 0,
+ * else CLI_FAIL with the messages printed. */
+int cli_launch(int n, char **prog, double timeout, double grace);
 int cmd_run(int argc, char **argv);
 void help_run(void);
 int cmd_sim(int argc, char **argv);

@@ -15,8 +15,9 @@ void help_calibrate(void)
 {
     printf("usage: mrc calibrate [--transport threads|shm|mpi] [-n P]\n"
            "                     [-o PROFILE] [--quick] [--json]\n"
-           "       mrc calibrate --check [--profile PROFILE] [-n P] [--quick]\n"
-           "                     [--json]\n"
+           "       mrc calibrate --check [--transport threads|shm]\n"
+           "                     [--profile PROFILE] [-n P] [--runs K]\n"
+           "                     [--quick] [--json]\n"
            "\n"
            "Measures what one node of this host costs beside its links, with\n"
            "short probes (each figure the median of several runs), and writes\n"
@@ -48,12 +49,18 @@ void help_calibrate(void)
            "             rougher figures, for tests\n"
            "--json       print the profile instead of the summary\n"
            "--check      the validation sweep: every family's allreduce of\n"
-           "             4 KiB to 64 MiB (--quick: to 256 KiB) on P ranks as\n"
-           "             threads, each row the median of 5 timed loops beside\n"
-           "             the simulator's time for the program it ran with the\n"
-           "             profile (--profile, else one measured first) and\n"
-           "             their ratio; rows outside 0.8-1.25 (0.67-1.5 when\n"
-           "             ranks outnumber cores) are marked\n"
+           "             4 KiB to 64 MiB (--quick: to 256 KiB, shorter loops)\n"
+           "             on P ranks (threads of this process; shm: P\n"
+           "             processes started as 'mrc launch' starts them),\n"
+           "             each row the median of\n"
+           "             K timed loops beside the simulator's time for the\n"
+           "             program it ran with the profile (--profile, of the\n"
+           "             same transport, else one measured first) and their\n"
+           "             ratio; rows outside 0.8-1.25 (0.67-1.5 when ranks\n"
+           "             outnumber cores) are marked. The header says what\n"
+           "             was measured: transport, P, profile, host, load\n"
+           "--runs K     timed loops a --check row is the median of\n"
+           "             (default 5, at most 99)\n"
            "\n"
            "A progress bar goes to stderr when it is a terminal.\n");
 }
@@ -111,8 +118,8 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
     const char *transport = "threads", *ranks = NULL, *out = NULL,
-               *given = NULL;
-    int quick = 0, json = 0, check = 0, npos = 0;
+               *given = NULL, *runs = NULL;
+    int quick = 0, json = 0, check = 0, npos = 0, as_rank = 0;
     const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
                               {"ranks", 'n', &ranks, NULL},
                               {"output", 'o', &out, NULL},
@@ -120,6 +127,9 @@ int cmd_calibrate(int argc, char **argv)
                               {"json", 0, NULL, &json},
                               {"check", 0, NULL, &check},
                               {"profile", 0, &given, NULL},
+                              {"runs", 0, &runs, NULL},
+                              /* the ranks of an shm --check */
+                              {"check-rank", 0, NULL, &as_rank},
                               {0}};
     int rc = cli_parse(cmd, "calibrate", argc, argv, opts, NULL, 0, 0, &npos);
     if (rc != CLI_OK)
@@ -130,15 +140,28 @@ int cmd_calibrate(int argc, char **argv)
                          "-n '%s' is not a node count (2..256)", ranks);
     if (given && !check)
         return cli_usage(cmd, "calibrate", "--profile goes with --check");
-    if (check && strcmp(transport, "threads") != 0)
-        return cli_usage(cmd, "calibrate", "--check sweeps the threads "
-                         "transport (shm is not swept yet)");
+    long k = 5;
+    if (runs && !check)
+        return cli_usage(cmd, "calibrate", "--runs goes with --check");
+    if (runs && mrc__parse_long(runs, 1, CAL_CHECK_MAX_RUNS, &k))
+        return cli_usage(cmd, "calibrate",
+                         "--runs '%s' is not a number of runs (1..%d)", runs,
+                         CAL_CHECK_MAX_RUNS);
+    if (check && strcmp(transport, "threads") != 0 &&
+        strcmp(transport, "shm") != 0)
+        return cli_usage(cmd, "calibrate", "--check sweeps the threads or "
+                         "shm transport, not '%s'", transport);
+    cal_check_t co = {.transport = transport, .profile = given,
+                      .nranks = (int)p, .runs = (int)k, .quick = quick,
+                      .json = json};
+    if (as_rank)
+        return cal_check_rank(cmd, &co);
     if (check && given) {
         mrc_profile_t prof;
         mrc_status_t ps = mrc_profile_load(given, &prof);
         if (ps != MRC_OK)
             return cli_fail(cmd, ps);
-        return cal_check(cmd, &prof, (int)p, quick, json);
+        return cal_check(cmd, &prof, &co);
     }
     if (strcmp(transport, "mpi") == 0 && !under_mpirun())
         return cli_usage(cmd, "calibrate",
@@ -184,9 +207,10 @@ int cmd_calibrate(int argc, char **argv)
         return cli_fail(cmd, st);
     if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
         goto done;
-    if (check)
-        rc = cal_check(cmd, &prof, (int)p, quick, json);
-    else if (json)
+    if (check) {
+        co.profile = out; /* the header names it, if it was written */
+        rc = cal_check(cmd, &prof, &co);
+    } else if (json)
         fputs(text, stdout);
     else
         summary(&prof, out);

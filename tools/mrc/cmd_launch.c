@@ -280,7 +280,11 @@ int cmd_launch(int argc, char **argv)
     if (i + 1 >= argc)
         return cli_usage(CMD, "launch", "no program: mrc launch -n N -- "
                                         "PROGRAM ARGS...");
-    char **prog = argv + i + 1;
+    return cli_launch(n, argv + i + 1, timeout, grace);
+}
+
+int cli_launch(int n, char **prog, double timeout, double grace)
+{
     if (grace == 0) {
         const char *t = getenv("MRC_TIMEOUT");
         double d;

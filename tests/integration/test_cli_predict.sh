@@ -1,0 +1,117 @@
+#!/bin/sh
+# Predicted beside measured between processes: mrc-bench --predict under
+# mrc launch (the columns, a positive ratio; profiles that are not right
+# refused with exit 2 naming the file) and mrc calibrate --check on shm
+# and at P = 4. Figures are checked to be positive, never their values.
+# Usage: test_cli_predict.sh MRC MRC_BENCH
+MRC=$1
+BENCH=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/expect.sh"
+PY=/usr/bin/python3
+
+expect 0 "^calibrate  shm, 2 ranks" "$MRC" calibrate --quick --transport shm \
+    -o "$tmp/shm.json"
+expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
+    -o "$tmp/threads.json"
+
+# mrc-bench --predict: two columns in the table, two fields in the JSON.
+expect 0 "pred(us) pred/meas" "$MRC" launch -n 2 -- "$BENCH" -b 4K -e 64K \
+    -f 16 -n 3 -w 1 --predict "$tmp/shm.json"
+cp "$tmp/out" "$tmp/table"
+expect 0 "^# pred: .*shm.json's node model (shm)" cat "$tmp/table"
+"$MRC" launch -n 2 -- "$BENCH" -b 4K -e 64K -f 16 -n 3 -w 1 --json \
+    --predict "$tmp/shm.json" > "$tmp/bench.json"
+expect 0 "" $PY -c '
+import json, math, sys
+b = json.load(open(sys.argv[1]))
+assert b["transport"] == "shm" and b["profile"].endswith("shm.json"), b
+assert [r["bytes"] for r in b["rows"]] == [4096, 65536], b
+for r in b["rows"]:
+    p, q = r["predicted_us"], r["predicted_over_measured"]
+    assert math.isfinite(p) and p > 0 and math.isfinite(q) and q > 0, r
+    assert r["wrong"] == 0, r
+' "$tmp/bench.json"
+# Without --predict, neither.
+"$MRC" launch -n 2 -- "$BENCH" -b 4K -e 4K -n 2 -w 1 --json > "$tmp/plain.json"
+expect 1 "" grep -q predicted "$tmp/plain.json"
+
+# Profiles that are not right: every rank refuses before joining (exit 2,
+# which the launcher reports), naming the file and what is wrong.
+printf '{"format": "mrc-profile", "version": 1,' > "$tmp/corrupt.json"
+expect 2 "corrupt.json: profile: not JSON" "$BENCH" --predict \
+    "$tmp/corrupt.json"
+expect 1 "corrupt.json: profile: not JSON" "$MRC" launch -n 2 -- "$BENCH" \
+    -b 4K -e 4K --predict "$tmp/corrupt.json"
+cp "$tmp/out" "$tmp/launch"
+expect 0 "rank 0 (pid [0-9]*) exited with status 2" cat "$tmp/launch"
+expect 2 "threads.json: a profile of the threads transport; these ranks run" \
+    "$BENCH" --predict "$tmp/threads.json"
+expect 1 "threads.json: a profile of the threads transport" "$MRC" launch \
+    -n 2 -- "$BENCH" -b 4K -e 4K --predict "$tmp/threads.json"
+expect 2 "missing.json: cannot open" "$BENCH" --predict "$tmp/missing.json"
+expect 2 "missing value after --predict" "$BENCH" --predict
+
+# mrc calibrate --check on shm: P processes started as one job, the
+# same table as threads; the header says what was measured.
+check_json() { # FILE TRANSPORT P RUNS
+    $PY -c '
+import json, math, sys
+c = json.load(open(sys.argv[1]))
+t, P, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+assert c["transport"] == t and c["ranks"] == P and c["runs"] == runs, c
+assert c["profile"]["transport"] == t and c["profile"]["file"], c
+assert c["profile"]["written"].endswith("Z"), c
+assert c["host"] and c["cores"] >= 1 and len(c["load"]) == 3, c
+fams = {r["family"] for r in c["rows"]}
+assert fams == {"rings", "direct1", "direct2", "tree"}, fams
+sizes = sorted({r["bytes"] for r in c["rows"]})
+assert sizes == [4096, 16384, 65536, 262144], sizes
+for r in c["rows"]:
+    for k in ("measured_us", "predicted_us", "ratio"):
+        assert math.isfinite(r[k]) and r[k] > 0, r
+within = sum(r["within"] for r in c["rows"])
+assert c["within"] == within, c
+# Ranks outnumbering the cores the profile saw widen the bounds.
+wide = P > c["profile"]["cores"]
+assert (c["lo"], c["hi"]) == ((0.67, 1.5) if wide else (0.8, 1.25)), c
+' "$@"
+}
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 3 --json > "$tmp/shm_check.json"
+expect 0 "" check_json "$tmp/shm_check.json" shm 2 3
+# P = 4, both transports (more ranks than the profile's cores on a small
+# host: the wider bounds).
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 1 -n 4 --json > "$tmp/shm4.json"
+expect 0 "" check_json "$tmp/shm4.json" shm 4 1
+"$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
+    -n 4 --json > "$tmp/threads4.json"
+expect 0 "" check_json "$tmp/threads4.json" threads 4 1
+# A profile measured just now reaches the ranks in a file, removed after;
+# the table's header says what was measured.
+mkdir "$tmp/t"
+expect 0 "^# check: shm, P = 2, 1 run per row; host .*load .* at the start" \
+    env TMPDIR="$tmp/t" "$MRC" calibrate --check --transport shm --quick \
+    --runs 1
+cp "$tmp/out" "$tmp/shm_table"
+expect 0 "" test -z "$(ls -A "$tmp/t")"
+expect 0 "^# profile: measured just now (shm, 2 ranks on [0-9]* cores)" \
+    cat "$tmp/shm_table"
+expect 0 "^tree  *262144 " cat "$tmp/shm_table"
+expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside)" cat "$tmp/shm_table"
+# Refused: a profile of another transport or corrupt, --runs out of range
+# or alone, a rank started by hand.
+expect 2 "--transport shm: .*threads.json is a profile of the threads" \
+    "$MRC" calibrate --check --transport shm --profile "$tmp/threads.json"
+expect 2 "corrupt.json: profile: not JSON" "$MRC" calibrate --check \
+    --transport shm --profile "$tmp/corrupt.json"
+expect 2 "--runs '0' is not a number of runs (1..99)" "$MRC" calibrate \
+    --check --runs 0
+expect 2 "--runs '100' is not a number" "$MRC" calibrate --check --runs 100
+expect 2 "--runs goes with --check" "$MRC" calibrate --runs 3
+expect 2 "--check-rank is for the ranks" "$MRC" calibrate --check \
+    --check-rank --transport shm --profile "$tmp/shm.json"
+
+expect_summary
