@@ -61,6 +61,7 @@ typedef struct pipe {
     int npending, cap_pending;
     queued_t *queue; /* pool of waiting messages */
     int nqueue, cap_queue;
+    int32_t q_free; /* slots of the pool taken off their queue, -1 none */
     int32_t *q_head, *q_tail; /* per first channel, -1 empty */
     uint8_t *q_busy;          /* a message of this queue is in flight */
     mrc__sim_chain_t *chains;
@@ -233,10 +234,16 @@ static mrc_status_t enqueue(pipe_t *pp, const queued_t *item)
 {
     int q = pp->s->chan_pool[pp->s->routes[item->f.route].first];
     if (pp->q_busy[q]) { /* the link is sending an earlier message */
-        if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
-                      sizeof *pp->queue))
+        /* A slot of the pool freed earlier, or a new one: the pool holds
+         * what waits at once, not every message of the run. */
+        int i = pp->q_free;
+        if (i >= 0)
+            pp->q_free = pp->queue[i].next;
+        else if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
+                           sizeof *pp->queue))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-        int i = pp->nqueue++;
+        else
+            i = pp->nqueue++;
         pp->queue[i] = *item;
         pp->queue[i].next = -1;
         if (pp->q_tail[q] >= 0)
@@ -288,9 +295,12 @@ static mrc_status_t start_flow(pipe_t *pp, const mrc__sim_chain_t *ch)
             return st;
     }
     /* A routed hop is timed over its route as one message (its relays'
-     * ops are not walked): to the ring's next node. */
-    return post(pp, route, ch->it.node, op->ring_peer, op->tag,
-                (double)op->count * (double)pp->esize);
+     * ops are not walked): to the ring's next node; in the symmetric
+     * walk, to the node itself from its predecessor. */
+    double bytes = (double)op->count * (double)pp->esize;
+    if (pp->s->sym_self)
+        return post(pp, route, ns->prev, ch->it.node, op->tag, bytes);
+    return post(pp, route, ch->it.node, op->ring_peer, op->tag, bytes);
 }
 
 /* Wakes chain i at time t (not before now). */
@@ -525,6 +535,8 @@ static mrc_status_t finish_flow(pipe_t *pp, int f)
     if (pp->q_head[q] < 0)
         pp->q_tail[q] = -1;
     queued_t item = pp->queue[next]; /* activate may grow nothing here */
+    pp->queue[next].next = pp->q_free;
+    pp->q_free = next;
     return activate(pp, &item.f, &item.m);
 }
 
@@ -550,6 +562,7 @@ static mrc_status_t pipe_init(pipe_t *pp, mrc__sim_t *s,
         pp->group_chains[s->p->nodes[chains[i].it.node].group]++;
     for (int c = 0; c <= s->num_chan; c++)
         pp->q_head[c] = pp->q_tail[c] = -1;
+    pp->q_free = -1;
     for (int i = 0; i < nchains; i++)
         pp->ready[pp->nready++] = i;
     return MRC_OK;
