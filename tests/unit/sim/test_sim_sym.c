@@ -134,6 +134,7 @@ static void test_sym_matches_full(void **state)
                               {"torus2d:4,4", "auto"},
                               {"torus2d:3,4,bw=7", "auto"},
                               {"torus-ladder:8", "peripheral-ring"},
+                              {"ladder:8", "auto"},
                               {"hcm8", "auto"},
                               {"hcm8", "hcm8"}};
     enum { NSPECS = sizeof specs / sizeof specs[0] };
@@ -174,14 +175,14 @@ static void test_sym_matches_full(void **state)
                     }
                     drop(&s);
                 }
-    /* The rings, the tori and the torus ladder take it for allreduce,
-     * with every profile and chunking. */
-    for (int i = 0; i < 7; i++)
+    /* The rings, the tori and the ladders take it for allreduce, with
+     * every profile and chunking. */
+    for (int i = 0; i < 8; i++)
         if (taken[i] != 6)
             fail_msg("%s %s: the symmetric walk taken for %d of 6 "
                      "allreduces",
                      specs[i][0], specs[i][1], taken[i]);
-    assert_true(compared >= 7 * 6 * 3);
+    assert_true(compared >= 8 * 6 * 3);
 }
 
 /* Walks pipelined with the walk switched off and on (auto), and expects
