@@ -25,9 +25,8 @@ typedef struct arrival {
     double time;
     int32_t src, dst;
     uint64_t tag;
+    uint64_t order; /* among arrivals at one time: see arrival_order */
 } arrival_t;
-_Static_assert(offsetof(arrival_t, time) == 0 && sizeof(arrival_t) <= 64,
-               "heap elements start with their key");
 
 /* A message waiting for its sender's link: a node sends on one link in
  * the order it posted (its chunks pipeline instead of all sharing the
@@ -37,6 +36,13 @@ typedef struct queued {
     pmeta_t m;
     int32_t next;
 } queued_t;
+
+/* A message posted at the current time, before it takes its link. */
+typedef struct pending {
+    queued_t item;
+    uint64_t order; /* arrival_order of what it carries */
+    int32_t seq;    /* the order posted, among equal orders */
+} pending_t;
 
 /* Memory-semantic ops in flight: a WAIT before its peer's SIGNAL, a node
  * at a BARRIER before the rest of its group. */
@@ -51,8 +57,11 @@ typedef struct pbar {
 
 typedef struct pipe {
     mrc__sim_t *s;
+    pending_t *pending; /* posted now, not yet on their links */
+    int npending, cap_pending;
     queued_t *queue; /* pool of waiting messages */
     int nqueue, cap_queue;
+    int32_t q_free; /* slots of the pool taken off their queue, -1 none */
     int32_t *q_head, *q_tail; /* per first channel, -1 empty */
     uint8_t *q_busy;          /* a message of this queue is in flight */
     mrc__sim_chain_t *chains;
@@ -85,15 +94,54 @@ typedef struct pipe {
  * barrier's release) instead of matching a RECV. */
 enum { WAKE = -2 };
 
+/* Arrivals at one time are delivered in an order that is the same at
+ * every node: messages before wake-ups, each by its tag (stream, step,
+ * chunk), a wake-up by its chain's stream and chunk. Which node's comes
+ * first is left to the heap: where nodes share no queue it changes
+ * nothing, and it does not depend on the node's number, so that a group
+ * whose nodes all do the same runs alike at every node (the symmetric
+ * walk, pipelined_sym.c, takes one node for all). */
+static uint64_t arrival_order(const pipe_t *pp, int32_t src, int32_t dst,
+                              uint64_t tag)
+{
+    if (src != WAKE)
+        return tag;
+    const mrc__chain_iter_t *it = &pp->chains[dst].it;
+    return (uint64_t)1 << 63 | (uint64_t)it->k << 24 | (uint64_t)it->chunk;
+}
+
+static int arrival_before(const arrival_t *a, const arrival_t *b)
+{
+    return a->time < b->time || (a->time == b->time && a->order < b->order);
+}
+
 static void arrival_push(pipe_t *pp, arrival_t a)
 {
-    mrc__sim_heap_push(pp->heap, &pp->nheap, sizeof a, &a);
+    a.order = arrival_order(pp, a.src, a.dst, a.tag);
+    int i = pp->nheap++;
+    while (i > 0 && arrival_before(&a, &pp->heap[(i - 1) / 2])) {
+        pp->heap[i] = pp->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    pp->heap[i] = a;
 }
 
 static arrival_t arrival_pop(pipe_t *pp)
 {
-    arrival_t top;
-    mrc__sim_heap_pop(pp->heap, &pp->nheap, sizeof top, &top);
+    arrival_t top = pp->heap[0], last = pp->heap[--pp->nheap];
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= pp->nheap)
+            break;
+        if (c + 1 < pp->nheap && arrival_before(&pp->heap[c + 1], &pp->heap[c]))
+            c++;
+        if (!arrival_before(&pp->heap[c], &last))
+            break;
+        pp->heap[i] = pp->heap[c];
+        i = c;
+    }
+    pp->heap[i] = last;
     return top;
 }
 
@@ -154,30 +202,50 @@ static mrc_status_t deliver(pipe_t *pp, const arrival_t *a)
 static mrc_status_t activate(pipe_t *pp, const mrc__sim_flow_t *f,
                              const pmeta_t *m);
 
-/* Posts `bytes` over `route` at the current time: on the wire, or queued
- * behind the earlier message on its first link; (src, dst, tag) is what
- * arrives. */
+/* Posts `bytes` over `route` at the current time ((src, dst, tag) is
+ * what arrives): it takes its link, or queues behind the earlier messages
+ * on it, once the chains due now have run (flush_posts). */
 static mrc_status_t post(pipe_t *pp, int route, int32_t src, int32_t dst,
                          uint64_t tag, double bytes)
 {
     const mrc__sim_route_t *rt = &pp->s->routes[route];
     if (rt->len == 0 || bytes == 0) {
-        arrival_t a = {pp->now + rt->latency, src, dst, tag};
+        arrival_t a = {pp->now + rt->latency, src, dst, tag, 0};
         if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                       sizeof *pp->heap))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
         arrival_push(pp, a);
         return MRC_OK;
     }
-    mrc__sim_flow_t f = {bytes, 0, bytes, route, 0, 0};
-    pmeta_t m = {pp->now, src, dst, tag};
-    int q = pp->s->chan_pool[rt->first];
+    if (mrc__grow((void **)&pp->pending, &pp->cap_pending, pp->npending + 1,
+                  sizeof *pp->pending))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    pp->pending[pp->npending] = (pending_t){
+        {{bytes, 0, bytes, route, 0, 0}, {pp->now, src, dst, tag}, -1},
+        arrival_order(pp, src, dst, tag),
+        pp->npending};
+    pp->npending++;
+    return MRC_OK;
+}
+
+/* A message posted now: on the wire, or queued behind the earlier ones
+ * on its first link. */
+static mrc_status_t enqueue(pipe_t *pp, const queued_t *item)
+{
+    int q = pp->s->chan_pool[pp->s->routes[item->f.route].first];
     if (pp->q_busy[q]) { /* the link is sending an earlier message */
-        if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
-                      sizeof *pp->queue))
+        /* A slot of the pool freed earlier, or a new one: the pool holds
+         * what waits at once, not every message of the run. */
+        int i = pp->q_free;
+        if (i >= 0)
+            pp->q_free = pp->queue[i].next;
+        else if (mrc__grow((void **)&pp->queue, &pp->cap_queue, pp->nqueue + 1,
+                           sizeof *pp->queue))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-        int i = pp->nqueue++;
-        pp->queue[i] = (queued_t){f, m, -1};
+        else
+            i = pp->nqueue++;
+        pp->queue[i] = *item;
+        pp->queue[i].next = -1;
         if (pp->q_tail[q] >= 0)
             pp->queue[pp->q_tail[q]].next = i;
         else
@@ -185,7 +253,32 @@ static mrc_status_t post(pipe_t *pp, int route, int32_t src, int32_t dst,
         pp->q_tail[q] = i;
         return MRC_OK;
     }
-    return activate(pp, &f, &m);
+    return activate(pp, &item->f, &item->m);
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+    const pending_t *x = a, *y = b;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The messages posted at this time take their links in the order of
+ * arrival_order, not in the order their chains ran: a queue that two
+ * nodes post to at once (a memory of the node model, which its own
+ * reductions and its predecessor's copies share) then takes them in the
+ * same order at every node. */
+static mrc_status_t flush_posts(pipe_t *pp)
+{
+    if (pp->npending > 1)
+        qsort(pp->pending, (size_t)pp->npending, sizeof *pp->pending,
+              pending_cmp);
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; i < pp->npending && st == MRC_OK; i++)
+        st = enqueue(pp, &pp->pending[i].item);
+    pp->npending = 0;
+    return st;
 }
 
 /* A SEND: its message over its hop. */
@@ -202,9 +295,12 @@ static mrc_status_t start_flow(pipe_t *pp, const mrc__sim_chain_t *ch)
             return st;
     }
     /* A routed hop is timed over its route as one message (its relays'
-     * ops are not walked): to the ring's next node. */
-    return post(pp, route, ch->it.node, op->ring_peer, op->tag,
-                (double)op->count * (double)pp->esize);
+     * ops are not walked): to the ring's next node; in the symmetric
+     * walk, to the node itself from its predecessor. */
+    double bytes = (double)op->count * (double)pp->esize;
+    if (pp->s->sym_self)
+        return post(pp, route, ns->prev, ch->it.node, op->tag, bytes);
+    return post(pp, route, ch->it.node, op->ring_peer, op->tag, bytes);
 }
 
 /* Wakes chain i at time t (not before now). */
@@ -213,7 +309,7 @@ static mrc_status_t wake_at(pipe_t *pp, int i, double t)
     if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                   sizeof *pp->heap))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    arrival_push(pp, (arrival_t){fmax(t, pp->now), WAKE, i, 0});
+    arrival_push(pp, (arrival_t){fmax(t, pp->now), WAKE, i, 0, 0});
     return MRC_OK;
 }
 
@@ -424,7 +520,7 @@ static mrc_status_t finish_flow(pipe_t *pp, int f)
     }
     (void)dur;
     arrival_t arr = {pp->now + rt->latency, pp->meta[f].src, pp->meta[f].dst,
-                     pp->meta[f].tag};
+                     pp->meta[f].tag, 0};
     arrival_push(pp, arr);
     int q = pp->s->chan_pool[rt->first];
     pp->act[f] = pp->act[pp->nact - 1];
@@ -439,6 +535,8 @@ static mrc_status_t finish_flow(pipe_t *pp, int f)
     if (pp->q_head[q] < 0)
         pp->q_tail[q] = -1;
     queued_t item = pp->queue[next]; /* activate may grow nothing here */
+    pp->queue[next].next = pp->q_free;
+    pp->q_free = next;
     return activate(pp, &item.f, &item.m);
 }
 
@@ -464,6 +562,7 @@ static mrc_status_t pipe_init(pipe_t *pp, mrc__sim_t *s,
         pp->group_chains[s->p->nodes[chains[i].it.node].group]++;
     for (int c = 0; c <= s->num_chan; c++)
         pp->q_head[c] = pp->q_tail[c] = -1;
+    pp->q_free = -1;
     for (int i = 0; i < nchains; i++)
         pp->ready[pp->nready++] = i;
     return MRC_OK;
@@ -471,6 +570,7 @@ static mrc_status_t pipe_init(pipe_t *pp, mrc__sim_t *s,
 
 static void pipe_free(pipe_t *pp)
 {
+    free(pp->pending);
     free(pp->act);
     free(pp->meta);
     free(pp->heap);
@@ -548,6 +648,8 @@ mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
     while (st == MRC_OK) {
         while (pp.nready > 0 && st == MRC_OK)
             st = run_chain_now(&pp, pp.ready[--pp.nready]);
+        if (st == MRC_OK)
+            st = flush_posts(&pp);
         if (st != MRC_OK || (pp.nact == 0 && pp.nheap == 0))
             break;
         double next;

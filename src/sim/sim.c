@@ -13,12 +13,12 @@
 
 #include "sim/sim_internal.h"
 
-/* Pipelined walks every message, N^2 per ring: 4096 nodes take about
- * 20 s, 65536 would take hours. */
+/* The full pipelined walk follows every message, N^2 per ring: 4096
+ * nodes take about 20 s, 65536 would take some 150 s. The symmetric walk
+ * (pipelined_sym.c) is not bound by this. */
 enum { PIPELINED_MAX_GROUP = 4096 };
 
-/* Chunks of stream k: the program's, or cfg->chunks per fragment. */
-static int sim_chunks(const mrc_program_t *p, const mrc_sim_config_t *c, int k)
+int mrc__sim_chunks(const mrc_program_t *p, const mrc_sim_config_t *c, int k)
 {
     const mrc__group_t *g = &p->groups[p->streams[k].group];
     uint64_t len = p->streams[k].slice_len, n = (uint64_t)g->size;
@@ -31,47 +31,48 @@ static int sim_chunks(const mrc_program_t *p, const mrc_sim_config_t *c, int k)
 
 /* Memory a chain may take beside its own record (twice its size: the
  * array grows by doubling): in bsp, its flow of a step and the step's
- * index of it; pipelined, its messages in flight, in the map and in the
- * event heap, which grow with the ring (a chain runs 2(N-1) steps).
- * Measured (peak RSS over chains): bsp 220 bytes on hcm8; pipelined 630
- * on ring:4, 2.2 KiB on ring:16, 8.2 KiB on ring:64, so 136 N + 160: the
- * figures below keep above that. */
-enum { SIM_CHAIN_BSP_BYTES = 128, SIM_CHAIN_PIPELINED_BYTES_PER_NODE = 192 };
+ * index of it; pipelined, its message posted, queued or in flight, in
+ * the map and in the event heap (the queue's pool reuses its slots, so
+ * this no longer grows with the ring). Measured (peak RSS over chains):
+ * bsp 220 bytes on hcm8; pipelined about 460 with the record (some 220
+ * beside it) on ring:4, ring:64 and ring:1024 alike (it was 136 N + 160
+ * before the pool reused its slots). */
+enum { SIM_CHAIN_BSP_BYTES = 128, SIM_CHAIN_PIPELINED_BYTES = 512 };
 
-/* Refuses, before any chain is made, a simulation whose chains (one per
- * node, stream and chunk) would not fit in the memory limit. */
-static mrc_status_t check_sim_memory(const mrc_program_t *p,
-                                     const mrc_sim_config_t *c)
+/* Refuses `chains` chains of the mode that would not fit in the memory
+ * limit, or more than the walks count. */
+mrc_status_t mrc__sim_check_chains(uint64_t chains, mrc_sim_mode_t mode)
 {
-    uint64_t chains = 0, need = 0;
-    for (int u = 0; u < p->num_nodes; u++) {
-        int g = p->nodes[u].group;
-        if (g < 0)
-            continue;
-        uint64_t per =
-            2 * sizeof(mrc__sim_chain_t) +
-            (c->mode == MRC_SIM_PIPELINED ? SIM_CHAIN_PIPELINED_BYTES_PER_NODE *
-                                                (uint64_t)p->groups[g].size
-                                          : SIM_CHAIN_BSP_BYTES);
-        for (int j = 0; j < p->groups[g].num_streams; j++) {
-            uint64_t k =
-                (uint64_t)sim_chunks(p, c, p->groups[g].first_stream + j);
-            chains += k;
-            need = mrc__sat_mul_add(k, per, need);
-        }
-    }
+    uint64_t per = 2 * sizeof(mrc__sim_chain_t) +
+                   (mode == MRC_SIM_PIPELINED ? SIM_CHAIN_PIPELINED_BYTES
+                                              : SIM_CHAIN_BSP_BYTES);
     char what[96];
     snprintf(what, sizeof what,
              "simulation state (%llu chains of "
              "messages: use fewer --chunks or a smaller --size)",
              (unsigned long long)chains);
-    mrc_status_t st = mrc__check_memory(need, what);
+    mrc_status_t st = mrc__check_memory(mrc__sat_mul_add(chains, per, 0), what);
     if (st == MRC_OK && chains > INT32_MAX)
         st = mrc__error(MRC_ERR_INVALID_ARG,
                         "the simulation would walk %llu chains of messages, "
                         "more than %d",
                         (unsigned long long)chains, INT32_MAX);
     return st;
+}
+
+/* Refuses, before any chain is made, a simulation whose chains (one per
+ * node, stream and chunk) would not fit in the memory limit. */
+static mrc_status_t check_sim_memory(const mrc_program_t *p,
+                                     const mrc_sim_config_t *c)
+{
+    uint64_t chains = 0;
+    for (int u = 0; u < p->num_nodes; u++) {
+        int g = p->nodes[u].group;
+        for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++)
+            chains +=
+                (uint64_t)mrc__sim_chunks(p, c, p->groups[g].first_stream + j);
+    }
+    return mrc__sim_check_chains(chains, c->mode);
 }
 
 /* The configuration's mode and the program's groups: what the walks
@@ -86,13 +87,21 @@ static mrc_status_t check_run(const mrc_program_t *p, const mrc_topo_t *t,
     if (c->mode != MRC_SIM_BSP && c->mode != MRC_SIM_PIPELINED)
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown simulation mode %d",
                           (int)c->mode);
-    for (int g = 0; c->mode == MRC_SIM_PIPELINED && g < p->num_groups; g++)
+    return MRC_OK;
+}
+
+/* The full pipelined walk's bound, once the symmetric walk has said why
+ * it does not apply. */
+static mrc_status_t check_pipelined(const mrc_program_t *p, const char *why)
+{
+    for (int g = 0; g < p->num_groups; g++)
         if (p->groups[g].size > PIPELINED_MAX_GROUP)
             return mrc__error(MRC_ERR_INVALID_ARG,
-                              "pipelined simulation walks every message and "
-                              "takes groups of at most %d nodes; group %d "
-                              "has %d: use --mode bsp",
-                              PIPELINED_MAX_GROUP, g, p->groups[g].size);
+                              "pipelined simulation walks every message of "
+                              "this program (one node cannot stand for its "
+                              "group: %s) and takes groups of at most %d "
+                              "nodes; group %d has %d: use --mode bsp",
+                              why, PIPELINED_MAX_GROUP, g, p->groups[g].size);
     return MRC_OK;
 }
 
@@ -108,7 +117,7 @@ static mrc_status_t make_chains(const mrc_program_t *p,
         int g = p->nodes[u].group;
         for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++) {
             int k = p->groups[g].first_stream + j;
-            int chunks = sim_chunks(p, c, k);
+            int chunks = mrc__sim_chunks(p, c, k);
             for (int ch = 0; ch < chunks && st == MRC_OK; ch++) {
                 if (mrc__grow((void **)&chains, &cap, nchains + 1,
                               sizeof *chains)) {
@@ -160,9 +169,15 @@ static mrc_status_t walk(mrc__sim_t *s, const mrc_sim_config_t *c,
     size_t esize = mrc_dtype_size(p->cfg.dtype);
     if (mrc__sim_fast_applies(p, c->mode, s->node.prof != NULL))
         return mrc__sim_fast_bsp(s, w, esize, a);
+    mrc_status_t st = MRC_OK;
+    const char *why = NULL;
+    if (c->mode == MRC_SIM_PIPELINED &&
+        (mrc__sim_sym_walk(s, c, w, a, &st, &why) ||
+         (st = check_pipelined(p, why)) != MRC_OK))
+        return st;
     mrc__sim_chain_t *chains = NULL;
     int n = 0;
-    mrc_status_t st = make_chains(p, c, &chains, &n);
+    st = make_chains(p, c, &chains, &n);
     if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED)
         st = mrc__sim_run_pipelined(s, chains, n, esize, w, a);
     else if (st == MRC_OK && p->num_groups > 1)

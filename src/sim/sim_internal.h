@@ -5,6 +5,7 @@
  *   fluid.c      one step: max-min fair sharing of channels by flows
  *   bsp.c        the bulk-synchronous walks (lockstep, fast, by group)
  *   pipelined.c  every chunk as soon as its data is ready
+ *   pipelined_sym.c  the same, one node standing for a symmetric group
  *   figures.c    the booking of links and the result's figures
  *   sim.c        mrc_sim_run: checks, chains, the choice of walk
  */
@@ -29,6 +30,9 @@ typedef enum mrc__sim_fast {
 } mrc__sim_fast_t;
 
 extern mrc__sim_fast_t mrc__sim_fast;
+/* When a pipelined run walks one node for a symmetric group
+ * (pipelined_sym.c): where it applies (auto, always), or never. */
+extern mrc__sim_fast_t mrc__sim_sym;
 
 /* ---- the model (model.c) ---------------------------------------------- */
 
@@ -77,6 +81,9 @@ typedef struct mrc__sim {
      * (-1: none); the links a phase leaves idle are switched off. */
     int32_t *use_phys;
     mrc__sim_node_t node;
+    /* The symmetric walk (pipelined_sym.c): a node's SEND arrives at the
+     * node itself, standing for its predecessor's send to it. */
+    int sym_self;
 } mrc__sim_t;
 
 /* A message in flight over its route. */
@@ -186,5 +193,23 @@ mrc_status_t mrc__sim_run_bsp_groups(mrc__sim_t *s, mrc__sim_chain_t *chains,
 mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
                                     int nchains, size_t esize,
                                     mrc__sim_ws_t *w, mrc__sim_acct_t *a);
+/* The pipelined walk of one node standing for a symmetric group: 1 if it
+ * applies (*st its status), 0 and why not (*why) if it does not (the
+ * caller then walks every node); s's routes are the walk's after it. */
+int mrc__sim_sym_walk(mrc__sim_t *s, const mrc_sim_config_t *c,
+                      mrc__sim_ws_t *w, mrc__sim_acct_t *a, mrc_status_t *st,
+                      const char **why);
+/* For tests: whether a pipelined run of p on t with cfg takes the
+ * symmetric walk; 1, or 0 and why not. */
+int mrc__sim_sym_applies(const mrc_program_t *p, const mrc_topo_t *t,
+                         const mrc_sim_config_t *cfg, const char **why);
+
+/* ---- the chains (sim.c) ------------------------------------------------ */
+
+/* Chunks of stream k: the program's, or cfg->chunks per fragment. */
+int mrc__sim_chunks(const mrc_program_t *p, const mrc_sim_config_t *c, int k);
+/* Refuses `chains` chains of the mode that would not fit in the memory
+ * limit. */
+mrc_status_t mrc__sim_check_chains(uint64_t chains, mrc_sim_mode_t mode);
 
 #endif

@@ -35,8 +35,13 @@ expect 2 "--max-memory 'lots' is not a size" \
 # sim: chains of messages counted before any is made.
 expect 2 "needs 34 GiB of simulation state (67108928 chains" \
     env "$limit" "$MRC" sim hcm8 --collective allreduce --size 16T
-expect 2 "needs 4.6 GiB of simulation state (4194304 chains" \
+# Pipelined: every node's chains (uneven fragments), or one node's where
+# it stands for the group.
+expect 2 "needs 3.6 GiB of simulation state (4194308 chains" \
     env MRC_MAX_MEMORY=2G "$MRC" sim ring:4 --collective allreduce \
+    --size 1099511627780 --mode pipelined
+expect 2 "needs 928 MiB of simulation state (1048576 chains" \
+    env MRC_MAX_MEMORY=512M "$MRC" sim ring:4 --collective allreduce \
     --size 1T --mode pipelined
 expect 2 "has 64 sizes; at most 41" \
     "$MRC" sim ring:4 --collective allreduce \
