@@ -84,7 +84,8 @@ static const mrc__node_stream_t *sym_entry(const sym_t *y, int i, int j)
 
 /* Where channel c is as seen from node u sending to `next`: a link
  * direction (0), u's memory or its host's (1, 2), the successor's or its
- * host's (3, 4); -1 anything else. */
+ * host's (3, 4), u's or the successor's channel for what it takes from
+ * peers (5, 6); -1 anything else. */
 static int hop_kind(const mrc__sim_t *s, int c, int u, int next)
 {
     const mrc__sim_node_t *m = &s->node;
@@ -92,6 +93,10 @@ static int hop_kind(const mrc__sim_t *s, int c, int u, int next)
         return 0;
     if (!m->prof)
         return -1;
+    if (m->first_peer_chan >= 0 && c >= m->first_peer_chan) {
+        int v = c - m->first_peer_chan;
+        return v == u ? 5 : v == next ? 6 : -1;
+    }
     if (c < m->first_host_chan) {
         int v = c - m->first_node_chan;
         return v == u ? 1 : v == next ? 3 : -1;
@@ -266,6 +271,8 @@ static int sym_chan(const sym_t *y, int l, int c)
         return m->first_node_chan + y->rep;
     if (y->kind[l] == 4)
         return m->first_host_chan + y->rep / m->per_host;
+    if (y->kind[l] == 6)
+        return m->first_peer_chan + y->rep;
     return c;
 }
 
