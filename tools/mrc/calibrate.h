@@ -37,12 +37,12 @@ double cal_reduce_gbps(mrc_dtype_t dtype, mrc_op_t op, size_t bytes,
 /* One way of a flag round trip (us) between two threads, or two
  * processes when `processes`; < 0 with the last error on failure. */
 double cal_sync_us(int processes, int trips, int reps);
-/* One message (us) of the transport, from round trips of 1-element
- * broadcasts between two ranks that take turns as the root: threads in
- * this process, shm between two processes it starts; MRC_OK or the
- * failure with the last error. */
-mrc_status_t cal_message_us(const char *transport, int trips, int reps,
-                            double *out);
+/* The message probe's call (us): a steady 2-float allreduce by the rings
+ * on `ranks` ranks of the transport (threads in this process, shm
+ * between processes it starts); MRC_OK or the failure with the last
+ * error. */
+mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
+                            int reps, double *out);
 
 /* --check (calibrate_check.c): what the validation sweep runs and how
  * it reports. */
@@ -111,8 +111,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *out);
 /* The host's part: everything but sync_us and message_us. */
 mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *out);
 /* sync_us, and message_us fitted so that the simulator times the
- * probe's call (cal_turns) as measured: call_us. */
-mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us,
+ * probe's call (cal_turns on `ranks` ranks) as measured: call_us. */
+mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
                            double call_us);
 
 /* The message probe's communicator (ring:2, rings) and its loop: the

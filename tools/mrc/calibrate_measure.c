@@ -277,14 +277,14 @@ static mrc_status_t probe_allreduce(const char *transport, int ranks,
                       "no message probe for the %s transport", transport);
 }
 
-mrc_status_t cal_message_us(const char *transport, int trips, int reps,
-                            double *out)
+mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
+                            int reps, double *out)
 {
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     trips = trips < 1 ? 1 : trips;
     call_probe_t pr = {.count = PROBE_COUNT, .iters = 2 * trips,
                        .reps = reps};
-    return probe_allreduce(transport, 2, &pr, out);
+    return probe_allreduce(transport, ranks, &pr, out);
 }
 
 /* The probes' steps, for the progress bar: sizes of the copy sweep, the
@@ -393,7 +393,8 @@ mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *p)
     return MRC_OK;
 }
 
-mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
+mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
+                           double call_us)
 {
     /* message_us is fitted through the simulator, so that the model
      * times the probe's own call as measured: the program's time with a
@@ -402,10 +403,10 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, double sync_us, double call_us)
     p->sync_us = sync_us;
     double t0 = 0, t1 = 0;
     p->message_us = 0;
-    mrc_status_t st = sim_allreduce(p, 2, PROBE_COUNT, &t0);
+    mrc_status_t st = sim_allreduce(p, ranks, PROBE_COUNT, &t0);
     p->message_us = 1;
     if (st == MRC_OK)
-        st = sim_allreduce(p, 2, PROBE_COUNT, &t1);
+        st = sim_allreduce(p, ranks, PROBE_COUNT, &t1);
     if (st != MRC_OK)
         return st;
     double chain = t1 - t0;
@@ -520,10 +521,11 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     tell(plan, 0.85, "messages");
     double msg = 0;
     st =
-        cal_message_us(plan->transport, plan->trips / 10 + 1, plan->reps, &msg);
+        cal_message_us(plan->transport, plan->ranks, plan->trips / 10 + 1,
+                       plan->reps, &msg);
     if (st != MRC_OK)
         return st;
-    st = cal_set_costs(p, sync, msg);
+    st = cal_set_costs(p, plan->ranks, sync, msg);
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
     tell(plan, 1, "done");

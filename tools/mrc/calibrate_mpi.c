@@ -126,7 +126,7 @@ int cal_mpi(const char *cmd, cal_plan_t *plan, mrc_profile_t *out, int *rank0)
         rc = CLI_FAIL;
         goto done;
     }
-    if (rank == 0 && (st = cal_set_costs(out, sync, msg)) != MRC_OK) {
+    if (rank == 0 && (st = cal_set_costs(out, 2, sync, msg)) != MRC_OK) {
         cli_fail(cmd, st);
         rc = CLI_FAIL;
     }
