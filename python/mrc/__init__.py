@@ -1,0 +1,1 @@
+"""mrc: multi-ring collective communication from Python."""
