@@ -549,4 +549,11 @@ PYBIND11_MODULE(_torch_ext, m)
           pybind11::call_guard<pybind11::gil_scoped_release>(),
           "A process group of backend \"mrc\" (the creator that "
           "torch.distributed.Backend.register_backend takes).");
+    /* The check every collective makes of its tensors, for the tests:
+     * torch 1.13's dispatcher stops a meta tensor before a process group
+     * sees it, and a build without CUDA cannot make a GPU tensor. */
+    m.def(
+        "_check_tensor",
+        [](const at::Tensor &t) { check_tensor(t, "check", "tensor"); },
+        pybind11::arg("tensor"));
 }

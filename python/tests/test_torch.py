@@ -1,0 +1,135 @@
+"""backend="mrc" for torch.distributed: results against torch's own
+reduction, async work, refusals, a dead peer, and DDP against gloo."""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+import torch  # noqa: E402  (CTest runs this only where torch imports)
+import torch.multiprocessing as mp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_workers  # noqa: E402
+
+SOURCE = os.environ.get(
+    "MRC_SOURCE_DIR",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def run_ranks(target, n, *args, wait=120):
+    """Starts n ranks of target(rank, n, path, *args, queue); returns what
+    each put in the queue, by rank."""
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "store")
+        procs = [ctx.Process(target=target, args=(r, n, path) + args +
+                             (queue,)) for r in range(n)]
+        for p in procs:
+            p.start()
+            # Reaped as soon as it exits, as mp.spawn and torchrun do: mrc
+            # knows a peer is gone once it is no process, and a zombie
+            # still is one (until then a call fails by the timeout).
+            threading.Thread(target=p.join, daemon=True).start()
+        got = {}
+        try:
+            for _ in range(n):
+                item = queue.get(timeout=wait)
+                got[item[0]] = item[1:]
+        finally:
+            for p in procs:
+                p.join(timeout=30)
+                if p.is_alive():
+                    p.kill()
+    return got
+
+
+def test_registered():
+    import torch.distributed as dist
+    import mrc.torch  # noqa: F401
+    assert "MRC" in dist.Backend._plugins
+    import mrc.torch  # a second import does not register twice
+    assert dist.Backend("mrc") == "mrc"
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_every_collective_dtype_and_op(n):
+    got = run_ranks(torch_workers.sweep, n)
+    assert sorted(got) == list(range(n))
+    problems = [p for r in range(n) for p in got[r][0]]
+    assert problems == []
+
+
+def test_refusals_name_what():
+    n = 2
+    got = run_ranks(torch_workers.refusals, n)
+    for r in range(n):
+        found = got[r][0]
+        assert "exception" not in found, found.get("exception")
+        assert "Bool" in found["bool"] and "int8" in found["bool"]
+        assert "Short" in found["int16"]
+        assert "Sparse" in found["sparse"]
+        assert "ReduceOp.BAND" in found["BAND"]
+        assert "ReduceOp.BXOR" in found["BXOR"]
+        assert "reduce_scatter" in found["BXOR"]
+        assert "meta" in found["meta"] and "CPU" in found["meta"]
+        assert "does not support gather" in found["gather"]
+        assert "all_gather" in found["all_gather sizes"]
+        assert "_all_gather_base" in found["_all_gather_base size"]
+        assert "root rank" in found["broadcast root"]
+        assert found["after"] == [2.0] * 4
+
+
+@pytest.mark.parametrize("n,how", [(2, "exit"), (3, "exit"), (2, "absent")])
+def test_dead_peer_raises_within_timeout(n, how):
+    timeout_s = 2
+    got = run_ranks(torch_workers.dead_peer, n, timeout_s, how, wait=60)
+    survivors = range(n - 1)
+    assert sorted(got) == list(range(n))
+    for r in survivors:
+        message, elapsed = got[r]
+        assert message is not None, "rank %d's call did not fail" % r
+        if how == "exit":
+            assert "MRC_ERR_PEER_LOST" in message
+            assert "rank %d" % (n - 1) in message
+        else:
+            assert "MRC_ERR_TIMEOUT" in message
+        assert "on rank %d" % r in message
+        # Within the timeout, with room for a loaded machine's scheduling.
+        assert elapsed < timeout_s + 2, (r, elapsed, message)
+
+
+def ddp_losses(backend, n):
+    out = subprocess.run(
+        [sys.executable, os.path.join(SOURCE, "examples", "ddp_digits.py"),
+         "--backend", backend, "-n", str(n), "--epochs", "2",
+         "--steps", "4"],
+        capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    losses = [float(x) for x in
+              re.findall(r"^epoch \d+ loss ([0-9.eE+-]+)", out.stdout, re.M)]
+    assert len(losses) == 2, out.stdout
+    return losses
+
+
+def test_ddp_matches_gloo():
+    mrc_losses = ddp_losses("mrc", 2)
+    gloo_losses = ddp_losses("gloo", 2)
+    assert mrc_losses == pytest.approx(gloo_losses, rel=1e-5, abs=1e-6)
+    assert mrc_losses[1] < mrc_losses[0]  # it trains
+
+
+def test_ddp_peer_killed_mid_training():
+    n, timeout_s = 3, 2
+    got = run_ranks(torch_workers.ddp_dead_peer, n, timeout_s, wait=60)
+    assert sorted(got) == list(range(n))
+    for r in range(n - 1):
+        message, elapsed = got[r]
+        assert message is not None, "rank %d trained on" % r
+        assert "rank %d" % (n - 1) in message, message
+        assert elapsed < timeout_s + 2, (r, elapsed, message)
