@@ -133,3 +133,30 @@ def test_ddp_peer_killed_mid_training():
         assert message is not None, "rank %d trained on" % r
         assert "rank %d" % (n - 1) in message, message
         assert elapsed < timeout_s + 2, (r, elapsed, message)
+
+
+def test_bench_runs_and_checks():
+    out = subprocess.run(
+        [sys.executable, os.path.join(SOURCE, "bench", "torch_allreduce.py"),
+         "-n", "2", "-b", "8", "-e", "4K", "-f", "8", "-r", "1"],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = [l.split() for l in out.stdout.splitlines()
+            if l and not l.startswith("#")]
+    assert [int(r[0]) for r in rows] == [8, 64, 512, 4096]
+    for r in rows:
+        assert r[7] == "0" and r[11] == "0", r  # #wrong, mrc and gloo
+        assert float(r[12]) > 0
+
+
+@pytest.mark.parametrize("script,args", [
+    ("bench/torch_allreduce.py", ["-b", "1X"]),
+    ("bench/torch_allreduce.py", ["-n", "1"]),
+    ("examples/ddp_digits.py", ["--backend", "nccl"]),
+    ("examples/ddp_digits.py", ["-n", "0"]),
+])
+def test_bad_arguments_exit_2(script, args):
+    out = subprocess.run([sys.executable, os.path.join(SOURCE, script)] +
+                         args, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "error:" in out.stderr
