@@ -160,3 +160,37 @@ def test_bad_arguments_exit_2(script, args):
                          args, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "error:" in out.stderr
+
+
+def store_with(tmp, **keys):
+    import torch.distributed as dist
+    store = dist.FileStore(os.path.join(tmp, "store"), 2)
+    for k, v in keys.items():
+        store.set(k, v)
+    return store
+
+
+def test_rank_on_another_host_is_refused():
+    import datetime
+    import mrc.torch
+    with tempfile.TemporaryDirectory() as tmp:
+        store = store_with(tmp, mrc_job="torch-x", mrc_token="y",
+                           mrc_host="another-host")
+        with pytest.raises(RuntimeError, match="joins the ranks of one host"):
+            mrc.torch.create_process_group(
+                store, 1, 2, datetime.timedelta(seconds=2))
+
+
+def test_missing_peers_time_out_at_init():
+    import datetime
+    import time
+    import mrc.torch
+    with tempfile.TemporaryDirectory() as tmp:
+        store = store_with(tmp)
+        start = time.monotonic()
+        with pytest.raises(RuntimeError) as e:
+            mrc.torch.create_process_group(
+                store, 0, 2, datetime.timedelta(seconds=1))
+        assert "init_process_group failed on rank 0" in str(e.value)
+        assert "MRC_ERR_TIMEOUT" in str(e.value)
+        assert time.monotonic() - start < 5

@@ -44,6 +44,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "mrc/comm.h"
 #include "mrc/status.h"
 #include "mrc/types.h"
@@ -214,6 +216,19 @@ std::string random_name(int chars)
     return s;
 }
 
+std::string host_name()
+{
+    char name[256] = "";
+    gethostname(name, sizeof name - 1);
+    return name;
+}
+
+void store_set(c10d::Store &store, const std::string &key,
+               const std::string &value)
+{
+    store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
 std::string store_get(c10d::Store &store, const std::string &key,
                       std::chrono::milliseconds timeout)
 {
@@ -261,16 +276,23 @@ class ProcessGroupMrc : public c10d::ProcessGroup {
         : c10d::ProcessGroup(rank, size)
     {
         TORCH_CHECK(store, "mrc backend: no store to meet the peers through");
-        std::string job, token;
+        std::string job, token, host = host_name();
         if (rank == 0) {
             job = "torch-" + random_name(32);
             token = random_name(32);
-            store->set("mrc_job", std::vector<uint8_t>(job.begin(), job.end()));
-            store->set("mrc_token",
-                       std::vector<uint8_t>(token.begin(), token.end()));
+            store_set(*store, "mrc_host", host);
+            store_set(*store, "mrc_token", token);
+            store_set(*store, "mrc_job", job);
         } else {
             job = store_get(*store, "mrc_job", timeout);
             token = store_get(*store, "mrc_token", timeout);
+            /* Shared memory joins one host's ranks only: a rank elsewhere
+             * would wait for a segment it cannot see, until the timeout. */
+            std::string host0 = store_get(*store, "mrc_host", timeout);
+            TORCH_CHECK(host == host0, "mrc backend: rank ", rank,
+                        " is on host '", host, "' and rank 0 on '", host0,
+                        "'; backend \"mrc\" joins the ranks of one host "
+                        "only (use \"gloo\" across hosts)");
         }
         mrc_config_t cfg = {};
         cfg.timeout_s = timeout.count() / 1000.0;
