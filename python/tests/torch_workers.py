@@ -162,6 +162,21 @@ def sweep(rank, n, path, queue):
         got = fut.wait()[0]
         check("future", got, torch.full((3,), float(n)))
 
+        # Objects (pickled into uint8 tensors, sizes in int64 ones).
+        objs = [None] * n
+        dist.all_gather_object(objs, {"rank": rank, "s": "x" * rank})
+        if objs != [{"rank": r, "s": "x" * r} for r in range(n)]:
+            bad.append("rank %d: all_gather_object gave %s" % (rank, objs))
+
+        # A subgroup of the first and the last rank: its own communicator,
+        # ranks renumbered within it.
+        sub = dist.new_group([0, n - 1], backend="mrc")
+        if rank in (0, n - 1):
+            t = torch.tensor([rank], dtype=torch.int64)
+            dist.all_reduce(t, group=sub)
+            check("subgroup all_reduce", t,
+                  torch.tensor([n - 1], dtype=torch.int64))
+
         w = dist.barrier(async_op=True)
         w.wait()
         if not w.is_completed():
