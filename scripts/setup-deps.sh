@@ -9,7 +9,7 @@ set -eu
 
 packages="cmake make gcc pkg-config libcmocka-dev libjansson-dev graphviz gnuplot-nox openmpi-bin libopenmpi-dev
           g++ python3 python3-numpy python3-pytest python3-mpi4py python3-torch
-          libtorch-dev python3-sklearn $*"
+          libtorch-dev pybind11-dev python3-sklearn $*"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "setup: not a Debian system; make sure these are installed:" \
