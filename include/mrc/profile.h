@@ -45,6 +45,12 @@ typedef struct mrc_profile {
      * just written (GB/s, in cache): the lines come from the other core,
      * not from the node's own cache. Optional; 0: copy_gbps_cache. */
     double peer_gbps_cache;
+    /* The cache of one core (bytes): a node's send and receive buffers up
+     * to this size stay in it, and a peer takes them at peer_gbps_cache;
+     * beyond it they have gone to the shared cache, whence they come at
+     * copy_gbps_cache. Optional; 0: peer_gbps_cache for all of the cache
+     * regime. */
+    double private_cache_bytes;
     /* Reduction kernel rate, bytes of one input operand per second
      * (GB/s), per dtype and op, in and beyond cache; 0 where not
      * measured (the copy rate is used). */

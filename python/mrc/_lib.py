@@ -114,6 +114,7 @@ class Profile(Structure):
                 ("copy_gbps_cache", c_double), ("copy_gbps_memory", c_double),
                 ("memory_gbps_shared", c_double),
                 ("peer_gbps_cache", c_double),
+                ("private_cache_bytes", c_double),
                 ("reduce_gbps_cache", c_double * NUM_OPS * NUM_DTYPES),
                 ("reduce_gbps_memory", c_double * NUM_OPS * NUM_DTYPES),
                 ("message_us", c_double), ("sync_us", c_double)]

@@ -16,7 +16,9 @@
  *   the host's channel carries the 1 - h that misses;
  * - a message between two nodes of one host is a copy by the receiver
  *   over those channels (not over the topology's links), at the rate it
- *   takes lines another core wrote (peer_gbps_cache, in cache), and
+ *   takes lines another core wrote (peer_gbps_cache, in cache, for the
+ *   share of the writer's buffers its own cache holds, private_cache_bytes;
+ *   the shared cache's copy rate for the rest), and
  *   arrives message_us after its copy ends; between hosts it crosses the
  *   links as before, message_us later;
  * - a reduction of what a node received (or read) is the node's own work
@@ -76,18 +78,37 @@ static double blend(double h, double a, double b)
 /* The share of a memory system's working set that its cache holds: the
  * send and receive buffers of every node of the host (a node's buffer is
  * the whole vector for reduce-scatter and allgather). */
-static double cache_share(const mrc__sim_t *s)
+static double node_set(const mrc__sim_t *s)
 {
     const mrc_program_t *p = s->p;
-    const mrc_profile_t *f = s->node.prof;
     double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
     if (p->cfg.collective == MRC_REDUCE_SCATTER ||
         p->cfg.collective == MRC_ALLGATHER)
         data *= p->num_groups ? p->groups[0].size : 1;
-    int nodes = s->node.per_host < p->num_nodes ? s->node.per_host
-                                                : p->num_nodes;
-    double set = 2 * data * nodes;
+    return 2 * data;
+}
+
+static double cache_share(const mrc__sim_t *s)
+{
+    const mrc_profile_t *f = s->node.prof;
+    int nodes = s->node.per_host < s->p->num_nodes ? s->node.per_host
+                                                   : s->p->num_nodes;
+    double set = node_set(s) * nodes;
     return set <= f->cache_bytes ? 1 : f->cache_bytes / set;
+}
+
+/* The rate a node takes what a peer wrote, in cache: from the writer's
+ * own cache for the share of its buffers that fits there, from the
+ * shared cache for the rest. */
+static double peer_rate(const mrc__sim_t *s)
+{
+    const mrc_profile_t *f = s->node.prof;
+    double peer = f->peer_gbps_cache > 0 ? f->peer_gbps_cache
+                                         : f->copy_gbps_cache;
+    double set = node_set(s), own = f->private_cache_bytes;
+    if (own <= 0 || set <= own)
+        return peer;
+    return blend(own / set, peer, f->copy_gbps_cache);
 }
 
 /* The run's rates: each the cache's for the share of the working set
@@ -102,9 +123,7 @@ static void node_rates(mrc__sim_t *s)
     m->cached = h;
     m->beyond_cache = h < 1;
     m->copy = blend(h, f->copy_gbps_cache, f->copy_gbps_memory);
-    double peer = f->peer_gbps_cache > 0 ? f->peer_gbps_cache
-                                         : f->copy_gbps_cache;
-    m->peer = blend(h, peer, f->copy_gbps_memory);
+    m->peer = blend(h, peer_rate(s), f->copy_gbps_memory);
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {

@@ -6,7 +6,7 @@
  *    "ranks": 2, "cores": 2, "nodes_per_memory": 2,
  *    "cache_bytes": 4194304, "copy_gbps_cache": 40,
  *    "copy_gbps_memory": 8, "memory_gbps_shared": 10,
- *    "peer_gbps_cache": 12 (optional),
+ *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576 (optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -46,6 +46,7 @@ static const char *const top_fields[] = {"format",
                                          "copy_gbps_memory",
                                          "memory_gbps_shared",
                                          "peer_gbps_cache",
+                                         "private_cache_bytes",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -231,6 +232,8 @@ static const struct number_field {
      MAX_GBPS, 0},
     {"peer_gbps_cache", offsetof(mrc_profile_t, peer_gbps_cache), 1,
      MAX_GBPS, 1},
+    {"private_cache_bytes", offsetof(mrc_profile_t, private_cache_bytes), 1,
+     MAX_CACHE_BYTES, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -383,6 +386,7 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "copy_gbps_memory", p->copy_gbps_memory, ",\n");
     put_number(&sb, "memory_gbps_shared", p->memory_gbps_shared, ",\n");
     put_number(&sb, "peer_gbps_cache", p->peer_gbps_cache, ",\n");
+    put_number(&sb, "private_cache_bytes", p->private_cache_bytes, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -68,10 +68,9 @@ mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
     return call_loop(c, x, x, PROBE_COUNT, 2 * trips, reps, out);
 }
 
-/* What a rank of a timed probe runs: `count` floats (zeros: every sum
- * stays zero, at the speed of any other), `iters` calls a loop, out of
- * place as applications mostly call (the working set the node model
- * counts: a send and a receive buffer a node). */
+/* What a rank of a timed probe runs: `count` floats, `iters` calls a
+ * loop, out of place as applications mostly call (the working set the
+ * node model counts: a send and a receive buffer a node). */
 typedef struct call_probe {
     size_t count;
     int iters, reps;
@@ -82,8 +81,15 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
 {
     if (pr->count == PROBE_COUNT && pr->iters % 2 == 0)
         return cal_turns(c, pr->iters / 2, pr->reps, out);
-    float *send = calloc(pr->count, sizeof *send);
-    float *recv = calloc(pr->count, sizeof *recv);
+    float *send = malloc(pr->count * sizeof *send);
+    float *recv = malloc(pr->count * sizeof *recv);
+    /* Written, not merely allocated: untouched pages all map the one
+     * zero page, which reads from cache at any size (a 64 MiB probe ran
+     * twice as fast as the same call on written buffers). */
+    for (size_t i = 0; send && recv && i < pr->count; i++) {
+        send[i] = (float)(i % 7);
+        recv[i] = 0;
+    }
     mrc_status_t st =
         send && recv ? call_loop(c, send, recv, pr->count, pr->iters,
                                  pr->reps, out)
@@ -297,27 +303,63 @@ static void tell(const cal_plan_t *plan, double done, const char *what)
         plan->progress(plan->ctx, done, what);
 }
 
-/* The last-level cache of the host (bytes) as the kernel describes it,
- * or 0: the largest cache of cpu0. */
+/* cpu0's caches as the kernel describes them (bytes): the largest (the
+ * last level, which the cores share) and the largest of one core alone
+ * (shared_cpu_list naming cpu0 only); 0 where it says nothing. */
+static double cache_size(int index)
+{
+    char path[96];
+    snprintf(path, sizeof path,
+             "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    unsigned long v = 0;
+    char unit = 0;
+    double b = 0;
+    if (fscanf(f, "%lu%c", &v, &unit) >= 1)
+        b = (double)v * (unit == 'K'   ? 1024.0
+                         : unit == 'M' ? 1048576.0
+                                       : 1.0);
+    fclose(f);
+    return b;
+}
+
+static int cache_private(int index)
+{
+    char path[96], list[64] = "";
+    snprintf(path, sizeof path,
+             "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
+             index);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int ok = fscanf(f, "%63s", list) == 1 && strcmp(list, "0") == 0;
+    fclose(f);
+    return ok;
+}
+
+static double private_cache_bytes(void)
+{
+    double best = 0;
+    for (int i = 0; i < 8; i++) {
+        double b = cache_size(i);
+        if (b < 0)
+            break;
+        if (cache_private(i) && b > best)
+            best = b;
+    }
+    return best;
+}
+
 static double llc_bytes(void)
 {
     double best = 0;
     for (int i = 0; i < 8; i++) {
-        char path[96];
-        snprintf(path, sizeof path,
-                 "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        FILE *f = fopen(path, "r");
-        if (!f)
+        double b = cache_size(i);
+        if (b < 0)
             break;
-        unsigned long v = 0;
-        char unit = 0;
-        if (fscanf(f, "%lu%c", &v, &unit) >= 1) {
-            double b = (double)v * (unit == 'K'   ? 1024.0
-                                    : unit == 'M' ? 1048576.0
-                                                  : 1.0);
-            best = b > best ? b : best;
-        }
-        fclose(f);
+        best = b > best ? b : best;
     }
     return best;
 }
@@ -350,6 +392,7 @@ static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
     double llc = llc_bytes();
     if (llc > 0)
         p->cache_bytes = llc;
+    p->private_cache_bytes = private_cache_bytes();
 }
 
 static void reduce_rates(const cal_plan_t *plan, mrc_profile_t *p)
@@ -430,6 +473,12 @@ static void set_shared(mrc_profile_t *p, const mrc_profile_t *base, double x)
     p->memory_gbps_shared = x;
 }
 
+static void set_cache(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->cache_bytes = x;
+}
+
 /* Every rate beyond cache, x times the probes' own. */
 static void set_beyond(mrc_profile_t *p, const mrc_profile_t *base, double x)
 {
@@ -476,14 +525,16 @@ static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo,
  * (every rate beyond cache scaled). The copy probes alone miss both:
  * lines that come from another core, and kernels that stream past the
  * cache faster than a copy loop of one node. */
-enum { FIT_CACHE_BYTES = 256 << 10 };
+enum { FIT_CACHE_BYTES = 256 << 10, FIT_MID_BYTES = 16 << 20 };
 
 static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
                                          mrc_profile_t *p)
 {
+    /* The short calls swing between two regimes on a busy host (a peer
+     * spinning or descheduled): the median of three times the loops. */
     call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
-                       .iters = 200,
-                       .reps = plan->reps};
+                       .iters = 100,
+                       .reps = 3 * plan->reps};
     double us = 0;
     int clamped = 0;
     tell(plan, 0.9, "collectives");
@@ -493,17 +544,35 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
                  pr.count, us, &clamped);
     if (st != MRC_OK)
         return st;
+    /* Between the two: how much of the host's working set the shared
+     * cache really holds for the collectives (less than the kernel's
+     * figure where other cores or tenants use it too; on the build
+     * machine, half); then the memory's rates; then the cache again, as
+     * each fit moves the other. */
+    double mid_us = 0, big_us = 0;
+    call_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
+                        .iters = 4,
+                        .reps = 3 * plan->reps};
+    tell(plan, 0.93, "collectives");
+    st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
     pr.count = plan->memory_bytes / sizeof(float);
     pr.iters = 2;
-    tell(plan, 0.95, "collectives");
-    st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
-    double shared = p->memory_gbps_shared;
+    tell(plan, 0.96, "collectives");
     if (st == MRC_OK)
-        st = fit(p, set_shared, 0.01, 1e4, plan->ranks, pr.count, us,
+        st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
+    double llc = p->cache_bytes, shared = p->memory_gbps_shared;
+    for (int round = 0; round < 2 && st == MRC_OK; round++) {
+        st = fit(p, set_cache, llc / 16, llc, plan->ranks, mid.count, mid_us,
                  &clamped);
-    if (st == MRC_OK && clamped) {
         p->memory_gbps_shared = shared;
-        st = fit(p, set_beyond, 1, 16, plan->ranks, pr.count, us, &clamped);
+        if (st == MRC_OK)
+            st = fit(p, set_shared, 0.01, 1e4, plan->ranks, pr.count, big_us,
+                     &clamped);
+        if (st == MRC_OK && clamped) {
+            p->memory_gbps_shared = shared;
+            st = fit(p, set_beyond, 1, 16, plan->ranks, pr.count, big_us,
+                     &clamped);
+        }
     }
     return st;
 }
@@ -521,8 +590,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     tell(plan, 0.85, "messages");
     double msg = 0;
     st =
-        cal_message_us(plan->transport, plan->ranks, plan->trips / 10 + 1,
-                       plan->reps, &msg);
+        cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
+                       3 * plan->reps, &msg);
     if (st != MRC_OK)
         return st;
     st = cal_set_costs(p, plan->ranks, sync, msg);
