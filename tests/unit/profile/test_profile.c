@@ -31,6 +31,7 @@ static mrc_profile_t sample(void)
     p.copy_gbps_memory = 7.25;
     p.memory_gbps_shared = 9.875;
     p.peer_gbps_cache = 12.5;
+    p.private_cache_bytes = 1048576;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;

@@ -642,7 +642,8 @@ static void test_node_memory_sharing(void **state)
  * cache that holds half the host's working set (two nodes' send and
  * receive buffers, 4 S) half the bytes move at the cache's rate C and
  * half at the memory's Cm; with a peer rate P below C, what a node takes
- * from its peer in cache moves at P. */
+ * from its peer in cache moves at P, as long as the peer's own cache
+ * holds it. */
 static void test_node_blend(void **state)
 {
     (void)state;
@@ -661,6 +662,13 @@ static void test_node_blend(void **state)
     peer.peer_gbps_cache = P;
     r = sim_profile(&b, MRC_SIM_BSP, &peer);
     expect_close(r->time_us * 1e3, m * 1e3 + S / P, "from the peer");
+    mrc_sim_result_destroy(r);
+    /* The writer's own cache holds half its buffers (2 S a node): half
+     * the bytes come from it at P, half from the shared cache at C. */
+    peer.private_cache_bytes = S;
+    r = sim_profile(&b, MRC_SIM_BSP, &peer);
+    expect_close(r->time_us * 1e3, m * 1e3 + S * (0.5 / P + 0.5 / C),
+                 "half from the peer's cache");
     mrc_sim_result_destroy(r);
     drop(&b);
 }
