@@ -11,11 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../integration/expect.sh"
 
-# Root may run MPI jobs here (CI runs as root); more ranks than cores.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-# Loopback only, no network interfaces probed.
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+. "$(dirname "$0")/../mpi/mpi_env.sh"
 
 # Every rank's line says ok, or one of the skips the transport owns up to:
 # no memory semantics, or (between hosts) a cancel remote peers never hear

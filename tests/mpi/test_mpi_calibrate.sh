@@ -13,9 +13,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../integration/expect.sh"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+. "$(dirname "$0")/mpi_env.sh"
 
 expect 0 "^calibrate  mpi, 2 ranks" "$MPIRUN" -np 2 "$MRC" calibrate \
     --transport mpi --quick -o "$tmp/mpi.json"

@@ -11,9 +11,7 @@ SRC=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/../integration/expect.sh"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
+. "$(dirname "$0")/mpi_env.sh"
 export MPIRUN
 prog=$BUILD/bench/mpi-collectives
 script=$SRC/bench/mpi_collectives.sh
