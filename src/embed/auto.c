@@ -831,8 +831,8 @@ static mrc_status_t emit_rings(search_t *s)
             if (pieces[kind] <= 0)
                 continue;
             int bg = s->group_index[c->group];
-            int r = mrc__eb_add_ring(s->b, bg, c->order, c->n, kind == 0,
-                                     pieces[kind] / t);
+            int r = mrc__embed_builder_add_ring(s->b, bg, c->order, c->n,
+                                                kind == 0, pieces[kind] / t);
             if (r < 0) {
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
                 break;
@@ -844,7 +844,7 @@ static mrc_status_t emit_rings(search_t *s)
                     links[len] = c->arcs[k] / 2;
                     route[++len] = s->arcs.to[c->arcs[k]];
                 }
-                mrc__eb_set_route(s->b, r, i, route, len + 1, links);
+                mrc__embed_builder_set_route(s->b, r, i, route, len + 1, links);
             }
         }
     }
@@ -943,7 +943,7 @@ mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
         /* Too large to search: the baseline here; mrc_embed_create also
          * tries the constructions and every named strategy and keeps the
          * best. */
-        mrc__eb_free(b);
+        mrc__embed_builder_free(b);
         st = mrc__strategy_ring(cfg, b);
     }
     return st;

@@ -12,7 +12,7 @@
 
 /* ---- builder ----------------------------------------------------------- */
 
-void mrc__eb_init(mrc__embed_builder_t *b, const mrc_topo_t *topo)
+void mrc__embed_builder_init(mrc__embed_builder_t *b, const mrc_topo_t *topo)
 {
     memset(b, 0, sizeof *b);
     b->topo = topo;
@@ -29,7 +29,7 @@ static void free_draft_ring(mrc__draft_ring_t *r)
     free(r->nodes);
 }
 
-void mrc__eb_free(mrc__embed_builder_t *b)
+void mrc__embed_builder_free(mrc__embed_builder_t *b)
 {
     for (int g = 0; g < b->num_groups; g++)
         free(b->group_nodes[g]);
@@ -51,7 +51,8 @@ static int *dup_ints(const int *src, int n)
     return d;
 }
 
-int mrc__eb_add_group(mrc__embed_builder_t *b, const int *nodes, int size)
+int mrc__embed_builder_add_group(mrc__embed_builder_t *b, const int *nodes,
+                                 int size)
 {
     if (b->failed)
         return -1;
@@ -74,8 +75,9 @@ int mrc__eb_add_group(mrc__embed_builder_t *b, const int *nodes, int size)
     return b->num_groups++;
 }
 
-int mrc__eb_add_ring(mrc__embed_builder_t *b, int g, const int *order,
-                     int size, int bidirectional, double share)
+int mrc__embed_builder_add_ring(mrc__embed_builder_t *b, int g,
+                                const int *order, int size, int bidirectional,
+                                double share)
 {
     if (b->failed)
         return -1;
@@ -100,8 +102,8 @@ int mrc__eb_add_ring(mrc__embed_builder_t *b, int g, const int *order,
     return b->num_rings++;
 }
 
-void mrc__eb_set_route(mrc__embed_builder_t *b, int r, int hop,
-                       const int *route, int len, const int *links)
+void mrc__embed_builder_set_route(mrc__embed_builder_t *b, int r, int hop,
+                                  const int *route, int len, const int *links)
 {
     if (b->failed || r < 0)
         return;
@@ -662,15 +664,16 @@ static mrc_status_t count_idle_ports(mrc_embedding_t *e)
     return MRC_OK;
 }
 
-mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
-                            mrc_embedding_t **out)
+mrc_status_t mrc__embed_builder_finish(mrc__embed_builder_t *b,
+                                       const char *strategy,
+                                       mrc_embedding_t **out)
 {
     mrc_status_t st;
     *out = NULL;
     mrc_embedding_t *e = calloc(1, sizeof *e);
     if (!e || b->failed) {
         free(e);
-        mrc__eb_free(b);
+        mrc__embed_builder_free(b);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory embedding rings");
     }
     e->topo = b->topo;
@@ -699,11 +702,11 @@ mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
     for (int g = 0; g < e->num_groups; g++)
         for (int k = 0; k < e->groups[g].size; k++)
             e->node_group[e->groups[g].nodes[k]] = g;
-    mrc__eb_free(b);
+    mrc__embed_builder_free(b);
     *out = e;
     return MRC_OK;
 fail:
-    mrc__eb_free(b);
+    mrc__embed_builder_free(b);
     mrc_embed_destroy(e);
     return st;
 }

@@ -58,20 +58,23 @@ typedef struct mrc__embed_builder {
     int failed;
 } mrc__embed_builder_t;
 
-void mrc__eb_init(mrc__embed_builder_t *b, const mrc_topo_t *topo);
-void mrc__eb_free(mrc__embed_builder_t *b);
+void mrc__embed_builder_init(mrc__embed_builder_t *b, const mrc_topo_t *topo);
+void mrc__embed_builder_free(mrc__embed_builder_t *b);
 /* Adds a group; returns its index, or -1 if out of memory. */
-int mrc__eb_add_group(mrc__embed_builder_t *b, const int *nodes, int size);
+int mrc__embed_builder_add_group(mrc__embed_builder_t *b, const int *nodes,
+                                 int size);
 /* Adds a ring of group g; returns its index, or -1 if out of memory. */
-int mrc__eb_add_ring(mrc__embed_builder_t *b, int g, const int *order,
-                     int size, int bidirectional, double share);
+int mrc__embed_builder_add_ring(mrc__embed_builder_t *b, int g,
+                                const int *order, int size, int bidirectional,
+                                double share);
 /* Sets the route (and optionally the link entries) of hop i of ring r. */
-void mrc__eb_set_route(mrc__embed_builder_t *b, int r, int hop,
-                       const int *route, int len, const int *links);
+void mrc__embed_builder_set_route(mrc__embed_builder_t *b, int r, int hop,
+                                  const int *route, int len, const int *links);
 /* Verifies the draft, chooses link entries and ports, computes loads and
  * figures, and creates the embedding; always consumes the builder. */
-mrc_status_t mrc__eb_finish(mrc__embed_builder_t *b, const char *strategy,
-                            mrc_embedding_t **out);
+mrc_status_t mrc__embed_builder_finish(mrc__embed_builder_t *b,
+                                       const char *strategy,
+                                       mrc_embedding_t **out);
 
 /* Groups from a config: "A+B+..." block sizes, a replica size, or one
  * group of every node. */

@@ -55,15 +55,15 @@ static mrc_status_t run_fn(const mrc_topo_t *topo,
                            const char *name, mrc_embedding_t **out)
 {
     mrc__embed_builder_t b;
-    mrc__eb_init(&b, topo);
+    mrc__embed_builder_init(&b, topo);
     mrc_status_t st = fn(cfg, &b);
     if (st == MRC_OK)
         st = check_lost_links(&b, name);
     if (st != MRC_OK) {
-        mrc__eb_free(&b);
+        mrc__embed_builder_free(&b);
         return st;
     }
-    return mrc__eb_finish(&b, name, out);
+    return mrc__embed_builder_finish(&b, name, out);
 }
 
 static mrc_status_t run_strategy(const mrc_topo_t *topo,
@@ -372,7 +372,7 @@ static mrc_status_t read_hops(mrc__embed_builder_t *b, int r, json_t *hops,
                                 what, len - 1);
         }
         if (st == MRC_OK)
-            mrc__eb_set_route(b, r, i, nodes, len, links);
+            mrc__embed_builder_set_route(b, r, i, nodes, len, links);
         free(nodes);
         free(links);
         if (st != MRC_OK)
@@ -399,7 +399,7 @@ static mrc_status_t read_groups(mrc__embed_builder_t *b, json_t *groups)
                                     &nodes, &n);
         if (st != MRC_OK)
             return st;
-        int gi = mrc__eb_add_group(b, nodes, n);
+        int gi = mrc__embed_builder_add_group(b, nodes, n);
         free(nodes);
         if (gi < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -428,9 +428,9 @@ static mrc_status_t read_groups(mrc__embed_builder_t *b, json_t *groups)
                                   "false and \"share\" a number",
                                   rw);
             }
-            int ri = mrc__eb_add_ring(b, gi, nodes, n,
-                                      bd ? json_is_true(bd) : 1,
-                                      sh ? json_number_value(sh) : 1.0);
+            int ri = mrc__embed_builder_add_ring(
+                b, gi, nodes, n, bd ? json_is_true(bd) : 1,
+                sh ? json_number_value(sh) : 1.0);
             if (ri < 0) {
                 free(nodes);
                 return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -466,7 +466,7 @@ mrc_status_t mrc_embed_parse_json(const mrc_topo_t *topo, const char *text,
         return mrc__error(MRC_ERR_PARSE, "%s:%d:%d: JSON syntax error: %s",
                           where, jerr.line, jerr.column, jerr.text);
     mrc__embed_builder_t b;
-    mrc__eb_init(&b, topo);
+    mrc__embed_builder_init(&b, topo);
     mrc_status_t st = json_is_object(root)
                           ? read_groups(&b, json_object_get(root, "groups"))
                           : mrc__error(MRC_ERR_PARSE,
@@ -474,9 +474,9 @@ mrc_status_t mrc_embed_parse_json(const mrc_topo_t *topo, const char *text,
                                        "\"groups\"");
     json_decref(root);
     if (st == MRC_OK)
-        st = mrc__eb_finish(&b, "file", out);
+        st = mrc__embed_builder_finish(&b, "file", out);
     else
-        mrc__eb_free(&b);
+        mrc__embed_builder_free(&b);
     if (st != MRC_OK)
         mrc__error_prefix("%s", where);
     return st;

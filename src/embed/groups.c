@@ -45,7 +45,7 @@ static mrc_status_t groups_from_sizes(const mrc_topo_t *topo,
                             spec, n);
             break;
         }
-        if (mrc__eb_add_group(b, nodes + next, (int)size) < 0)
+        if (mrc__embed_builder_add_group(b, nodes + next, (int)size) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
         next += (int)size;
         p += len;
@@ -131,7 +131,7 @@ static mrc_status_t groups_from_lists(const mrc_topo_t *topo,
             p++;
             continue;
         }
-        if (mrc__eb_add_group(b, nodes, size) < 0) {
+        if (mrc__embed_builder_add_group(b, nodes, size) < 0) {
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             break;
         }
@@ -175,7 +175,7 @@ static mrc_status_t groups_from_replicas(const mrc_topo_t *topo, int r,
     for (int p = 0; p < r && st == MRC_OK; p++) {
         for (int k = 0; k < m; k++)
             nodes[k] = k * r + p;
-        if (mrc__eb_add_group(b, nodes, m) < 0)
+        if (mrc__embed_builder_add_group(b, nodes, m) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     free(nodes);

@@ -24,7 +24,7 @@ static mrc_status_t add_routed_ring(mrc__embed_builder_t *b, int g,
                                     const int *order, int n, int bidir,
                                     double share)
 {
-    int r = mrc__eb_add_ring(b, g, order, n, bidir, share);
+    int r = mrc__embed_builder_add_ring(b, g, order, n, bidir, share);
     if (r < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     /* The search's scratch, set up at the first hop that needs it. */
@@ -51,7 +51,7 @@ static mrc_status_t add_routed_ring(mrc__embed_builder_t *b, int g,
             st = mrc__error(MRC_ERR_INVALID_EMBEDDING,
                             "no route from node %d to node %d", u, v);
         else
-            mrc__eb_set_route(b, r, i, route, len, NULL);
+            mrc__embed_builder_set_route(b, r, i, route, len, NULL);
     }
     free(prev);
     free(queue);
@@ -225,7 +225,7 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
             rank[k++] = i;
         for (int i = 0; i < m; i++)
             order[i] = nodes[rank[i]];
-        int r = mrc__eb_add_ring(b, g, order, m, 1, 1.0);
+        int r = mrc__embed_builder_add_ring(b, g, order, m, 1, 1.0);
         for (int i = 0; i < m && r >= 0; i++) {
             int from = rank[i], to = rank[(i + 1) % m], len = 0;
             int step = to > from ? 1 : -1;
@@ -234,7 +234,7 @@ static mrc_status_t strategy_ring_on_line(const mrc_embed_config_t *cfg,
                 if (x == to)
                     break;
             }
-            mrc__eb_set_route(b, r, i, route, len, NULL);
+            mrc__embed_builder_set_route(b, r, i, route, len, NULL);
         }
         if (r < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -279,7 +279,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
     for (int g = 0; g < b->num_groups && st == MRC_OK; g++) {
         int m = b->group_size[g];
         const int *nodes = b->group_nodes[g];
-        int r = mrc__eb_add_ring(b, g, nodes, m, 1, 1.0);
+        int r = mrc__embed_builder_add_ring(b, g, nodes, m, 1, 1.0);
         if (r < 0) {
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             break;
@@ -292,7 +292,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
                 if (x == to)
                     break;
             }
-            mrc__eb_set_route(b, r, i, route, len, NULL);
+            mrc__embed_builder_set_route(b, r, i, route, len, NULL);
         }
     }
     free(route);

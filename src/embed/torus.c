@@ -220,15 +220,15 @@ mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
         } else {
             for (int i = 0; i < n; i++)
                 all[i] = i;
-            if (mrc__eb_add_group(b, all, n) < 0)
+            if (mrc__embed_builder_add_group(b, all, n) < 0)
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
         }
         if (st == MRC_OK) {
             int two = cfg && cfg->max_rings == 1 ? 0
                       : mrc__torus_rings(X, Y, r1, r2) == 0;
             if (two) {
-                if (mrc__eb_add_ring(b, 0, r1, n, 1, 0.5) < 0 ||
-                    mrc__eb_add_ring(b, 0, r2, n, 1, 0.5) < 0)
+                if (mrc__embed_builder_add_ring(b, 0, r1, n, 1, 0.5) < 0 ||
+                    mrc__embed_builder_add_ring(b, 0, r2, n, 1, 0.5) < 0)
                     st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             } else if (Y % 2 == 0 || X % 2 == 0) {
                 if (Y % 2 == 0) {
@@ -238,7 +238,7 @@ mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
                     for (int k = 0; k < n; k++)
                         r1[k] = (r2[k] % Y) * X + r2[k] / Y;
                 }
-                if (mrc__eb_add_ring(b, 0, r1, n, 1, 1.0) < 0)
+                if (mrc__embed_builder_add_ring(b, 0, r1, n, 1, 1.0) < 0)
                     st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             } else {
                 st = MRC_ERR_NOT_APPLICABLE;
@@ -292,16 +292,16 @@ mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < n; i++)
         order[i] = i;
-    if (mrc__eb_add_group(b, order, n) < 0)
+    if (mrc__embed_builder_add_group(b, order, n) < 0)
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
         mrc__barley_twist_order(n, stream, order);
-        if (mrc__eb_add_ring(b, 0, order, n, 1, zshare) < 0)
+        if (mrc__embed_builder_add_ring(b, 0, order, n, 1, zshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     for (int j = 0; j < q && st == MRC_OK; j++) {
         mrc__peripheral_order(n, j * (m / q), order);
-        if (mrc__eb_add_ring(b, 0, order, n, 1, pshare) < 0)
+        if (mrc__embed_builder_add_ring(b, 0, order, n, 1, pshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     free(order);

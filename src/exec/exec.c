@@ -683,7 +683,7 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 return MRC_OK;
             break;
         case MRC__COPY:
-            (x->stream ? mrc__copy_stream : copy_plain)(
+            (x->stream ? mrc__copy_nontemporal : copy_plain)(
                 buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
                 buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
                 op->count * x->elem);
@@ -882,7 +882,7 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__op_t *op = &x->plan.ops[i];
     switch (op->kind) {
     case MRC__COPY:
-        (x->stream ? mrc__copy_stream : copy_plain)(
+        (x->stream ? mrc__copy_nontemporal : copy_plain)(
             buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
             buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
             op->count * x->elem);

@@ -13,7 +13,7 @@
 /* Large outputs that no one reads soon are written around the cache: a
  * normal store first reads the line it writes (read-for-ownership), which
  * is a third more memory traffic for a copy and a quarter for a reduction. */
-void mrc__copy_stream(void *dst, const void *src, size_t bytes)
+void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes)
 {
 #ifdef MRC_HAVE_STREAM
     char *d = dst;
@@ -362,8 +362,8 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
         reduce_aligned(dst, a, b, n, dtype, op);
 }
 
-void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
-                        mrc_dtype_t dtype, mrc_op_t op)
+void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
+                             mrc_dtype_t dtype, mrc_op_t op)
 {
     if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
         dst != a && !misaligned(a, 4) && !misaligned(b, 4) &&

@@ -18,9 +18,9 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
 
 /* The same, writing dst around the cache where it can (large outputs that
  * nobody reads soon); and a copy that does the same. */
-void mrc__reduce_stream(void *dst, const void *a, const void *b, size_t n,
-                        mrc_dtype_t dtype, mrc_op_t op);
-void mrc__copy_stream(void *dst, const void *src, size_t bytes);
+void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
+                             mrc_dtype_t dtype, mrc_op_t op);
+void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);
 
 /* dst[i] = dst[i] / divisor: the last step of avg (integer types divide
  * and round toward zero). */

@@ -110,13 +110,13 @@ static mrc_status_t build_without(const mrc_topo_t *t,
                                   const char *name, mrc_topo_t **out)
 {
     mrc__topo_builder_t tb;
-    mrc_status_t st = mrc__tb_init(&tb, t->num_nodes, name);
+    mrc_status_t st = mrc__topo_builder_init(&tb, t->num_nodes, name);
     if (st != MRC_OK)
         return st;
     int *left = malloc((size_t)(num_pairs > 0 ? num_pairs : 1) *
                        sizeof *left);
     if (!left) {
-        mrc__tb_free(&tb);
+        mrc__topo_builder_free(&tb);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     for (int i = 0; i < num_pairs; i++)
@@ -126,7 +126,7 @@ static mrc_status_t build_without(const mrc_topo_t *t,
         if (nd->name && !(tb.nodes[u].name = mrc__strdup(nd->name)))
             tb.failed = 1;
         if (nd->has_pos)
-            mrc__tb_set_pos(&tb, u, nd->x, nd->y);
+            mrc__topo_builder_set_pos(&tb, u, nd->x, nd->y);
     }
     for (int i = 0; i < t->num_links; i++) {
         const mrc_link_t *l = &t->links[i];
@@ -139,11 +139,11 @@ static mrc_status_t build_without(const mrc_topo_t *t,
                 count -= take;
             }
         if (count > 0)
-            mrc__tb_add_link(&tb, l->a, l->b, count, l->bandwidth_gbps,
-                             l->latency_ns);
+            mrc__topo_builder_add_link(&tb, l->a, l->b, count,
+                                       l->bandwidth_gbps, l->latency_ns);
     }
     free(left);
-    return mrc__tb_build(&tb, name, out);
+    return mrc__topo_builder_build(&tb, name, out);
 }
 
 /* An intact copy of t (names, positions, links in their order). */

@@ -94,7 +94,7 @@ static void place_on_circle(mrc__topo_builder_t *tb, int first, int n,
         /* Rounded so that files show 0, not 6.1e-17. */
         double x = round((cx + r * cos(a)) * 1e4) / 1e4;
         double y = round((cy + r * squash * sin(a)) * 1e4) / 1e4;
-        mrc__tb_set_pos(tb, first + i, x + 0.0, y + 0.0);
+        mrc__topo_builder_set_pos(tb, first + i, x + 0.0, y + 0.0);
     }
 }
 
@@ -114,14 +114,14 @@ static mrc_status_t gen_ring(const gen_params_t *p, const char *spec,
     if (n < 2)
         return need(spec, "ring:N needs N >= 2 (a ring closes through at "
                           "least two nodes)");
-    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    mrc_status_t st = mrc__topo_builder_init(tb, n, spec);
     if (st != MRC_OK)
         return st;
     if (n == 2)
-        mrc__tb_add_link(tb, 0, 1, 2, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, 0, 1, 2, p->bw, p->lat);
     else
         for (long i = 0; i < n; i++)
-            mrc__tb_add_link(tb, i, (i + 1) % n, 1, p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, i, (i + 1) % n, 1, p->bw, p->lat);
     place_on_circle(tb, 0, (int)n, 0, 0, circle_radius((int)n), 1);
     return MRC_OK;
 }
@@ -135,13 +135,13 @@ static mrc_status_t gen_line(const gen_params_t *p, const char *spec,
         return too_many(spec, "N", MRC_TOPO_MAX_NODES);
     if (n < 1)
         return need(spec, "line:N needs N >= 1");
-    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    mrc_status_t st = mrc__topo_builder_init(tb, n, spec);
     if (st != MRC_OK)
         return st;
     for (long i = 0; i + 1 < n; i++)
-        mrc__tb_add_link(tb, i, i + 1, 1, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, i, i + 1, 1, p->bw, p->lat);
     for (long i = 0; i < n; i++)
-        mrc__tb_set_pos(tb, (int)i, (double)i, 0);
+        mrc__topo_builder_set_pos(tb, (int)i, (double)i, 0);
     return MRC_OK;
 }
 
@@ -153,12 +153,12 @@ static mrc_status_t gen_full(const gen_params_t *p, const char *spec,
     if (n < 1 || n > MRC_TOPO_MAX_PORTS + 1)
         return need(spec, "full:N needs 1 <= N <= 4097 (each node has N-1 "
                           "ports, at most 4096)");
-    mrc_status_t st = mrc__tb_init(tb, n, spec);
+    mrc_status_t st = mrc__topo_builder_init(tb, n, spec);
     if (st != MRC_OK)
         return st;
     for (long i = 0; i < n; i++)
         for (long j = i + 1; j < n; j++)
-            mrc__tb_add_link(tb, i, j, 1, p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, i, j, 1, p->bw, p->lat);
     place_on_circle(tb, 0, (int)n, 0, 0, circle_radius((int)n), 1);
     return MRC_OK;
 }
@@ -193,23 +193,24 @@ static mrc_status_t build_ladder(const gen_params_t *p, const char *spec,
     }
     mrc_status_t st = check_ports(spec, n, rung + (torus ? 2 : 1) * col);
     if (st == MRC_OK)
-        st = mrc__tb_init(tb, n, spec);
+        st = mrc__topo_builder_init(tb, n, spec);
     if (st != MRC_OK)
         return st;
     for (long k = 0; k < rungs; k++) {
-        mrc__tb_add_link(tb, 2 * k, 2 * k + 1, rung, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, 2 * k, 2 * k + 1, rung, p->bw, p->lat);
         if (k + 1 < rungs) {
             long c = (torus && rungs == 2) ? 2 * col : col;
-            mrc__tb_add_link(tb, 2 * k, 2 * k + 2, c, p->bw, p->lat);
-            mrc__tb_add_link(tb, 2 * k + 1, 2 * k + 3, c, p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, 2 * k, 2 * k + 2, c, p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, 2 * k + 1, 2 * k + 3, c, p->bw,
+                                       p->lat);
         }
     }
     if (torus && rungs > 2) {
-        mrc__tb_add_link(tb, n - 2, 0, col, p->bw, p->lat);
-        mrc__tb_add_link(tb, n - 1, 1, col, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, n - 2, 0, col, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, n - 1, 1, col, p->bw, p->lat);
     }
     for (long i = 0; i < n; i++)
-        mrc__tb_set_pos(tb, (int)i, (double)(i % 2), (double)(i / 2));
+        mrc__topo_builder_set_pos(tb, (int)i, (double)(i % 2), (double)(i / 2));
     return MRC_OK;
 }
 
@@ -256,19 +257,19 @@ static mrc_status_t gen_torus2d(const gen_params_t *p, const char *spec,
     if (st == MRC_OK)
         st = check_ports(spec, X * Y, 2 * cx + 2 * cy);
     if (st == MRC_OK)
-        st = mrc__tb_init(tb, X * Y, spec);
+        st = mrc__topo_builder_init(tb, X * Y, spec);
     if (st != MRC_OK)
         return st;
     for (long y = 0; y < Y; y++)
         for (long x = 0; x < X; x++) {
             long u = y * X + x;
             if (X > 2 || x == 0)
-                mrc__tb_add_link(tb, u, y * X + (x + 1) % X,
-                                 X == 2 ? 2 * cx : cx, p->bw, p->lat);
+                mrc__topo_builder_add_link(tb, u, y * X + (x + 1) % X,
+                                           X == 2 ? 2 * cx : cx, p->bw, p->lat);
             if (Y > 2 || y == 0)
-                mrc__tb_add_link(tb, u, ((y + 1) % Y) * X + x,
-                                 Y == 2 ? 2 * cy : cy, p->bw, p->lat);
-            mrc__tb_set_pos(tb, (int)u, (double)x, (double)y);
+                mrc__topo_builder_add_link(tb, u, ((y + 1) % Y) * X + x,
+                                           Y == 2 ? 2 * cy : cy, p->bw, p->lat);
+            mrc__topo_builder_set_pos(tb, (int)u, (double)x, (double)y);
         }
     return MRC_OK;
 }
@@ -295,18 +296,18 @@ static mrc_status_t gen_prism(const gen_params_t *p, const char *spec,
         ports = 2 * mid + 2 * inter;
     mrc_status_t st = check_ports(spec, K * L, ports);
     if (st == MRC_OK)
-        st = mrc__tb_init(tb, K * L, spec);
+        st = mrc__topo_builder_init(tb, K * L, spec);
     if (st != MRC_OK)
         return st;
     for (long l = 0; l < L; l++) {
         long c = (l == 0 || l == L - 1) ? end : mid;
         for (long k = 0; k < K; k++)
-            mrc__tb_add_link(tb, l * K + k, l * K + (k + 1) % K, c, p->bw,
-                             p->lat);
+            mrc__topo_builder_add_link(tb, l * K + k, l * K + (k + 1) % K, c,
+                                       p->bw, p->lat);
         if (l + 1 < L)
             for (long k = 0; k < K; k++)
-                mrc__tb_add_link(tb, l * K + k, (l + 1) * K + k, inter,
-                                 p->bw, p->lat);
+                mrc__topo_builder_add_link(tb, l * K + k, (l + 1) * K + k,
+                                           inter, p->bw, p->lat);
         place_on_circle(tb, (int)(l * K), (int)K, 0, 1.6 * (double)l,
                         circle_radius((int)K) * 1.5, 0.4);
     }
@@ -331,16 +332,16 @@ static mrc_status_t gen_prism_torus(const gen_params_t *p, const char *spec,
         return need(spec, "prism-torus:K,L has more than 1048576 nodes");
     mrc_status_t st = check_ports(spec, K * L, 2 * intra + 2 * inter);
     if (st == MRC_OK)
-        st = mrc__tb_init(tb, K * L, spec);
+        st = mrc__topo_builder_init(tb, K * L, spec);
     if (st != MRC_OK)
         return st;
     for (long l = 0; l < L; l++) {
         for (long k = 0; k < K; k++)
-            mrc__tb_add_link(tb, l * K + k, l * K + (k + 1) % K, intra,
-                             p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, l * K + k, l * K + (k + 1) % K,
+                                       intra, p->bw, p->lat);
         for (long k = 0; k < K; k++)
-            mrc__tb_add_link(tb, l * K + k, ((l + 1) % L) * K + k, inter,
-                             p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, l * K + k, ((l + 1) % L) * K + k,
+                                       inter, p->bw, p->lat);
         place_on_circle(tb, (int)(l * K), (int)K, 0, 1.6 * (double)l,
                         circle_radius((int)K) * 1.5, 0.4);
     }
@@ -359,23 +360,25 @@ static mrc_status_t gen_prism_torus(const gen_params_t *p, const char *spec,
 static mrc_status_t gen_hcm8(const gen_params_t *p, const char *spec,
                              mrc__topo_builder_t *tb)
 {
-    mrc_status_t st = mrc__tb_init(tb, 8, spec);
+    mrc_status_t st = mrc__topo_builder_init(tb, 8, spec);
     if (st != MRC_OK)
         return st;
     static const double corner[4][2] = {{-1, 1}, {1, 1}, {1, -1}, {-1, -1}};
     for (int s = 0; s < 2; s++) {
         int b = 4 * s;
         for (int i = 0; i < 4; i++)
-            mrc__tb_add_link(tb, b + i, b + (i + 1) % 4, 2, p->bw, p->lat);
-        mrc__tb_add_link(tb, b + 0, b + 2, 1, p->bw, p->lat);
-        mrc__tb_add_link(tb, b + 1, b + 3, 1, p->bw, p->lat);
+            mrc__topo_builder_add_link(tb, b + i, b + (i + 1) % 4, 2, p->bw,
+                                       p->lat);
+        mrc__topo_builder_add_link(tb, b + 0, b + 2, 1, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, b + 1, b + 3, 1, p->bw, p->lat);
         /* Drawn as nested squares so the counterpart links stay short. */
         double r = s == 0 ? 2.0 : 1.0;
         for (int i = 0; i < 4; i++)
-            mrc__tb_set_pos(tb, b + i, r * corner[i][0], r * corner[i][1]);
+            mrc__topo_builder_set_pos(tb, b + i, r * corner[i][0],
+                                      r * corner[i][1]);
     }
     for (int i = 0; i < 4; i++)
-        mrc__tb_add_link(tb, i, i + 4, 2, p->bw, p->lat);
+        mrc__topo_builder_add_link(tb, i, i + 4, 2, p->bw, p->lat);
     return MRC_OK;
 }
 
@@ -584,8 +587,8 @@ mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
     memset(&tb, 0, sizeof tb);
     st = g->build(&p, spec, &tb);
     if (st != MRC_OK) {
-        mrc__tb_free(&tb);
+        mrc__topo_builder_free(&tb);
         return st;
     }
-    return mrc__tb_build(&tb, spec, out);
+    return mrc__topo_builder_build(&tb, spec, out);
 }

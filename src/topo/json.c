@@ -167,8 +167,8 @@ static mrc_status_t read_nodes(json_t *nodes, mrc__topo_builder_t *tb)
                                 "%s: \"x\" and \"y\" must both be numbers",
                                 entry);
             else
-                mrc__tb_set_pos(tb, (int)id, json_number_value(x),
-                                json_number_value(y));
+                mrc__topo_builder_set_pos(tb, (int)id, json_number_value(x),
+                                          json_number_value(y));
         }
     }
     free(seen);
@@ -217,7 +217,7 @@ static mrc_status_t read_links(json_t *links, mrc__topo_builder_t *tb)
             return mrc__error(MRC_ERR_INVALID_TOPOLOGY,
                               "%s: count %lld (must be 1..%d)", entry, count,
                               MRC_TOPO_MAX_LINK_COUNT);
-        mrc__tb_add_link(tb, (long)a, (long)b, (long)count, bw, lat);
+        mrc__topo_builder_add_link(tb, (long)a, (long)b, (long)count, bw, lat);
     }
     return MRC_OK;
 }
@@ -258,10 +258,11 @@ mrc_status_t mrc_topo_parse_json(const char *text, size_t len,
         goto fail;
     }
     json_t *name = json_object_get(root, "name");
-    st = mrc__tb_init(&tb, num_nodes > (size_t)MRC_TOPO_MAX_NODES
-                               ? (long)MRC_TOPO_MAX_NODES + 1
-                               : (long)num_nodes,
-                      name ? json_string_value(name) : NULL);
+    st = mrc__topo_builder_init(&tb,
+                                num_nodes > (size_t)MRC_TOPO_MAX_NODES
+                                    ? (long)MRC_TOPO_MAX_NODES + 1
+                                    : (long)num_nodes,
+                                name ? json_string_value(name) : NULL);
     if (st != MRC_OK)
         goto fail;
     st = read_nodes(nodes, &tb);
@@ -270,11 +271,11 @@ mrc_status_t mrc_topo_parse_json(const char *text, size_t len,
     if (st != MRC_OK)
         goto fail;
     json_decref(root);
-    return mrc__tb_build(&tb, where, out);
+    return mrc__topo_builder_build(&tb, where, out);
 
 fail:
     mrc__error_prefix("%s", where);
-    mrc__tb_free(&tb);
+    mrc__topo_builder_free(&tb);
     json_decref(root);
     return st;
 }

@@ -12,8 +12,8 @@
 
 /* ---- builder ----------------------------------------------------------- */
 
-mrc_status_t mrc__tb_init(mrc__topo_builder_t *tb, long num_nodes,
-                          const char *name)
+mrc_status_t mrc__topo_builder_init(mrc__topo_builder_t *tb, long num_nodes,
+                                    const char *name)
 {
     memset(tb, 0, sizeof *tb);
     if (num_nodes < 1 || num_nodes > MRC_TOPO_MAX_NODES)
@@ -24,15 +24,16 @@ mrc_status_t mrc__tb_init(mrc__topo_builder_t *tb, long num_nodes,
     tb->nodes = calloc((size_t)num_nodes, sizeof *tb->nodes);
     tb->name = mrc__strdup(name);
     if (!tb->nodes || (name && !tb->name)) {
-        mrc__tb_free(tb);
+        mrc__topo_builder_free(tb);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %ld nodes",
                           num_nodes);
     }
     return MRC_OK;
 }
 
-void mrc__tb_add_link(mrc__topo_builder_t *tb, long a, long b, long count,
-                      double bandwidth_gbps, double latency_ns)
+void mrc__topo_builder_add_link(mrc__topo_builder_t *tb, long a, long b,
+                                long count, double bandwidth_gbps,
+                                double latency_ns)
 {
     if (tb->failed)
         return;
@@ -62,7 +63,8 @@ void mrc__tb_add_link(mrc__topo_builder_t *tb, long a, long b, long count,
     l->port_a = l->port_b = -1;
 }
 
-void mrc__tb_set_pos(mrc__topo_builder_t *tb, int node, double x, double y)
+void mrc__topo_builder_set_pos(mrc__topo_builder_t *tb, int node, double x,
+                               double y)
 {
     tb->nodes[node].has_pos = 1;
     tb->nodes[node].x = x;
@@ -78,7 +80,7 @@ static void free_nodes(mrc__topo_node_t *nodes, int n)
     free(nodes);
 }
 
-void mrc__tb_free(mrc__topo_builder_t *tb)
+void mrc__topo_builder_free(mrc__topo_builder_t *tb)
 {
     free_nodes(tb->nodes, tb->num_nodes);
     free(tb->links);
@@ -218,8 +220,8 @@ static mrc_status_t index_ports(mrc_topo_t *t)
     return MRC_OK;
 }
 
-mrc_status_t mrc__tb_build(mrc__topo_builder_t *tb, const char *origin,
-                           mrc_topo_t **out)
+mrc_status_t mrc__topo_builder_build(mrc__topo_builder_t *tb,
+                                     const char *origin, mrc_topo_t **out)
 {
     mrc_status_t st = MRC_OK;
     mrc_topo_t *t = NULL;
@@ -303,7 +305,7 @@ mrc_status_t mrc__tb_build(mrc__topo_builder_t *tb, const char *origin,
 
 fail:
     mrc__error_prefix("%s", where);
-    mrc__tb_free(tb);
+    mrc__topo_builder_free(tb);
     mrc_topo_destroy(t);
     return st;
 }
@@ -322,13 +324,14 @@ mrc_status_t mrc_topo_from_links(int num_nodes, const mrc_link_t *links,
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_topo_from_links: %d links at %p", num_links,
                           (const void *)links);
-    mrc_status_t st = mrc__tb_init(&tb, num_nodes, NULL);
+    mrc_status_t st = mrc__topo_builder_init(&tb, num_nodes, NULL);
     if (st != MRC_OK)
         return st;
     for (int i = 0; i < num_links; i++)
-        mrc__tb_add_link(&tb, links[i].a, links[i].b, links[i].count,
-                         links[i].bandwidth_gbps, links[i].latency_ns);
-    return mrc__tb_build(&tb, "links", out);
+        mrc__topo_builder_add_link(&tb, links[i].a, links[i].b, links[i].count,
+                                   links[i].bandwidth_gbps,
+                                   links[i].latency_ns);
+    return mrc__topo_builder_build(&tb, "links", out);
 }
 
 static int looks_like_file(const char *spec)

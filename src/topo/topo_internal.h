@@ -34,7 +34,8 @@ struct mrc_topo {
     char *failed;
 };
 
-/* Collects nodes and links; mrc__tb_build() validates and freezes them. */
+/* Collects nodes and links; mrc__topo_builder_build() validates and freezes
+ * them. */
 typedef struct mrc__topo_builder {
     char *name;
     int num_nodes;
@@ -46,18 +47,20 @@ typedef struct mrc__topo_builder {
 } mrc__topo_builder_t;
 
 /* Starts a builder of `num_nodes` nodes (checked against the limits). */
-mrc_status_t mrc__tb_init(mrc__topo_builder_t *tb, long num_nodes,
-                          const char *name);
-/* Appends a link entry; checked later, in mrc__tb_build(). */
-void mrc__tb_add_link(mrc__topo_builder_t *tb, long a, long b, long count,
-                      double bandwidth_gbps, double latency_ns);
+mrc_status_t mrc__topo_builder_init(mrc__topo_builder_t *tb, long num_nodes,
+                                    const char *name);
+/* Appends a link entry; checked later, in mrc__topo_builder_build(). */
+void mrc__topo_builder_add_link(mrc__topo_builder_t *tb, long a, long b,
+                                long count, double bandwidth_gbps,
+                                double latency_ns);
 /* Sets a node's drawing position. */
-void mrc__tb_set_pos(mrc__topo_builder_t *tb, int node, double x, double y);
+void mrc__topo_builder_set_pos(mrc__topo_builder_t *tb, int node, double x,
+                               double y);
 /* Validates everything and creates the topology; always consumes `tb`.
  * Errors name the entry ("links[3]") and are prefixed with `origin`. */
-mrc_status_t mrc__tb_build(mrc__topo_builder_t *tb, const char *origin,
-                           mrc_topo_t **out);
+mrc_status_t mrc__topo_builder_build(mrc__topo_builder_t *tb,
+                                     const char *origin, mrc_topo_t **out);
 /* Frees a builder that will not be built. */
-void mrc__tb_free(mrc__topo_builder_t *tb);
+void mrc__topo_builder_free(mrc__topo_builder_t *tb);
 
 #endif /* MRC_TOPO_INTERNAL_H */

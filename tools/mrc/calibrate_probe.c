@@ -5,8 +5,8 @@
  * clock to resolve it.
  *
  * Copies and reductions go through the kernels the transports call
- * (mrc__copy_stream, mrc__reduce_stream), on buffers touched before they
- * are timed. The sync figure is a flag handed back and forth between two
+ * (mrc__copy_nontemporal, mrc__reduce_nontemporal), on buffers touched before
+ * they are timed. The sync figure is a flag handed back and forth between two
  * spinning threads (or processes, over a shared mapping): what a wait
  * costs when the peer is already running. The message figure is a real
  * call of the transport: two ranks take turns broadcasting one element,
@@ -100,11 +100,11 @@ double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps)
     unsigned char *src = buf[0], *dst = buf[1];
     double rate[MAX_REPS];
     size_t iters = rep_bytes / bytes ? rep_bytes / bytes : 1;
-    mrc__copy_stream(dst, src, bytes);
+    mrc__copy_nontemporal(dst, src, bytes);
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         for (size_t i = 0; i < iters; i++)
-            mrc__copy_stream(dst, src, bytes);
+            mrc__copy_nontemporal(dst, src, bytes);
         double t = now_s() - t0;
         sink = dst[bytes - 1];
         rate[r] = (double)(iters * bytes) / (t > 0 ? t : 1e-9) / 1e9;
@@ -134,7 +134,7 @@ static void *shared_node(void *arg)
     for (int r = 0; r < run->reps; r++) {
         pthread_barrier_wait(&run->start);
         if (src && dst)
-            mrc__copy_stream(dst, src, run->bytes);
+            mrc__copy_nontemporal(dst, src, run->bytes);
         pthread_barrier_wait(&run->stop);
     }
     if (dst)
@@ -225,11 +225,11 @@ double cal_reduce_gbps(mrc_dtype_t dtype, mrc_op_t op, size_t bytes,
     fill_ones(b, kn, kd);
     fill_ones(d, kn, kd);
     size_t iters = rep_bytes / kb ? rep_bytes / kb : 1;
-    mrc__reduce_stream(d, a, b, kn, kd, ko);
+    mrc__reduce_nontemporal(d, a, b, kn, kd, ko);
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
         for (size_t i = 0; i < iters; i++)
-            mrc__reduce_stream(d, a, b, kn, kd, ko);
+            mrc__reduce_nontemporal(d, a, b, kn, kd, ko);
         double t = now_s() - t0;
         sink = ((unsigned char *)d)[0];
         rate[r] = (double)(iters * n * es) / (t > 0 ? t : 1e-9) / 1e9;

@@ -1335,11 +1335,10 @@ static void take(const mrc__xfer_t *x, const char *src, size_t at,
     char *dst = (char *)x->dst + at;
     size_t es = mrc_dtype_size(x->dtype);
     if (x->local)
-        (x->stream ? mrc__reduce_stream : mrc__reduce)(
-            dst, (const char *)x->local + at, src, len / es, x->dtype,
-            x->op);
+        (x->stream ? mrc__reduce_nontemporal : mrc__reduce)(
+            dst, (const char *)x->local + at, src, len / es, x->dtype, x->op);
     else if (x->stream)
-        mrc__copy_stream(dst, src, len);
+        mrc__copy_nontemporal(dst, src, len);
     else
         memmove(dst, src, len);
 }

@@ -322,12 +322,12 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
                           c->rank, s->bytes, x->peer, x->bytes);
     }
     if (x->local && x->stream)
-        mrc__reduce_stream(x->dst, x->local, s->buf, x->count, x->dtype,
-                           x->op);
+        mrc__reduce_nontemporal(x->dst, x->local, s->buf, x->count, x->dtype,
+                                x->op);
     else if (x->local)
         mrc__reduce(x->dst, x->local, s->buf, x->count, x->dtype, x->op);
     else if (x->stream)
-        mrc__copy_stream(x->dst, s->buf, x->bytes);
+        mrc__copy_nontemporal(x->dst, s->buf, x->bytes);
     else
         memcpy(x->dst, s->buf, x->bytes);
     __atomic_store_n(s->sender_done, 1, __ATOMIC_RELEASE);
@@ -478,7 +478,7 @@ static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
     if (x->local)
         mrc__reduce(x->dst, x->local, src, x->count, x->dtype, x->op);
     else if (x->stream)
-        mrc__copy_stream(x->dst, src, x->bytes);
+        mrc__copy_nontemporal(x->dst, src, x->bytes);
     else
         memmove(x->dst, src, x->bytes);
     __atomic_sub_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);
