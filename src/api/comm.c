@@ -1,7 +1,7 @@
 /*
  * Communicators and the collective entry points. mrc_comm_init_all builds
- * the topology, the rings and the threads fabric once, shared by every
- * rank; each call then finds (or compiles, once for all ranks) the
+ * the topology, the rings and the threads transport's hub once, shared by
+ * every rank; each call then finds (or compiles, once for all ranks) the
  * program for its collective, count, type, operator and root, expands its
  * node's part (cached per communicator), and runs it.
  */
@@ -49,7 +49,7 @@ struct mrc__shared {
     int nranks;
     mrc_topo_t *topo;
     mrc_embedding_t *embedding;
-    mrc__threads_fabric_t *fabric; /* threads: every rank here */
+    mrc__threads_hub_t *hub;       /* threads: every rank here */
     mrc__shm_endpoint_t *shm;      /* shm: this process's rank */
     void *owner;                   /* another transport's endpoint */
     void (*owner_free)(void *);
@@ -119,7 +119,7 @@ static void shared_release(shared_t *s)
         mrc_program_destroy(s->programs[i].program);
     free(s->programs);
     mrc_program_destroy(s->loaded);
-    mrc__threads_fabric_destroy(s->fabric);
+    mrc__threads_hub_destroy(s->hub);
     mrc__shm_detach(s->shm);
     if (s->owner)
         s->owner_free(s->owner);
@@ -377,9 +377,9 @@ static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
 static mrc_status_t threads_comms(shared_t *s, int nranks, double timeout,
                                   mrc_comm_t **comms)
 {
-    mrc_status_t st = mrc__threads_fabric_create(nranks, &s->fabric);
+    mrc_status_t st = mrc__threads_hub_create(nranks, &s->hub);
     for (int r = 0; r < nranks && st == MRC_OK; r++)
-        st = comm_create(s, r, mrc__threads_transport(s->fabric, r), timeout,
+        st = comm_create(s, r, mrc__threads_transport(s->hub, r), timeout,
                          &comms[r]);
     if (st != MRC_OK)
         for (int r = 0; r < nranks; r++) {
@@ -833,7 +833,7 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     cp->program = NULL;
     cp->used = 0;
     /* Over threads every rank's plan is in this process. */
-    int here = c->shared->fabric ? c->shared->nranks : 1;
+    int here = c->shared->hub ? c->shared->nranks : 1;
     mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place,
                                         here);
     if (st != MRC_OK) {
@@ -1033,7 +1033,7 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     if (st != MRC_OK)
         return st;
     if (xbytes > c->scratch_bytes) {
-        int here = c->shared->fabric ? c->shared->nranks : 1;
+        int here = c->shared->hub ? c->shared->nranks : 1;
         st = mrc__check_memory(mrc__sat_mul_add(xbytes, (uint64_t)here, 0),
                                here > 1 ? "scratch (every rank of this "
                                           "process)"

@@ -293,7 +293,7 @@ static mrc_status_t verify(const mrc_embedding_t *e)
     if (e->num_groups < 1)
         st = mrc__error(MRC_ERR_INVALID_EMBEDDING, "no groups");
     for (int g = 0; g < e->num_groups && st == MRC_OK; g++) {
-        const mrc__group_t *gr = &e->groups[g];
+        const mrc__embed_group_t *gr = &e->groups[g];
         if (gr->size < 1) {
             st = bad(g, -1, -1, "is empty");
             break;
@@ -437,7 +437,7 @@ static mrc_status_t adopt_drafts(mrc__embed_builder_t *b, mrc_embedding_t *e)
             return mrc__error(MRC_ERR_INVALID_EMBEDDING,
                               "ring %d names group %d (there are %d)", r,
                               d->group, b->num_groups);
-        mrc__group_t *gr = &e->groups[d->group];
+        mrc__embed_group_t *gr = &e->groups[d->group];
         mrc_ring_t *ring = &gr->rings[gr->num_rings++];
         ring->size = d->size;
         ring->nodes = d->nodes;
@@ -580,7 +580,7 @@ static mrc_status_t compute_loads(mrc_embedding_t *e)
 
     int worst = -1;
     for (int g = 0; g < e->num_groups; g++) {
-        mrc__group_t *gr = &e->groups[g];
+        mrc__embed_group_t *gr = &e->groups[g];
         mrc_embed_figures_t *fig = &gr->figures;
         if (gr->size < 2) {
             fig->bound_gbps = fig->algbw_gbps = 0;

@@ -8,20 +8,20 @@
 #include "common/common.h"
 #include "mrc/embed.h"
 
-typedef struct mrc__group {
+typedef struct mrc__embed_group {
     int size;
     int *nodes;
     int num_rings;
     mrc_ring_t *rings; /* arrays inside are owned (cast away const) */
     mrc_embed_figures_t figures;
-} mrc__group_t;
+} mrc__embed_group_t;
 
 struct mrc_embedding {
     const mrc_topo_t *topo;
     char *strategy;
     char *method; /* for auto: what found the rings ("search", "hcm8") */
     int num_groups;
-    mrc__group_t *groups;
+    mrc__embed_group_t *groups;
     int *node_group; /* [num_nodes], -1 for none */
     double *load;    /* [2 * num_links]: entry i, dir d at 2i + d */
     int num_idle;

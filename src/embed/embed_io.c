@@ -235,7 +235,7 @@ mrc_status_t mrc_embed_to_json(const mrc_embedding_t *e, char **json)
     }
     mrc__sb_puts(&sb, ",\n\"groups\": [\n");
     for (int g = 0; g < e->num_groups; g++) {
-        const mrc__group_t *gr = &e->groups[g];
+        const mrc__embed_group_t *gr = &e->groups[g];
         mrc__sb_puts(&sb, "  {\"nodes\": ");
         ints(&sb, gr->nodes, gr->size);
         mrc__sb_puts(&sb, ", ");

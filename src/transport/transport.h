@@ -188,13 +188,12 @@ typedef struct mrc__transport {
     void *ctx;
 } mrc__transport_t;
 
-/* The threads transport: all ranks in one process. The fabric is shared;
- * each rank gets its own context. */
-typedef struct mrc__threads_fabric mrc__threads_fabric_t;
-mrc_status_t mrc__threads_fabric_create(int nranks,
-                                        mrc__threads_fabric_t **out);
-void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f);
-mrc__transport_t mrc__threads_transport(mrc__threads_fabric_t *f, int rank);
+/* The threads transport: all ranks in one process. The hub (every
+ * rank's state) is shared; each rank gets its own context. */
+typedef struct mrc__threads_hub mrc__threads_hub_t;
+mrc_status_t mrc__threads_hub_create(int nranks, mrc__threads_hub_t **out);
+void mrc__threads_hub_destroy(mrc__threads_hub_t *f);
+mrc__transport_t mrc__threads_transport(mrc__threads_hub_t *f, int rank);
 
 /* The shared-memory transport: ranks are processes of one host, joined
  * by the job id (its segment is "/mrc-JOB-seg"). token (NULL: none; at

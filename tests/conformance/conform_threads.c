@@ -30,8 +30,8 @@ static void *rank_main(void *p)
 /* Runs case k on n ranks: the worst result of any rank. */
 static enum conform_result run_case(const conform_case_t *k, int n)
 {
-    mrc__threads_fabric_t *f = NULL;
-    if (mrc__threads_fabric_create(n, &f) != MRC_OK) {
+    mrc__threads_hub_t *f = NULL;
+    if (mrc__threads_hub_create(n, &f) != MRC_OK) {
         printf("%s on %d ranks: FAIL: no fabric: %s\n", k->name, n,
                mrc_last_error());
         return CONFORM_FAIL;
@@ -57,7 +57,7 @@ static enum conform_result run_case(const conform_case_t *k, int n)
             (a[r].res == CONFORM_SKIP && worst == CONFORM_PASS))
             worst = a[r].res;
     }
-    mrc__threads_fabric_destroy(f);
+    mrc__threads_hub_destroy(f);
     return worst;
 }
 

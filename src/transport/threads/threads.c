@@ -92,14 +92,14 @@ typedef struct rank_state {
     int readers;      /* atomic: peers inside a get of this rank */
 } rank_state_t;
 
-struct mrc__threads_fabric {
+struct mrc__threads_hub {
     int n;
     rank_state_t *ranks;
     struct ctx *ctxs;
 };
 
 typedef struct ctx {
-    mrc__threads_fabric_t *f;
+    mrc__threads_hub_t *f;
     int rank;
     mrc__xfer_t **sends; /* posted in this call, for cancel */
     size_t num_sends, cap_sends;
@@ -531,18 +531,17 @@ static const mrc__transport_ops_t threads_ops = {
     .wait = th_wait,
 };
 
-mrc_status_t mrc__threads_fabric_create(int nranks,
-                                        mrc__threads_fabric_t **out)
+mrc_status_t mrc__threads_hub_create(int nranks, mrc__threads_hub_t **out)
 {
     *out = NULL;
-    mrc__threads_fabric_t *f = calloc(1, sizeof *f);
+    mrc__threads_hub_t *f = calloc(1, sizeof *f);
     if (!f)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     f->n = nranks;
     f->ranks = calloc((size_t)nranks, sizeof *f->ranks);
     f->ctxs = calloc((size_t)nranks, sizeof *f->ctxs);
     if (!f->ranks || !f->ctxs) {
-        mrc__threads_fabric_destroy(f);
+        mrc__threads_hub_destroy(f);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     for (int i = 0; i < nranks; i++) {
@@ -553,7 +552,7 @@ mrc_status_t mrc__threads_fabric_create(int nranks,
     return MRC_OK;
 }
 
-void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f)
+void mrc__threads_hub_destroy(mrc__threads_hub_t *f)
 {
     if (!f)
         return;
@@ -573,7 +572,7 @@ void mrc__threads_fabric_destroy(mrc__threads_fabric_t *f)
     free(f);
 }
 
-mrc__transport_t mrc__threads_transport(mrc__threads_fabric_t *f, int rank)
+mrc__transport_t mrc__threads_transport(mrc__threads_hub_t *f, int rank)
 {
     mrc__transport_t t = {&threads_ops, &f->ctxs[rank]};
     return t;
