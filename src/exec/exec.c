@@ -114,7 +114,8 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
         x->chain_rank[ch] = rank++;
     }
     x->num_stream_ids = ids;
-    if (!x->stream || getenv("MRC_NO_STAGING")) /* small buffers stay in cache */
+    if (!x->nontemporal ||
+        getenv("MRC_NO_STAGING")) /* small buffers stay in cache */
         return MRC_OK;
     uint64_t biggest = 0;
     for (int ch = 0; ch < nc; ch++) {
@@ -266,7 +267,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
     uint64_t threshold = (uint64_t)8 << 20;
     if (env)
         mrc__parse_size(env, &threshold);
-    x->stream = re * x->elem >= threshold;
+    x->nontemporal = re * x->elem >= threshold;
     size_t n = (size_t)x->plan.num_ops;
     x->xfers = calloc(n + 1, sizeof *x->xfers);
     x->recvs = calloc(n + 1, sizeof *x->recvs);
@@ -389,7 +390,8 @@ static mrc_status_t memory_op(mrc__exec_t *x, const mrc__transport_t *t,
                               : NULL;
         /* A reduction of a block past the caches is written around
          * them, as are large copies. */
-        xf->stream = op->local ? xf->bytes >= (size_t)GET_STREAM : x->stream;
+        xf->nontemporal =
+            op->local ? xf->bytes >= (size_t)GET_STREAM : x->nontemporal;
         return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
     }
     case MRC__SIGNAL:
@@ -451,7 +453,7 @@ static mrc_status_t forward(mrc__exec_t *x, const mrc__transport_t *t, int i,
         in->op = MRC_SUM;
         in->dst = slot;
         in->local = NULL;
-        in->stream = 0;
+        in->nontemporal = 0;
         st = t->ops->irecv(t->ctx, in);
         if (st != MRC_OK)
             return st == MRC_INPROGRESS ? MRC_OK : st;
@@ -582,7 +584,7 @@ static int get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
             xf->local = buffer(op->local, sb, rb, xb) +
                         op->local_off * x->elem + off;
             /* The last write of a block past the caches goes around them. */
-            xf->stream = k == last && bytes >= (size_t)GET_STREAM;
+            xf->nontemporal = k == last && bytes >= (size_t)GET_STREAM;
             xf->done = 0;
             while ((*st = t->ops->get(t->ctx, op->peer, op->src,
                                       op->src_off * x->elem + off, xf)) ==
@@ -665,10 +667,10 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 xf->local = op->local ? buffer(op->local, sb, rb, xb) +
                                             op->local_off * x->elem
                                       : NULL;
-                xf->stream = x->stream;
+                xf->nontemporal = x->nontemporal;
                 if (slot >= 0) { /* a partial: into a cached slot */
                     xf->dst = x->staging + (size_t)slot * x->slot_bytes;
-                    xf->stream = 0;
+                    xf->nontemporal = 0;
                 }
                 st = t->ops->irecv(t->ctx, xf);
                 if (st == MRC_INPROGRESS)
@@ -683,7 +685,7 @@ static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
                 return MRC_OK;
             break;
         case MRC__COPY:
-            (x->stream ? mrc__copy_nontemporal : copy_plain)(
+            (x->nontemporal ? mrc__copy_nontemporal : copy_plain)(
                 buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
                 buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
                 op->count * x->elem);
@@ -882,7 +884,7 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__op_t *op = &x->plan.ops[i];
     switch (op->kind) {
     case MRC__COPY:
-        (x->stream ? mrc__copy_nontemporal : copy_plain)(
+        (x->nontemporal ? mrc__copy_nontemporal : copy_plain)(
             buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
             buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
             op->count * x->elem);

@@ -22,7 +22,7 @@ typedef struct mrc__exec {
     size_t num_recvs, num_sends;
     size_t elem;
     int group_size;
-    int stream; /* large outputs: final writes bypass the cache */
+    int nontemporal; /* large outputs: final writes bypass the cache */
 
     /* Staging: a partial sum that a chain receives only to send it on
      * (and that is overwritten or never output afterwards) goes through a

@@ -32,7 +32,7 @@ typedef struct mrc__xfer {
     size_t bytes;
     mrc_dtype_t dtype;
     mrc_op_t op;
-    int stream;        /* receive: write around the cache (large buffers) */
+    int nontemporal; /* receive: write around the cache (large buffers) */
     uintptr_t priv[4];
 } mrc__xfer_t;
 

@@ -1326,7 +1326,7 @@ static mrc_status_t shm_publish(void *ctx, const mrc__exposure_t *x,
 }
 
 /* Reduces (or copies) the len bytes at src into x's destination at byte
- * `at`; x->stream: written around the cache (no read for ownership; the
+ * `at`; x->nontemporal: written around the cache (no read for ownership; the
  * executor asks for it where the block is past the caches anyway: P=2,
  * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
 static void take(const mrc__xfer_t *x, const char *src, size_t at,
@@ -1335,9 +1335,9 @@ static void take(const mrc__xfer_t *x, const char *src, size_t at,
     char *dst = (char *)x->dst + at;
     size_t es = mrc_dtype_size(x->dtype);
     if (x->local)
-        (x->stream ? mrc__reduce_nontemporal : mrc__reduce)(
+        (x->nontemporal ? mrc__reduce_nontemporal : mrc__reduce)(
             dst, (const char *)x->local + at, src, len / es, x->dtype, x->op);
-    else if (x->stream)
+    else if (x->nontemporal)
         mrc__copy_nontemporal(dst, src, len);
     else
         memmove(dst, src, len);

@@ -321,12 +321,12 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
                           "were expected",
                           c->rank, s->bytes, x->peer, x->bytes);
     }
-    if (x->local && x->stream)
+    if (x->local && x->nontemporal)
         mrc__reduce_nontemporal(x->dst, x->local, s->buf, x->count, x->dtype,
                                 x->op);
     else if (x->local)
         mrc__reduce(x->dst, x->local, s->buf, x->count, x->dtype, x->op);
-    else if (x->stream)
+    else if (x->nontemporal)
         mrc__copy_nontemporal(x->dst, s->buf, x->bytes);
     else
         memcpy(x->dst, s->buf, x->bytes);
@@ -477,7 +477,7 @@ static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
     const char *src = p->buf[buf] + off;
     if (x->local)
         mrc__reduce(x->dst, x->local, src, x->count, x->dtype, x->op);
-    else if (x->stream)
+    else if (x->nontemporal)
         mrc__copy_nontemporal(x->dst, src, x->bytes);
     else
         memmove(x->dst, src, x->bytes);
