@@ -358,7 +358,7 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
 
 /* Gets: the tile of a run into one destination (get_run), and the size
  * from which a reduction is written around the caches. */
-enum { GET_TILE = 64 << 10, GET_STREAM = 1 << 20 };
+enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 1 << 20 };
 
 /* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
  * (a flag, a barrier, a get the transport cannot do yet). A barrier is
@@ -391,7 +391,7 @@ static mrc_status_t memory_op(mrc__exec_t *x, const mrc__transport_t *t,
         /* A reduction of a block past the caches is written around
          * them, as are large copies. */
         xf->nontemporal =
-            op->local ? xf->bytes >= (size_t)GET_STREAM : x->nontemporal;
+            op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
         return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
     }
     case MRC__SIGNAL:
@@ -584,7 +584,7 @@ static int get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
             xf->local = buffer(op->local, sb, rb, xb) +
                         op->local_off * x->elem + off;
             /* The last write of a block past the caches goes around them. */
-            xf->nontemporal = k == last && bytes >= (size_t)GET_STREAM;
+            xf->nontemporal = k == last && bytes >= (size_t)GET_NONTEMPORAL;
             xf->done = 0;
             while ((*st = t->ops->get(t->ctx, op->peer, op->src,
                                       op->src_off * x->elem + off, xf)) ==
