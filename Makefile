@@ -13,6 +13,10 @@ WERROR     ?= ON
 CMAKE_ARGS ?=
 MRC        := $(BUILD)/tools/mrc/mrc
 
+# The nested makes of the build tree say nothing of the directories they
+# enter: a user reads what was built and what failed, not gmake's moves.
+MAKEFLAGS  += --no-print-directory
+
 TSAN_BUILD   ?= build-tsan
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
