@@ -488,6 +488,13 @@ static void set_beyond(mrc_profile_t *p, const mrc_profile_t *base, double x)
             p->reduce_gbps_memory[d][o] = base->reduce_gbps_memory[d][o] * x;
 }
 
+/* The figures beyond cache as the probes measured them. */
+static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
+{
+    p->memory_gbps_shared = probed->memory_gbps_shared;
+    set_beyond(p, probed, 1);
+}
+
 /* Sets x in [lo, hi] into p so that the simulator times a rings
  * allreduce of `count` floats on `ranks` nodes as measured (us): the
  * time falls as x grows, so a bisection over its logarithm. *clamped: a
@@ -560,16 +567,20 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     tell(plan, 0.96, "collectives");
     if (st == MRC_OK)
         st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
-    double llc = p->cache_bytes, shared = p->memory_gbps_shared;
+    /* Each round fits the memory's figures afresh from the probes' own
+     * (set_beyond scales what it is given: a second round on the first's
+     * result would scale twice). */
+    const mrc_profile_t probed = *p;
+    double llc = p->cache_bytes;
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         st = fit(p, set_cache, llc / 16, llc, plan->ranks, mid.count, mid_us,
                  &clamped);
-        p->memory_gbps_shared = shared;
+        restore_beyond(p, &probed);
         if (st == MRC_OK)
             st = fit(p, set_shared, 0.01, 1e4, plan->ranks, pr.count, big_us,
                      &clamped);
         if (st == MRC_OK && clamped) {
-            p->memory_gbps_shared = shared;
+            restore_beyond(p, &probed);
             st = fit(p, set_beyond, 1, 16, plan->ranks, pr.count, big_us,
                      &clamped);
         }
