@@ -458,6 +458,79 @@ static void test_misaligned_buffers(void **state)
     }
 }
 
+/* ---- calls repeated on the same buffers ---------------------------------- */
+
+/* A loop over one pair of buffers, as applications and the benchmarks
+ * make: the communicator takes a call with the last one's arguments
+ * straight to its plan. New data each time, the count changed under the
+ * same pointers, the in-place form of the same buffer, and a bad call in
+ * between must each still be seen. */
+typedef struct repeat_worker {
+    mrc_comm_t *comm;
+    long wrong, failures;
+    char first[256];
+} repeat_worker_t;
+
+static void *repeat_work(void *arg)
+{
+    repeat_worker_t *w = arg;
+    int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
+    int32_t send[8], recv[8];
+    for (int it = 0; it < 60; it++) {
+        size_t count = it % 20 < 10 ? 5 : 7; /* same pointers, new count */
+        int in_place = it % 7 == 6;
+        for (size_t i = 0; i < 8; i++) {
+            send[i] = (int32_t)(r * 100 + it * 10 + (int)i);
+            recv[i] = in_place ? send[i] : -1;
+        }
+        mrc_status_t st =
+            mrc_allreduce(in_place ? recv : send, recv, count, MRC_INT32,
+                          MRC_SUM, w->comm);
+        long bad = 0;
+        for (size_t i = 0; st == MRC_OK && i < 8; i++) {
+            int32_t want = i < count ? (int32_t)(100 * n * (n - 1) / 2 +
+                                                 n * (it * 10 + (int)i))
+                                     : (in_place ? send[i] : -1);
+            bad += recv[i] != want;
+        }
+        /* A bad call between two good ones is refused, not run. */
+        if (it == 30 &&
+            mrc_allreduce(send, NULL, count, MRC_INT32, MRC_SUM, w->comm) !=
+                MRC_ERR_INVALID_ARG)
+            bad++;
+        w->failures += st != MRC_OK;
+        w->wrong += bad;
+        if ((st != MRC_OK || bad) && !w->first[0])
+            snprintf(w->first, sizeof w->first, "call %d count %zu%s: %s, %ld wrong",
+                     it, count, in_place ? " in place" : "",
+                     st == MRC_OK ? "ok" : mrc_last_error(), bad);
+    }
+    return NULL;
+}
+
+static void test_repeated_calls(void **state)
+{
+    (void)state;
+    enum { N = 4 }; /* (hier splits 4 ranks over its 2 hosts) */
+    mrc_comm_t *comms[N];
+    mrc_config_t cfg = {.timeout_s = 20};
+    repeat_worker_t w[N];
+    pthread_t th[N];
+    memset(w, 0, sizeof w);
+    assert_int_equal(mrc_comm_init_all(comms, N, &cfg), MRC_OK);
+    for (int r = 0; r < N; r++) {
+        w[r].comm = comms[r];
+        assert_int_equal(pthread_create(&th[r], NULL, repeat_work, &w[r]), 0);
+    }
+    for (int r = 0; r < N; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < N; r++) {
+        mrc_comm_destroy(comms[r]);
+        if (w[r].wrong || w[r].failures)
+            fail_msg("rank %d: %s", r, w[r].first);
+    }
+}
+
 static void expect_bad(mrc_status_t st, const char *says)
 {
     if (st != MRC_ERR_INVALID_ARG || !strstr(mrc_last_error(), says))
@@ -654,6 +727,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_avg_integers_exact),
         cmocka_unit_test(test_misaligned_buffers),
+        cmocka_unit_test(test_repeated_calls),
         cmocka_unit_test(test_disagreeing_ranks),
         cmocka_unit_test(test_ring_sizes),
         cmocka_unit_test(test_seed_topologies),
