@@ -928,6 +928,18 @@ static mrc_status_t run_chain(mrc__exec_t *x, const mrc__transport_t *t,
             done = 1;
             st = straight_op(x, t, i, sb, rb, xb);
         }
+        /* A flag not yet set is looked at again on the spot, without the
+         * way back through the op's dispatch: the look is then a load and
+         * a pause, and the flag is seen sooner once it comes (a small
+         * call's time is mostly this wait). */
+        if (st == MRC_INPROGRESS && op->kind == MRC__WAIT) {
+            do {
+                st = stalled(x, t, SPIN_LOOKS, &idle, &start, timeout_s);
+                if (st != MRC_OK)
+                    return st;
+                st = t->ops->wait(t->ctx, op->peer, op->flag);
+            } while (st == MRC_INPROGRESS);
+        }
         if (st == MRC_INPROGRESS) {
             st = stalled(x, t, SPIN_LOOKS, &idle, &start, timeout_s);
             if (st != MRC_OK)
