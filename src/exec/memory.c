@@ -1,0 +1,272 @@
+/* The executor's memory-semantic ops (expose, get, signal, wait,
+ * barrier), the tiled runs of gets a direct program reduces a block
+ * with, the publication of a call's buffers, and the straight plans
+ * these programs make (one chain of local and memory ops, run without
+ * the general loop's bookkeeping). */
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "exec_internal.h"
+#include "reduce/reduce.h"
+
+_Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
+                   (int)MRC__MEM_RECV == (int)MRC__BUF_RECV &&
+                   (int)MRC__MEM_SCRATCH == (int)MRC__BUF_SCRATCH &&
+                   (int)MRC__MEM_WINDOW == (int)MRC__BUF_WINDOW,
+               "the transport numbers buffers as the program does");
+
+/* Gets: the tile of a run into one destination (get_run), and the size
+ * from which a reduction is written around the caches. */
+enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 1 << 20 };
+
+/* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
+ * (a flag, a barrier, a get the transport cannot do yet). A barrier is
+ * this rank's flag and a wait on every member's, in rank order; xf
+ * remembers how far it is. */
+mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
+                              const mrc__op_t *op, mrc__xfer_t *xf,
+                              const void *sb, void *rb, void *xb)
+{
+    const mrc__transport_ops_t *o = t->ops;
+    switch (op->kind) {
+    case MRC__EXPOSE:
+        if (!op->ref)
+            memcpy(x->win + op->dst_off * x->elem,
+                   mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                   op->count * x->elem);
+        return MRC_OK;
+    case MRC__GET: {
+        mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
+                                                     : x->program->cfg.op;
+        xf->peer = op->peer;
+        xf->count = op->count;
+        xf->bytes = op->count * x->elem;
+        xf->dtype = x->program->cfg.dtype;
+        xf->op = rop;
+        xf->dst = mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem;
+        xf->local = op->local ? mrc__exec_buffer(op->local, sb, rb, xb) +
+                                    op->local_off * x->elem
+                              : NULL;
+        /* A reduction of a block past the caches is written around
+         * them, as are large copies. */
+        xf->nontemporal =
+            op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
+        return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
+    }
+    case MRC__SIGNAL:
+        return o->signal(t->ctx, op->flag);
+    case MRC__WAIT:
+        return o->wait(t->ctx, op->peer, op->flag);
+    default: { /* MRC__BARRIER */
+        int flag = MRC__BARRIER_FLAG + op->flag;
+        if (!xf->posted) {
+            mrc_status_t st = o->signal(t->ctx, flag);
+            if (st != MRC_OK)
+                return st;
+            xf->posted = 1;
+            xf->priv[0] = 0;
+        }
+        while ((int)xf->priv[0] < x->exposure.num_members) {
+            mrc_status_t st = o->wait(
+                t->ctx, x->exposure.members[xf->priv[0]], flag);
+            if (st != MRC_OK)
+                return st;
+            xf->priv[0]++;
+        }
+        return MRC_OK;
+    }
+    }
+}
+
+/* A run of gets into one destination, as the direct programs reduce a
+ * block over the peers (GET, then WAIT and GET for each further peer,
+ * each reading the destination as its local operand), is done a tile at
+ * a time: each tile of the destination stays in cache while every peer's
+ * tile is added to it, in the program's order per element (so the same
+ * bits), instead of N - 1 passes over the whole block. The run's waits
+ * are looked at first (nothing in between signals, so waiting for them
+ * early cannot deadlock). Returns the number of ops done (0: op i is not
+ * such a run and runs alone), or -1 while a wait is not satisfied. */
+int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                   int end, const void *sb, void *rb, void *xb,
+                   mrc_status_t *st)
+{
+    const mrc__op_t *ops = x->plan.ops, *first = &ops[i];
+    size_t bytes = first->count * x->elem;
+    *st = MRC_OK;
+    if (!first->local || bytes < 2 * (size_t)GET_TILE)
+        return 0;
+    int last = i;
+    while (last + 2 < end && ops[last + 1].kind == MRC__WAIT &&
+           ops[last + 2].kind == MRC__GET) {
+        const mrc__op_t *g = &ops[last + 2];
+        if (g->dst != first->dst || g->dst_off != first->dst_off ||
+            g->count != first->count || g->local != first->dst ||
+            g->local_off != first->dst_off)
+            break;
+        last += 2;
+    }
+    if (last == i)
+        return 0;
+    for (int k = i + 1; k < last; k += 2) {
+        mrc__xfer_t *w = &x->xfers[k];
+        if (w->done)
+            continue;
+        *st = t->ops->wait(t->ctx, ops[k].peer, ops[k].flag);
+        if (*st == MRC_INPROGRESS) {
+            *st = MRC_OK;
+            return -1;
+        }
+        if (*st != MRC_OK)
+            return 0;
+        w->done = 1;
+    }
+    mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
+                                                 : x->program->cfg.op;
+    char *dst = mrc__exec_buffer(first->dst, sb, rb, xb) + first->dst_off * x->elem;
+    size_t tile = GET_TILE / x->elem * x->elem;
+    for (size_t off = 0; off < bytes; off += tile) {
+        size_t len = bytes - off < tile ? bytes - off : tile;
+        for (int k = i; k <= last; k += 2) {
+            const mrc__op_t *op = &ops[k];
+            mrc__xfer_t *xf = &x->xfers[k];
+            xf->peer = op->peer;
+            xf->count = len / x->elem;
+            xf->bytes = len;
+            xf->dtype = x->program->cfg.dtype;
+            xf->op = rop;
+            xf->dst = dst + off;
+            xf->local = mrc__exec_buffer(op->local, sb, rb, xb) +
+                        op->local_off * x->elem + off;
+            /* The last write of a block past the caches goes around them. */
+            xf->nontemporal = k == last && bytes >= (size_t)GET_NONTEMPORAL;
+            xf->done = 0;
+            while ((*st = t->ops->get(t->ctx, op->peer, op->src,
+                                      op->src_off * x->elem + off, xf)) ==
+                   MRC_INPROGRESS)
+                sched_yield();
+            if (*st != MRC_OK)
+                return 0;
+        }
+    }
+    return last - i + 1;
+}
+
+/* Publishes a memory program's buffers; waits (with the timeout) while
+ * the transport still lets a peer read the window of two calls ago. */
+mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
+                            const void *sendbuf, void *recvbuf,
+                            void *scratch, double timeout_s)
+{
+    if (!t->ops->publish || !t->ops->get || !t->ops->signal ||
+        !t->ops->wait)
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "the %s transport cannot read peers' memory, "
+                          "which %s needs",
+                          t->ops->name, mrc_algo_name(x->program->cfg.algo));
+    x->exposure.buf[MRC__MEM_SEND] = sendbuf;
+    x->exposure.buf[MRC__MEM_RECV] = recvbuf;
+    x->exposure.buf[MRC__MEM_SCRATCH] = scratch;
+    void *w = NULL;
+    double start = 0;
+    for (unsigned spin = 0;; spin++) {
+        mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, &w);
+        if (st != MRC_INPROGRESS) {
+            x->win = w;
+            return st;
+        }
+        if (t->ops->idle && spin % 16 == 15)
+            t->ops->idle(t->ctx);
+        if (spin % 64 == 63) {
+            double now = mrc__exec_now();
+            if (start == 0)
+                start = now;
+            else if (timeout_s > 0 && now - start > timeout_s)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "node %d timed out after %g s: a peer "
+                                  "has not ended the call before last",
+                                  x->plan.node, timeout_s);
+        }
+        sched_yield();
+    }
+}
+
+/* Op i of a straight plan, but a run of gets: a local op, or a memory
+ * op (MRC_INPROGRESS while it waits). */
+static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
+                                int i, const void *sb, void *rb, void *xb)
+{
+    const mrc__op_t *op = &x->plan.ops[i];
+    switch (op->kind) {
+    case MRC__COPY:
+        (x->nontemporal ? mrc__copy_nontemporal : mrc__exec_copy_plain)(
+            mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+            mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+            op->count * x->elem);
+        return MRC_OK;
+    case MRC__SCALE:
+        mrc__scale(mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+                   op->count, x->program->cfg.dtype, x->group_size);
+        return MRC_OK;
+    default:
+        return mrc__exec_memory_op(x, t, op, &x->xfers[i], sb, rb, xb);
+    }
+}
+
+/* A straight plan (x->straight: one chain of local and memory ops, as a
+ * direct family's), after begin and publish: each op in turn, waiting on
+ * the spot for the one that cannot go yet. The same ops as advance runs,
+ * in the same order, without the chains' and sends' bookkeeping, which
+ * cost a small call more than its data did. */
+mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
+                              const void *sb, void *rb, void *xb,
+                              double timeout_s)
+{
+    const mrc__plan_t *pl = &x->plan;
+    double start = 0;
+    size_t idle = 0;
+    mrc_status_t st;
+    for (int i = 0; i < pl->num_ops;) {
+        const mrc__op_t *op = &pl->ops[i];
+        if (op->step >= x->ports_until) /* a look costs less without */
+            mrc__exec_hand_ports(x, t, op->step);
+        int done = 0;
+        st = MRC_OK;
+        /* A run of gets (of blocks worth tiling), or 0: one alone. */
+        if (op->kind == MRC__GET && op->local &&
+            op->count * x->elem >= 2 * (size_t)GET_TILE) {
+            done = mrc__exec_get_run(x, t, i, pl->num_ops, sb, rb, xb, &st);
+            if (st == MRC_OK && done < 0)
+                st = MRC_INPROGRESS;
+        }
+        if (st == MRC_OK && done == 0) {
+            done = 1;
+            st = straight_op(x, t, i, sb, rb, xb);
+        }
+        /* A flag not yet set is looked at again on the spot, without the
+         * way back through the op's dispatch: the look is then a load and
+         * a pause, and the flag is seen sooner once it comes (a small
+         * call's time is mostly this wait). */
+        if (st == MRC_INPROGRESS && op->kind == MRC__WAIT) {
+            do {
+                st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+                if (st != MRC_OK)
+                    return st;
+                st = t->ops->wait(t->ctx, op->peer, op->flag);
+            } while (st == MRC_INPROGRESS);
+        }
+        if (st == MRC_INPROGRESS) {
+            st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+            if (st != MRC_OK)
+                return st;
+            continue;
+        }
+        if (st != MRC_OK)
+            return st;
+        x->cursor[0] = i += done;
+        idle = 0;
+        start = 0; /* the timeout counts time without progress */
+    }
+    return t->ops->end(t->ctx);
+}

@@ -1,0 +1,330 @@
+/* The executor's preparation: one node's plan expanded from the program,
+ * and everything a run needs taken up front (transfer records, staging
+ * slots for partial sums, relay memory, the exposure of a memory
+ * program), after the memory it takes is refused if it would not fit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec_internal.h"
+
+void mrc__exec_release(mrc__exec_t *x)
+{
+    mrc__plan_free(&x->plan);
+    free(x->stage_of);
+    free(x->slot_user);
+    free(x->staging);
+    free(x->chain_rank);
+    free(x->chain_group);
+    free(x->first_open);
+    free(x->complete);
+    free(x->xfers);
+    free(x->recvs);
+    free(x->recv_of);
+    free(x->send_list);
+    free(x->cursor);
+    free(x->fwd_of);
+    free(x->fwd_sends);
+    free(x->fwd_at);
+    free(x->fwd_prev);
+    free(x->relay_chain);
+    free(x->relay_mem);
+    free(x->idle_ports);
+    memset(x, 0, sizeof *x);
+}
+
+static int same_region(int buf, uint64_t off, int buf2, uint64_t off2)
+{
+    return buf == buf2 && off == off2;
+}
+
+/* Is op i (a RECV) a transient partial: forwarded by a later SEND of its
+ * chain, then overwritten (or in scratch, never output), with nothing else
+ * reading it? Returns the forwarding SEND, or -1. */
+static int transient(const mrc__plan_t *pl, int i, int end)
+{
+    const mrc__op_t *op = &pl->ops[i];
+    int fwd = -1;
+    for (int j = i + 1; j < end; j++) {
+        const mrc__op_t *q = &pl->ops[j];
+        int reads = (q->kind == MRC__SEND || q->kind == MRC__COPY) &&
+                    same_region(q->src, q->src_off, op->dst, op->dst_off);
+        int writes = (q->kind == MRC__RECV || q->kind == MRC__COPY ||
+                      q->kind == MRC__SCALE) &&
+                     same_region(q->dst, q->dst_off, op->dst, op->dst_off);
+        reads |= q->kind == MRC__RECV && q->local &&
+                 same_region(q->local, q->local_off, op->dst, op->dst_off);
+        if (q->kind == MRC__SCALE && writes)
+            return -1; /* scaled: an output */
+        if (reads) {
+            if (fwd >= 0 || q->kind != MRC__SEND)
+                return -1;
+            fwd = j;
+            continue;
+        }
+        if (writes)
+            return fwd; /* overwritten after its one forward */
+    }
+    return op->dst == MRC__BUF_SCRATCH ? fwd : -1;
+}
+
+/* Chooses the staged operations and sizes the slots. */
+static mrc_status_t plan_staging(mrc__exec_t *x)
+{
+    const mrc__plan_t *pl = &x->plan;
+    int nc = pl->num_chains, n = pl->num_ops;
+    const char *env = getenv("MRC_WINDOW");
+    x->window = env && atoi(env) > 0 ? atoi(env) : 2;
+    x->stage_of = malloc(((size_t)n + 1) * sizeof *x->stage_of);
+    x->chain_rank = calloc((size_t)nc + 1, sizeof *x->chain_rank);
+    x->chain_group = calloc((size_t)nc + 1, sizeof *x->chain_group);
+    x->complete = calloc((size_t)nc + 1, 1);
+    x->first_open = calloc((size_t)nc + 1, sizeof *x->first_open);
+    if (!x->stage_of || !x->chain_rank || !x->chain_group || !x->complete ||
+        !x->first_open)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning");
+    for (int i = 0; i < n; i++)
+        x->stage_of[i] = -1;
+    /* Chains come stream by stream; number them within their stream. */
+    int ids = 0, prev_stream = -1, rank = 0;
+    for (int ch = 0; ch < nc; ch++) {
+        int k = pl->ops[pl->chain_off[ch]].stream;
+        if (k != prev_stream) {
+            ids++;
+            rank = 0;
+            prev_stream = k;
+        }
+        x->chain_group[ch] = ids - 1;
+        x->chain_rank[ch] = rank++;
+    }
+    x->num_stream_ids = ids;
+    if (!x->nontemporal ||
+        getenv("MRC_NO_STAGING")) /* small buffers stay in cache */
+        return MRC_OK;
+    uint64_t biggest = 0;
+    for (int ch = 0; ch < nc; ch++) {
+        int toggle = 0, end = pl->chain_off[ch + 1];
+        int base = (x->chain_group[ch] * x->window +
+                    x->chain_rank[ch] % x->window) * 2;
+        for (int i = pl->chain_off[ch]; i < end; i++) {
+            if (pl->ops[i].kind != MRC__RECV)
+                continue;
+            int j = transient(pl, i, end);
+            if (j < 0)
+                continue;
+            x->stage_of[i] = x->stage_of[j] = base + toggle;
+            toggle ^= 1;
+            if (pl->ops[i].count > biggest)
+                biggest = pl->ops[i].count;
+        }
+    }
+    if (biggest == 0)
+        return MRC_OK;
+    x->num_slots = ids * x->window * 2;
+    x->slot_bytes = ((size_t)biggest * x->elem + 63) / 64 * 64;
+    mrc_status_t st = mrc__check_memory(
+        mrc__sat_mul_add((uint64_t)x->num_slots, x->slot_bytes, 0),
+        "staging slots");
+    if (st != MRC_OK)
+        return st;
+    x->staging = aligned_alloc(64, (size_t)x->num_slots * x->slot_bytes);
+    x->slot_user = malloc((size_t)x->num_slots * sizeof *x->slot_user);
+    if (!x->staging || !x->slot_user)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for staging");
+    return MRC_OK;
+}
+
+/* Relay memory: two slots per relay chain, each as large as the chain's
+ * largest message, alternating so that a message can arrive while the
+ * one before it is still being taken. */
+static mrc_status_t plan_relays(mrc__exec_t *x)
+{
+    const mrc__plan_t *pl = &x->plan;
+    size_t n = (size_t)pl->num_ops;
+    x->fwd_of = malloc((n + 1) * sizeof *x->fwd_of);
+    x->relay_chain = calloc((size_t)pl->num_chains + 1, 1);
+    if (!x->fwd_of || !x->relay_chain)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning relays");
+    for (size_t i = 0; i < n; i++) {
+        x->fwd_of[i] = -1;
+        if (pl->ops[i].kind == MRC__FWD)
+            x->fwd_of[i] = (int32_t)x->num_fwds++;
+    }
+    if (x->num_fwds == 0)
+        return MRC_OK;
+    x->fwd_sends = calloc(x->num_fwds, sizeof *x->fwd_sends);
+    x->fwd_at = malloc(x->num_fwds * sizeof *x->fwd_at);
+    x->fwd_prev = malloc(x->num_fwds * sizeof *x->fwd_prev);
+    if (!x->fwd_sends || !x->fwd_at || !x->fwd_prev)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning relays");
+    uint64_t total = 0;
+    for (int ch = 0; ch < pl->num_chains; ch++) {
+        int begin = pl->chain_off[ch], end = pl->chain_off[ch + 1];
+        if (pl->ops[begin].kind != MRC__FWD)
+            continue;
+        x->relay_chain[ch] = 1;
+        uint64_t biggest = 0;
+        for (int i = begin; i < end; i++)
+            if (pl->ops[i].count > biggest)
+                biggest = pl->ops[i].count;
+        uint64_t slot = (biggest * x->elem + 63) / 64 * 64;
+        int last[2] = {-1, -1}, j = 0;
+        for (int i = begin; i < end; i++, j ^= 1) {
+            int f = x->fwd_of[i];
+            x->fwd_at[f] = total + (uint64_t)j * slot;
+            x->fwd_prev[f] = last[j];
+            last[j] = f;
+        }
+        total = mrc__sat_mul_add(2, slot, total);
+    }
+    mrc_status_t st = mrc__check_memory(total, "relay slots");
+    if (st != MRC_OK)
+        return st;
+    x->relay_bytes = (size_t)total;
+    x->relay_mem = aligned_alloc(64, x->relay_bytes ? x->relay_bytes : 64);
+    if (!x->relay_mem)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %zu bytes of "
+                                             "relay slots",
+                          x->relay_bytes);
+    return MRC_OK;
+}
+
+/* Refuses, before anything is expanded, a plan that would not fit in the
+ * memory limit: its operations (grown by doubling: twice their size at
+ * worst) and the executor's state per operation and per chain. A chunk
+ * of a few bytes on a large count is what gets here. */
+static mrc_status_t check_plan_memory(const mrc_program_t *p, int node,
+                                      int ranks_here)
+{
+    if (node < 0 || node >= p->num_nodes)
+        return MRC_OK; /* mrc__plan_build says what is wrong */
+    uint64_t chains, ops, relay_chains, relay_ops;
+    mrc__plan_bound(p, p->nodes[node].group, 0, &chains, &ops);
+    /* A relay's slots: two chunks per relay chain at most. */
+    mrc__relay_bound(p, node, 0, &relay_chains, &relay_ops);
+    chains += relay_chains;
+    ops = mrc__sat_mul_add(1, relay_ops, ops);
+    uint64_t slot = mrc__sat_mul_add(mrc__chunk_elems(p),
+                                     mrc_dtype_size(p->cfg.dtype), 64);
+    uint64_t per_op = 2 * sizeof(mrc__op_t) + 2 * sizeof(mrc__xfer_t) +
+                      3 * sizeof(int32_t);
+    uint64_t per_chain = 6 * sizeof(int32_t) + 1;
+    uint64_t one = mrc__sat_mul_add(ops, per_op,
+                                    mrc__sat_mul_add(chains, per_chain, 0));
+    one = mrc__sat_mul_add(mrc__sat_mul_add(relay_chains, 2, 0), slot, one);
+    char what[128];
+    snprintf(what, sizeof what, "plans (%llu chunks of %zu bytes a rank, %d "
+             "rank%s in this process)", (unsigned long long)chains,
+             (size_t)p->cfg.chunk_bytes, ranks_here, ranks_here > 1 ? "s" : "");
+    mrc_status_t st = mrc__check_memory(
+        mrc__sat_mul_add(one, (uint64_t)(ranks_here > 1 ? ranks_here : 1), 0),
+        what);
+    if (st == MRC_OK && ops > INT32_MAX)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "the plan for node %d could have %llu operations, "
+                        "more than %d: use larger chunks",
+                        node, (unsigned long long)ops, INT32_MAX);
+    return st;
+}
+
+/* What a memory program exposes: its group, the window where the code
+ * uses one (by copy: programs by reference expose their buffers in
+ * place), and its buffers' sizes (se, re, xe elements). */
+static void plan_exposure(mrc__exec_t *x, const mrc__group_t *gr,
+                          uint64_t se, uint64_t re, uint64_t xe)
+{
+    const mrc_program_t *p = x->program;
+    x->exposure.members = &p->members[gr->first_member];
+    x->exposure.num_members = gr->size;
+    int windowed = 0;
+    for (int i = 0; i < p->code_len; i++)
+        windowed |= p->code[i].buf_a == MRC__BUF_WINDOW ||
+                    p->code[i].buf_b == MRC__BUF_WINDOW;
+    x->exposure.window_bytes =
+        windowed ? (size_t)mrc__window_elems(p->cfg.collective, p->cfg.count,
+                                             gr->size) *
+                       x->elem
+                 : 0;
+    x->exposure.bytes[MRC__MEM_SEND] = (size_t)se * x->elem;
+    x->exposure.bytes[MRC__MEM_RECV] = (size_t)re * x->elem;
+    x->exposure.bytes[MRC__MEM_SCRATCH] = (size_t)xe * x->elem;
+}
+
+/* The receives to announce at each call (a relay's included), the sends
+ * to see taken, and whether the plan runs straight (one chain of local
+ * and memory ops). */
+static void list_transfers(mrc__exec_t *x)
+{
+    x->straight = x->memory && x->plan.num_chains == 1 && x->num_fwds == 0;
+    for (int i = 0; i < x->plan.num_ops; i++) {
+        const mrc__op_t *op = &x->plan.ops[i];
+        x->recv_of[i] = -1;
+        if (op->kind == MRC__FWD || op->kind == MRC__RECV) {
+            /* a relay's receive is announced as any */
+            x->recv_of[i] = (int32_t)x->num_recvs;
+            x->recvs[x->num_recvs].peer =
+                op->kind == MRC__FWD ? op->from : op->peer;
+            x->recvs[x->num_recvs].tag = op->tag;
+            x->num_recvs++;
+        } else if (op->kind == MRC__SEND) {
+            x->send_list[x->num_sends++] = (int32_t)i;
+        }
+        if (op->kind == MRC__SEND || op->kind == MRC__RECV)
+            x->straight = 0;
+    }
+}
+
+mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
+                               int node, int in_place, int ranks_here)
+{
+    memset(x, 0, sizeof *x);
+    x->program = p;
+    x->elem = mrc_dtype_size(p->cfg.dtype);
+    mrc_status_t st = check_plan_memory(p, node, ranks_here);
+    if (st != MRC_OK)
+        return st;
+    st = mrc__plan_build(p, node, 0, in_place, &x->plan);
+    if (st != MRC_OK)
+        return st;
+    int g = p->nodes[node].group;
+    x->group_size = g >= 0 ? p->groups[g].size : 1;
+    /* Buffers this large overflow the caches anyway, so writes bypass
+     * them: no read-for-ownership of each line before it is overwritten.
+     * (Streaming only the final writes, and keeping partial sums cached
+     * for the next hop, measured slower here: docs/performance.md.) */
+    uint64_t se, re, xe;
+    mrc__buffer_elems(p, node, &se, &re, &xe);
+    const char *env = getenv("MRC_STREAM_BYTES");
+    uint64_t threshold = (uint64_t)8 << 20;
+    if (env)
+        mrc__parse_size(env, &threshold);
+    x->nontemporal = re * x->elem >= threshold;
+    size_t n = (size_t)x->plan.num_ops;
+    x->xfers = calloc(n + 1, sizeof *x->xfers);
+    x->recvs = calloc(n + 1, sizeof *x->recvs);
+    x->recv_of = malloc((n + 1) * sizeof *x->recv_of);
+    x->send_list = malloc((n + 1) * sizeof *x->send_list);
+    x->cursor = calloc((size_t)x->plan.num_chains + 1, sizeof *x->cursor);
+    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list ||
+        !x->cursor) {
+        mrc__exec_release(x);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                          node);
+    }
+    st = plan_staging(x);
+    if (st == MRC_OK)
+        st = plan_relays(x);
+    if (st == MRC_OK && !(x->idle_ports = malloc(
+                              (size_t)p->nodes[node].num_ports + 1)))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                        node);
+    if (st != MRC_OK) {
+        mrc__exec_release(x);
+        return st;
+    }
+    x->memory = mrc__program_has_memory_ops(p);
+    if (x->memory && g >= 0)
+        plan_exposure(x, &p->groups[g], se, re, xe);
+    list_transfers(x);
+    return MRC_OK;
+}
