@@ -3,7 +3,7 @@
  *   prepare.c  the plan and everything a run needs, taken up front
  *   exec.c     a call: begin, the run loops' waiting, the timeout
  *   chains.c   the general loop: every chain advanced in turn
- *   memory.c   memory-semantic ops, and the straight plans they make
+ *   memory_ops.c  memory-semantic ops, and the straight plans they make
  */
 #ifndef MRC_EXEC_INTERNAL_H
 #define MRC_EXEC_INTERNAL_H

@@ -1,0 +1,369 @@
+/* The shared-memory transport's messages: the channels between ranks,
+ * eager pieces through their slots, rendezvous reads of the sender's
+ * buffer, and what comes before its receive is posted. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "reduce/reduce.h"
+#include "shm_internal.h"
+
+/* ---- moving data ------------------------------------------------------ */
+
+static int push(void ***list, size_t *n, size_t *cap, void *item)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        void **q = realloc(*list, c * sizeof *q);
+        if (!q)
+            return -1;
+        *list = q;
+        *cap = c;
+    }
+    (*list)[(*n)++] = item;
+    return 0;
+}
+
+/* Applies `len` bytes at `offset` of a message to its receive. */
+static void apply(mrc__xfer_t *x, uint64_t offset, const void *src,
+                  size_t len)
+{
+    size_t esize = mrc_dtype_size(x->dtype);
+    char *dst = (char *)x->dst + offset;
+    if (x->local)
+        mrc__reduce(dst, (const char *)x->local + offset, src, len / esize,
+                    x->dtype, x->op);
+    else
+        memcpy(dst, src, len);
+    x->priv[1] += len;
+    if (x->priv[1] == x->bytes)
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+}
+
+/* A rendezvous: reads the whole message from the sender's buffer (into
+ * the destination for a copy; through the bounce buffer for a reduction)
+ * and raises the sender's completion flag. */
+static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
+                             uint64_t addr, uint32_t token)
+{
+    int32_t *flag = &e->tokens[(size_t)x->peer * TOKENS + token];
+    int32_t posted = RDV_POSTED;
+    if (!__atomic_compare_exchange_n(flag, &posted, RDV_READING, 0,
+                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* The sender gave up its call and took its buffer back. */
+        mrc_status_t st = mrc__shm_peer_failed(e, x->peer);
+        return st != MRC_OK ? st
+                            : mrc__error(MRC_ERR_TRANSPORT,
+                                         "rank %d: rank %d withdrew its "
+                                         "data",
+                                         e->rank, x->peer);
+    }
+    mrc_status_t st = MRC_OK;
+    if (!x->local) {
+        st = mrc__shm_read_peer(e, x->peer, x->dst, addr, x->bytes);
+        x->priv[1] = x->bytes;
+    } else {
+        size_t esize = mrc_dtype_size(x->dtype);
+        size_t step = BOUNCE / esize * esize;
+        for (size_t off = 0; off < x->bytes && st == MRC_OK; off += step) {
+            size_t len = x->bytes - off < step ? x->bytes - off : step;
+            st = mrc__shm_read_peer(e, x->peer, e->bounce, addr + off, len);
+            if (st == MRC_OK)
+                apply(x, off, e->bounce, len);
+        }
+    }
+    /* Failed, the buffer is the sender's to revoke again. */
+    __atomic_store_n(flag, st == MRC_OK ? RDV_TAKEN : RDV_POSTED,
+                     __ATOMIC_RELEASE);
+    if (st != MRC_OK)
+        return st;
+    __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+    return MRC_OK;
+}
+
+static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
+                                uint64_t seq, uint64_t tag, size_t *at)
+{
+    for (size_t i = 0; i < e->num_recvs; i++) {
+        mrc__xfer_t *x = e->recvs[i];
+        if (x->peer == peer && x->tag == tag && x->priv[2] == seq) {
+            *at = i;
+            return x;
+        }
+    }
+    return NULL;
+}
+
+/* The sender of a message of this rank's call is in another call: the
+ * message naming both (the sender's call is in its post, written before
+ * its first message). */
+mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer)
+{
+    /* The sender may be a call ahead, with an eager send out: its call of
+     * the other parity is the one to read. */
+    mrc__call_t *c = &post_at(e, peer)->calls[e->seq & 1];
+    mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
+    return mrc__shm_disagree(e, peer, theirs, e->rank, e->call);
+}
+
+static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
+                               const slot_t *s, const void *data)
+{
+    /* A message of this very call that no receive expects, or of another
+     * call than this rank's: the ranks disagree. */
+    if (s->seq == e->seq && s->call != mrc__call_hash(e->call))
+        return mrc__shm_message_differs(e, peer);
+    early_t *x = e->early;
+    for (; x; x = x->next)
+        if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
+            break;
+    if (!x) {
+        x = calloc(1, sizeof *x);
+        if (x && !s->rdv && !(x->data = malloc(s->total ? s->total : 1))) {
+            free(x);
+            x = NULL;
+        }
+        if (!x)
+            return mrc__error(MRC_ERR_NO_MEMORY,
+                              "rank %d: out of memory for %llu early bytes "
+                              "from rank %d",
+                              e->rank, (unsigned long long)s->total, peer);
+        x->peer = peer;
+        x->seq = s->seq;
+        x->tag = s->tag;
+        x->total = s->total;
+        x->call = s->call;
+        x->rdv = (int)s->rdv;
+        x->addr = s->addr;
+        x->token = s->token;
+        x->next = e->early;
+        e->early = x;
+        if (s->rdv)
+            return MRC_OK;
+    }
+    if (s->offset + s->len > x->total)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: a piece from rank %d runs past its "
+                          "message (%llu + %u > %llu bytes)",
+                          e->rank, peer, (unsigned long long)s->offset,
+                          s->len, (unsigned long long)x->total);
+    memcpy(x->data + s->offset, data, s->len);
+    x->got += s->len;
+    return MRC_OK;
+}
+
+/* Takes every full slot addressed to this rank. */
+static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
+{
+    for (int p = 0; p < e->n; p++) {
+        if (p == e->rank)
+            continue;
+        for (;;) {
+            char *at = slot_at(e, p, e->rank, e->recv_slot[p]);
+            slot_t *s = (slot_t *)at;
+            if (!__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
+                break;
+            size_t i;
+            mrc_status_t st = MRC_OK;
+            mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
+            if (x && s->call != mrc__call_hash(e->call))
+                return mrc__shm_message_differs(e, p);
+            if (x && (s->total != x->bytes ||
+                      s->offset + s->len > x->bytes))
+                return mrc__error(MRC_ERR_TRANSPORT,
+                                  "rank %d: %llu bytes arrived from rank %d "
+                                  "where %zu were expected",
+                                  e->rank, (unsigned long long)s->total, p,
+                                  x->bytes);
+            if (x && s->rdv)
+                st = take_rdv(e, x, s->addr, s->token);
+            else if (x)
+                apply(x, s->offset, at + SLOT_HEADER, s->len);
+            else
+                st = keep_early(e, p, s, at + SLOT_HEADER);
+            if (st != MRC_OK)
+                return st;
+            if (x && x->done)
+                e->recvs[i] = e->recvs[--e->num_recvs];
+            __atomic_store_n(&s->full, 0, __ATOMIC_RELEASE);
+            e->recv_slot[p] = (e->recv_slot[p] + 1) % SLOTS;
+            *moved = 1;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Sends: priv[0] the buffer, priv[1] bytes out, priv[3] 1 once a piece
+ * (an empty message is one piece too) or the rendezvous is out, priv[2]
+ * the rendezvous token + 1. */
+static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
+{
+    return x->bytes >= RDV_MIN && e->bounce &&
+           __atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE);
+}
+
+/* Puts out what pending sends can: pieces where slots are free, or a
+ * rendezvous (then the send is done when its receiver says so). */
+static void fill(mrc__shm_endpoint_t *e, int *moved)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < e->num_sends; i++) {
+        mrc__xfer_t *x = e->sends[i];
+        const char *buf = (const char *)x->priv[0];
+        int rdv = by_rendezvous(e, x);
+        while (!x->priv[3] || (!rdv && x->priv[1] < x->bytes)) {
+            uint64_t off = x->priv[1];
+            char *at = slot_at(e, e->rank, x->peer, e->send_slot[x->peer]);
+            slot_t *s = (slot_t *)at;
+            if (__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
+                break;
+            if (rdv && e->num_free == 0)
+                break; /* every token in flight: later */
+            size_t len = x->bytes - off;
+            if (rdv) {
+                uint32_t t = e->free_tokens[--e->num_free];
+                __atomic_store_n(&e->tokens[(size_t)e->rank * TOKENS + t],
+                                 RDV_POSTED, __ATOMIC_RELAXED);
+                x->priv[2] = t + 1;
+                s->addr = (uint64_t)(uintptr_t)buf;
+                s->token = t;
+                len = 0;
+            } else {
+                if (len > e->slot_bytes)
+                    len = e->slot_bytes;
+                memcpy(at + SLOT_HEADER, buf + off, len);
+            }
+            s->rdv = (uint32_t)rdv;
+            s->len = (uint32_t)len;
+            s->call = mrc__call_hash(e->call);
+            s->seq = e->seq;
+            s->tag = x->tag;
+            s->total = x->bytes;
+            s->offset = off;
+            __atomic_store_n(&s->full, 1, __ATOMIC_RELEASE);
+            e->send_slot[x->peer] = (e->send_slot[x->peer] + 1) % SLOTS;
+            x->priv[1] = off + len;
+            x->priv[3] = 1;
+            *moved = 1;
+        }
+        if (x->priv[3] && !rdv && x->priv[1] >= x->bytes)
+            __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        else if (!x->priv[3] || !rdv)
+            e->sends[keep++] = x;
+        else if (push((void ***)&e->rdvs, &e->num_rdvs, &e->cap_rdvs, x))
+            e->sends[keep++] = x; /* no memory: watched from here */
+    }
+    e->num_sends = keep;
+}
+
+/* Rendezvous sends whose receivers have read them are done. */
+static void reap_rdvs(mrc__shm_endpoint_t *e, int *moved)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < e->num_rdvs; i++) {
+        mrc__xfer_t *x = e->rdvs[i];
+        uint32_t t = (uint32_t)x->priv[2] - 1;
+        if (__atomic_load_n(&e->tokens[(size_t)e->rank * TOKENS + t],
+                            __ATOMIC_ACQUIRE) != RDV_TAKEN) {
+            e->rdvs[keep++] = x;
+            continue;
+        }
+        e->free_tokens[e->num_free++] = t;
+        x->priv[2] = 0;
+        __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
+        *moved = 1;
+    }
+    e->num_rdvs = keep;
+}
+
+static mrc_status_t progress(mrc__shm_endpoint_t *e)
+{
+    int moved = 0;
+    mrc_status_t st = drain(e, &moved);
+    if (st != MRC_OK)
+        return st;
+    reap_rdvs(e, &moved);
+    fill(e, &moved);
+    if (moved) {
+        e->idle = 0;
+        return MRC_OK;
+    }
+    return mrc__shm_check_peers(e);
+}
+
+mrc_status_t mrc__shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    x->priv[0] = (uintptr_t)buf;
+    x->priv[1] = 0;
+    x->priv[2] = 0;
+    x->priv[3] = 0;
+    if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    x->posted = 1;
+    int moved = 0;
+    fill(e, &moved);
+    return MRC_OK;
+}
+
+mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    x->priv[1] = 0;
+    x->priv[2] = e->seq;
+    x->posted = 1;
+    /* What came early is taken now. A channel delivers a message's pieces
+     * in order, so what came is a prefix; the rest will find the receive
+     * posted. */
+    mrc_status_t st = progress(e);
+    if (st != MRC_OK)
+        return st;
+    for (early_t **pp = &e->early; *pp; pp = &(*pp)->next) {
+        early_t *m = *pp;
+        if (m->peer != x->peer || m->seq != e->seq || m->tag != x->tag)
+            continue;
+        if (m->call != mrc__call_hash(e->call))
+            return mrc__shm_message_differs(e, x->peer);
+        if (m->total != x->bytes)
+            return mrc__error(MRC_ERR_TRANSPORT,
+                              "rank %d: %llu bytes arrived from rank %d "
+                              "where %zu were expected",
+                              e->rank, (unsigned long long)m->total, x->peer,
+                              x->bytes);
+        if (m->rdv)
+            st = take_rdv(e, x, m->addr, m->token);
+        else
+            apply(x, 0, m->data, m->got);
+        *pp = m->next;
+        free(m->data);
+        free(m);
+        if (st != MRC_OK)
+            return st;
+        break;
+    }
+    if (!x->done &&
+        push((void ***)&e->recvs, &e->num_recvs, &e->cap_recvs, x))
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
+                          e->rank);
+    return MRC_OK;
+}
+
+mrc_status_t mrc__shm_test(void *ctx, mrc__xfer_t *x)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
+        return MRC_OK;
+    return progress(e);
+}
+

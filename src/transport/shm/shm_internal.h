@@ -1,0 +1,326 @@
+/*
+ * Inside the shared-memory transport: the segment's layout, the endpoint,
+ * and what its files share (transport.h is its interface).
+ *   shm.c      the transport's operations: begin, end, cancel
+ *   segment.c  creating, checking and attaching the job's segment
+ *   failure.c  peers lost, calls failed, ranks that disagree
+ *   p2p.c      messages: the channels, eager and rendezvous
+ *   memory.c   memory semantics: publish, get, signal, wait
+ */
+#ifndef MRC_SHM_INTERNAL_H
+#define MRC_SHM_INTERNAL_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "common/common.h"
+#include "transport/transport.h"
+
+enum {
+    SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
+    SHM_VERSION = 5,
+    TOKEN_BYTES = 32,
+    HEADER_BYTES = 1 << 16,
+    SLOT_HEADER = 64,
+    SLOTS = 8,
+    TOKENS = 1024, /* rendezvous sends in flight per rank */
+    RDV_MIN = 16 << 10,
+    BOUNCE = 128 << 10,
+};
+
+/* The channels of a job share this budget (sparse until used: only ring
+ * neighbours touch theirs), within per-slot limits. */
+#define CHANNEL_BUDGET ((size_t)512 << 20)
+#define SLOT_MAX ((size_t)128 << 10)
+#define SLOT_MIN ((size_t)4 << 10)
+
+typedef struct header {
+    uint64_t magic; /* written last by rank 0 (release) */
+    int32_t n;
+    int32_t attached; /* atomic */
+    uint64_t slot_bytes;
+    int32_t ready;    /* atomic: ranks past the rendezvous probe */
+    int32_t lost;     /* atomic: 1 + the first rank seen gone, or 0 */
+    uint32_t version;
+    char token[TOKEN_BYTES]; /* the job's, from the launcher (or zeros) */
+    /* then, for each rank: its pid (0 before attaching, -pid once left
+     * cleanly), whether it can read the others' memory, and the address
+     * of its probe word */
+} header_t;
+
+typedef struct rank_info {
+    int32_t pid;
+    int32_t can_read;
+    uint64_t probe;
+} rank_info_t;
+
+
+typedef struct slot {
+    int32_t full; /* atomic: 0 empty (sender's), 1 full (receiver's) */
+    uint32_t len;
+    uint64_t seq, tag, total, offset;
+    uint64_t addr;  /* rendezvous: the data in the sender's memory */
+    uint32_t token; /* rendezvous: the sender's completion flag */
+    uint32_t rdv;
+    uint64_t call;  /* mrc__call_hash of the sender's call */
+} slot_t;
+
+/* A rendezvous completion flag: the receiver moves a POSTED one to
+ * READING while it reads the sender's buffer, and to TAKEN after; a
+ * sender that gives up moves a POSTED one to REVOKED. */
+enum { RDV_POSTED, RDV_TAKEN, RDV_READING, RDV_REVOKED };
+
+/* A piece that arrived before its receive was posted. */
+typedef struct early {
+    struct early *next;
+    int peer;
+    uint64_t seq, tag, total, got;
+    uint64_t call;
+    char *data;
+    int rdv; /* a rendezvous: addr and token instead of data */
+    uint64_t addr;
+    uint32_t token;
+} early_t;
+
+struct mrc__shm_endpoint {
+    int n, rank;
+    char name[96];
+    char *base;
+    size_t bytes;
+    size_t slot_bytes;
+    header_t *hdr;
+    rank_info_t *info;      /* [n] */
+    int32_t *tokens;        /* [n][TOKENS] completion flags */
+    uint32_t *free_tokens;  /* this rank's unused tokens */
+    int num_free;
+    char *bounce;
+    uint64_t seq;
+    mrc__call_t call;    /* the program's call in progress */
+    unsigned *send_slot; /* [n]: next slot of channel rank -> peer */
+    unsigned *recv_slot; /* [n]: next slot of channel peer -> rank */
+    mrc__xfer_t **sends; /* posted, not yet wholly copied in, FIFO */
+    size_t num_sends, cap_sends;
+    mrc__xfer_t **rdvs;  /* rendezvous sends out, not yet read */
+    size_t num_rdvs, cap_rdvs;
+    mrc__xfer_t **recvs; /* posted, not yet done */
+    size_t num_recvs, cap_recvs;
+    early_t *early;
+    unsigned idle;
+    unsigned looks; /* waits that found no flag (shm_wait) */
+    double last_check;
+    mrc_status_t lost; /* sticky once a peer is gone */
+    int joined;        /* this rank's pid is in the header */
+    uint64_t nth;        /* calls begun, by either path */
+    mrc__call_t now;     /* the one in progress */
+    double last_post_check;
+    char token[TOKEN_BYTES];
+    int all_read;       /* every rank can read every other's memory */
+    uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
+    void (*on_idle)(void *); /* called now and then while waiting, or NULL */
+    void *on_idle_arg;
+    /* Where the parts of the segment start (set_layout): found once, as
+     * every flag, window and post is looked up at each call. */
+    size_t win_max;
+    char *windows, *posts, *channels;
+    /* This call's exposure, published (shm_publish) but written to the
+     * record only at the call's first signal, with that flag and the
+     * stamp in one go: peers poll the record's line, and each write to it
+     * while they poll costs a transfer between cores. */
+    int pending;
+    uint32_t pending_window;
+};
+
+
+static inline double mrc__shm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline size_t tokens_bytes(int n)
+{
+    return ((size_t)n * TOKENS * sizeof(int32_t) + 4095) & ~(size_t)4095;
+}
+
+/* Memory semantics (publish, get, signal, wait).
+ *
+ * Each rank has two areas, one by the parity of a call's number, in the
+ * segment (peers read them with plain loads): the record of what it
+ * published for the call (its first 32 bytes: the call, its flags, the
+ * window's size), its window of the call right after the record, and a
+ * last line with the addresses and sizes of the buffers it exposes by
+ * reference. A window holds what the largest group that can be formed
+ * of the job's ranks may expose by copy (mrc__stage_max of its size); the
+ * areas are touched only as used. A small call's data (up to 32 bytes)
+ * is thus in the line of the record: the owner writes one line a call
+ * and a peer that waited for a flag in it has the data too. Each line a
+ * peer's core wrote costs a transfer between cores, and a small call's
+ * time is mostly those (with the window in the next line an 8-byte
+ * allreduce at P = 2 took 0.17-0.24 us, 0.12 with the data inline). */
+static inline size_t window_max(int n)
+{
+    size_t m = 0;
+    for (int g = 1; g <= n; g++)
+        if (mrc__stage_max(g) > m)
+            m = mrc__stage_max(g);
+    return m;
+}
+
+/* An area past its window: the record before it (RECORD_BYTES) and the
+ * line of addresses after it, 64-byte aligned. */
+enum { AREA_EXTRA = 128, RECORD_BYTES = 32 };
+
+static inline size_t windows_bytes(int n)
+{
+    return (size_t)n * 2 * (window_max(n) + AREA_EXTRA);
+}
+
+static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return e->windows +
+           ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
+}
+
+static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return area_at(e, r, seq) + RECORD_BYTES;
+}
+
+/* What a rank published for a call, by its parity (the start of its
+ * area): the call and its window's size, stamped last, and the flags.
+ * The flags are in this line, not in lines of their own, so that a peer
+ * that waits and then reads polls one line the owner wrote instead of
+ * two; the window follows in the same line for the same reason. */
+typedef struct published {
+    uint64_t seq;          /* atomic: seq + 1 of the call, written last */
+    uint32_t flags;        /* atomic: bit f set once this rank has
+                              signalled flag f in the call (reset before
+                              seq is written) */
+    uint32_t window_bytes; /* <= win_max, which is at most 2 MiB */
+    mrc__call_t call;
+} published_t;
+_Static_assert(sizeof(published_t) == RECORD_BYTES,
+               "the record is the first 32 bytes of an area");
+_Static_assert(MRC__FLAGS <= 32, "a record's flags are 32 bits");
+
+static inline published_t * pub_at(const mrc__shm_endpoint_t *e, int r,
+                           uint64_t seq)
+{
+    return (published_t *)area_at(e, r, seq);
+}
+
+/* Where the buffers a rank exposes by reference for a call are, in its
+ * own address space (peers read them with cross-memory attach), and how
+ * large, by enum mrc__mem_buf - 1 (the window's entry unused): the last
+ * line of its area, read only by a get by reference. */
+typedef struct by_ref {
+    uint64_t addr[MRC__MEM_BUFS - 1];
+    uint64_t bytes[MRC__MEM_BUFS - 1];
+} by_ref_t;
+_Static_assert(sizeof(by_ref_t) <= 64, "the addresses fit one line");
+
+static inline by_ref_t * ref_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return (by_ref_t *)(area_at(e, r, seq) + 64 + e->win_max);
+}
+
+/* Each rank's post, read by the peers only while they wait for it: the
+ * call it is in and how many it has begun (a peer waiting for a flag or a
+ * message that will never come sees the difference), its calls by parity
+ * (for the message when a peer's differs), why its last call failed (so
+ * that the ranks waiting on it fail too), the last call it ended (the
+ * windows' gating), and the peers reading its buffers now (so that a
+ * rank whose call fails revokes its buffers before it returns). */
+typedef struct rank_post {
+    uint64_t nth; /* atomic: calls begun; 0 while `now` is rewritten */
+    mrc__call_t now;
+    mrc__call_t calls[2]; /* the call, by parity of its number, written
+                             before its first message or flag */
+    char pad1[8];
+    int32_t failed; /* atomic: 0 none, 1 being written, 2 written */
+    int32_t status, a, b;
+    mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
+    char pad2[16];
+    uint64_t ended; /* atomic: seq + 1 of the last call ended */
+    char pad3[56];
+    int32_t readers;  /* atomic: peers inside a get of this rank's buffers */
+    int32_t unused;
+    uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
+    char pad4[48];
+} rank_post_t;
+
+static inline rank_post_t * post_at(const mrc__shm_endpoint_t *e, int r)
+{
+    return (rank_post_t *)e->posts + r;
+}
+
+_Static_assert(sizeof(rank_post_t) == 256,
+               "what peers poll keeps to lines of its own");
+
+static inline size_t channels_at(int n)
+{
+    return HEADER_BYTES + tokens_bytes(n) + windows_bytes(n) +
+           (size_t)n * sizeof(rank_post_t);
+}
+
+static inline char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
+                     unsigned k)
+{
+    size_t stride = SLOT_HEADER + e->slot_bytes;
+    size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;
+    return e->channels + (chan + k) * stride;
+}
+
+/* ---- failure.c ---------------------------------------------------------- */
+
+/* Whether rank r is there (or has left cleanly). */
+int mrc__shm_peer_alive(const mrc__shm_endpoint_t *e, int r);
+/* The job has lost rank r: every rank fails from now on, naming it. */
+mrc_status_t mrc__shm_job_lost(mrc__shm_endpoint_t *e, int r);
+/* Called while waiting: every few ms, checks that the peers are there
+ * (and that none this rank waits on has failed its call). */
+mrc_status_t mrc__shm_check_peers(mrc__shm_endpoint_t *e);
+/* Records in this rank's post why its call failed (the first reason
+ * stays). */
+void mrc__shm_post_failure(mrc__shm_endpoint_t *e, mrc_status_t st, int a,
+                           int b, mrc__call_t ca, mrc__call_t cb);
+/* Ranks a and b called different collectives (or counts, ...). */
+mrc_status_t mrc__shm_disagree(mrc__shm_endpoint_t *e, int a, mrc__call_t ca,
+                               int b, mrc__call_t cb);
+/* MRC_OK, or the failure of peer r, taken on as this rank's own. */
+mrc_status_t mrc__shm_peer_failed(mrc__shm_endpoint_t *e, int r);
+/* This rank begins a call (either path): says which in its post. */
+void mrc__shm_post_call(mrc__shm_endpoint_t *e, mrc__call_t call);
+/* Whether peer r, in the same call as this rank, called it otherwise. */
+mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r);
+/* While this rank waits on peer r: MRC_OK, or why r never will come. */
+mrc_status_t mrc__shm_waiting_on(mrc__shm_endpoint_t *e, int r);
+
+/* ---- segment.c --------------------------------------------------------- */
+
+/* Reads `bytes` at addr of rank p's memory (cross-memory attach). */
+mrc_status_t mrc__shm_read_peer(mrc__shm_endpoint_t *e, int p, void *dst,
+                                uint64_t addr, size_t bytes);
+
+/* ---- p2p.c -------------------------------------------------------------- */
+
+/* A piece of peer's came for this call with another descriptor. */
+mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer);
+mrc_status_t mrc__shm_isend(void *ctx, const void *buf, mrc__xfer_t *x);
+mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x);
+mrc_status_t mrc__shm_test(void *ctx, mrc__xfer_t *x);
+
+/* ---- memory.c ---------------------------------------------------------- */
+
+mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
+                              void **window);
+mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
+                          mrc__xfer_t *x);
+mrc_status_t mrc__shm_signal(void *ctx, int flag);
+mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag);
+int mrc__shm_reads_buffers(void *ctx);
+
+#endif /* MRC_SHM_INTERNAL_H */
