@@ -1,0 +1,287 @@
+/*
+ * The program and plan for a call's shape: the program chosen (the
+ * family asked for, or the selector's with the profile) and compiled
+ * once for all ranks, kept in the shared part; each rank's plan of it
+ * expanded once and kept per communicator; the last call's remembered.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/comm_state.h"
+#include "program/program_internal.h"
+#include "sim/select.h"
+
+
+/* The profile for the selector's model x: the communicator's own, which
+ * was measured on its transport, under the model's name (MPI ranks of
+ * one host are modelled as shm). */
+static const mrc_profile_t *profile_for(const shared_t *s, mrc__xport_t x,
+                                        mrc_profile_t *copy)
+{
+    if (!s->profile)
+        return NULL;
+    *copy = *s->profile;
+    snprintf(copy->transport, sizeof copy->transport, "%s",
+             mrc__xport_name(x));
+    return copy;
+}
+
+/* What this communicator's executor can run over its transport: the
+ * memory-semantic families (direct1, direct2) need publish, get, signal
+ * and wait. NULL when it can. */
+static const char *memory_refused(const mrc_comm_t *c)
+{
+    const mrc__transport_ops_t *ops = c->transport.ops;
+    if (ops->publish && ops->get && ops->signal && ops->wait)
+        return NULL;
+    return "needs memory semantics (expose/get), which this transport "
+           "does not offer yet";
+}
+
+/* The program for a call's shape: the family forced (cfg->algo or
+ * $MRC_ALGO), or the one the selector predicts fastest on this
+ * transport's model. Called once per shape, under the shared lock. */
+static mrc_status_t select_program(const mrc_comm_t *c,
+                                   const program_key_t *key,
+                                   mrc_program_t **out)
+{
+    const shared_t *s = c->shared;
+    const char *refused = memory_refused(c);
+    int is_mpi = strcmp(c->transport.ops->name, "mpi") == 0;
+    /* MPI between hosts: memory semantics only within a host (hier). */
+    int between = is_mpi && s->hosts > 1;
+    mrc__select_input_t in = {
+        .embedding = s->embedding,
+        .topo = s->topo,
+        .cc = {key->collective, key->count, key->dtype, key->op, key->root,
+               s->chunk_bytes, MRC_ALGO_RINGS, s->hosts},
+        .group = key->group,
+        /* MPI ranks all on one host run over its shared-memory endpoint
+         * (and have its memory semantics): modelled as shm. */
+        .transport = refused == NULL && is_mpi && !between
+                         ? MRC__XPORT_SHM
+                         : mrc__xport_of(c->transport.ops->name),
+        .memory_ok = refused == NULL && !between,
+        .host_memory_ok = refused == NULL,
+        .no_memory_why = between ? NULL : refused,
+        .ref_ok = !c->transport.ops->reads_buffers ||
+                  c->transport.ops->reads_buffers(c->transport.ctx),
+        .want_times = mrc__log_level() >= MRC__LOG_INFO};
+    mrc_profile_t profile;
+    in.profile = profile_for(s, in.transport, &profile);
+    mrc__selection_t sel;
+    mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
+    if (st != MRC_OK)
+        return st;
+    if (mrc__log_level() >= MRC__LOG_INFO) {
+        const mrc__candidate_t *w = &sel.cand[sel.chosen];
+        mrc__log(MRC__LOG_INFO, c->rank,
+                 "program %s for %s count %zu %s %s group %d: %d "
+                 "instructions, predicted %.3f us on %s (%s)",
+                 mrc_algo_name(sel.chosen),
+                 mrc_collective_name(key->collective), key->count,
+                 mrc_dtype_name(key->dtype), mrc_op_name(key->op),
+                 key->group, w->code_instructions, w->time_us,
+                 c->transport.ops->name, sel.reason);
+    }
+    return MRC_OK;
+}
+
+/* A loaded program for a call: itself when the call is the one it was
+ * compiled for, else the reason it is not (it is the only program these
+ * communicators have). */
+static mrc_status_t loaded_program(const mrc_comm_t *c,
+                                   const program_key_t *key,
+                                   const mrc_program_t **out)
+{
+    const mrc_compile_config_t *pc = &c->shared->loaded->cfg;
+    int reducing = key->collective != MRC_ALLGATHER &&
+                   key->collective != MRC_BROADCAST;
+    int rooted = key->collective == MRC_REDUCE ||
+                 key->collective == MRC_BROADCAST;
+    if (key->collective != pc->collective || key->count != pc->count ||
+        key->dtype != pc->dtype || (reducing && key->op != pc->op) ||
+        (rooted && key->root != pc->root))
+        return mrc__error(MRC_ERR_UNSUPPORTED,
+                          "this communicator runs one loaded program, %s of "
+                          "%zu %s (%s, root %d); the call is %s of %zu %s "
+                          "(%s, root %d)",
+                          mrc_collective_name(pc->collective), pc->count,
+                          mrc_dtype_name(pc->dtype), mrc_op_name(pc->op),
+                          pc->root, mrc_collective_name(key->collective),
+                          key->count, mrc_dtype_name(key->dtype),
+                          mrc_op_name(key->op), key->root);
+    *out = c->shared->loaded;
+    return MRC_OK;
+}
+
+/* The program for a call, compiled once for all ranks of the group, and
+ * held (refs) until the caller's plan lets go of it. */
+static mrc_status_t get_program(const mrc_comm_t *c,
+                                const program_key_t *key,
+                                const mrc_program_t **out)
+{
+    shared_t *s = c->shared;
+    mrc_status_t st = MRC_OK;
+    if (s->loaded) /* (never freed before the communicators) */
+        return loaded_program(c, key, out);
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->num_programs; i++)
+        if (memcmp(&s->programs[i].key, key, sizeof *key) == 0) {
+            s->programs[i].refs++;
+            s->programs[i].used = ++s->clock;
+            *out = s->programs[i].program;
+            pthread_mutex_unlock(&s->lock);
+            return MRC_OK;
+        }
+    /* Drop the oldest unused programs beyond the ones kept. */
+    for (int unused = PROGRAM_KEEP + 1; unused > PROGRAM_KEEP;) {
+        int victim = -1;
+        unused = 0;
+        for (int i = 0; i < s->num_programs; i++)
+            if (s->programs[i].refs == 0) {
+                unused++;
+                if (victim < 0 || s->programs[i].used < s->programs[victim].used)
+                    victim = i;
+            }
+        if (unused > PROGRAM_KEEP) {
+            mrc_program_destroy(s->programs[victim].program);
+            s->programs[victim] = s->programs[--s->num_programs];
+        }
+    }
+    if (s->num_programs == s->cap_programs) {
+        int cap = s->cap_programs ? 2 * s->cap_programs : 16;
+        cached_program_t *q = realloc(s->programs, (size_t)cap * sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&s->lock);
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        }
+        s->programs = q;
+        s->cap_programs = cap;
+    }
+    mrc_program_t *p = NULL;
+    st = select_program(c, key, &p);
+    if (st == MRC_OK) {
+        cached_program_t *e = &s->programs[s->num_programs++];
+        e->key = *key;
+        e->program = p;
+        e->refs = 1;
+        e->used = ++s->clock;
+        *out = p;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+void mrc__comm_put_program(shared_t *s, const mrc_program_t *p)
+{
+    pthread_mutex_lock(&s->lock);
+    for (int i = 0; i < s->num_programs; i++)
+        if (s->programs[i].program == p)
+            s->programs[i].refs--;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The plan of this rank for a program; takes over the caller's reference
+ * on the program (or drops it when the plan was cached already). */
+static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
+                             int in_place, mrc__exec_t **out)
+{
+    int victim = 0;
+    for (int i = 0; i < PLAN_CACHE; i++) {
+        cached_plan_t *cp = &c->plans[i];
+        if (cp->program == p && cp->in_place == in_place) {
+            cp->used = ++c->clock;
+            *out = &cp->exec;
+            mrc__comm_put_program(c->shared, p);
+            return MRC_OK;
+        }
+        if (cp->used < c->plans[victim].used)
+            victim = i;
+    }
+    cached_plan_t *cp = &c->plans[victim];
+    if (cp->program) {
+        mrc__exec_release(&cp->exec);
+        mrc__comm_put_program(c->shared, cp->program);
+    }
+    cp->program = NULL;
+    cp->used = 0;
+    /* Over threads every rank's plan is in this process. */
+    int here = c->shared->hub ? c->shared->nranks : 1;
+    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place,
+                                        here);
+    if (st != MRC_OK) {
+        mrc__comm_put_program(c->shared, p);
+        return st;
+    }
+    cp->program = p;
+    cp->in_place = in_place;
+    cp->used = ++c->clock;
+    *out = &cp->exec;
+    return MRC_OK;
+}
+
+/* The plan of the last call, when this call has its shape: MRC_OK with
+ * the program, its plan and the scratch it needs, else MRC_INPROGRESS
+ * (look it up). */
+mrc_status_t mrc__comm_last_plan(mrc_comm_t *c, const program_key_t *key,
+                              int in_place, const mrc_program_t **p,
+                              mrc__exec_t **x, size_t *xbytes)
+{
+    cached_plan_t *cp = c->last_plan;
+    if (!cp || c->last_in_place != in_place ||
+        memcmp(&c->last_key, key, sizeof *key) != 0)
+        return MRC_INPROGRESS;
+    cp->used = ++c->clock;
+    *p = cp->program;
+    *x = &cp->exec;
+    *xbytes = c->last_xbytes;
+    return MRC_OK;
+}
+
+/* The program and plan for a call of this shape (compiled and expanded
+ * on first use, then cached), and the bytes of scratch they need;
+ * remembered as the last call's. */
+mrc_status_t mrc__comm_find_plan(const char *fn, mrc_comm_t *c,
+                              const program_key_t *key, int in_place,
+                              const mrc_program_t **p, mrc__exec_t **x,
+                              size_t *xbytes)
+{
+    c->last_plan = NULL; /* get_plan may take its slot */
+    mrc_status_t st = get_program(c, key, p);
+    if (st == MRC_OK)
+        st = get_plan(c, *p, in_place, x);
+    if (st != MRC_OK) {
+        mrc__error_prefix("%s (rank %d)", fn, c->rank);
+        return st;
+    }
+    uint64_t se, re, xe;
+    mrc__buffer_elems(*p, c->node, &se, &re, &xe);
+    if (mrc__mul_size((size_t)xe, mrc_dtype_size(key->dtype), xbytes) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: %llu elements of scratch overflow a size", fn,
+                          (unsigned long long)xe);
+    for (int i = 0; i < PLAN_CACHE; i++)
+        if (&c->plans[i].exec == *x)
+            c->last_plan = &c->plans[i];
+    c->last_key = *key;
+    c->last_in_place = in_place;
+    c->last_xbytes = *xbytes;
+    return MRC_OK;
+}
+
+mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
+                               const mrc_sim_config_t *cfg,
+                               mrc_sim_result_t **out)
+{
+    *out = NULL;
+    if (!c || !c->last_plan)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "no call has run on this communicator yet: "
+                          "nothing to predict");
+    /* (the plan holds a reference on its program) */
+    return mrc__select_sim(c->last_plan->program, c->shared->topo, cfg, out);
+}
+
