@@ -84,6 +84,12 @@ mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
 
 /* Physical links between u and v (all entries). */
 int mrc__links_between(const mrc_topo_t *topo, int u, int v);
+/* Is link entry `li` a link between u and v? */
+int mrc__embed_link_joins(const mrc_topo_t *topo, int li, int u, int v);
+
+/* Loads per link direction and the figures of every group (loads.c);
+ * links and ports must be assigned. */
+mrc_status_t mrc__embed_compute_loads(mrc_embedding_t *e);
 
 /* Is the topology GCL's ladder (mesh) or its torus? Rung k joins 2k and
  * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
@@ -99,14 +105,25 @@ enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
 void mrc__peripheral_order(int n, int k, int *order);
 void mrc__barley_twist_order(int n, int stream, int *order);
 
-/* A shortest route (fewest steps) from u to v; returns its node count and
- * fills route (room for num_nodes), or 0 if unreachable. */
-int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);
-/* The same search over the caller's scratch, for many searches: prev has
- * one entry per node, all -2 before the call and again after it; queue
- * one per node. */
+/* A shortest route (fewest steps) from u to v, over the caller's scratch
+ * for many searches: returns its node count and fills route (room for
+ * num_nodes), or 0 if unreachable. prev has one entry per node, all -2
+ * before the call and again after it; queue one per node. */
 int mrc__route_search(const mrc_topo_t *topo, int u, int v, int *route,
                       int *prev, int *queue);
+
+/* What the strategies share (strategies.c): a refusal naming what the
+ * topology lacks; a ring of group g in the given order, each hop without
+ * a direct link routed along a shortest path; and the groups of a
+ * strategy that fixes its replica size (--groups does not apply). */
+mrc_status_t mrc__embed_not_applicable(const char *name, const mrc_topo_t *t,
+                                       const char *needs);
+mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
+                                        const int *order, int n, int bidir,
+                                        double share);
+mrc_status_t mrc__embed_use_replicas(const char *name,
+                                     const mrc_embed_config_t *cfg, int want,
+                                     mrc__embed_builder_t *b);
 
 /* Strategies. Each fills the builder's rings for the groups it was given
  * (or sets its own groups), or refuses with MRC_ERR_NOT_APPLICABLE. */
@@ -115,6 +132,19 @@ typedef mrc_status_t (*mrc__strategy_fn)(const mrc_embed_config_t *cfg,
 
 mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
                                 mrc__embed_builder_t *b);
+/* GCL's ladder strategies (gcl.c). */
+mrc_status_t mrc__strategy_peripheral_ring(const mrc_embed_config_t *cfg,
+                                           mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_barley_twist(const mrc_embed_config_t *cfg,
+                                        mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_ring_on_line(const mrc_embed_config_t *cfg,
+                                        mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_rung_ring_2(const mrc_embed_config_t *cfg,
+                                       mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_rung_ring_4(const mrc_embed_config_t *cfg,
+                                       mrc__embed_builder_t *b);
+mrc_status_t mrc__strategy_rung_ring_8(const mrc_embed_config_t *cfg,
+                                       mrc__embed_builder_t *b);
 mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
                                 mrc__embed_builder_t *b);
 /* Constructions that auto tries besides the search (not public names):
