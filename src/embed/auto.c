@@ -2,7 +2,7 @@
  * auto: rings for any topology and any groups. This file owns the
  * search's driver (rounds of pricing and solving, thinning the solution
  * to few rings, and handing them to the builder); its pieces are the
- * paths (paths.c), the columns and their program (columns.c, lp.c) and
+ * arcs (paths.c), the shared path search (common/paths.c), the columns and their program (columns.c, lp.c) and
  * the pricing (tsp.c).
  *
  * Small groups get an exact search by column generation. The linear
@@ -38,7 +38,8 @@ enum { SEARCH_MAX_NODES = 48, SEARCH_MAX_ROWS = 700, MAX_ROUNDS = 200 };
 static void search_free(mrc__embed_search_t *s)
 {
     mrc__embed_arcs_free(&s->arcs);
-    mrc__embed_paths_free(&s->paths);
+    mrc__embed_graph_free(&s->graph);
+    mrc__paths_free(&s->paths);
     for (int i = 0; i < s->cols.num; i++)
         mrc__embed_column_free(&s->cols.cols[i]);
     free(s->cols.cols);
@@ -273,7 +274,8 @@ static mrc_status_t search_rings(mrc__embed_builder_t *b, int max_rings)
     if (big || 2 * mrc_topo_num_links(b->topo) > SEARCH_MAX_ROWS)
         return MRC_ERR_UNSUPPORTED;
     if (mrc__embed_arcs_init(&s.arcs, b->topo) != 0 ||
-        mrc__embed_paths_init(&s.paths, b->topo, &s.arcs) != 0)
+        mrc__embed_graph_init(&s.graph, b->topo) != 0 ||
+        mrc__paths_init(&s.paths, &s.graph) != 0)
         goto oom;
     s.group_index = malloc((size_t)(b->num_groups + 1) * sizeof(int));
     s.weight = malloc((size_t)(s.arcs.num + 1) * sizeof *s.weight);

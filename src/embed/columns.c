@@ -51,10 +51,10 @@ static int same_column(const mrc__embed_column_t *x,
     return 1;
 }
 
-/* Builds a column for `order` with each hop routed along the current
- * shortest paths (`paths` recomputed per source). */
+/* Builds a column for `order` with each hop routed along the least-cost
+ * paths under `len` (searched again from each hop's source). */
 int mrc__embed_make_column(mrc__embed_column_t *c, int g, const int *order,
-                           int n, mrc__embed_paths_t *p, const double *len)
+                           int n, mrc__paths_t *p, const double *len)
 {
     c->group = g;
     c->n = n;
@@ -65,31 +65,32 @@ int mrc__embed_make_column(mrc__embed_column_t *c, int g, const int *order,
     if (!c->order || !c->arc_off || !c->arcs)
         return -1;
     memcpy(c->order, order, (size_t)n * sizeof *order);
-    int *stack = malloc((size_t)(mrc_topo_num_nodes(p->topo) + 1) *
-                        sizeof *stack);
-    if (!stack)
+    int *route = malloc((size_t)(p->graph->num_nodes + 1) * sizeof *route);
+    if (!route)
         return -1;
     for (int i = 0; i < n; i++) {
         int u = order[i], v = order[(i + 1) % n];
-        mrc__embed_paths_from(p, u, len);
-        int k = 0;
-        for (int x = v; x != u; x = p->arcs->from[p->via[x]])
-            stack[k++] = p->via[x];
+        mrc__paths_search(p, u, -1, len);
+        int k = mrc__paths_route(p, v, NULL, route) - 1;
+        if (k < 0) { /* groups are connected: cannot happen */
+            free(route);
+            return -1;
+        }
         if (used + k > cap) {
             cap = 2 * (used + k);
             int *q = realloc(c->arcs, (size_t)cap * sizeof *q);
             if (!q) {
-                free(stack);
+                free(route);
                 return -1;
             }
             c->arcs = q;
         }
         c->arc_off[i] = used;
-        while (k > 0)
-            c->arcs[used++] = stack[--k];
+        memcpy(c->arcs + used, route, (size_t)k * sizeof *route);
+        used += k;
     }
     c->arc_off[n] = used;
-    free(stack);
+    free(route);
     return 0;
 }
 

@@ -1,50 +1,27 @@
 /*
- * Inside the automatic search (auto.c): the link directions as arcs, the
- * least-cost paths under their prices (paths.c), the candidate rings as
+ * Inside the automatic search (auto.c): the link directions as arcs with
+ * their capacities (paths.c), the candidate rings as
  * columns of the linear program (columns.c), and their pricing by a
  * travelling-salesman tour (tsp.c).
  */
 #ifndef MRC_EMBED_SEARCH_H
 #define MRC_EMBED_SEARCH_H
 
+#include "common/paths.h"
 #include "embed_internal.h"
 
-/* ---- arcs and paths (paths.c) ------------------------------------------ */
+/* ---- arcs (paths.c) ---------------------------------------------------- */
 
 /* Link entries by direction: entry i from a to b is arc 2i, back 2i + 1. */
 typedef struct mrc__embed_arcs {
     int num;     /* 2 * links */
-    int *from;   /* [num] */
-    int *to;     /* [num] */
+    int *to;     /* [num]: the node it leads to */
     double *cap; /* GB/s */
 } mrc__embed_arcs_t;
 
 /* 0, or -1 out of memory (free it either way). */
 int mrc__embed_arcs_init(mrc__embed_arcs_t *a, const mrc_topo_t *t);
 void mrc__embed_arcs_free(mrc__embed_arcs_t *a);
-
-typedef struct mrc__embed_heap {
-    int n;
-    double *key;
-    int *node;
-} mrc__embed_heap_t;
-
-/* Least-cost paths from one node: dist[] and the arc that reaches each
- * node (-1 for none). */
-typedef struct mrc__embed_paths {
-    const mrc_topo_t *topo;
-    const mrc__embed_arcs_t *arcs;
-    double *dist;
-    int *via;
-    mrc__embed_heap_t heap;
-} mrc__embed_paths_t;
-
-/* 0, or -1 out of memory (free it either way). */
-int mrc__embed_paths_init(mrc__embed_paths_t *p, const mrc_topo_t *t,
-                          const mrc__embed_arcs_t *a);
-void mrc__embed_paths_free(mrc__embed_paths_t *p);
-/* Dijkstra from `src` with arc lengths `len`. */
-void mrc__embed_paths_from(mrc__embed_paths_t *p, int src, const double *len);
 
 /* ---- columns: directed rings with routes (columns.c) ------------------- */
 
@@ -67,7 +44,8 @@ typedef struct mrc__embed_colset {
 typedef struct mrc__embed_search {
     mrc__embed_builder_t *b;
     mrc__embed_arcs_t arcs;
-    mrc__embed_paths_t paths;
+    mrc__graph_t graph;
+    mrc__paths_t paths; /* over graph */
     mrc__embed_colset_t cols;
     int num_groups;   /* groups with two or more nodes */
     int *group_index; /* their builder indices */
@@ -81,7 +59,7 @@ void mrc__embed_column_free(mrc__embed_column_t *c);
 /* Builds a column for `order` with each hop routed along the least-cost
  * paths under `len`; 0, or -1 out of memory (free it either way). */
 int mrc__embed_make_column(mrc__embed_column_t *c, int g, const int *order,
-                           int n, mrc__embed_paths_t *p, const double *len);
+                           int n, mrc__paths_t *p, const double *len);
 /* Adds `order` routed under s->weight, and its reverse, unless already
  * present. Returns 1 if added, 0 if known, -1 on failure. */
 int mrc__embed_add_ring_pair(mrc__embed_search_t *s, int g, const int *order,

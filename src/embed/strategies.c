@@ -27,34 +27,34 @@ mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
     int r = mrc__embed_builder_add_ring(b, g, order, n, bidir, share);
     if (r < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    /* The search's scratch, set up at the first hop that needs it. */
-    int nn = mrc_topo_num_nodes(b->topo);
-    int *route = NULL, *prev = NULL, *queue = NULL;
+    /* The search, set up at the first hop that needs it. */
+    mrc__graph_t graph = {0};
+    mrc__paths_t paths = {0};
+    int *route = NULL;
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < n && st == MRC_OK; i++) {
         int u = order[i], v = order[(i + 1) % n];
         if (mrc__links_between(b->topo, u, v) > 0)
             continue;
         if (!route) {
-            route = malloc((size_t)nn * sizeof *route);
-            prev = malloc((size_t)nn * sizeof *prev);
-            queue = malloc((size_t)nn * sizeof *queue);
-            if (!route || !prev || !queue) {
+            route = malloc((size_t)mrc_topo_num_nodes(b->topo) *
+                           sizeof *route);
+            if (!route || mrc__embed_graph_init(&graph, b->topo) != 0 ||
+                mrc__paths_init(&paths, &graph) != 0) {
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
                 break;
             }
-            for (int j = 0; j < nn; j++)
-                prev[j] = -2;
         }
-        int len = mrc__route_search(b->topo, u, v, route, prev, queue);
+        mrc__paths_search(&paths, u, v, NULL);
+        int len = mrc__paths_route(&paths, v, route, NULL);
         if (len < 2)
             st = mrc__error(MRC_ERR_INVALID_EMBEDDING,
                             "no route from node %d to node %d", u, v);
         else
             mrc__embed_builder_set_route(b, r, i, route, len, NULL);
     }
-    free(prev);
-    free(queue);
+    mrc__paths_free(&paths);
+    mrc__embed_graph_free(&graph);
     free(route);
     return st;
 }

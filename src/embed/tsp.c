@@ -1,7 +1,8 @@
 /*
  * Pricing for the search: the cheapest ring of a group under the link
  * directions' shadow prices is a travelling-salesman tour over the
- * group's nodes, with the least-cost paths between them as lengths:
+ * group's nodes, with the least-cost paths between them as lengths
+ * (common/paths.h):
  * exact (Held-Karp) up to EXACT_TSP_MAX nodes, an iterated local search
  * above.
  */
@@ -238,7 +239,7 @@ int mrc__embed_price_group(mrc__embed_search_t *s, int g)
     if (!cost || !tour || !order)
         goto done;
     for (int i = 0; i < n; i++) {
-        mrc__embed_paths_from(&s->paths, nodes[i], s->weight);
+        mrc__paths_search(&s->paths, nodes[i], -1, s->weight);
         for (int j = 0; j < n; j++)
             cost[i * n + j] = s->paths.dist[nodes[j]];
     }
