@@ -1,5 +1,8 @@
 /*
- * The named strategies of the seeds. Each states its rings as node orders
+ * The named strategies of the seeds, apart from GCL's ladder strategies
+ * (gcl.c): the baseline ring, prism-faces (seed 000) and hcm8 (seed 004),
+ * what every strategy shares, and the table generated from the one list
+ * of strategies (MRC__STRATEGY_MAP). Each states its rings as node orders
  * (and routes where a hop is forwarded); the builder then checks them,
  * chooses physical links and ports, and computes loads. A strategy whose
  * links are missing from the topology refuses with what it needs, so the
@@ -117,8 +120,8 @@ static int is_prism3(const mrc_topo_t *t, int *layers)
 /* One ring per face of the triangular prism (claims 1-2): a snake through
  * the face's two columns a, b from the first endmost layer to the last,
  * then back down the opposite edge c. Bidirectional, a third each. */
-static mrc_status_t strategy_prism_faces(const mrc_embed_config_t *cfg,
-                                         mrc__embed_builder_t *b)
+mrc_status_t mrc__strategy_prism_faces(const mrc_embed_config_t *cfg,
+                                       mrc__embed_builder_t *b)
 {
     const char *name = "prism-faces";
     int L = 0;
@@ -229,8 +232,8 @@ static mrc_status_t hcm8_group_fits(const char *groups, int g,
  * and one across its diagonals, whatever its rank order; a group of 2 one
  * ring over its double link (within a subset, or to the counterpart in the
  * other subset). */
-static mrc_status_t strategy_hcm8(const mrc_embed_config_t *cfg,
-                                  mrc__embed_builder_t *b)
+mrc_status_t mrc__strategy_hcm8(const mrc_embed_config_t *cfg,
+                                mrc__embed_builder_t *b)
 {
     const char *name = "hcm8";
     if (!is_hcm8(mrc_topo_intact(b->topo)))
@@ -297,22 +300,15 @@ mrc_status_t mrc__strategy_hcm8_optimum(const mrc_embed_config_t *cfg,
     return st;
 }
 
-/* ---- the table --------------------------------------------------------- */
+/* ---- the table: from the one list in embed_internal.h ---------------- */
 
 static const struct {
     const char *name;
     mrc__strategy_fn fn;
 } strategies[] = {
-    {"auto", mrc__strategy_auto},
-    {"ring", mrc__strategy_ring},
-    {"peripheral-ring", mrc__strategy_peripheral_ring},
-    {"barley-twist", mrc__strategy_barley_twist},
-    {"ring-on-line", mrc__strategy_ring_on_line},
-    {"rung-ring-2", mrc__strategy_rung_ring_2},
-    {"rung-ring-4", mrc__strategy_rung_ring_4},
-    {"rung-ring-8", mrc__strategy_rung_ring_8},
-    {"prism-faces", strategy_prism_faces},
-    {"hcm8", strategy_hcm8},
+#define MRC__STRATEGY_ENTRY_(name, fn) {name, fn},
+    MRC__STRATEGY_MAP(MRC__STRATEGY_ENTRY_)
+#undef MRC__STRATEGY_ENTRY_
 };
 
 enum { NUM_STRATEGIES = sizeof strategies / sizeof strategies[0] };
@@ -327,11 +323,10 @@ mrc__strategy_fn mrc__strategy_find(const char *name)
 
 const char *const *mrc_embed_strategies(void)
 {
-    /* Kept in the table's order; a unit test checks each one resolves. */
     static const char *const names[] = {
-        "auto",        "ring",        "peripheral-ring", "barley-twist",
-        "ring-on-line", "rung-ring-2", "rung-ring-4",     "rung-ring-8",
-        "prism-faces", "hcm8",        NULL};
+#define MRC__STRATEGY_NAME_(name, fn) name,
+        MRC__STRATEGY_MAP(MRC__STRATEGY_NAME_)
+#undef MRC__STRATEGY_NAME_
+        NULL};
     return names;
 }
-
