@@ -2,8 +2,22 @@
  * auto: rings for any topology and any groups. This file owns the
  * search's driver (rounds of pricing and solving, thinning the solution
  * to few rings, and handing them to the builder); its pieces are the
- * arcs (paths.c), the shared path search (common/paths.c), the columns and their program (columns.c, lp.c) and
- * the pricing (tsp.c).
+ * arcs (paths.c), the shared path search (common/paths.c), the columns
+ * and their program (columns.c, lp.c) and the pricing (tsp.c).
+ *
+ * Accepts  any topology and any groups (a group of one node gets no
+ *          ring); the caller's max_rings bounds the rings of a group.
+ * Returns  for each group, rings with shares and a route for each hop,
+ *          that maximise the allreduce bandwidth every group reaches with
+ *          all of them running at once.
+ * Limits   the search runs when no group has more than SEARCH_MAX_NODES
+ *          nodes and the topology has at most SEARCH_MAX_ROWS link
+ *          directions; otherwise the baseline ring here (and
+ *          mrc_embed_create keeps the best of it, the constructions and
+ *          the named strategies). Pricing is exact up to 16 nodes and a
+ *          local search above, so a larger group may stop short of the
+ *          optimum; at most MAX_ROUNDS rounds; each group keeps its K
+ *          busiest rings for a K of at most MAX_RINGS (select_rings).
  *
  * Small groups get an exact search by column generation. The linear
  * program has one column per directed ring (a cyclic order of a group's
@@ -22,6 +36,29 @@
  * routes between them): exact (Held-Karp) up to 16 nodes, a local search
  * above. Each ring is added with its reverse, and a ring and its reverse
  * at equal rates become one bidirectional ring.
+ *
+ * The steps (search_rings):
+ *
+ *     each group's ring in rank order, routed by hops and capacity
+ *                       |
+ *                       v
+ *     +---> solve the program over the columns (lp.c):
+ *     |     rates y, shadow prices of the link directions and groups
+ *     |                 |
+ *     |                 v
+ *     |     price each group (tsp.c): its cheapest ring under the
+ *     |     prices; cheaper than the group's price? add it and its
+ *     |     reverse as columns
+ *     |                 |
+ *     +-- one added ----+---- none (optimal), or MAX_ROUNDS
+ *                       |
+ *                       v
+ *     select_rings: for K = 1, 2, ... each group's K busiest rings,
+ *     improved by swaps, until K reaches the optimum (or the limit)
+ *                       |
+ *                       v
+ *     emit_rings: a ring and its reverse at equal rates -> one
+ *     bidirectional ring; the rest one way; shares y / group's sum
  *
  * Larger groups fall back to the baseline ring here; mrc_embed_create also
  * tries the constructions for regular families (torus.c) and every named

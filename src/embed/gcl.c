@@ -2,7 +2,23 @@
  * GCL's named strategies on its ladder (mesh) and torus (seed 002):
  * peripheral-ring, barley-twist, ring-on-line and rung-ring-2/4/8, the
  * ring orders they share with the torus-ladder construction, and the
- * test that a topology is such a ladder.
+ * test that a topology is such a ladder. Each strategy opens with what
+ * it accepts, what it returns, its limits and a picture of its rings.
+ *
+ * The ladder of n nodes (m = n/2 rungs), as every picture below draws it
+ * (n = 8):
+ *
+ *     rung 3:   6 --- 7      rung k joins 2k and 2k+1; the left column
+ *               |     |      holds the even nodes and the right column
+ *     rung 2:   4 --- 5      the odd ones, each node joined to the one
+ *               |     |      two above it. The torus (torus-ladder:N)
+ *     rung 1:   2 --- 3      also joins the top rung back to rung 0
+ *               |     |      (6 - 0 and 7 - 1), closing both columns
+ *     rung 0:   0 --- 1      into rings.
+ *
+ * A replica size R makes replicas of R consecutive nodes and groups of
+ * the nodes at the same place in every replica (groups.c): R = 2 gives a
+ * group per column.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +47,25 @@ enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *t)
                : MRC__MESH;
 }
 
+/* peripheral-ring: one ring round the edge of the ladder.
+ *
+ * Accepts  ladder:N or torus-ladder:N, replica size 1 (one group).
+ * Returns  one bidirectional ring of every node, share 1.
+ * Limits   only the outer links carry it: the inner rungs idle, and on
+ *          the torus the wrap links too (efficiency 1 on ladder:8 and
+ *          ladder:16, 2/3 on torus-ladder:8).
+ *
+ *               6 <-- 7      0 1 3 5 7 6 4 2: across rung 0, up the
+ *               |     ^      right column, across the top rung, down the
+ *               v     |      left column back to 0.
+ *               4     5
+ *               |     ^
+ *               v     |
+ *               2     3
+ *               |     ^
+ *               v     |
+ *               0 --> 1
+ */
 mrc_status_t mrc__strategy_peripheral_ring(const mrc_embed_config_t *cfg,
                                            mrc__embed_builder_t *b)
 {
@@ -96,10 +131,30 @@ static int barley_twist_copies(const mrc_topo_t *t)
     return m < 1 ? 1 : m > 8 ? 8 : m;
 }
 
-/* Two rings that zig-zag up the torus: sideways along a rung, then up a
- * column (GCL's pseudocode: next ^= 1; next = (next + 2) % n). Ring X
- * starts at 0, ring Y at 1; together they use every column link once and
- * every rung twice. */
+/* barley-twist: two rings that zig-zag up the torus, sideways along a
+ * rung, then up a column (GCL's pseudocode: next ^= 1; next = (next + 2)
+ * % n). Ring X starts at 0, ring Y at 1.
+ *
+ * Accepts  torus-ladder:N (and gcl-torus:N) with N a multiple of 4 (an
+ *          even number of rungs), replica size 1.
+ * Returns  the two rings, bidirectional, a half each; over parallel links
+ *          each is repeated (barley_twist_copies) so that every physical
+ *          link carries a hop.
+ * Limits   the mesh has no wrap links to close them; every column link
+ *          carries one ring and every rung two, so the rungs set the pace
+ *          (efficiency 2/3 on torus-ladder:8 and :16).
+ *
+ *           ring X                      ring Y
+ *     6 <-- 7   then 6 -> 0       6 --> 7   then 7 -> 1
+ *           ^   over the wrap     ^         over the wrap
+ *     4 --> 5                     4 <-- 5
+ *     ^                                 ^
+ *     2 <-- 3                     2 --> 3
+ *           ^                     ^
+ *     0 --> 1                     0 <-- 1
+ *
+ *     X: 0 1 3 2 4 5 7 6          Y: 1 0 2 3 5 4 6 7
+ */
 mrc_status_t mrc__strategy_barley_twist(const mrc_embed_config_t *cfg,
                                         mrc__embed_builder_t *b)
 {
@@ -128,10 +183,26 @@ mrc_status_t mrc__strategy_barley_twist(const mrc_embed_config_t *cfg,
     return st;
 }
 
-/* Replica size 2 on the mesh: each group is one column, a line. Its ring
- * goes up through the odd ranks and down through the even ones, each hop
- * forwarded through the rank it skips, so every column link carries the
- * ring once each way. */
+/* ring-on-line: replica size 2 on the mesh, where each group is one
+ * column, a line. Its ring goes up through the odd ranks and down through
+ * the even ones, each hop forwarded through the rank it skips, so every
+ * column link carries the ring once each way.
+ *
+ * Accepts  ladder:N (the mesh only: on the torus a column closes by its
+ *          own wrap link, which is rung-ring-2), replica size 2.
+ * Returns  a bidirectional ring per column, share 1.
+ * Limits   the rungs idle, and each hop but the two at the ends of the
+ *          line is forwarded through a node (efficiency 1/2 on ladder:8
+ *          and ladder:16).
+ *
+ *     the left column of ladder:8, ranks 0..3 = nodes 0 2 4 6:
+ *
+ *         0 ---- 2 ---- 4 ---- 6       the line
+ *         0 --> 2 ---(4)---> 6         0 -> 2, then 2 -> 6 through 4
+ *         0 <---(2)--- 4 <-- 6         6 -> 4, then 4 -> 0 through 2
+ *
+ *     order 0 2 6 4; the right column alike (1 3 7 5).
+ */
 mrc_status_t mrc__strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                         mrc__embed_builder_t *b)
 {
@@ -188,10 +259,27 @@ mrc_status_t mrc__strategy_ring_on_line(const mrc_embed_config_t *cfg,
     return st;
 }
 
-/* Replica size R: group p = {p, p+R, p+2R, ...} lies in one column, R/2
- * rungs apart. The ring goes in rank order straight up the column,
- * forwarded through the nodes between; the closing hop wraps round on a
- * torus and comes straight down on a mesh. */
+/* rung-ring-R: with replica size R, group p = {p, p+R, p+2R, ...} lies in
+ * one column, R/2 rungs apart. The ring goes in rank order straight up the
+ * column, forwarded through the nodes between; the closing hop wraps round
+ * on a torus and comes straight down on a mesh.
+ *
+ * Accepts  R = 2: torus-ladder:N; R = 4: ladder:N or torus-ladder:N;
+ *          R = 8: either with N a multiple of 8, at least 16. N a multiple
+ *          of R with at least two replicas; replica size R.
+ * Returns  a bidirectional ring per group, share 1.
+ * Limits   the rungs idle and the hops are forwarded through R/2 - 1
+ *          nodes; on the mesh the closing hop runs back down the whole
+ *          column (efficiency 2/3 for rung-ring-2 on torus-ladder:8 and
+ *          :16; rung-ring-4: 1/4 on ladder:16, 1/3 on torus-ladder:16).
+ *
+ *     rung-ring-4, group 0 = {0, 4, 8, 12} of ladder:16 (left column):
+ *
+ *         0 -(2)-> 4 -(6)-> 8 -(10)-> 12     up, through the nodes
+ *                                               between; then back:
+ *         0 <-----(10, 8, 6, 4, 2)---- 12     on the mesh straight down,
+ *         0 <-(14)- 12                        on the torus over the wrap
+ */
 static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
                               mrc__embed_builder_t *b, int R)
 {
