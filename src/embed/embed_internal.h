@@ -6,6 +6,7 @@
 #define MRC_EMBED_INTERNAL_H
 
 #include "common/common.h"
+#include "common/paths.h"
 #include "mrc/embed.h"
 
 typedef struct mrc__embed_group {
@@ -84,6 +85,12 @@ mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
 
 /* Physical links between u and v (all entries). */
 int mrc__links_between(const mrc_topo_t *topo, int u, int v);
+/* Is link entry `li` a link between u and v? */
+int mrc__embed_link_joins(const mrc_topo_t *topo, int li, int u, int v);
+
+/* Loads per link direction and the figures of every group (loads.c);
+ * links and ports must be assigned. */
+mrc_status_t mrc__embed_compute_loads(mrc_embedding_t *e);
 
 /* Is the topology GCL's ladder (mesh) or its torus? Rung k joins 2k and
  * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
@@ -99,24 +106,54 @@ enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
 void mrc__peripheral_order(int n, int k, int *order);
 void mrc__barley_twist_order(int n, int stream, int *order);
 
-/* A shortest route (fewest steps) from u to v; returns its node count and
- * fills route (room for num_nodes), or 0 if unreachable. */
-int mrc__shortest_route(const mrc_topo_t *topo, int u, int v, int *route);
-/* The same search over the caller's scratch, for many searches: prev has
- * one entry per node, all -2 before the call and again after it; queue
- * one per node. */
-int mrc__route_search(const mrc_topo_t *topo, int u, int v, int *route,
-                      int *prev, int *queue);
+/* The topology's link directions as the graph of the shared search
+ * (paths.c): link entry i from a to b is arc id 2i, back 2i + 1; node u's
+ * arcs in the order of its links. 0, or -1 out of memory (free it either
+ * way). */
+int mrc__embed_graph_init(mrc__graph_t *g, const mrc_topo_t *t);
+void mrc__embed_graph_free(mrc__graph_t *g);
+
+/* What the strategies share (strategies.c): a refusal naming what the
+ * topology lacks; a ring of group g in the given order, each hop without
+ * a direct link routed along a shortest path; and the groups of a
+ * strategy that fixes its replica size (--groups does not apply). */
+mrc_status_t mrc__embed_not_applicable(const char *name, const mrc_topo_t *t,
+                                       const char *needs);
+mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
+                                        const int *order, int n, int bidir,
+                                        double share);
+mrc_status_t mrc__embed_use_replicas(const char *name,
+                                     const mrc_embed_config_t *cfg, int want,
+                                     mrc__embed_builder_t *b);
 
 /* Strategies. Each fills the builder's rings for the groups it was given
  * (or sets its own groups), or refuses with MRC_ERR_NOT_APPLICABLE. */
 typedef mrc_status_t (*mrc__strategy_fn)(const mrc_embed_config_t *cfg,
                                          mrc__embed_builder_t *b);
 
-mrc_status_t mrc__strategy_ring(const mrc_embed_config_t *cfg,
-                                mrc__embed_builder_t *b);
-mrc_status_t mrc__strategy_auto(const mrc_embed_config_t *cfg,
-                                mrc__embed_builder_t *b);
+/* X(name, function): the named strategies, in the order
+ * mrc_embed_strategies lists them (and auto tries them). The one list from
+ * which the functions' declarations, the lookup table and the list of
+ * names are generated; a new strategy is a line here and its function.
+ * auto is auto.c, ring and the seeds' prism-faces and hcm8 strategies.c,
+ * GCL's ladder strategies gcl.c. */
+#define MRC__STRATEGY_MAP(X)                                                 \
+    X("auto", mrc__strategy_auto)                                            \
+    X("ring", mrc__strategy_ring)                                            \
+    X("peripheral-ring", mrc__strategy_peripheral_ring)                      \
+    X("barley-twist", mrc__strategy_barley_twist)                            \
+    X("ring-on-line", mrc__strategy_ring_on_line)                            \
+    X("rung-ring-2", mrc__strategy_rung_ring_2)                              \
+    X("rung-ring-4", mrc__strategy_rung_ring_4)                              \
+    X("rung-ring-8", mrc__strategy_rung_ring_8)                              \
+    X("prism-faces", mrc__strategy_prism_faces)                              \
+    X("hcm8", mrc__strategy_hcm8)
+
+#define MRC__STRATEGY_DECLARE_(name, fn)                                     \
+    mrc_status_t fn(const mrc_embed_config_t *cfg, mrc__embed_builder_t *b);
+MRC__STRATEGY_MAP(MRC__STRATEGY_DECLARE_)
+#undef MRC__STRATEGY_DECLARE_
+
 /* Constructions that auto tries besides the search (not public names):
  * two link-disjoint Hamiltonian rings of a 2D torus. */
 mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,

@@ -62,6 +62,42 @@ static mrc_status_t groups_from_sizes(const mrc_topo_t *topo,
     return st;
 }
 
+/* The node named by the entry p[0..len) of group g in `spec`: a node
+ * of the topology in no group yet. */
+static mrc_status_t list_node(const mrc_topo_t *topo, const char *spec,
+                              const char *p, size_t len, int g,
+                              const int *owner, long *u)
+{
+    int n = mrc_topo_num_nodes(topo);
+    char tok[32];
+    if (len == 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "groups '%s': group %d has an empty entry "
+                          "(node lists are nodes joined by ',', groups "
+                          "joined by '+', such as 0,4+1,5)",
+                          spec, g);
+    if (len < sizeof tok) {
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+    }
+    if (len >= sizeof tok || mrc__parse_long(tok, 0, n - 1, u) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "groups '%s': '%.*s' in group %d is not a node "
+                          "of %s (0 to %d)",
+                          spec, len > 24 ? 24 : (int)len, p, g,
+                          mrc_topo_name(topo), n - 1);
+    if (owner[*u] == g)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "groups '%s': node %ld is twice in group %d",
+                          spec, *u, g);
+    if (owner[*u] >= 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "groups '%s': node %ld is in group %d and in "
+                          "group %d (groups must be disjoint)",
+                          spec, *u, owner[*u], g);
+    return MRC_OK;
+}
+
 /* "0,4+1,5+2,6+3,7": explicit node lists, '+' between groups and ','
  * within one. A group's order is its rank order (rank i is the i-th node
  * listed, as with MPI_Group_incl); the ring strategy also takes it as its
@@ -87,42 +123,11 @@ static mrc_status_t groups_from_lists(const mrc_topo_t *topo,
     int g = 0, size = 0, covered = 0;
     const char *p = spec;
     while (st == MRC_OK) {
-        char tok[32];
         size_t len = strcspn(p, ",+");
         long u = -1;
-        if (len == 0) {
-            st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "groups '%s': group %d has an empty entry "
-                            "(node lists are nodes joined by ',', groups "
-                            "joined by '+', such as 0,4+1,5)",
-                            spec, g);
+        st = list_node(topo, spec, p, len, g, owner, &u);
+        if (st != MRC_OK)
             break;
-        }
-        if (len < sizeof tok) {
-            memcpy(tok, p, len);
-            tok[len] = '\0';
-        }
-        if (len >= sizeof tok || mrc__parse_long(tok, 0, n - 1, &u) != 0) {
-            st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "groups '%s': '%.*s' in group %d is not a node "
-                            "of %s (0 to %d)",
-                            spec, len > 24 ? 24 : (int)len, p, g,
-                            mrc_topo_name(topo), n - 1);
-            break;
-        }
-        if (owner[u] == g) {
-            st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "groups '%s': node %ld is twice in group %d",
-                            spec, u, g);
-            break;
-        }
-        if (owner[u] >= 0) {
-            st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "groups '%s': node %ld is in group %d and in "
-                            "group %d (groups must be disjoint)",
-                            spec, u, owner[u], g);
-            break;
-        }
         owner[u] = g;
         nodes[size++] = (int)u;
         covered++;

@@ -2,21 +2,19 @@
  * One step of the fluid model: the flows in flight share the channels'
  * capacity max-min fairly, rates recomputed whenever a flow finishes;
  * each message also pays the latency of every link on its route
- * (cut-through). Also the binary heap the pipelined events share.
+ * (cut-through).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "sim/sim_internal.h"
 
 struct mrc__sim_hent {
     double key;
     int32_t chan, version;
 };
-_Static_assert(offsetof(mrc__sim_hent_t, key) == 0 &&
-                   sizeof(mrc__sim_hent_t) <= 64,
-               "heap elements start with their key");
 
 /* The work space's per-channel arrays; 0, or -1 out of memory. */
 int mrc__sim_ws_init(mrc__sim_ws_t *w, int num_chan)
@@ -48,64 +46,24 @@ void mrc__sim_ws_free(mrc__sim_ws_t *w)
     free(w->heap);
 }
 
-/* A binary min-heap of `n` elements of `size` bytes whose first member is
- * their key (a double); shared by the fluid step and the pipelined
- * events. */
-static double heap_key(const char *heap, int i, size_t size)
-{
-    double k;
-    memcpy(&k, heap + (size_t)i * size, sizeof k);
-    return k;
-}
-
-void mrc__sim_heap_push(void *base, int *n, size_t size, const void *e)
-{
-    char *heap = base;
-    double key;
-    memcpy(&key, e, sizeof key);
-    int i = (*n)++;
-    while (i > 0 && heap_key(heap, (i - 1) / 2, size) > key) {
-        memcpy(heap + (size_t)i * size, heap + (size_t)((i - 1) / 2) * size,
-               size);
-        i = (i - 1) / 2;
-    }
-    memcpy(heap + (size_t)i * size, e, size);
-}
-
-void mrc__sim_heap_pop(void *base, int *n, size_t size, void *top)
-{
-    char *heap = base, last[64];
-    memcpy(top, heap, size);
-    memcpy(last, heap + (size_t)--(*n) * size, size);
-    double key;
-    memcpy(&key, last, sizeof key);
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= *n)
-            break;
-        if (c + 1 < *n && heap_key(heap, c + 1, size) < heap_key(heap, c, size))
-            c++;
-        if (heap_key(heap, c, size) >= key)
-            break;
-        memcpy(heap + (size_t)i * size, heap + (size_t)c * size, size);
-        i = c;
-    }
-    memcpy(heap + (size_t)i * size, last, size);
-}
-
 /* The fair sharing's heap of (fair share, channel); entries go stale when
  * a channel's share changes, and carry the version they were pushed with. */
+static int hent_before(const void *a, const void *b)
+{
+    return ((const mrc__sim_hent_t *)a)->key <
+           ((const mrc__sim_hent_t *)b)->key;
+}
+
 static void hpush(mrc__sim_ws_t *w, double key, int chan)
 {
     mrc__sim_hent_t e = {key, chan, w->version[chan]};
-    mrc__sim_heap_push(w->heap, &w->heap_n, sizeof e, &e);
+    mrc__heap_push(w->heap, &w->heap_n, sizeof e, &e, hent_before);
 }
 
 static mrc__sim_hent_t hpop(mrc__sim_ws_t *w)
 {
     mrc__sim_hent_t top;
-    mrc__sim_heap_pop(w->heap, &w->heap_n, sizeof top, &top);
+    mrc__heap_pop(w->heap, &w->heap_n, sizeof top, &top, hent_before);
     return top;
 }
 

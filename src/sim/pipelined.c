@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/heap.h"
 #include "sim/sim_internal.h"
 
 /* ---- pipelined: every chunk moves as soon as its data is ready --------- */
@@ -110,38 +111,22 @@ static uint64_t arrival_order(const pipe_t *pp, int32_t src, int32_t dst,
     return (uint64_t)1 << 63 | (uint64_t)it->k << 24 | (uint64_t)it->chunk;
 }
 
-static int arrival_before(const arrival_t *a, const arrival_t *b)
+static int arrival_before(const void *x, const void *y)
 {
+    const arrival_t *a = x, *b = y;
     return a->time < b->time || (a->time == b->time && a->order < b->order);
 }
 
 static void arrival_push(pipe_t *pp, arrival_t a)
 {
     a.order = arrival_order(pp, a.src, a.dst, a.tag);
-    int i = pp->nheap++;
-    while (i > 0 && arrival_before(&a, &pp->heap[(i - 1) / 2])) {
-        pp->heap[i] = pp->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    pp->heap[i] = a;
+    mrc__heap_push(pp->heap, &pp->nheap, sizeof a, &a, arrival_before);
 }
 
 static arrival_t arrival_pop(pipe_t *pp)
 {
-    arrival_t top = pp->heap[0], last = pp->heap[--pp->nheap];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= pp->nheap)
-            break;
-        if (c + 1 < pp->nheap && arrival_before(&pp->heap[c + 1], &pp->heap[c]))
-            c++;
-        if (!arrival_before(&pp->heap[c], &last))
-            break;
-        pp->heap[i] = pp->heap[c];
-        i = c;
-    }
-    pp->heap[i] = last;
+    arrival_t top;
+    mrc__heap_pop(pp->heap, &pp->nheap, sizeof top, &top, arrival_before);
     return top;
 }
 

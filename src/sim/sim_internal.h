@@ -148,8 +148,6 @@ typedef struct mrc__sim_ws {
 
 int mrc__sim_ws_init(mrc__sim_ws_t *w, int num_chan);
 void mrc__sim_ws_free(mrc__sim_ws_t *w);
-void mrc__sim_heap_push(void *base, int *n, size_t size, const void *e);
-void mrc__sim_heap_pop(void *base, int *n, size_t size, void *top);
 int mrc__sim_reserve(mrc__sim_ws_t *w, int nf, size_t hops, int num_chan);
 mrc_status_t mrc__sim_reserve_for(const mrc__sim_t *s, mrc__sim_ws_t *w,
                                   const mrc__sim_flow_t *fl, int nf);
