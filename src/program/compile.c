@@ -245,14 +245,11 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
     return st;
 }
 
-mrc_status_t mrc__program_build(const mrc_embedding_t *e,
-                                const mrc_compile_config_t *cfg, int only,
-                                mrc_program_t **out)
+/* The arguments of a compile: known collective, type, operator and
+ * count, an existing group, a root that is a rank of every group. */
+static mrc_status_t check_args(const mrc_embedding_t *e,
+                               const mrc_compile_config_t *cfg, int only)
 {
-    if (!out)
-        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
-                                               "NULL");
-    *out = NULL;
     if (!e || !cfg)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_program_compile: NULL argument");
@@ -268,9 +265,7 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     if (cfg->count > ((uint64_t)1 << 48))
         return mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
                           cfg->count);
-    const mrc_topo_t *t = mrc_embed_topology(e);
-    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
-    int ng = only >= 0 ? 1 : eg;
+    int eg = mrc_embed_num_groups(e);
     if (only >= eg)
         return mrc__error(MRC_ERR_INVALID_ARG, "no group %d", only);
     int rooted = cfg->collective == MRC_REDUCE ||
@@ -284,10 +279,21 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                               "root %d is not a rank of group %d (%d nodes)",
                               cfg->root, g, size);
     }
+    return MRC_OK;
+}
 
+/* The families other than the rings (direct.c); *done 0 for the rings. */
+static mrc_status_t build_family(const mrc_embedding_t *e,
+                                 const mrc_compile_config_t *cfg, int only,
+                                 mrc_program_t **out, int *done)
+{
+    int rooted = cfg->collective == MRC_REDUCE ||
+                 cfg->collective == MRC_BROADCAST;
+    *done = 1;
     switch (cfg->algo) {
     case MRC_ALGO_RINGS:
-        break;
+        *done = 0;
+        return MRC_OK;
     case MRC_ALGO_DIRECT1:
     case MRC_ALGO_DIRECT2:
     case MRC_ALGO_TREE:
@@ -310,6 +316,155 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown algorithm %d",
                           (int)cfg->algo);
     }
+}
+
+/* The table sizes of the rings' program: streams, members, node entries
+ * and the route pool into p; ring-order entries and routes out. */
+static void count_sizes(const mrc_embedding_t *e, int only, mrc_program_t *p,
+                        int *order, int *routes)
+{
+    int ns = 0, members = 0, entries = 0, pool = 0;
+    *order = *routes = 0;
+    for (int g = 0; g < mrc_embed_num_groups(e); g++) {
+        if (only >= 0 && g != only)
+            continue;
+        int size = mrc_embed_group_nodes(e, g, NULL);
+        members += size;
+        int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
+                                                      stream of itself */
+        *routes += gs;
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+            int dirs = ring->bidirectional ? 2 : 1;
+            gs += dirs;
+            for (int i = 0; i < ring->size; i++)
+                pool += dirs * ring->hops[i].route_len;
+            *routes += dirs * ring->size;
+        }
+        ns += gs;
+        entries += gs * size;
+        *order += gs * size;
+    }
+    p->num_streams = ns;
+    p->num_members = members;
+    p->num_entries = entries;
+    p->route_pool_len = pool;
+}
+
+/* Where the tables are being filled: the next stream, member, node
+ * entry and ring-order entry. */
+typedef struct fill {
+    int k, m, entry, ord;
+} fill_t;
+
+/* Node u's entry at position pos of stream k, ring direction d of
+ * `ring` (first: the group's first stream). */
+static void fill_entry(mrc_program_t *p, const mrc_ring_t *ring, int d,
+                       int pos, const fill_t *at, int first, int size)
+{
+    int k = at->k, n = ring->size;
+    int u = p->ring_order[at->ord + pos];
+    int rank = p->nodes[u].rank;
+    if ((p->cfg.collective == MRC_REDUCE ||
+         p->cfg.collective == MRC_BROADCAST) &&
+        rank == p->cfg.root)
+        p->streams[k].root_pos = pos;
+    /* The entry of (u, k): entries of a group are laid out stream-major:
+     * first_entry + stream index * size. */
+    mrc__node_stream_t *ns_ =
+        &p->node_streams[at->entry + (k - first) * size + rank];
+    ns_->pos = pos;
+    ns_->next = p->ring_order[at->ord + (pos + 1) % n];
+    ns_->prev = p->ring_order[at->ord + (pos + n - 1) % n];
+    /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward: u = nodes[i]
+     * leaves by hop i and is entered by hop i-1. Reversed: u leaves by
+     * hop i-1 backwards and is entered by hop i backwards. */
+    int i = d ? (n - pos) % n : pos;
+    const mrc_hop_t *out_hop = &ring->hops[d ? (i + n - 1) % n : i];
+    const mrc_hop_t *in_hop = &ring->hops[d ? i : (i + n - 1) % n];
+    int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
+    ns_->out_port = d ? out_hop->in_ports[ol - 1] : out_hop->ports[0];
+    ns_->in_port = d ? in_hop->ports[0] : in_hop->in_ports[il - 1];
+    ns_->route = n > 1 ? add_route(p, out_hop, d) : -1;
+}
+
+/* The streams of embedding group eg as program group g: each ring one
+ * way or both, or a lone node's one stream of itself. */
+static void fill_streams(mrc_program_t *p, const mrc_embedding_t *e, int eg,
+                         int g, const int *gnodes, int size, fill_t *at)
+{
+    int first = at->k;
+    for (int r = 0; r < mrc_embed_num_rings(e, eg); r++) {
+        const mrc_ring_t *ring = mrc_embed_ring(e, eg, r);
+        for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, at->k++) {
+            mrc__stream_t *st = &p->streams[at->k];
+            st->group = g;
+            st->ring = r;
+            st->reversed = d;
+            p->ring_first[at->k] = at->ord;
+            int n = ring->size;
+            for (int pos = 0; pos < n; pos++)
+                p->ring_order[at->ord + pos] =
+                    ring->nodes[d ? (n - pos) % n : pos];
+            for (int pos = 0; pos < n; pos++)
+                fill_entry(p, ring, d, pos, at, first, size);
+            at->ord += n;
+        }
+    }
+    if (at->k == first) { /* a lone node: one stream, the whole slice */
+        mrc__stream_t *st = &p->streams[at->k];
+        st->group = g;
+        st->slice_off = 0;
+        st->slice_len = p->cfg.count;
+        p->ring_first[at->k] = at->ord;
+        p->ring_order[at->ord++] = gnodes[0];
+        mrc__node_stream_t *ns_ = &p->node_streams[at->entry];
+        ns_->next = ns_->prev = gnodes[0];
+        ns_->out_port = ns_->in_port = ns_->route = -1;
+        at->k++;
+    }
+}
+
+/* Group g of the program from group eg of the embedding: its members,
+ * its slices and its streams. */
+static void fill_group(mrc_program_t *p, const mrc_embedding_t *e, int eg,
+                       int g, fill_t *at)
+{
+    const int *gnodes;
+    int size = mrc_embed_group_nodes(e, eg, &gnodes);
+    mrc__group_t *gr = &p->groups[g];
+    gr->size = size;
+    gr->first_stream = at->k;
+    gr->first_member = at->m;
+    for (int i = 0; i < size; i++) {
+        p->members[at->m + i] = gnodes[i];
+        p->nodes[gnodes[i]].group = g;
+        p->nodes[gnodes[i]].rank = i;
+        p->nodes[gnodes[i]].first_entry = at->entry + i;
+    }
+    at->m += size;
+    split_slices(e, eg, p->cfg.count, &p->streams[at->k]);
+    fill_streams(p, e, eg, g, gnodes, size, at);
+    gr->num_streams = at->k - gr->first_stream;
+    at->entry += gr->num_streams * size;
+}
+
+mrc_status_t mrc__program_build(const mrc_embedding_t *e,
+                                const mrc_compile_config_t *cfg, int only,
+                                mrc_program_t **out)
+{
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
+                                               "NULL");
+    *out = NULL;
+    int done;
+    mrc_status_t st = check_args(e, cfg, only);
+    if (st == MRC_OK)
+        st = build_family(e, cfg, only, out, &done);
+    if (st != MRC_OK || done)
+        return st;
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
     mrc_program_t *p = calloc(1, sizeof *p);
     if (!p)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -317,39 +472,14 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     p->cfg.hosts = 0; /* only hier has hosts */
     if (p->cfg.chunk_bytes == 0)
         p->cfg.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
-    if (!rooted)
+    if (cfg->collective != MRC_REDUCE && cfg->collective != MRC_BROADCAST)
         p->cfg.root = 0;
     p->addressing = templates[cfg->collective].addressing;
     p->code_len = templates[cfg->collective].len;
     p->num_nodes = nn;
-    p->num_groups = ng;
-
-    /* Sizes first: streams, members, node entries, route pool. */
-    int ns = 0, members = 0, entries = 0, pool = 0, routes = 0, order = 0;
-    for (int g = 0; g < eg; g++) {
-        if (only >= 0 && g != only)
-            continue;
-        int size = mrc_embed_group_nodes(e, g, NULL);
-        members += size;
-        int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
-                                                      stream of itself */
-        routes += gs;
-        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
-            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
-            int dirs = ring->bidirectional ? 2 : 1;
-            gs += dirs;
-            for (int i = 0; i < ring->size; i++)
-                pool += dirs * ring->hops[i].route_len;
-            routes += dirs * ring->size;
-        }
-        ns += gs;
-        entries += gs * size;
-        order += gs * size;
-    }
-    p->num_streams = ns;
-    p->num_members = members;
-    p->num_entries = entries;
-    p->route_pool_len = pool;
+    p->num_groups = only >= 0 ? 1 : eg;
+    int order, routes;
+    count_sizes(e, only, p, &order, &routes);
     if (mrc__program_alloc(p, order, routes) != MRC_OK) {
         mrc_program_destroy(p);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
@@ -361,85 +491,10 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         p->nodes[u].rank = -1;
         p->nodes[u].num_ports = mrc_topo_num_ports(t, u);
     }
-
-    int k = 0, m = 0, entry = 0, ord = 0;
-    for (int eg_i = 0, g = 0; eg_i < eg; eg_i++) {
-        if (only >= 0 && eg_i != only)
-            continue;
-        const int *gnodes;
-        int size = mrc_embed_group_nodes(e, eg_i, &gnodes);
-        mrc__group_t *gr = &p->groups[g];
-        gr->size = size;
-        gr->first_stream = k;
-        gr->first_member = m;
-        for (int i = 0; i < size; i++) {
-            p->members[m + i] = gnodes[i];
-            p->nodes[gnodes[i]].group = g;
-            p->nodes[gnodes[i]].rank = i;
-            p->nodes[gnodes[i]].first_entry = entry + i;
-        }
-        m += size;
-        split_slices(e, eg_i, cfg->count, &p->streams[k]);
-        int first = k;
-        for (int r = 0; r < mrc_embed_num_rings(e, eg_i); r++) {
-            const mrc_ring_t *ring = mrc_embed_ring(e, eg_i, r);
-            for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, k++) {
-                mrc__stream_t *st = &p->streams[k];
-                st->group = g;
-                st->ring = r;
-                st->reversed = d;
-                p->ring_first[k] = ord;
-                int n = ring->size;
-                for (int pos = 0; pos < n; pos++)
-                    p->ring_order[ord + pos] =
-                        ring->nodes[d ? (n - pos) % n : pos];
-                for (int pos = 0; pos < n; pos++) {
-                    int u = p->ring_order[ord + pos];
-                    int rank = p->nodes[u].rank;
-                    if (rooted && rank == cfg->root)
-                        st->root_pos = pos;
-                    /* The entry of (u, k): entries of a group are laid out
-                     * stream-major: first_entry + stream index * size. */
-                    mrc__node_stream_t *ns_ = &p->node_streams
-                        [entry + (k - first) * size + rank];
-                    ns_->pos = pos;
-                    ns_->next = p->ring_order[ord + (pos + 1) % n];
-                    ns_->prev = p->ring_order[ord + (pos + n - 1) % n];
-                    /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward:
-                     * u = nodes[i] leaves by hop i and is entered by hop
-                     * i-1. Reversed: u leaves by hop i-1 backwards and is
-                     * entered by hop i backwards. */
-                    int i = d ? (n - pos) % n : pos;
-                    const mrc_hop_t *out_hop =
-                        &ring->hops[d ? (i + n - 1) % n : i];
-                    const mrc_hop_t *in_hop =
-                        &ring->hops[d ? i : (i + n - 1) % n];
-                    int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
-                    ns_->out_port = d ? out_hop->in_ports[ol - 1]
-                                      : out_hop->ports[0];
-                    ns_->in_port = d ? in_hop->ports[0]
-                                     : in_hop->in_ports[il - 1];
-                    ns_->route = n > 1 ? add_route(p, out_hop, d) : -1;
-                }
-                ord += n;
-            }
-        }
-        if (k == first) { /* a lone node: one stream, the whole slice */
-            mrc__stream_t *st = &p->streams[k];
-            st->group = g;
-            st->slice_off = 0;
-            st->slice_len = cfg->count;
-            p->ring_first[k] = ord;
-            p->ring_order[ord++] = gnodes[0];
-            mrc__node_stream_t *ns_ = &p->node_streams[entry];
-            ns_->next = ns_->prev = gnodes[0];
-            ns_->out_port = ns_->in_port = ns_->route = -1;
-            k++;
-        }
-        gr->num_streams = k - first;
-        entry += gr->num_streams * size;
-        g++;
-    }
+    fill_t at = {0, 0, 0, 0};
+    for (int eg_i = 0, g = 0; eg_i < eg; eg_i++)
+        if (only < 0 || eg_i == only)
+            fill_group(p, e, eg_i, g++, &at);
     *out = p;
     return MRC_OK;
 }

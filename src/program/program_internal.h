@@ -281,6 +281,13 @@ mrc_status_t mrc__tree_code(const mrc_compile_config_t *cfg,
 /* Elements of a node's window (and of the whole vector that offsets in
  * it refer to): count, or N x count for reduce-scatter and allgather. */
 uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n);
+/* The checker's abstract run (check_run.c) of the groups marked in
+ * run[] (node `drop`'s relays left out, -1: none), and its operations and
+ * bytes of state, to refuse a run too large before it starts. */
+mrc_status_t mrc__check_run(const mrc_program_t *p, int drop,
+                            const uint8_t *run);
+void mrc__check_run_cost(const mrc_program_t *p, const uint8_t *run,
+                         uint64_t *ops, uint64_t *bytes);
 /* The checker of such programs (check_memory.c), in place and not. */
 mrc_status_t mrc__check_memory_program(const mrc_program_t *p);
 /* The symbolic proof of a ring code (check_symbolic.c): 1 if it applies
@@ -518,6 +525,10 @@ mrc_status_t mrc__image_topology(const mrc_program_t *p,
  * mrc_free(). O(code + the node's tables), whatever the node count. */
 mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
                                        int json, char **text);
+
+/* The tables of a program read from an image checked against the sizes
+ * read (image_check.c): NULL, or what is wrong. */
+const char *mrc__image_validate(const mrc_program_t *p);
 
 /* FNV-1a 64 over n bytes: the image checksum. */
 uint64_t mrc__fnv1a(const uint8_t *d, size_t n);
