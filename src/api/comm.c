@@ -15,7 +15,7 @@
 #include "exec/exec.h"
 #include "reduce/reduce.h"
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "sim/select.h"
 #include "transport/transport.h"
 

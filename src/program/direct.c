@@ -471,3 +471,29 @@ int mrc__program_has_memory_ops(const mrc_program_t *p)
             return 1;
     return 0;
 }
+
+int mrc__program_uses_window(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].buf_a == MRC__BUF_WINDOW ||
+            p->code[i].buf_b == MRC__BUF_WINDOW)
+            return 1;
+    return 0;
+}
+
+int mrc__program_exposes_by_ref(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op == MRC__OP_EXPOSE &&
+            (p->code[i].flags & MRC__INSN_REF))
+            return 1;
+    return 0;
+}
+
+int mrc__program_loops(const mrc_program_t *p)
+{
+    int loops = 0;
+    for (int i = 0; i < p->code_len; i++)
+        loops += p->code[i].op == MRC__OP_LOOP;
+    return loops;
+}
