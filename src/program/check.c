@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 /* The abstract run's bounds: about half a minute, and the state. */
 #define RUN_MAX_OPS (1ull << 28)
@@ -88,8 +89,9 @@ static mrc_status_t check_tables(const mrc_program_t *p, int g,
                                 "group %d",
                                 k, u, g);
             else if (e->pos != pos ||
-                     e->next != mrc__stream_node(p, k, (pos + 1) % n) ||
-                     e->prev != mrc__stream_node(p, k, (pos + n - 1) % n))
+                     e->next !=
+                         mrc__stream_node(p, k, mrc__ring_next(pos, n)) ||
+                     e->prev != mrc__stream_node(p, k, mrc__ring_prev(pos, n)))
                 st = mrc__error(MRC_ERR_INVALID_PROGRAM,
                                 "node %d, stream %d: its position, next or "
                                 "previous node disagrees with the ring order",

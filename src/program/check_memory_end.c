@@ -4,6 +4,7 @@
  * before a node may leave the call.
  */
 #include "check_memory.h"
+#include "ring_math.h"
 
 /* What output fragment f of node u must hold; 0 if it is not an output. */
 static int expected(const mrc__mem_check_t *c, int u, int f, int n,
@@ -45,7 +46,7 @@ static uint64_t frag_len(const mrc_program_t *p, int f, int n)
     }
     if (p->addressing != MRC__ADDR_SPLIT)
         return len;
-    return len / parts + ((uint64_t)f < len % parts);
+    return mrc__split_len(len, parts, (uint64_t)f);
 }
 
 mrc_status_t mrc__check_memory_end(mrc__mem_check_t *c)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 typedef struct contrib {
     uint64_t sig;
@@ -244,7 +245,7 @@ static int expected(const checker_t *c, int u, int k, int f, contrib_t *want)
         return 1;
     case MRC_REDUCE_SCATTER:
         *want = (contrib_t){all, (uint64_t)n};
-        return f == (ns->pos + 1) % n;
+        return f == mrc__ring_next(ns->pos, n);
     case MRC_ALLGATHER: {
         int owner = p->nodes[mrc__stream_node(p, k, f)].rank;
         *want = (contrib_t){mrc__mix64((uint64_t)owner), 1};
@@ -266,7 +267,7 @@ static uint64_t fragment_len(const mrc_program_t *p, int k, int f)
     if (p->addressing != MRC__ADDR_SPLIT)
         return len;
     uint64_t n = (uint64_t)mrc__stream_size(p, k);
-    return len / n + ((uint64_t)f < len % n);
+    return mrc__split_len(len, n, (uint64_t)f);
 }
 
 static mrc_status_t check_outputs(checker_t *c)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 #define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
     {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
@@ -210,7 +211,7 @@ static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
     p->route_ports[base + len - 1] = -1; /* the last node sends nothing */
     p->route_in_ports[base] = -1;        /* the first receives nothing */
     for (int j = 0; j < len; j++) {
-        int i = reversed ? len - 1 - j : j;
+        int i = mrc__route_index(j, len, reversed);
         p->route_nodes[base + j] = h->route[i];
         if (j + 1 < len)
             p->route_ports[base + j] = reversed ? h->in_ports[i - 1]
@@ -374,14 +375,14 @@ static void fill_entry(mrc_program_t *p, const mrc_ring_t *ring, int d,
     mrc__node_stream_t *ns_ =
         &p->node_streams[at->entry + (k - first) * size + rank];
     ns_->pos = pos;
-    ns_->next = p->ring_order[at->ord + (pos + 1) % n];
-    ns_->prev = p->ring_order[at->ord + (pos + n - 1) % n];
+    ns_->next = p->ring_order[at->ord + mrc__ring_next(pos, n)];
+    ns_->prev = p->ring_order[at->ord + mrc__ring_prev(pos, n)];
     /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward: u = nodes[i]
      * leaves by hop i and is entered by hop i-1. Reversed: u leaves by
      * hop i-1 backwards and is entered by hop i backwards. */
-    int i = d ? (n - pos) % n : pos;
-    const mrc_hop_t *out_hop = &ring->hops[d ? (i + n - 1) % n : i];
-    const mrc_hop_t *in_hop = &ring->hops[d ? i : (i + n - 1) % n];
+    int i = mrc__ring_index(pos, n, d);
+    const mrc_hop_t *out_hop = &ring->hops[mrc__ring_out_hop(i, n, d)];
+    const mrc_hop_t *in_hop = &ring->hops[mrc__ring_in_hop(i, n, d)];
     int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
     ns_->out_port = d ? out_hop->in_ports[ol - 1] : out_hop->ports[0];
     ns_->in_port = d ? in_hop->ports[0] : in_hop->in_ports[il - 1];
@@ -405,7 +406,7 @@ static void fill_streams(mrc_program_t *p, const mrc_embedding_t *e, int eg,
             int n = ring->size;
             for (int pos = 0; pos < n; pos++)
                 p->ring_order[at->ord + pos] =
-                    ring->nodes[d ? (n - pos) % n : pos];
+                    ring->nodes[mrc__ring_index(pos, n, d)];
             for (int pos = 0; pos < n; pos++)
                 fill_entry(p, ring, d, pos, at, first, size);
             at->ord += n;

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
        ALONE = MRC__PRED_ALONE, SB = MRC__BUF_SEND, RB = MRC__BUF_RECV,
@@ -397,8 +398,8 @@ static mrc_status_t build_tables(mrc_program_t *p, const mrc_embedding_t *e,
             p->nodes[u].first_entry = m + i;
             mrc__node_stream_t *ns = &p->node_streams[m + i];
             ns->pos = i;
-            ns->next = gnodes[(i + 1) % size];
-            ns->prev = gnodes[(i + size - 1) % size];
+            ns->next = gnodes[mrc__ring_next(i, size)];
+            ns->prev = gnodes[mrc__ring_prev(i, size)];
             ns->out_port = ns->in_port = ns->route = -1;
         }
         pg++;

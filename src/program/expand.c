@@ -31,9 +31,8 @@ static void fragment(const frag_map_t *m, int f, int whole, uint64_t *start,
     }
     switch (m->p->addressing) {
     case MRC__ADDR_SPLIT: {
-        uint64_t q = m->q, r = m->r;
-        *start = m->off + (uint64_t)f * q + ((uint64_t)f < r ? (uint64_t)f : r);
-        *len = q + ((uint64_t)f < r);
+        mrc__split_part_qr(m->q, m->r, (uint64_t)f, start, len);
+        *start += m->off;
         return;
     }
     case MRC__ADDR_BLOCK_OWN:
@@ -58,20 +57,9 @@ static int place_of(const frag_map_t *m, int rank, int buf, uint64_t start,
                     int block, uint64_t *off)
 {
     mrc_collective_t c = m->p->cfg.collective;
-    if (block < 0) {
-        *off = start;
-        return 0;
-    }
     int own_only = (c == MRC_REDUCE_SCATTER && buf == MRC__BUF_RECV) ||
                    (c == MRC_ALLGATHER && buf == MRC__BUF_SEND);
-    if (own_only) {
-        if (block != rank)
-            return -1;
-        *off = start;
-        return 0;
-    }
-    *off = (uint64_t)block * m->count + start;
-    return 0;
+    return mrc__block_place(block, rank, own_only, m->count, start, off);
 }
 
 /* In this node's buffers. */
@@ -120,9 +108,8 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
                      int in_loop, uint64_t cstart, int block, mrc__op_t *op)
 {
     const mrc_program_t *p = m->p;
-    int peer_pos = mrc__ring_mod((long)v->root + (long)in->peer_pos * v->rel +
-                           (long)in->peer_step * s + in->peer_const,
-                       v->n);
+    int peer_pos = mrc__ring_affine(in->peer_pos, v->rel, in->peer_step, s,
+                                    (long)v->root + in->peer_const, v->n);
     int peer = view_node(it, v, peer_pos);
     op->flag = in->flag;
     switch (in->op) {
@@ -179,12 +166,9 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
 /* The binomial tree's predicates at step t. */
 static int tree_holds(const mrc__insn_t *in, int rel, int n, int t)
 {
-    if (t < 0 || t > 30)
-        return 0;
-    long step = 1L << t, span = step << 1;
     if (in->pred == MRC__PRED_TREE_CHILD)
-        return rel % span == step;
-    if (rel % span != 0 || rel + step >= n)
+        return mrc__tree_child(rel, t);
+    if (!mrc__tree_parent(rel, n, t))
         return 0;
     return in->pred_lo == 1 ? rel == 0 : in->pred_lo == 2 ? rel != 0 : 1;
 }
@@ -200,8 +184,8 @@ static int pred_holds(const mrc__insn_t *in, int rel, int n, int t)
 static int tree_peer(const mrc__chain_iter_t *it, const view_t *v,
                      const mrc__insn_t *in, int t)
 {
-    long at = (long)v->root + v->rel + (long)in->peer_const * (1L << t);
-    return view_node(it, v, mrc__ring_mod(at, v->n));
+    return view_node(it, v,
+                     mrc__tree_peer(v->root, v->rel, in->peer_const, t, v->n));
 }
 
 /* The node after the first (dir 1) or before the last (dir -1) of a
@@ -328,10 +312,8 @@ static int locate(const mrc__chain_iter_t *it, const frag_map_t *m,
     /* (by places, a fragment of a view is its own: a block of the
      * host's, a piece of the place's block) */
     at->f = whole ? 0
-                  : mrc__ring_mod((long)in->frag_pos * v->pos +
-                                      (long)in->frag_step * s +
-                                      in->frag_const,
-                                  cells ? v->n : m->n);
+                  : mrc__ring_affine(in->frag_pos, v->pos, in->frag_step, s,
+                                     in->frag_const, cells ? v->n : m->n);
     at->nfrags = 0;
     at->block = -1;
     if (cells && in->view != MRC__VIEW_HOST && in->view != MRC__VIEW_PLACE) {
@@ -358,10 +340,10 @@ static int locate(const mrc__chain_iter_t *it, const frag_map_t *m,
     at->cstart = fstart;
     at->clen = flen;
     if (it->chunks > 1) {
-        uint64_t chunks = (uint64_t)it->chunks, c = (uint64_t)it->chunk;
-        uint64_t q = flen / chunks, r = flen % chunks;
-        at->cstart = fstart + c * q + (c < r ? c : r);
-        at->clen = q + (c < r);
+        uint64_t chunks = (uint64_t)it->chunks;
+        mrc__split_part_qr(flen / chunks, flen % chunks, (uint64_t)it->chunk,
+                           &at->cstart, &at->clen);
+        at->cstart += fstart;
     }
     return 0;
 }
@@ -385,7 +367,7 @@ static int send_op(const mrc__chain_iter_t *it, const frag_map_t *m,
         op->port = -1;
     } else if (in->view != MRC__VIEW_GROUP) { /* the view's next */
         op->peer = op->ring_peer =
-            view_node(it, v, mrc__ring_mod(v->pos + 1, v->n));
+            view_node(it, v, mrc__ring_next(v->pos, v->n));
         op->port = -1;
     }
     return place(m, op->src, at->cstart, at->block, &op->src_off);
@@ -411,7 +393,7 @@ static int recv_op(const mrc__chain_iter_t *it, const frag_map_t *m,
         op->port = -1;
     } else if (in->view != MRC__VIEW_GROUP) { /* the view's prev */
         op->peer = op->ring_peer =
-            view_node(it, v, mrc__ring_mod(v->pos - 1, v->n));
+            view_node(it, v, mrc__ring_prev(v->pos, v->n));
         op->port = -1;
     }
     int bad = place(m, op->dst, at->cstart, at->block, &op->dst_off);

@@ -9,20 +9,14 @@
 #include <string.h>
 
 #include "listing.h"
-
-/* a mod n for n >= 1. */
-static int lmod(long a, int n)
-{
-    long r = a % n;
-    return (int)(r < 0 ? r + n : r);
-}
+#include "ring_math.h"
 
 typedef mrc__view_pos_t local_view_t;
 
 static int local_view_node(const mrc_program_t *p, int k,
                            const local_view_t *v, int q)
 {
-    return mrc__stream_node(p, k, v->base + lmod(q, v->n) * v->stride);
+    return mrc__stream_node(p, k, v->base + mrc__ring_mod(q, v->n) * v->stride);
 }
 
 /* "(c + s) mod m", "(c - s) mod m" or "c": an expression in s with the
@@ -31,12 +25,12 @@ static void affine_s(mrc__strbuf_t *sb, long c, int step, int m,
                      const char *var)
 {
     if (step == 0) {
-        mrc__sb_printf(sb, "%d", lmod(c, m));
+        mrc__sb_printf(sb, "%d", mrc__ring_mod(c, m));
         return;
     }
     mrc__sb_puts(sb, "(");
-    if (lmod(c, m) != 0)
-        mrc__sb_printf(sb, "%d %s ", lmod(c, m), step > 0 ? "+" : "-");
+    if (mrc__ring_mod(c, m) != 0)
+        mrc__sb_printf(sb, "%d %s ", mrc__ring_mod(c, m), step > 0 ? "+" : "-");
     else if (step < 0)
         mrc__sb_puts(sb, "-");
     if (step != 1 && step != -1)
@@ -96,8 +90,8 @@ static void local_peer(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
 {
     long c = (long)v->root + (long)in->peer_pos * v->rel + in->peer_const;
     if (in->peer_step == 0) {
-        mrc__sb_printf(sb, "node %d", local_view_node(p, k, v, (int)lmod(c,
-                                                                  v->n)));
+        mrc__sb_printf(sb, "node %d",
+                       local_view_node(p, k, v, (int)mrc__ring_mod(c, v->n)));
         return;
     }
     mrc__sb_puts(sb, "the node at position ");
@@ -318,15 +312,16 @@ static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p,
     const mrc__stream_t *s = &p->streams[k];
     const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
     int n = mrc__stream_size(p, k);
-    mrc__sb_printf(sb, "{\"stream\": %d, \"ring\": %d, \"reversed\": %s, "
+    mrc__sb_printf(sb,
+                   "{\"stream\": %d, \"ring\": %d, \"reversed\": %s, "
                    "\"slice\": [%llu, %llu], \"pos\": %d, \"rel\": %d, "
                    "\"next\": %d, \"prev\": %d, \"out_port\": %d, "
                    "\"in_port\": %d, \"relays\": [",
                    k, s->ring, s->reversed ? "true" : "false",
                    (unsigned long long)s->slice_off,
                    (unsigned long long)s->slice_len, e->pos,
-                   lmod((long)e->pos - s->root_pos, n), e->next, e->prev,
-                   e->out_port, e->in_port);
+                   mrc__ring_mod((long)e->pos - s->root_pos, n), e->next,
+                   e->prev, e->out_port, e->in_port);
     if (e->route >= 0)
         for (int j = p->route_off[e->route] + 1;
              j + 1 < p->route_off[e->route + 1]; j++)
@@ -356,12 +351,14 @@ static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p,
     const mrc__stream_t *s = &p->streams[k];
     const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
     int n = mrc__stream_size(p, k);
-    mrc__sb_printf(sb, "\nstream %d: ring %d %s, elements [%llu, %llu); "
+    mrc__sb_printf(sb,
+                   "\nstream %d: ring %d %s, elements [%llu, %llu); "
                    "pos %d, rel %d (root at pos %d), N %d\n",
                    k, s->ring, s->reversed ? "rev" : "fwd",
                    (unsigned long long)s->slice_off,
                    (unsigned long long)(s->slice_off + s->slice_len), e->pos,
-                   lmod((long)e->pos - s->root_pos, n), s->root_pos, n);
+                   mrc__ring_mod((long)e->pos - s->root_pos, n), s->root_pos,
+                   n);
     mrc__sb_printf(sb, "  next node %d", e->next);
     local_port(sb, " by", e->out_port);
     local_route(sb, p, e->route);

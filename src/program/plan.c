@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 typedef struct opbuf {
     mrc__op_t *ops;
@@ -85,7 +86,8 @@ int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems)
 {
     uint64_t len = p->streams[k].slice_len;
     uint64_t n = (uint64_t)mrc__stream_size(p, k);
-    uint64_t maxf = p->addressing == MRC__ADDR_SPLIT ? (len + n - 1) / n : len;
+    uint64_t maxf =
+        p->addressing == MRC__ADDR_SPLIT ? mrc__split_max(len, n) : len;
     if (mrc__program_has_memory_ops(p))
         return 1; /* one chain a node; its syncs even when empty */
     if (len == 0)

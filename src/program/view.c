@@ -50,28 +50,21 @@ void mrc__cells_range(uint64_t off, uint64_t len, int places, int hosts,
                       int first, int count, uint64_t *start,
                       uint64_t *out_len)
 {
-    uint64_t l = (uint64_t)(first / hosts), bq = len / (uint64_t)places,
-             br = len % (uint64_t)places;
-    uint64_t boff = l * bq + (l < br ? l : br), blen = bq + (l < br);
+    uint64_t boff, blen, s0, s1, piece;
+    mrc__split_part_qr(len / (uint64_t)places, len % (uint64_t)places,
+                       (uint64_t)(first / hosts), &boff, &blen);
     uint64_t pq = blen / (uint64_t)hosts, pr = blen % (uint64_t)hosts;
-    uint64_t a = (uint64_t)(first % hosts), b = a + (uint64_t)count;
-    uint64_t s0 = a * pq + (a < pr ? a : pr), s1 = b * pq + (b < pr ? b : pr);
+    uint64_t a = (uint64_t)(first % hosts);
+    mrc__split_part_qr(pq, pr, a, &s0, &piece);
+    mrc__split_part_qr(pq, pr, a + (uint64_t)count, &s1, &piece);
     *start = off + boff + s0;
     *out_len = s1 - s0;
 }
 
-static int ceil_log2(int n)
-{
-    int l = 0;
-    while (l < 31 && (1L << l) < n)
-        l++;
-    return l;
-}
-
 int mrc__pred_holds_ring(const mrc__insn_t *in, int rel, int n)
 {
-    int lo = in->pred_lo < 0 ? n + in->pred_lo : in->pred_lo;
-    int hi = in->pred_hi < 0 ? n + in->pred_hi : in->pred_hi;
+    int lo = mrc__pred_bound(in->pred_lo, n);
+    int hi = mrc__pred_bound(in->pred_hi, n);
     switch (in->pred) {
     case MRC__PRED_ALWAYS: return 1;
     case MRC__PRED_REL_EQ: return rel == lo;
@@ -85,6 +78,6 @@ int mrc__pred_holds_ring(const mrc__insn_t *in, int rel, int n)
 int mrc__loop_iters(const mrc__insn_t *loop, int n)
 {
     if (loop->flags & MRC__INSN_LOG)
-        return ceil_log2(n);
+        return mrc__ceil_log2(n);
     return n - 1 + loop->loop_extra;
 }
