@@ -23,75 +23,73 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "template.h"
 #include "ring_math.h"
 
-#define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
-    {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
-     (flags_), 0, 0, 0, 0, 0, 0, 0, 0}
-/* A chain's transfer at step (rel + st_) mod N. */
-#define C(op_, pred_, lo_, hi_, a_, b_, local_, st_)                         \
-    {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_), \
-     0, 0, 0, 0, 0, 0}
-
-enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
-       SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
-       NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE };
-
 static const mrc__insn_t code_allreduce[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, SB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    {.op = PORTS},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = RB, .local = SB},
+    {.op = END},
+    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .frag_const = 1, .buf_a = RB,
+     .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
 };
 
 static const mrc__insn_t code_reduce_scatter[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, XB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, XB, SB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 1, 0, 1, SB, RB, NB, 0),
+    {.op = PORTS},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = XB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = XB, .local = SB},
+    {.op = END},
+    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .frag_const = 1,
+     .buf_a = SB, .buf_b = RB},
 };
 
 static const mrc__insn_t code_allgather[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, NB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    {.op = PORTS},
+    {.op = COPY, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = RB},
+    {.op = END},
 };
 
 /* The reduce chain: rel x sends at step x-1, receives at step x-2. */
 static const mrc__insn_t code_reduce[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    C(MRC__OP_SEND, EQ, 1, 0, SB, SB, NB, -1),
-    C(MRC__OP_RECV, IN, 2, -1, XB, XB, SB, -2),
-    C(MRC__OP_SEND, IN, 2, -1, XB, XB, NB, -1),
-    C(MRC__OP_RECV, EQ, 0, 0, RB, RB, SB, -2),
-    I(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    {.op = PORTS},
+    {.op = SEND, .pred = EQ, .pred_lo = 1, .buf_a = SB, .buf_b = SB, .flags = W,
+     .step_rel = 1, .step_const = -1},
+    {.op = RECV, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
+     .buf_b = XB, .local = SB, .flags = W, .step_rel = 1, .step_const = -2},
+    {.op = SEND, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
+     .buf_b = XB, .flags = W, .step_rel = 1, .step_const = -1},
+    {.op = RECV, .pred = EQ, .buf_a = RB, .buf_b = RB, .local = SB, .flags = W,
+     .step_rel = 1, .step_const = -2},
+    {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
 };
 
 /* The broadcast chain: rel x sends at step x, receives at step x-1. */
 static const mrc__insn_t code_broadcast[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    C(MRC__OP_SEND, EQ, 0, 0, SB, SB, NB, 0),
-    C(MRC__OP_RECV, IN, 1, -1, RB, RB, NB, -1),
-    C(MRC__OP_SEND, IN, 1, -2, RB, RB, NB, 0),
+    {.op = PORTS},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SEND, .pred = EQ, .buf_a = SB, .buf_b = SB, .flags = W,
+     .step_rel = 1},
+    {.op = RECV, .pred = IN, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,
+     .buf_b = RB, .flags = W, .step_rel = 1, .step_const = -1},
+    {.op = SEND, .pred = IN, .pred_lo = 1, .pred_hi = -2, .buf_a = RB,
+     .buf_b = RB, .flags = W, .step_rel = 1},
 };
-
-#undef I
-#undef C
 
 static const struct {
     const mrc__insn_t *code;
