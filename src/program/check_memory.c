@@ -422,7 +422,7 @@ static mrc_status_t setup(mrc__mem_check_t *c)
                 r->sig = mrc__mix64((uint64_t)p->nodes[u].rank);
                 r->count = 1;
             }
-        mrc__chain_begin(&nu->cur.it, p, u, g->first_stream, 0, 1, c->in_place);
+        mrc__cursor_begin(&nu->cur, p, u, g->first_stream, 0, 1, c->in_place);
     }
     return MRC_OK;
 }
@@ -452,7 +452,7 @@ static mrc_status_t run(mrc__mem_check_t *c)
                 if (r == 0)
                     break;
                 nu->vc[mrc__mem_rank(c, u)] = ++nu->idx;
-                nu->cur.has_op = 0;
+                mrc__cursor_take(&nu->cur);
                 moved = 1;
             }
         }

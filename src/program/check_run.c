@@ -354,8 +354,8 @@ static mrc_status_t start_chains(checker_t *c, int drop,
         for (int k = g->first_stream; k < g->first_stream + g->num_streams;
              k++)
             if (mrc__stream_chunks(p, k, UINT64_MAX) > 0)
-                mrc__chain_begin(&c->chains[c->num_chains++].it, p, u, k, 0,
-                                 1, 0);
+                mrc__cursor_begin(&c->chains[c->num_chains++], p, u, k, 0, 1,
+                                  0);
         c->state[u] = calloc((size_t)g->num_streams *
                                      (size_t)frags_of(p, g) * 2 +
                                  1,
@@ -367,8 +367,8 @@ static mrc_status_t start_chains(checker_t *c, int drop,
         for (int i = relay_first[u]; i < relay_first[u + 1]; i++)
             if (u != drop && run[p->streams[relays[i].stream].group] &&
                 mrc__stream_chunks(p, relays[i].stream, UINT64_MAX) > 0)
-                mrc__relay_begin(&c->chains[c->num_chains++].it, p, u,
-                                 &relays[i], 0, 1);
+                mrc__cursor_begin_relay(&c->chains[c->num_chains++], p, u,
+                                        &relays[i], 0, 1);
     return MRC_OK;
 }
 
@@ -400,7 +400,7 @@ static mrc_status_t run_ready(checker_t *c)
                 w->i[0] = i;
                 break;
             }
-            ch->has_op = 0;
+            mrc__cursor_take(ch);
         }
     }
     return MRC_OK;

@@ -564,6 +564,21 @@ static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out,
     return r;
 }
 
+void mrc__cursor_begin(mrc__cursor_t *c, const mrc_program_t *p, int node,
+                       int k, int chunk, int chunks, int in_place)
+{
+    memset(c, 0, sizeof *c);
+    mrc__chain_begin(&c->it, p, node, k, chunk, chunks, in_place);
+}
+
+void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p,
+                             int at, const mrc__relay_t *r, int chunk,
+                             int chunks)
+{
+    memset(c, 0, sizeof *c);
+    mrc__relay_begin(&c->it, p, at, r, chunk, chunks);
+}
+
 int mrc__cursor_peek(mrc__cursor_t *c, mrc_status_t *st)
 {
     if (c->done)

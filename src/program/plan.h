@@ -264,10 +264,24 @@ typedef struct mrc__cursor {
     int has_op, done;
 } mrc__cursor_t;
 
+/* Starts a cursor on a chain (see mrc__chain_begin), or on a relay chain
+ * (see mrc__relay_begin), holding no op. */
+void mrc__cursor_begin(mrc__cursor_t *c, const mrc_program_t *p, int node,
+                       int k, int chunk, int chunks, int in_place);
+void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p,
+                             int at, const mrc__relay_t *r, int chunk,
+                             int chunks);
+
 /* The op the cursor is at, read from its chain if none is held: 1 (in
- * c->op; clear c->has_op to take it), 0 at the chain's end (c->done set),
+ * c->op; mrc__cursor_take takes it), 0 at the chain's end (c->done set),
  * -1 on an error (*st). */
 int mrc__cursor_peek(mrc__cursor_t *c, mrc_status_t *st);
+
+/* The op c->op is done: the next peek reads the chain's next one. */
+static inline void mrc__cursor_take(mrc__cursor_t *c)
+{
+    c->has_op = 0;
+}
 
 /* Chunks of stream k for a chunk size (0 if the stream carries nothing). */
 int mrc__stream_chunks(const mrc_program_t *p, int k, uint64_t chunk_elems);

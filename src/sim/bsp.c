@@ -60,7 +60,7 @@ static int step_flows(mrc__sim_t *s, mrc__sim_chain_t *chains,
                 return -1;
             if (rr == 0 || ch->op.step > step)
                 break;
-            ch->has_op = 0;
+            mrc__cursor_take(ch);
             mrc__sim_flow_t f[2];
             int made = mrc__sim_op_flow(s, ch->it.node, &ch->op, esize, f, st);
             if (made < 0)
