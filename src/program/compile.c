@@ -18,6 +18,28 @@
  *   allgather           for s in 0..N-2: send frag (pos-s); recv (pos-s-1)
  *   reduce              a chain from the root's successor round to the root
  *   broadcast           a chain from the root round to its predecessor
+ *
+ * The rings' allreduce on one ring of N = 4 (pos 0 -> 1 -> 2 -> 3 -> 0),
+ * each node's slice cut in fragments 0..3; "2:301" is fragment 2 holding
+ * the parts of nodes 3, 0 and 1. Reduce-scatter, step s: send fragment
+ * pos - s, receive fragment pos - s - 1 and add the own part:
+ *
+ *   s   pos 0        pos 1        pos 2        pos 3
+ *   0   recv 3:30    recv 0:01    recv 1:12    recv 2:23
+ *   1   recv 2:230   recv 3:301   recv 0:012   recv 1:123
+ *   2   recv 1:1230  recv 2:2301  recv 3:3012  recv 0:0123
+ *
+ * Node pos then holds fragment pos + 1 whole (avg divides it by N there);
+ * the allgather sends fragment pos + 1 - s and receives pos - s, a copy,
+ * so that after N - 1 more steps every node holds every fragment.
+ *
+ * Accepts: any embedding (rings of any length, one stream a direction of
+ * each ring, the data split by the rings' shares; routed hops relayed by
+ * the nodes between), a group of one node (a copy), any count (a stream
+ * may carry nothing, a fragment may be empty), every dtype and op.
+ * Limits: 2 (N - 1) steps for allreduce, so latency grows with the
+ * group; each node sends 2 (N - 1) / N of its slice, the bandwidth
+ * bound. Programs of other families: direct.c, tree.c, hier.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +223,24 @@ static void split_slices(const mrc_embedding_t *e, int g, uint64_t len,
 }
 
 /* Stores the route of a hop (reversed when the stream runs against the
- * ring) in the route pool; returns its index. */
+ * ring) in the route pool; returns its index.
+ *
+ * The reversed ring's ports. Hop i runs nodes[i] -> nodes[i+1] along a
+ * route r0 .. rk: ports[j] is the port r(j) leaves by, in_ports[j] the
+ * port r(j+1) arrives on. A link is full duplex with the same port at
+ * each end both ways, so walked backwards a node leaves by the port the
+ * forward walk arrived on and arrives on the one it left by:
+ *
+ *   forward   r0 ==ports[0]=> r1 ==ports[1]=> ... ==ports[k-1]=> rk
+ *   reversed  rk ==in_ports[k-1]=> ... ==in_ports[1]=> r1 ==in_ports[0]=> r0
+ *
+ * So in a reversed stream the node at ring index i sends on hop i - 1
+ * from its far end (out_port: that hop's in_ports[k-1]) and receives on
+ * hop i at its near end (in_port: hop i's ports[0]); see fill_entry and
+ * mrc__ring_out_hop.
+ * Accepts: direct and routed hops. Limits: a port names both directions
+ * of its link (the topology's model); a link that differed by direction
+ * would need its own ports for each. */
 static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
 {
     int r = p->num_routes++, len = h->route_len;

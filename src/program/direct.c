@@ -32,6 +32,25 @@
  * every rank, as they do on the rings.
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
+ *
+ * direct1's allreduce, N = 3 (x_r: rank r's input, W_r: its window):
+ * every rank copies x_r to W_r and signals; then for s = 0 .. N-1 it
+ * waits for rank s's flag and adds W_s, so every rank sums in rank order
+ * and ends with the same bits:
+ *
+ *   rank  expose     s = 0      s = 1           s = 2
+ *   0     W_0 = x_0  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *   1     W_1 = x_1  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *   2     W_2 = x_2  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *
+ * direct2's allreduce, N = 3, x_r[b] block b of rank r's input: rank b
+ * reduces block b, its own first, then round the ranks from b + 1 (step
+ * 1), exposes it, and gets the other blocks from their ranks (step 2):
+ *
+ *   rank  step 1: r[b] =                    step 2: gets
+ *   0     x_0[0] + x_1[0] + x_2[0]          r[1] from 1, r[2] from 2
+ *   1     x_1[1] + x_2[1] + x_0[1]          r[2] from 2, r[0] from 0
+ *   2     x_2[2] + x_0[2] + x_1[2]          r[0] from 0, r[1] from 1
  */
 #include <stdlib.h>
 #include <string.h>

@@ -33,6 +33,18 @@
  * Limits: one leader per host carries all of the host's traffic (one
  * link out per host, as a host with one network port has); hosts of
  * unequal sizes, or ranks not in blocks, are not accepted.
+ *
+ * allreduce, N = 6 on H = 2 hosts (L = 3), the leaders at place 0:
+ *
+ *            host 0: ranks 0 1 2            host 1: ranks 3 4 5
+ *   1.       0 gets x_1, x_2 (0 + 1 + 2)    3 gets x_4, x_5 (3 + 4 + 5)
+ *   2.       0 <==== rings' allreduce, H - 1 steps each way ====> 3
+ *   3.       1, 2 get 0's result            4, 5 get 3's result
+ *
+ * By places (vectors from PLACES_FROM bytes) every rank is a leader of
+ * one block: rank p of each host reduces block p of its host (1), the H
+ * ranks at place p run the ring for block p (2: L rings at once), and
+ * each rank gets the other blocks from their places in its host (3).
  */
 #include "program_internal.h"
 #include "template.h"

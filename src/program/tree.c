@@ -19,6 +19,16 @@
  * needs a different part: the rings or direct1 do that).
  * Limits: the tree ignores the links: its sends go wherever the peer is
  * (no ports; the simulator routes them by shortest path).
+ *
+ * reduce into rel 0, N = 6 (a -> b: a sends its partial sum to b, which
+ * adds it to its own; ceil(log2 6) = 3 steps):
+ *
+ *   t = 0:   1 -> 0    3 -> 2    5 -> 4
+ *   t = 1:   2 -> 0              (4 has no partner: 4 + 2 = 6 >= N)
+ *   t = 2:   4 -> 0
+ *
+ * broadcast runs the same edges the other way, t = 2, 1, 0; allreduce is
+ * the reduce into rank 0, then the broadcast from it.
  */
 #include "program_internal.h"
 #include "template.h"
