@@ -97,6 +97,36 @@ static int waits_on(const mrc__op_t *op)
                                    : -1;
 }
 
+/* Posts u's message of op to op->peer (a send, or a relay's forward:
+ * `verb` says which); NULL (the error set) if one with its tag is
+ * already on its way, or out of memory. */
+static mrc__msg_t *post(checker_t *c, int u, const mrc__op_t *op,
+                        const char *verb)
+{
+    if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
+        mrc__error(MRC_ERR_INVALID_PROGRAM,
+                   "node %d, stream %d, step %d: %s tag %llx to node %d "
+                   "twice",
+                   u, op->stream, op->step, verb, (unsigned long long)op->tag,
+                   op->peer);
+        return NULL;
+    }
+    mrc__msg_t *s = mrc__msgmap_add(&c->sent, u, op->peer, op->tag);
+    if (!s)
+        mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
+    return s;
+}
+
+/* Wakes the chain that waits for u's message of op, if one does. */
+static void wake(checker_t *c, int u, const mrc__op_t *op)
+{
+    int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
+    if (*w >= 0) {
+        c->ready[c->num_ready++] = c->waiting.pool[*w].i[0];
+        mrc__msgmap_remove(&c->waiting, w);
+    }
+}
+
 /* A relay takes the message from the route's previous node and posts it,
  * payload and all, to the next: the signature travels unchanged, so the
  * receiver's dataflow is the sender's, and a relay that never forwards
@@ -116,26 +146,12 @@ static int forward(checker_t *c, int u, const mrc__op_t *op)
         return -1;
     }
     mrc__msgmap_remove(&c->sent, link);
-    if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
-        mrc__error(MRC_ERR_INVALID_PROGRAM,
-                   "node %d, stream %d, step %d: relays tag %llx to node %d "
-                   "twice",
-                   u, op->stream, op->step, (unsigned long long)op->tag,
-                   op->peer);
+    mrc__msg_t *s = post(c, u, op, "relays");
+    if (!s)
         return -1;
-    }
-    mrc__msg_t *s = mrc__msgmap_add(&c->sent, u, op->peer, op->tag);
-    if (!s) {
-        mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
-        return -1;
-    }
     memcpy(s->w, in.w, sizeof s->w);
     memcpy(s->i, in.i, sizeof s->i);
-    int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
-    if (*w >= 0) {
-        c->ready[c->num_ready++] = c->waiting.pool[*w].i[0];
-        mrc__msgmap_remove(&c->waiting, w);
-    }
+    wake(c, u, op);
     return 1;
 }
 
@@ -157,19 +173,9 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
     if (op->kind == MRC__FWD)
         return forward(c, u, op);
     if (op->kind == MRC__SEND) {
-        if (*mrc__msgmap_find(&c->sent, u, op->peer, op->tag) >= 0) {
-            mrc__error(MRC_ERR_INVALID_PROGRAM,
-                       "node %d, stream %d, step %d: sends tag %llx to node "
-                       "%d twice",
-                       u, op->stream, op->step, (unsigned long long)op->tag,
-                       op->peer);
+        mrc__msg_t *s = post(c, u, op, "sends");
+        if (!s)
             return -1;
-        }
-        mrc__msg_t *s = mrc__msgmap_add(&c->sent, u, op->peer, op->tag);
-        if (!s) {
-            mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
-            return -1;
-        }
         contrib_t data = read_buf(c, u, op->stream, op->frag, op->src);
         s->w[0] = op->count;
         s->w[1] = data.sig;
@@ -177,12 +183,7 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
         s->i[0] = op->step;
         s->i[1] = op->stream;
         s->i[2] = op->frag;
-        /* Wake the chain that waits for this message, if one does. */
-        int32_t *w = mrc__msgmap_find(&c->waiting, u, op->peer, op->tag);
-        if (*w >= 0) {
-            c->ready[c->num_ready++] = c->waiting.pool[*w].i[0];
-            mrc__msgmap_remove(&c->waiting, w);
-        }
+        wake(c, u, op);
         return 1;
     }
     if (op->kind == MRC__RECV) {

@@ -348,6 +348,29 @@ static int locate(const mrc__chain_iter_t *it, const frag_map_t *m,
     return 0;
 }
 
+/* The peer of a SEND (dir 1) or a RECV (dir -1): the ring's next or
+ * previous node, talked to through its route's first or last relay and
+ * by the node's port; the tree's peer at step t; or the view's next or
+ * previous node. Neither of the last two is on a route: no relay, no
+ * port. */
+static void transfer_peer(const mrc__chain_iter_t *it, const view_t *v,
+                          const mrc__insn_t *in, int t, int dir,
+                          mrc__op_t *op)
+{
+    op->peer = dir > 0 ? it->send_to : it->recv_from;
+    op->ring_peer = dir > 0 ? it->ns->next : it->ns->prev;
+    op->port = dir > 0 ? it->ns->out_port : it->ns->in_port;
+    if (in->flags & MRC__INSN_POW) {
+        op->peer = op->ring_peer = tree_peer(it, v, in, t);
+        op->port = -1;
+    } else if (in->view != MRC__VIEW_GROUP) {
+        op->peer = op->ring_peer =
+            view_node(it, v, dir > 0 ? mrc__ring_next(v->pos, v->n)
+                                     : mrc__ring_prev(v->pos, v->n));
+        op->port = -1;
+    }
+}
+
 /* A SEND: from buf_a at s = 0 (or outside a loop), else buf_b, to the
  * ring's next node (by its route's first relay), the tree's peer at step
  * t, or the view's next node. 0, or 1 for a block its buffer does not
@@ -359,17 +382,7 @@ static int send_op(const mrc__chain_iter_t *it, const frag_map_t *m,
 {
     op->kind = MRC__SEND;
     op->src = (x->loop_pc < 0 || x->s == 0) ? in->buf_a : in->buf_b;
-    op->peer = it->send_to;
-    op->ring_peer = it->ns->next;
-    op->port = it->ns->out_port;
-    if (in->flags & MRC__INSN_POW) { /* no route: no relay */
-        op->peer = op->ring_peer = tree_peer(it, v, in, t);
-        op->port = -1;
-    } else if (in->view != MRC__VIEW_GROUP) { /* the view's next */
-        op->peer = op->ring_peer =
-            view_node(it, v, mrc__ring_next(v->pos, v->n));
-        op->port = -1;
-    }
+    transfer_peer(it, v, in, t, 1, op);
     return place(m, op->src, at->cstart, at->block, &op->src_off);
 }
 
@@ -385,17 +398,7 @@ static int recv_op(const mrc__chain_iter_t *it, const frag_map_t *m,
     op->kind = MRC__RECV;
     op->dst = (x->loop_pc < 0 || last) ? in->buf_a : in->buf_b;
     op->local = in->local;
-    op->peer = it->recv_from;
-    op->ring_peer = it->ns->prev;
-    op->port = it->ns->in_port;
-    if (in->flags & MRC__INSN_POW) { /* no route: no relay */
-        op->peer = op->ring_peer = tree_peer(it, v, in, t);
-        op->port = -1;
-    } else if (in->view != MRC__VIEW_GROUP) { /* the view's prev */
-        op->peer = op->ring_peer =
-            view_node(it, v, mrc__ring_prev(v->pos, v->n));
-        op->port = -1;
-    }
+    transfer_peer(it, v, in, t, -1, op);
     int bad = place(m, op->dst, at->cstart, at->block, &op->dst_off);
     if (op->local)
         bad |= place(m, op->local, at->cstart, at->block, &op->local_off);
