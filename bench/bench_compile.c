@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 static double now_ms(void)
 {

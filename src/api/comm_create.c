@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "api/comm_state.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "sim/select.h"
 #include "transport/transport.h"
 

@@ -8,7 +8,7 @@
 #ifndef MRC_EXEC_H
 #define MRC_EXEC_H
 
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "transport/transport.h"
 
 typedef struct mrc__exec {

@@ -236,10 +236,7 @@ static void plan_exposure(mrc__exec_t *x, const mrc__group_t *gr,
     const mrc_program_t *p = x->program;
     x->exposure.members = &p->members[gr->first_member];
     x->exposure.num_members = gr->size;
-    int windowed = 0;
-    for (int i = 0; i < p->code_len; i++)
-        windowed |= p->code[i].buf_a == MRC__BUF_WINDOW ||
-                    p->code[i].buf_b == MRC__BUF_WINDOW;
+    int windowed = mrc__program_uses_window(p);
     x->exposure.window_bytes =
         windowed ? (size_t)mrc__window_elems(p->cfg.collective, p->cfg.count,
                                              gr->size) *

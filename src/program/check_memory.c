@@ -20,104 +20,35 @@
  *     should (a count and a signature, as in check.c).
  * Sends and receives (the hier family's leaders) carry their sender's
  * clock and contributions to the receive that takes them.
- * Accepts: groups of up to MEMORY_MAX_GROUP nodes (N^2 gets in all; the
+ * Accepts: groups of up to MRC__MEM_MAX_GROUP nodes (N^2 gets in all; the
  * direct families are for hosts). Limits: regions are whole fragments.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "program_internal.h"
+#include "check_memory.h"
 
-enum { MEMORY_MAX_GROUP = 512, FLAGS = 32, BARRIER_FLAG = 16,
-       NUM_BUFS = MRC__BUF_WINDOW + 1 };
-
-/* A peer's read of a region: by a GET, or (msg >= 0) by a message sent
- * from it, which the transport may read until the receiver has it (idx
- * INT32_MAX until then). */
-typedef struct read_rec {
-    int32_t reader, idx, next, msg;
-} read_rec_t;
-
-typedef struct region {
-    uint64_t sig, count; /* the contributions it holds */
-    int32_t last_w;      /* the owner's op index of its last write, or -1 */
-    int32_t reads;       /* peers' reads since: into the read pool */
-} region_t;
-
-typedef struct mnode {
-    mrc__cursor_t cur;
-    int arrived;
-    int32_t idx;       /* ops run */
-    int32_t *vc;       /* [group size]: ops of each rank known to be done */
-    int32_t *sig[FLAGS]; /* the clock at each flag's signal, or NULL */
-    int32_t exposed[NUM_BUFS]; /* op index of an EXPOSE by reference */
-    region_t *regions; /* [NUM_BUFS][frags] */
-} mnode_t;
-
-/* A message in flight (hier's leaders): what it carries and the
- * sender's clock when it sent it. */
-typedef struct mmsg {
-    int32_t src, dst, frag, taken;
-    int32_t read; /* its read record on the sender's region */
-    uint64_t tag;
-    region_t data;
-    int32_t *vc;
-} mmsg_t;
-
-typedef struct mcheck {
-    const mrc_program_t *p;
-    int in_place;
-    mnode_t *nodes;
-    read_rec_t *pool;
-    int num_reads, cap_reads;
-    mmsg_t *msgs;
-    int num_msgs, cap_msgs;
-} mcheck_t;
-
-static int frags_of(const mrc_program_t *p, int n)
-{
-    return p->addressing == MRC__ADDR_WHOLE ? 1 : mrc__frag_space(p, n);
-}
-
-/* Send and receive buffers are one in place: a region of SEND is the
- * region of RECV with the same fragment (the offsets agree in every
- * collective's in-place form). */
-static int canon(const mcheck_t *c, int buf)
-{
-    return c->in_place && buf == MRC__BUF_SEND ? MRC__BUF_RECV : buf;
-}
-
-static region_t *region(mcheck_t *c, int u, int buf, int f)
-{
-    const mrc_program_t *p = c->p;
-    int n = p->groups[p->nodes[u].group].size;
-    return &c->nodes[u].regions[(size_t)canon(c, buf) * (size_t)frags_of(p, n) +
-                                (size_t)f];
-}
-
-static int rank_of(const mcheck_t *c, int u)
-{
-    return c->p->nodes[u].rank;
-}
 
 /* The contributions of a region as node u reads it: the input of u for
  * the send buffer not written in place. */
-static region_t value(mcheck_t *c, int u, int buf, int f)
+static mrc__mem_region_t value(mrc__mem_check_t *c, int u, int buf, int f)
 {
     if (buf == MRC__BUF_SEND && !c->in_place) {
-        region_t own = {mrc__mix64((uint64_t)rank_of(c, u)), 1, -1, -1};
+        mrc__mem_region_t own = {mrc__mix64((uint64_t)mrc__mem_rank(c, u)), 1,
+                                 -1, -1};
         return own;
     }
-    return *region(c, u, buf, f);
+    return *mrc__mem_region(c, u, buf, f);
 }
 
 /* u writes region r (its op index idx): every read by a peer must have
  * happened before. */
-static int write_region(mcheck_t *c, int u, region_t *r, int buf, int f)
+static int write_region(mrc__mem_check_t *c, int u, mrc__mem_region_t *r,
+                        int buf, int f)
 {
-    mnode_t *nu = &c->nodes[u];
+    mrc__mem_node_t *nu = &c->nodes[u];
     for (int32_t i = r->reads; i >= 0; i = c->pool[i].next) {
-        const read_rec_t *rr = &c->pool[i];
+        const mrc__mem_read_t *rr = &c->pool[i];
         int peer = c->p->members[c->p->groups[c->p->nodes[u].group]
                                      .first_member +
                                  rr->reader];
@@ -139,14 +70,15 @@ static int write_region(mcheck_t *c, int u, region_t *r, int buf, int f)
     return 0;
 }
 
-static int add_read(mcheck_t *c, region_t *r, int reader, int32_t idx)
+static int add_read(mrc__mem_check_t *c, mrc__mem_region_t *r, int reader,
+                    int32_t idx)
 {
     if (mrc__grow((void **)&c->pool, &c->cap_reads, c->num_reads + 1,
                   sizeof *c->pool)) {
         mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
         return -1;
     }
-    c->pool[c->num_reads] = (read_rec_t){reader, idx, r->reads, -1};
+    c->pool[c->num_reads] = (mrc__mem_read_t){reader, idx, r->reads, -1};
     r->reads = c->num_reads++;
     return 0;
 }
@@ -159,14 +91,14 @@ static void merge(int32_t *into, const int32_t *from, int n)
 }
 
 /* Sets flag f of node u (a copy of its clock, this op included). */
-static int signal_flag(mcheck_t *c, int u, int f, int n)
+static int signal_flag(mrc__mem_check_t *c, int u, int f, int n)
 {
-    mnode_t *nu = &c->nodes[u];
-    if (f >= FLAGS || nu->sig[f]) {
+    mrc__mem_node_t *nu = &c->nodes[u];
+    if (f >= MRC__MEM_FLAGS || nu->sig[f]) {
         mrc__error(MRC_ERR_INVALID_PROGRAM,
                    "node %d signals flag %d twice in one call (or a flag "
                    "past %d)",
-                   u, f % BARRIER_FLAG, BARRIER_FLAG - 1);
+                   u, f % MRC__MEM_BARRIER_FLAG, MRC__MEM_BARRIER_FLAG - 1);
         return -1;
     }
     nu->sig[f] = malloc((size_t)n * sizeof *nu->sig[f]);
@@ -175,21 +107,21 @@ static int signal_flag(mcheck_t *c, int u, int f, int n)
         return -1;
     }
     memcpy(nu->sig[f], nu->vc, (size_t)n * sizeof *nu->vc);
-    nu->sig[f][rank_of(c, u)] = nu->idx + 1;
+    nu->sig[f][mrc__mem_rank(c, u)] = nu->idx + 1;
     return 0;
 }
 
 /* What a GET or RECV of u brings (data), reduced with its local operand
  * if it has one, into its destination: a write of u's. */
-static int deliver(mcheck_t *c, int u, const mrc__op_t *op, int f,
-                   region_t data)
+static int deliver(mrc__mem_check_t *c, int u, const mrc__op_t *op, int f,
+                   mrc__mem_region_t data)
 {
     if (op->local) {
-        region_t l = value(c, u, op->local, f);
+        mrc__mem_region_t l = value(c, u, op->local, f);
         data.sig += l.sig;
         data.count += l.count;
     }
-    region_t *dst = region(c, u, op->dst, f);
+    mrc__mem_region_t *dst = mrc__mem_region(c, u, op->dst, f);
     if (write_region(c, u, dst, op->dst, f) < 0)
         return -1;
     dst->sig = data.sig;
@@ -198,13 +130,13 @@ static int deliver(mcheck_t *c, int u, const mrc__op_t *op, int f,
 }
 
 /* A GET by u: checks the order and moves the contributions. */
-static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
+static int get(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
 {
-    mnode_t *nu = &c->nodes[u];
-    int v = op->peer, vr = rank_of(c, v), f = op->frag;
-    mnode_t *nv = &c->nodes[v];
-    region_t *src = region(c, v, op->src, f);
-    int cb = canon(c, op->src);
+    mrc__mem_node_t *nu = &c->nodes[u];
+    int v = op->peer, vr = mrc__mem_rank(c, v), f = op->frag;
+    mrc__mem_node_t *nv = &c->nodes[v];
+    mrc__mem_region_t *src = mrc__mem_region(c, v, op->src, f);
+    int cb = mrc__mem_canon(c, op->src);
     if (op->src == MRC__BUF_WINDOW) {
         if (src->last_w < 0 || (v != u && nu->vc[vr] <= src->last_w)) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
@@ -224,8 +156,8 @@ static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
                    u, f, v, op->src, v);
         return -1;
     }
-    region_t data = value(c, v, op->src, f);
-    if (v != u && add_read(c, src, rank_of(c, u), nu->idx) < 0)
+    mrc__mem_region_t data = value(c, v, op->src, f);
+    if (v != u && add_read(c, src, mrc__mem_rank(c, u), nu->idx) < 0)
         return -1;
     if (deliver(c, u, op, f, data) < 0)
         return -1;
@@ -235,10 +167,11 @@ static int get(mcheck_t *c, int u, const mrc__op_t *op, int n)
 
 /* The message u's RECV op takes for fragment f, or NULL if not sent
  * yet. A linear search: messages are few (the leaders' hops). */
-static mmsg_t *find_msg(mcheck_t *c, int u, const mrc__op_t *op, int f)
+static mrc__mem_msg_t *find_msg(mrc__mem_check_t *c, int u, const mrc__op_t *op,
+                                int f)
 {
     for (int i = 0; i < c->num_msgs; i++) {
-        mmsg_t *m = &c->msgs[i];
+        mrc__mem_msg_t *m = &c->msgs[i];
         if (!m->taken && m->dst == u && m->src == op->peer &&
             m->tag == op->tag && m->frag == f)
             return m;
@@ -247,11 +180,12 @@ static mmsg_t *find_msg(mcheck_t *c, int u, const mrc__op_t *op, int f)
 }
 
 /* A SEND by u: the region's contributions leave with u's clock. */
-static int send_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
+static int send_msg(mrc__mem_check_t *c, int u, const mrc__op_t *op, int f,
+                    int n)
 {
-    mnode_t *nu = &c->nodes[u];
+    mrc__mem_node_t *nu = &c->nodes[u];
     for (int i = 0; i < c->num_msgs; i++) {
-        const mmsg_t *m = &c->msgs[i];
+        const mrc__mem_msg_t *m = &c->msgs[i];
         if (!m->taken && m->src == u && m->dst == op->peer &&
             m->tag == op->tag && m->frag == f) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
@@ -266,11 +200,11 @@ static int send_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
         mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
         return -1;
     }
-    mmsg_t *m = &c->msgs[c->num_msgs];
-    *m = (mmsg_t){u, op->peer, f, 0, -1, op->tag, value(c, u, op->src, f),
-                  NULL};
-    if (add_read(c, region(c, u, op->src, f), rank_of(c, op->peer),
-                 INT32_MAX) < 0)
+    mrc__mem_msg_t *m = &c->msgs[c->num_msgs];
+    *m = (mrc__mem_msg_t){
+        u, op->peer, f, 0, -1, op->tag, value(c, u, op->src, f), NULL};
+    if (add_read(c, mrc__mem_region(c, u, op->src, f),
+                 mrc__mem_rank(c, op->peer), INT32_MAX) < 0)
         return -1;
     m->read = c->num_reads - 1;
     c->pool[m->read].msg = c->num_msgs;
@@ -280,18 +214,19 @@ static int send_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
         return -1;
     }
     memcpy(m->vc, nu->vc, (size_t)n * sizeof *m->vc);
-    m->vc[rank_of(c, u)] = nu->idx + 1;
+    m->vc[mrc__mem_rank(c, u)] = nu->idx + 1;
     c->num_msgs++;
     return 0;
 }
 
 /* A RECV by u of fragment f: the message's contributions (with the
  * local operand's) into the destination, after the sender's past. */
-static int recv_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
+static int recv_msg(mrc__mem_check_t *c, int u, const mrc__op_t *op, int f,
+                    int n)
 {
-    mmsg_t *m = find_msg(c, u, op, f);
-    mnode_t *nu = &c->nodes[u];
-    region_t data = m->data;
+    mrc__mem_msg_t *m = find_msg(c, u, op, f);
+    mrc__mem_node_t *nu = &c->nodes[u];
+    mrc__mem_region_t data = m->data;
     merge(nu->vc, m->vc, n);
     m->taken = 1;
     c->pool[m->read].idx = nu->idx; /* read by this receive */
@@ -303,16 +238,16 @@ static int recv_msg(mcheck_t *c, int u, const mrc__op_t *op, int f, int n)
 /* A SEND or RECV on every fragment it covers (a receive waits until all
  * of its messages are there, so that it runs whole). */
 /* The fragments an op covers: lo .. hi. */
-static void frag_span(const mcheck_t *c, const mrc__op_t *op, int n, int *lo,
-                      int *hi)
+static void frag_span(const mrc__mem_check_t *c, const mrc__op_t *op, int n,
+                      int *lo, int *hi)
 {
     *lo = op->frag < 0 ? 0 : op->frag;
-    *hi = op->frag < 0   ? frags_of(c->p, n) - 1
+    *hi = op->frag < 0   ? mrc__mem_frags(c->p, n) - 1
           : op->frags > 1 ? op->frag + op->frags - 1
                           : op->frag;
 }
 
-static int step_msg(mcheck_t *c, int u, const mrc__op_t *op, int n)
+static int step_msg(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
 {
     int lo, hi;
     frag_span(c, op, n, &lo, &hi);
@@ -327,11 +262,11 @@ static int step_msg(mcheck_t *c, int u, const mrc__op_t *op, int n)
     return 1;
 }
 
-static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n);
+static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n);
 
 /* Runs u's current op: 1 ran, 0 must wait, -1 error. An op on every
  * fragment (frag -1) runs as one op per fragment. */
-static int step(mcheck_t *c, int u, const mrc__op_t *op, int n)
+static int step(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
 {
     if (op->kind == MRC__SEND || op->kind == MRC__RECV)
         return step_msg(c, u, op, n);
@@ -349,9 +284,9 @@ static int step(mcheck_t *c, int u, const mrc__op_t *op, int n)
     return 1;
 }
 
-static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
+static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
 {
-    mnode_t *nu = &c->nodes[u];
+    mrc__mem_node_t *nu = &c->nodes[u];
     const mrc_program_t *p = c->p;
     const mrc__group_t *g = &p->groups[p->nodes[u].group];
     switch (op->kind) {
@@ -365,7 +300,7 @@ static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
         return 1;
     }
     case MRC__BARRIER: {
-        int f = BARRIER_FLAG + op->flag;
+        int f = MRC__MEM_BARRIER_FLAG + op->flag;
         if (!nu->arrived) {
             if (signal_flag(c, u, f, n) < 0)
                 return -1;
@@ -381,18 +316,18 @@ static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
         return 1;
     }
     case MRC__EXPOSE: {
-        int frags = frags_of(p, n);
+        int frags = mrc__mem_frags(p, n);
         int lo = op->frag < 0 ? 0 : op->frag;
         int hi = op->frag < 0 ? frags - 1 : op->frag;
         if (op->ref) {
-            nu->exposed[canon(c, op->src)] = nu->idx;
-            if (c->in_place && canon(c, op->src) == MRC__BUF_RECV)
+            nu->exposed[mrc__mem_canon(c, op->src)] = nu->idx;
+            if (c->in_place && mrc__mem_canon(c, op->src) == MRC__BUF_RECV)
                 nu->exposed[MRC__BUF_SEND] = nu->idx;
             return 1;
         }
         for (int f = lo; f <= hi; f++) {
-            region_t data = value(c, u, op->src, f);
-            region_t *w = region(c, u, MRC__BUF_WINDOW, f);
+            mrc__mem_region_t data = value(c, u, op->src, f);
+            mrc__mem_region_t *w = mrc__mem_region(c, u, MRC__BUF_WINDOW, f);
             if (write_region(c, u, w, MRC__BUF_WINDOW, f) < 0)
                 return -1;
             w->sig = data.sig;
@@ -403,8 +338,8 @@ static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
     case MRC__GET:
         return get(c, u, op, n) < 0 ? -1 : 1;
     case MRC__COPY: {
-        region_t data = value(c, u, op->src, op->frag);
-        region_t *dst = region(c, u, op->dst, op->frag);
+        mrc__mem_region_t data = value(c, u, op->src, op->frag);
+        mrc__mem_region_t *dst = mrc__mem_region(c, u, op->dst, op->frag);
         if (write_region(c, u, dst, op->dst, op->frag) < 0)
             return -1;
         dst->sig = data.sig;
@@ -412,7 +347,7 @@ static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
         return 1;
     }
     case MRC__SCALE: {
-        region_t *dst = region(c, u, op->dst, op->frag);
+        mrc__mem_region_t *dst = mrc__mem_region(c, u, op->dst, op->frag);
         uint64_t sig = dst->sig, count = dst->count;
         if (write_region(c, u, dst, op->dst, op->frag) < 0)
             return -1;
@@ -430,108 +365,13 @@ static int step_one(mcheck_t *c, int u, const mrc__op_t *op, int n)
     }
 }
 
-/* What output fragment f of node u must hold; 0 if it is not an output. */
-static int expected(const mcheck_t *c, int u, int f, int n, region_t *want)
-{
-    const mrc_program_t *p = c->p;
-    uint64_t all = 0;
-    for (int r = 0; r < n; r++)
-        all += mrc__mix64((uint64_t)r);
-    int block = p->addressing == MRC__ADDR_BLOCK_POS ? f : -1;
-    int rank = rank_of(c, u);
-    switch (p->cfg.collective) {
-    case MRC_ALLREDUCE:
-        *want = (region_t){all, (uint64_t)n, 0, 0};
-        return 1;
-    case MRC_REDUCE_SCATTER:
-        *want = (region_t){all, (uint64_t)n, 0, 0};
-        return block == rank;
-    case MRC_ALLGATHER:
-        *want = (region_t){mrc__mix64((uint64_t)block), 1, 0, 0};
-        return 1;
-    case MRC_REDUCE:
-        *want = (region_t){all, (uint64_t)n, 0, 0};
-        return rank == p->cfg.root;
-    default:
-        *want = (region_t){mrc__mix64((uint64_t)p->cfg.root), 1, 0, 0};
-        return 1;
-    }
-}
 
-static uint64_t frag_len(const mrc_program_t *p, int f, int n)
-{
-    uint64_t len = p->cfg.count, parts = (uint64_t)mrc__frag_space(p, n);
-    if (p->addressing == MRC__ADDR_CELLS) {
-        int hosts = mrc__program_hosts(p);
-        uint64_t start, flen;
-        mrc__cells_range(0, len, n / hosts, hosts, f, 1, &start, &flen);
-        return flen;
-    }
-    if (p->addressing != MRC__ADDR_SPLIT)
-        return len;
-    return len / parts + ((uint64_t)f < len % parts);
-}
-
-static mrc_status_t check_end(mcheck_t *c)
-{
-    const mrc_program_t *p = c->p;
-    for (int i = 0; i < c->num_msgs; i++)
-        if (!c->msgs[i].taken)
-            return mrc__error(MRC_ERR_INVALID_PROGRAM,
-                              "node %d sends node %d a message (tag %llx) "
-                              "that it never receives",
-                              c->msgs[i].src, c->msgs[i].dst,
-                              (unsigned long long)c->msgs[i].tag);
-    for (int u = 0; u < p->num_nodes; u++) {
-        int gi = p->nodes[u].group;
-        if (gi < 0)
-            continue;
-        int n = p->groups[gi].size, frags = frags_of(p, n);
-        mnode_t *nu = &c->nodes[u];
-        /* No peer reads this node's buffers once it has left. */
-        for (int b = MRC__BUF_SEND; b < MRC__BUF_WINDOW; b++)
-            for (int f = 0; f < frags; f++) {
-                region_t *r = &nu->regions[(size_t)b * (size_t)frags +
-                                           (size_t)f];
-                /* (a message's read ends before its sender leaves: the
-                 * executor waits for its sends) */
-                for (int32_t i = r->reads; i >= 0; i = c->pool[i].next)
-                    if (c->pool[i].msg < 0 &&
-                        nu->vc[c->pool[i].reader] <= c->pool[i].idx)
-                        return mrc__error(
-                            MRC_ERR_INVALID_PROGRAM,
-                            "%snode %d may leave the call while rank %d "
-                            "still reads fragment %d of its buffer %d",
-                            c->in_place ? "in place: " : "", u,
-                            c->pool[i].reader, f, b);
-            }
-        for (int f = 0; f < frags; f++) {
-            region_t want;
-            if (!expected(c, u, f, n, &want) || frag_len(p, f, n) == 0)
-                continue;
-            region_t have = *region(c, u, MRC__BUF_RECV, f);
-            if (have.count != want.count || have.sig != want.sig)
-                return mrc__error(
-                    MRC_ERR_INVALID_PROGRAM,
-                    "%snode %d (rank %d), fragment %d: the output holds %llu "
-                    "contributions where it needs %llu%s",
-                    c->in_place ? "in place: " : "", u, rank_of(c, u), f,
-                    (unsigned long long)have.count,
-                    (unsigned long long)want.count,
-                    have.count == want.count
-                        ? " (some node's twice, another's missing)"
-                        : "");
-        }
-    }
-    return MRC_OK;
-}
-
-static void free_check(mcheck_t *c)
+static void free_check(mrc__mem_check_t *c)
 {
     for (int u = 0; c->nodes && u < c->p->num_nodes; u++) {
         free(c->nodes[u].vc);
         free(c->nodes[u].regions);
-        for (int f = 0; f < FLAGS; f++)
+        for (int f = 0; f < MRC__MEM_FLAGS; f++)
             free(c->nodes[u].sig[f]);
     }
     free(c->nodes);
@@ -541,7 +381,7 @@ static void free_check(mcheck_t *c)
     free(c->msgs);
 }
 
-static mrc_status_t setup(mcheck_t *c)
+static mrc_status_t setup(mrc__mem_check_t *c)
 {
     const mrc_program_t *p = c->p;
     c->nodes = calloc((size_t)p->num_nodes + 1, sizeof *c->nodes);
@@ -552,48 +392,49 @@ static mrc_status_t setup(mcheck_t *c)
         if (gi < 0)
             continue;
         const mrc__group_t *g = &p->groups[gi];
-        int n = g->size, frags = frags_of(p, n);
-        if (n > MEMORY_MAX_GROUP)
+        int n = g->size, frags = mrc__mem_frags(p, n);
+        if (n > MRC__MEM_MAX_GROUP)
             return mrc__error(MRC_ERR_UNSUPPORTED,
                               "group %d has %d nodes: programs that read "
                               "peers' memory are checked up to %d",
-                              gi, n, MEMORY_MAX_GROUP);
+                              gi, n, MRC__MEM_MAX_GROUP);
         if (g->num_streams != 1)
             return mrc__error(MRC_ERR_INVALID_PROGRAM,
                               "group %d: a program with memory instructions "
                               "has one stream a group, not %d",
                               gi, g->num_streams);
-        mnode_t *nu = &c->nodes[u];
+        mrc__mem_node_t *nu = &c->nodes[u];
         nu->vc = calloc((size_t)n, sizeof *nu->vc);
-        nu->regions = calloc((size_t)NUM_BUFS * (size_t)frags,
+        nu->regions = calloc((size_t)MRC__MEM_NUM_BUFS * (size_t)frags,
                              sizeof *nu->regions);
         if (!nu->vc || !nu->regions)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
-        for (int b = 0; b < NUM_BUFS; b++)
+        for (int b = 0; b < MRC__MEM_NUM_BUFS; b++)
             nu->exposed[b] = -1;
-        for (int i = 0; i < NUM_BUFS * frags; i++) {
+        for (int i = 0; i < MRC__MEM_NUM_BUFS * frags; i++) {
             nu->regions[i].last_w = -1;
             nu->regions[i].reads = -1;
         }
         if (c->in_place) /* the receive buffer starts as the input */
             for (int f = 0; f < frags; f++) {
-                region_t *r = &nu->regions[(size_t)MRC__BUF_RECV * frags + f];
+                mrc__mem_region_t *r =
+                    &nu->regions[(size_t)MRC__BUF_RECV * frags + f];
                 r->sig = mrc__mix64((uint64_t)p->nodes[u].rank);
                 r->count = 1;
             }
-        mrc__chain_begin(&nu->cur.it, p, u, g->first_stream, 0, 1, c->in_place);
+        mrc__cursor_begin(&nu->cur, p, u, g->first_stream, 0, 1, c->in_place);
     }
     return MRC_OK;
 }
 
-static mrc_status_t run(mcheck_t *c)
+static mrc_status_t run(mrc__mem_check_t *c)
 {
     const mrc_program_t *p = c->p;
     mrc_status_t st = MRC_OK;
     for (int moved = 1; moved;) {
         moved = 0;
         for (int u = 0; u < p->num_nodes; u++) {
-            mnode_t *nu = &c->nodes[u];
+            mrc__mem_node_t *nu = &c->nodes[u];
             if (p->nodes[u].group < 0 || nu->cur.done)
                 continue;
             int n = p->groups[p->nodes[u].group].size;
@@ -610,14 +451,14 @@ static mrc_status_t run(mcheck_t *c)
                     return MRC_ERR_INVALID_PROGRAM;
                 if (r == 0)
                     break;
-                nu->vc[rank_of(c, u)] = ++nu->idx;
-                nu->cur.has_op = 0;
+                nu->vc[mrc__mem_rank(c, u)] = ++nu->idx;
+                mrc__cursor_take(&nu->cur);
                 moved = 1;
             }
         }
     }
     for (int u = 0; u < p->num_nodes; u++) {
-        const mnode_t *nu = &c->nodes[u];
+        const mrc__mem_node_t *nu = &c->nodes[u];
         if (p->nodes[u].group >= 0 && !nu->cur.done)
             return mrc__error(MRC_ERR_INVALID_PROGRAM,
                               "deadlock: node %d waits for %s of node %d, "
@@ -628,13 +469,13 @@ static mrc_status_t run(mcheck_t *c)
                                                               : "a flag",
                               nu->cur.op.peer);
     }
-    return check_end(c);
+    return mrc__check_memory_end(c);
 }
 
 mrc_status_t mrc__check_memory_program(const mrc_program_t *p)
 {
     for (int in_place = 0; in_place < 2; in_place++) {
-        mcheck_t c;
+        mrc__mem_check_t c;
         memset(&c, 0, sizeof c);
         c.p = p;
         c.in_place = in_place;

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "program_internal.h"
+#include "ring_math.h"
 
 /* Contributions of a region: positions lo .. lo + len - 1 (mod N)
  * relative to the node holding it; len 0: none. */
@@ -54,12 +55,6 @@ typedef struct prover {
     run_t *recv, *scratch; /* [N]: per relative fragment */
     mrc__msgmap_t sent;    /* tag -> w[0] fragment, w[1] lo, w[2] len */
 } prover_t;
-
-static int mod_n(long a, int n)
-{
-    long r = a % n;
-    return (int)(r < 0 ? r + n : r);
-}
 
 int mrc__symbolic_applies(const mrc_program_t *p)
 {
@@ -109,9 +104,9 @@ static int join(run_t a, run_t b, int n, run_t *out)
     }
     if (a.len + b.len > n)
         return -1;
-    if (mod_n((long)a.lo + a.len, n) == b.lo)
+    if (mrc__ring_mod((long)a.lo + a.len, n) == b.lo)
         *out = (run_t){a.lo, a.len + b.len};
-    else if (mod_n((long)b.lo + b.len, n) == a.lo)
+    else if (mrc__ring_mod((long)b.lo + b.len, n) == a.lo)
         *out = (run_t){b.lo, a.len + b.len};
     else
         return -1;
@@ -158,14 +153,14 @@ static mrc_status_t recv_op(prover_t *v, const mrc__op_t *op)
                           v->node, v->k, op->step, op->ring_peer,
                           (unsigned long long)op->tag);
     const mrc__msg_t *m = &v->sent.pool[*link];
-    int f = mod_n((long)m->w[0] - 1, v->n);
+    int f = mrc__ring_mod((long)m->w[0] - 1, v->n);
     if (f != op->frag)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "node %d, stream %d, step %d: receives fragment "
                           "%d from node %d, which sends fragment %d",
                           v->node, v->k, op->step, op->frag, op->ring_peer,
                           f);
-    run_t in = {mod_n((long)m->w[1] - 1, v->n), (int32_t)m->w[2]};
+    run_t in = {mrc__ring_mod((long)m->w[1] - 1, v->n), (int32_t)m->w[2]};
     mrc__msgmap_remove(&v->sent, link);
     if (op->local && join(in, get(v, op->local, op->frag), v->n, &in))
         return beyond(v, op, "a reduction whose contributions are not "

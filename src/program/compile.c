@@ -18,79 +18,100 @@
  *   allgather           for s in 0..N-2: send frag (pos-s); recv (pos-s-1)
  *   reduce              a chain from the root's successor round to the root
  *   broadcast           a chain from the root round to its predecessor
+ *
+ * The rings' allreduce on one ring of N = 4 (pos 0 -> 1 -> 2 -> 3 -> 0),
+ * each node's slice cut in fragments 0..3; "2:301" is fragment 2 holding
+ * the parts of nodes 3, 0 and 1. Reduce-scatter, step s: send fragment
+ * pos - s, receive fragment pos - s - 1 and add the own part:
+ *
+ *   s   pos 0        pos 1        pos 2        pos 3
+ *   0   recv 3:30    recv 0:01    recv 1:12    recv 2:23
+ *   1   recv 2:230   recv 3:301   recv 0:012   recv 1:123
+ *   2   recv 1:1230  recv 2:2301  recv 3:3012  recv 0:0123
+ *
+ * Node pos then holds fragment pos + 1 whole (avg divides it by N there);
+ * the allgather sends fragment pos + 1 - s and receives pos - s, a copy,
+ * so that after N - 1 more steps every node holds every fragment.
+ *
+ * Accepts: any embedding (rings of any length, one stream a direction of
+ * each ring, the data split by the rings' shares; routed hops relayed by
+ * the nodes between), a group of one node (a copy), any count (a stream
+ * may carry nothing, a fragment may be empty), every dtype and op.
+ * Limits: 2 (N - 1) steps for allreduce, so latency grows with the
+ * group; each node sends 2 (N - 1) / N of its slice, the bandwidth
+ * bound. Programs of other families: direct.c, tree.c, hier.c.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "program_internal.h"
-
-#define I(op_, pred_, lo_, hi_, fp_, fs_, fc_, a_, b_, local_, flags_)      \
-    {(op_), (pred_), (lo_), (hi_), (fp_), (fs_), (fc_), (a_), (b_), (local_), \
-     (flags_), 0, 0, 0, 0, 0, 0, 0, 0}
-/* A chain's transfer at step (rel + st_) mod N. */
-#define C(op_, pred_, lo_, hi_, a_, b_, local_, st_)                         \
-    {(op_), (pred_), (lo_), (hi_), 0, 0, 0, (a_), (b_), (local_), W, 1, (st_), \
-     0, 0, 0, 0, 0, 0}
-
-enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
-       SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
-       NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE };
+#include "template.h"
+#include "ring_math.h"
 
 static const mrc__insn_t code_allreduce[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, SB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    {.op = PORTS},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = RB, .local = SB},
+    {.op = END},
+    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .frag_const = 1, .buf_a = RB,
+     .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
 };
 
 static const mrc__insn_t code_reduce_scatter[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, XB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, XB, SB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 1, 0, 1, SB, RB, NB, 0),
+    {.op = PORTS},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = XB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = XB, .local = SB},
+    {.op = END},
+    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .frag_const = 1,
+     .buf_a = SB, .buf_b = RB},
 };
 
 static const mrc__insn_t code_allgather[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    I(MRC__OP_LOOP, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, SB, RB, NB, 0),
-    I(MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, NB, 0),
-    I(MRC__OP_END, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
+    {.op = PORTS},
+    {.op = COPY, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+     .buf_b = RB},
+    {.op = END},
 };
 
 /* The reduce chain: rel x sends at step x-1, receives at step x-2. */
 static const mrc__insn_t code_reduce[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    C(MRC__OP_SEND, EQ, 1, 0, SB, SB, NB, -1),
-    C(MRC__OP_RECV, IN, 2, -1, XB, XB, SB, -2),
-    C(MRC__OP_SEND, IN, 2, -1, XB, XB, NB, -1),
-    C(MRC__OP_RECV, EQ, 0, 0, RB, RB, SB, -2),
-    I(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
-    I(MRC__OP_COPY, MRC__PRED_ALONE, 0, 0, 0, 0, 0, SB, RB, NB, W),
+    {.op = PORTS},
+    {.op = SEND, .pred = EQ, .pred_lo = 1, .buf_a = SB, .buf_b = SB, .flags = W,
+     .step_rel = 1, .step_const = -1},
+    {.op = RECV, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
+     .buf_b = XB, .local = SB, .flags = W, .step_rel = 1, .step_const = -2},
+    {.op = SEND, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
+     .buf_b = XB, .flags = W, .step_rel = 1, .step_const = -1},
+    {.op = RECV, .pred = EQ, .buf_a = RB, .buf_b = RB, .local = SB, .flags = W,
+     .step_rel = 1, .step_const = -2},
+    {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
 };
 
 /* The broadcast chain: rel x sends at step x, receives at step x-1. */
 static const mrc__insn_t code_broadcast[] = {
-    I(MRC__OP_PORTS, ALW, 0, 0, 0, 0, 0, NB, NB, NB, 0),
-    I(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    C(MRC__OP_SEND, EQ, 0, 0, SB, SB, NB, 0),
-    C(MRC__OP_RECV, IN, 1, -1, RB, RB, NB, -1),
-    C(MRC__OP_SEND, IN, 1, -2, RB, RB, NB, 0),
+    {.op = PORTS},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SEND, .pred = EQ, .buf_a = SB, .buf_b = SB, .flags = W,
+     .step_rel = 1},
+    {.op = RECV, .pred = IN, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,
+     .buf_b = RB, .flags = W, .step_rel = 1, .step_const = -1},
+    {.op = SEND, .pred = IN, .pred_lo = 1, .pred_hi = -2, .buf_a = RB,
+     .buf_b = RB, .flags = W, .step_rel = 1},
 };
-
-#undef I
-#undef C
 
 static const struct {
     const mrc__insn_t *code;
@@ -202,7 +223,24 @@ static void split_slices(const mrc_embedding_t *e, int g, uint64_t len,
 }
 
 /* Stores the route of a hop (reversed when the stream runs against the
- * ring) in the route pool; returns its index. */
+ * ring) in the route pool; returns its index.
+ *
+ * The reversed ring's ports. Hop i runs nodes[i] -> nodes[i+1] along a
+ * route r0 .. rk: ports[j] is the port r(j) leaves by, in_ports[j] the
+ * port r(j+1) arrives on. A link is full duplex with the same port at
+ * each end both ways, so walked backwards a node leaves by the port the
+ * forward walk arrived on and arrives on the one it left by:
+ *
+ *   forward   r0 ==ports[0]=> r1 ==ports[1]=> ... ==ports[k-1]=> rk
+ *   reversed  rk ==in_ports[k-1]=> ... ==in_ports[1]=> r1 ==in_ports[0]=> r0
+ *
+ * So in a reversed stream the node at ring index i sends on hop i - 1
+ * from its far end (out_port: that hop's in_ports[k-1]) and receives on
+ * hop i at its near end (in_port: hop i's ports[0]); see fill_entry and
+ * mrc__ring_out_hop.
+ * Accepts: direct and routed hops. Limits: a port names both directions
+ * of its link (the topology's model); a link that differed by direction
+ * would need its own ports for each. */
 static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
 {
     int r = p->num_routes++, len = h->route_len;
@@ -210,7 +248,7 @@ static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
     p->route_ports[base + len - 1] = -1; /* the last node sends nothing */
     p->route_in_ports[base] = -1;        /* the first receives nothing */
     for (int j = 0; j < len; j++) {
-        int i = reversed ? len - 1 - j : j;
+        int i = mrc__route_index(j, len, reversed);
         p->route_nodes[base + j] = h->route[i];
         if (j + 1 < len)
             p->route_ports[base + j] = reversed ? h->in_ports[i - 1]
@@ -245,14 +283,11 @@ mrc_status_t mrc__program_compile_group(const mrc_embedding_t *e,
     return st;
 }
 
-mrc_status_t mrc__program_build(const mrc_embedding_t *e,
-                                const mrc_compile_config_t *cfg, int only,
-                                mrc_program_t **out)
+/* The arguments of a compile: known collective, type, operator and
+ * count, an existing group, a root that is a rank of every group. */
+static mrc_status_t check_args(const mrc_embedding_t *e,
+                               const mrc_compile_config_t *cfg, int only)
 {
-    if (!out)
-        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
-                                               "NULL");
-    *out = NULL;
     if (!e || !cfg)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "mrc_program_compile: NULL argument");
@@ -268,9 +303,7 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     if (cfg->count > ((uint64_t)1 << 48))
         return mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
                           cfg->count);
-    const mrc_topo_t *t = mrc_embed_topology(e);
-    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
-    int ng = only >= 0 ? 1 : eg;
+    int eg = mrc_embed_num_groups(e);
     if (only >= eg)
         return mrc__error(MRC_ERR_INVALID_ARG, "no group %d", only);
     int rooted = cfg->collective == MRC_REDUCE ||
@@ -284,10 +317,21 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
                               "root %d is not a rank of group %d (%d nodes)",
                               cfg->root, g, size);
     }
+    return MRC_OK;
+}
 
+/* The families other than the rings (direct.c); *done 0 for the rings. */
+static mrc_status_t build_family(const mrc_embedding_t *e,
+                                 const mrc_compile_config_t *cfg, int only,
+                                 mrc_program_t **out, int *done)
+{
+    int rooted = cfg->collective == MRC_REDUCE ||
+                 cfg->collective == MRC_BROADCAST;
+    *done = 1;
     switch (cfg->algo) {
     case MRC_ALGO_RINGS:
-        break;
+        *done = 0;
+        return MRC_OK;
     case MRC_ALGO_DIRECT1:
     case MRC_ALGO_DIRECT2:
     case MRC_ALGO_TREE:
@@ -310,6 +354,155 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown algorithm %d",
                           (int)cfg->algo);
     }
+}
+
+/* The table sizes of the rings' program: streams, members, node entries
+ * and the route pool into p; ring-order entries and routes out. */
+static void count_sizes(const mrc_embedding_t *e, int only, mrc_program_t *p,
+                        int *order, int *routes)
+{
+    int ns = 0, members = 0, entries = 0, pool = 0;
+    *order = *routes = 0;
+    for (int g = 0; g < mrc_embed_num_groups(e); g++) {
+        if (only >= 0 && g != only)
+            continue;
+        int size = mrc_embed_group_nodes(e, g, NULL);
+        members += size;
+        int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
+                                                      stream of itself */
+        *routes += gs;
+        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
+            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
+            int dirs = ring->bidirectional ? 2 : 1;
+            gs += dirs;
+            for (int i = 0; i < ring->size; i++)
+                pool += dirs * ring->hops[i].route_len;
+            *routes += dirs * ring->size;
+        }
+        ns += gs;
+        entries += gs * size;
+        *order += gs * size;
+    }
+    p->num_streams = ns;
+    p->num_members = members;
+    p->num_entries = entries;
+    p->route_pool_len = pool;
+}
+
+/* Where the tables are being filled: the next stream, member, node
+ * entry and ring-order entry. */
+typedef struct fill {
+    int k, m, entry, ord;
+} fill_t;
+
+/* Node u's entry at position pos of stream k, ring direction d of
+ * `ring` (first: the group's first stream). */
+static void fill_entry(mrc_program_t *p, const mrc_ring_t *ring, int d,
+                       int pos, const fill_t *at, int first, int size)
+{
+    int k = at->k, n = ring->size;
+    int u = p->ring_order[at->ord + pos];
+    int rank = p->nodes[u].rank;
+    if ((p->cfg.collective == MRC_REDUCE ||
+         p->cfg.collective == MRC_BROADCAST) &&
+        rank == p->cfg.root)
+        p->streams[k].root_pos = pos;
+    /* The entry of (u, k): entries of a group are laid out stream-major:
+     * first_entry + stream index * size. */
+    mrc__node_stream_t *ns_ =
+        &p->node_streams[at->entry + (k - first) * size + rank];
+    ns_->pos = pos;
+    ns_->next = p->ring_order[at->ord + mrc__ring_next(pos, n)];
+    ns_->prev = p->ring_order[at->ord + mrc__ring_prev(pos, n)];
+    /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward: u = nodes[i]
+     * leaves by hop i and is entered by hop i-1. Reversed: u leaves by
+     * hop i-1 backwards and is entered by hop i backwards. */
+    int i = mrc__ring_index(pos, n, d);
+    const mrc_hop_t *out_hop = &ring->hops[mrc__ring_out_hop(i, n, d)];
+    const mrc_hop_t *in_hop = &ring->hops[mrc__ring_in_hop(i, n, d)];
+    int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
+    ns_->out_port = d ? out_hop->in_ports[ol - 1] : out_hop->ports[0];
+    ns_->in_port = d ? in_hop->ports[0] : in_hop->in_ports[il - 1];
+    ns_->route = n > 1 ? add_route(p, out_hop, d) : -1;
+}
+
+/* The streams of embedding group eg as program group g: each ring one
+ * way or both, or a lone node's one stream of itself. */
+static void fill_streams(mrc_program_t *p, const mrc_embedding_t *e, int eg,
+                         int g, const int *gnodes, int size, fill_t *at)
+{
+    int first = at->k;
+    for (int r = 0; r < mrc_embed_num_rings(e, eg); r++) {
+        const mrc_ring_t *ring = mrc_embed_ring(e, eg, r);
+        for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, at->k++) {
+            mrc__stream_t *st = &p->streams[at->k];
+            st->group = g;
+            st->ring = r;
+            st->reversed = d;
+            p->ring_first[at->k] = at->ord;
+            int n = ring->size;
+            for (int pos = 0; pos < n; pos++)
+                p->ring_order[at->ord + pos] =
+                    ring->nodes[mrc__ring_index(pos, n, d)];
+            for (int pos = 0; pos < n; pos++)
+                fill_entry(p, ring, d, pos, at, first, size);
+            at->ord += n;
+        }
+    }
+    if (at->k == first) { /* a lone node: one stream, the whole slice */
+        mrc__stream_t *st = &p->streams[at->k];
+        st->group = g;
+        st->slice_off = 0;
+        st->slice_len = p->cfg.count;
+        p->ring_first[at->k] = at->ord;
+        p->ring_order[at->ord++] = gnodes[0];
+        mrc__node_stream_t *ns_ = &p->node_streams[at->entry];
+        ns_->next = ns_->prev = gnodes[0];
+        ns_->out_port = ns_->in_port = ns_->route = -1;
+        at->k++;
+    }
+}
+
+/* Group g of the program from group eg of the embedding: its members,
+ * its slices and its streams. */
+static void fill_group(mrc_program_t *p, const mrc_embedding_t *e, int eg,
+                       int g, fill_t *at)
+{
+    const int *gnodes;
+    int size = mrc_embed_group_nodes(e, eg, &gnodes);
+    mrc__group_t *gr = &p->groups[g];
+    gr->size = size;
+    gr->first_stream = at->k;
+    gr->first_member = at->m;
+    for (int i = 0; i < size; i++) {
+        p->members[at->m + i] = gnodes[i];
+        p->nodes[gnodes[i]].group = g;
+        p->nodes[gnodes[i]].rank = i;
+        p->nodes[gnodes[i]].first_entry = at->entry + i;
+    }
+    at->m += size;
+    split_slices(e, eg, p->cfg.count, &p->streams[at->k]);
+    fill_streams(p, e, eg, g, gnodes, size, at);
+    gr->num_streams = at->k - gr->first_stream;
+    at->entry += gr->num_streams * size;
+}
+
+mrc_status_t mrc__program_build(const mrc_embedding_t *e,
+                                const mrc_compile_config_t *cfg, int only,
+                                mrc_program_t **out)
+{
+    if (!out)
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_compile: out is "
+                                               "NULL");
+    *out = NULL;
+    int done;
+    mrc_status_t st = check_args(e, cfg, only);
+    if (st == MRC_OK)
+        st = build_family(e, cfg, only, out, &done);
+    if (st != MRC_OK || done)
+        return st;
+    const mrc_topo_t *t = mrc_embed_topology(e);
+    int eg = mrc_embed_num_groups(e), nn = mrc_topo_num_nodes(t);
     mrc_program_t *p = calloc(1, sizeof *p);
     if (!p)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -317,39 +510,14 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
     p->cfg.hosts = 0; /* only hier has hosts */
     if (p->cfg.chunk_bytes == 0)
         p->cfg.chunk_bytes = MRC_DEFAULT_CHUNK_BYTES;
-    if (!rooted)
+    if (cfg->collective != MRC_REDUCE && cfg->collective != MRC_BROADCAST)
         p->cfg.root = 0;
     p->addressing = templates[cfg->collective].addressing;
     p->code_len = templates[cfg->collective].len;
     p->num_nodes = nn;
-    p->num_groups = ng;
-
-    /* Sizes first: streams, members, node entries, route pool. */
-    int ns = 0, members = 0, entries = 0, pool = 0, routes = 0, order = 0;
-    for (int g = 0; g < eg; g++) {
-        if (only >= 0 && g != only)
-            continue;
-        int size = mrc_embed_group_nodes(e, g, NULL);
-        members += size;
-        int gs = mrc_embed_num_rings(e, g) == 0; /* a lone node: one
-                                                      stream of itself */
-        routes += gs;
-        for (int r = 0; r < mrc_embed_num_rings(e, g); r++) {
-            const mrc_ring_t *ring = mrc_embed_ring(e, g, r);
-            int dirs = ring->bidirectional ? 2 : 1;
-            gs += dirs;
-            for (int i = 0; i < ring->size; i++)
-                pool += dirs * ring->hops[i].route_len;
-            routes += dirs * ring->size;
-        }
-        ns += gs;
-        entries += gs * size;
-        order += gs * size;
-    }
-    p->num_streams = ns;
-    p->num_members = members;
-    p->num_entries = entries;
-    p->route_pool_len = pool;
+    p->num_groups = only >= 0 ? 1 : eg;
+    int order, routes;
+    count_sizes(e, only, p, &order, &routes);
     if (mrc__program_alloc(p, order, routes) != MRC_OK) {
         mrc_program_destroy(p);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory compiling");
@@ -361,85 +529,10 @@ mrc_status_t mrc__program_build(const mrc_embedding_t *e,
         p->nodes[u].rank = -1;
         p->nodes[u].num_ports = mrc_topo_num_ports(t, u);
     }
-
-    int k = 0, m = 0, entry = 0, ord = 0;
-    for (int eg_i = 0, g = 0; eg_i < eg; eg_i++) {
-        if (only >= 0 && eg_i != only)
-            continue;
-        const int *gnodes;
-        int size = mrc_embed_group_nodes(e, eg_i, &gnodes);
-        mrc__group_t *gr = &p->groups[g];
-        gr->size = size;
-        gr->first_stream = k;
-        gr->first_member = m;
-        for (int i = 0; i < size; i++) {
-            p->members[m + i] = gnodes[i];
-            p->nodes[gnodes[i]].group = g;
-            p->nodes[gnodes[i]].rank = i;
-            p->nodes[gnodes[i]].first_entry = entry + i;
-        }
-        m += size;
-        split_slices(e, eg_i, cfg->count, &p->streams[k]);
-        int first = k;
-        for (int r = 0; r < mrc_embed_num_rings(e, eg_i); r++) {
-            const mrc_ring_t *ring = mrc_embed_ring(e, eg_i, r);
-            for (int d = 0; d < (ring->bidirectional ? 2 : 1); d++, k++) {
-                mrc__stream_t *st = &p->streams[k];
-                st->group = g;
-                st->ring = r;
-                st->reversed = d;
-                p->ring_first[k] = ord;
-                int n = ring->size;
-                for (int pos = 0; pos < n; pos++)
-                    p->ring_order[ord + pos] =
-                        ring->nodes[d ? (n - pos) % n : pos];
-                for (int pos = 0; pos < n; pos++) {
-                    int u = p->ring_order[ord + pos];
-                    int rank = p->nodes[u].rank;
-                    if (rooted && rank == cfg->root)
-                        st->root_pos = pos;
-                    /* The entry of (u, k): entries of a group are laid out
-                     * stream-major: first_entry + stream index * size. */
-                    mrc__node_stream_t *ns_ = &p->node_streams
-                        [entry + (k - first) * size + rank];
-                    ns_->pos = pos;
-                    ns_->next = p->ring_order[ord + (pos + 1) % n];
-                    ns_->prev = p->ring_order[ord + (pos + n - 1) % n];
-                    /* Ring hop i runs nodes[i] -> nodes[i+1]. Forward:
-                     * u = nodes[i] leaves by hop i and is entered by hop
-                     * i-1. Reversed: u leaves by hop i-1 backwards and is
-                     * entered by hop i backwards. */
-                    int i = d ? (n - pos) % n : pos;
-                    const mrc_hop_t *out_hop =
-                        &ring->hops[d ? (i + n - 1) % n : i];
-                    const mrc_hop_t *in_hop =
-                        &ring->hops[d ? i : (i + n - 1) % n];
-                    int ol = out_hop->route_len - 1, il = in_hop->route_len - 1;
-                    ns_->out_port = d ? out_hop->in_ports[ol - 1]
-                                      : out_hop->ports[0];
-                    ns_->in_port = d ? in_hop->ports[0]
-                                     : in_hop->in_ports[il - 1];
-                    ns_->route = n > 1 ? add_route(p, out_hop, d) : -1;
-                }
-                ord += n;
-            }
-        }
-        if (k == first) { /* a lone node: one stream, the whole slice */
-            mrc__stream_t *st = &p->streams[k];
-            st->group = g;
-            st->slice_off = 0;
-            st->slice_len = cfg->count;
-            p->ring_first[k] = ord;
-            p->ring_order[ord++] = gnodes[0];
-            mrc__node_stream_t *ns_ = &p->node_streams[entry];
-            ns_->next = ns_->prev = gnodes[0];
-            ns_->out_port = ns_->in_port = ns_->route = -1;
-            k++;
-        }
-        gr->num_streams = k - first;
-        entry += gr->num_streams * size;
-        g++;
-    }
+    fill_t at = {0, 0, 0, 0};
+    for (int eg_i = 0, g = 0; eg_i < eg; eg_i++)
+        if (only < 0 || eg_i == only)
+            fill_group(p, e, eg_i, g++, &at);
     *out = p;
     return MRC_OK;
 }

@@ -32,245 +32,241 @@
  * every rank, as they do on the rings.
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
+ *
+ * direct1's allreduce, N = 3 (x_r: rank r's input, W_r: its window):
+ * every rank copies x_r to W_r and signals; then for s = 0 .. N-1 it
+ * waits for rank s's flag and adds W_s, so every rank sums in rank order
+ * and ends with the same bits:
+ *
+ *   rank  expose     s = 0      s = 1           s = 2
+ *   0     W_0 = x_0  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *   1     W_1 = x_1  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *   2     W_2 = x_2  r = x_0    r = x_0 + x_1   r = x_0 + x_1 + x_2
+ *
+ * direct2's allreduce, N = 3, x_r[b] block b of rank r's input: rank b
+ * reduces block b, its own first, then round the ranks from b + 1 (step
+ * 1), exposes it, and gets the other blocks from their ranks (step 2):
+ *
+ *   rank  step 1: r[b] =                    step 2: gets
+ *   0     x_0[0] + x_1[0] + x_2[0]          r[1] from 1, r[2] from 2
+ *   1     x_1[1] + x_2[1] + x_0[1]          r[2] from 2, r[0] from 0
+ *   2     x_2[2] + x_0[2] + x_1[2]          r[0] from 0, r[1] from 1
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "program_internal.h"
-
-enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
-       ALONE = MRC__PRED_ALONE, SB = MRC__BUF_SEND, RB = MRC__BUF_RECV,
-       XB = MRC__BUF_SCRATCH, WB = MRC__BUF_WINDOW, NB = MRC__BUF_NONE,
-       W = MRC__INSN_WHOLE, REF = MRC__INSN_REF, ALL = MRC__INSN_ALL,
-       ACC = MRC__INSN_ACC };
-
-/* Instructions by name. Fragments: f = fp * pos + fs * s + fc; peers:
- * root_pos + pp * rel + ps * s + pc (rel = pos - root_pos). */
-#define OP(o, pr, lo, hi, fp, fs, fc, a, b, l, fl)                           \
-    {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),            \
-     .frag_pos = (fp), .frag_step = (fs), .frag_const = (fc), .buf_a = (a), \
-     .buf_b = (b), .local = (l), .flags = (fl)}
-#define LOOP(extra) {.op = MRC__OP_LOOP, .loop_extra = (extra)}
-#define END {.op = MRC__OP_END}
-#define SIGNAL(pr, lo, hi, f)                                                \
-    {.op = MRC__OP_SIGNAL, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),  \
-     .flag = (f)}
-#define WAIT(...) WAIT_(__VA_ARGS__)
-#define WAIT_(pr, lo, hi, pp, ps, pc, f)                                      \
-    {.op = MRC__OP_WAIT, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),    \
-     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .flag = (f)}
-#define GET(...) GET_(__VA_ARGS__)
-#define GET_(pr, lo, hi, fp, fs, fc, pp, ps, pc, a, b, l, fl)                 \
-    {.op = MRC__OP_GET, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),     \
-     .frag_pos = (fp), .frag_step = (fs), .frag_const = (fc),              \
-     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .buf_a = (a), \
-     .buf_b = (b), .local = (l), .flags = (fl)}
-#define BARRIER(f) {.op = MRC__OP_BARRIER, .flag = (f)}
-/* The peer pos + s + 1 (round the ranks from the next), and rank s. */
-#define NEXT_S 1, 1, 1
-#define RANK_S 0, 1, 0
-#define ROOT 0, 0, 0
+#include "template.h"
+#include "ring_math.h"
 
 /* ---- direct1 ------------------------------------------------------------ */
 
 /* Every input into the window; rank s's added in rank order. */
 static const mrc__insn_t d1_allreduce[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, W),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(1),
-    WAIT(ALW, 0, 0, RANK_S, 0),
-    GET(ALW, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
-    END,
-    OP(MRC__OP_SCALE, ALW, 0, 0, 0, 0, 0, NB, RB, NB, W),
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = SIGNAL},
+    {.op = LOOP, .loop_extra = 1},
+    {.op = WAIT, RANK_S},
+    {.op = GET, .buf_a = WB, .buf_b = RB, .flags = W | ACC, RANK_S},
+    {.op = END},
+    {.op = SCALE, .buf_b = RB, .flags = W},
 };
 
 static const mrc__insn_t d1_reduce[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, W),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(1),
-    WAIT(EQ, 0, 0, RANK_S, 0),
-    GET(EQ, 0, 0, 0, 0, 0, RANK_S, WB, RB, NB, W | ACC),
-    END,
-    OP(MRC__OP_SCALE, EQ, 0, 0, 0, 0, 0, NB, RB, NB, W),
-    SIGNAL(EQ, 0, 0, 1),
-    WAIT(IN, 1, -1, ROOT, 1),
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = SIGNAL},
+    {.op = LOOP, .loop_extra = 1},
+    {.op = WAIT, .pred = EQ, RANK_S},
+    {.op = GET, .pred = EQ, .buf_a = WB, .buf_b = RB, .flags = W | ACC, RANK_S},
+    {.op = END},
+    {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ, .flag = 1},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 1},
 };
 
 /* Fragment f is the block of the node at pos f. */
 static const mrc__insn_t d1_reduce_scatter[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, RB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = WB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = RB},
 };
 
 static const mrc__insn_t d1_reduce_scatter_ref[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, RB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
-    BARRIER(1),
+    {.op = EXPOSE, .buf_a = SB, .flags = REF | ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = SB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = RB},
+    {.op = BARRIER, .flag = 1},
 };
 
 static const mrc__insn_t d1_allgather[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, SB, WB, NB, 0),
-    SIGNAL(ALW, 0, 0, 0),
-    OP(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
-    END,
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = SB, .buf_b = WB},
+    {.op = SIGNAL},
+    {.op = COPY, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = WB,
+     .buf_b = RB, NEXT_S},
+    {.op = END},
 };
 
 static const mrc__insn_t d1_allgather_ref[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    OP(MRC__OP_COPY, ALW, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, SB, RB, NB, 0),
-    END,
-    BARRIER(1),
+    {.op = EXPOSE, .buf_a = SB, .flags = REF | ALL},
+    {.op = SIGNAL},
+    {.op = COPY, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = SB,
+     .buf_b = RB, NEXT_S},
+    {.op = END},
+    {.op = BARRIER, .flag = 1},
 };
 
 static const mrc__insn_t d1_broadcast[] = {
-    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, WB, NB, W),
-    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    SIGNAL(EQ, 0, 0, 0),
-    WAIT(IN, 1, -1, ROOT, 0),
-    GET(IN, 1, -1, 0, 0, 0, ROOT, WB, RB, NB, W),
-    SIGNAL(IN, 1, -1, 1),
-    LOOP(0),
-    WAIT(EQ, 0, 0, NEXT_S, 1),
-    END,
-    SIGNAL(EQ, 0, 0, 2),
-    WAIT(IN, 1, -1, ROOT, 2),
+    {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT},
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1, .buf_a = WB,
+     .buf_b = RB, .flags = W, ROOT},
+    {.op = SIGNAL, .pred = IN, .pred_lo = 1, .pred_hi = -1, .flag = 1},
+    {.op = LOOP},
+    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 1},
+    {.op = END},
+    {.op = SIGNAL, .pred = EQ, .flag = 2},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 2},
 };
 
 /* ---- direct2 ------------------------------------------------------------ */
 
 /* Split fragments: f is block f, reduced by the node at pos f. */
 static const mrc__insn_t d2_allreduce[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, RB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, RB, WB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 1),
-    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
-    END,
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = WB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = RB},
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = RB, .buf_b = WB},
+    {.op = SIGNAL, .flag = 1},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S, .flag = 1},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = WB,
+     .buf_b = RB, NEXT_S},
+    {.op = END},
 };
 
 static const mrc__insn_t d2_allreduce_ref[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, RB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, RB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 1),
-    GET(ALW, 0, 0, 1, 1, 1, NEXT_S, RB, RB, NB, 0),
-    END,
-    BARRIER(2),
+    {.op = EXPOSE, .buf_a = SB, .flags = REF | ALL},
+    {.op = EXPOSE, .buf_a = RB, .flags = REF | ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = SB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = RB},
+    {.op = SIGNAL, .flag = 1},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S, .flag = 1},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = RB,
+     .buf_b = RB, NEXT_S},
+    {.op = END},
+    {.op = BARRIER, .flag = 2},
 };
 
 /* Blocks reduced into scratch, then gathered by the root. */
 static const mrc__insn_t d2_reduce[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, WB, XB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, XB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, XB, NB, 0),
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, XB, WB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    OP(MRC__OP_COPY, EQ, 0, 0, 1, 0, 0, XB, RB, NB, 0),
-    LOOP(0),
-    WAIT(EQ, 0, 0, NEXT_S, 1),
-    GET(EQ, 0, 0, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
-    END,
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = WB, .buf_b = XB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = XB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = XB},
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = XB, .buf_b = WB},
+    {.op = SIGNAL, .flag = 1},
+    {.op = COPY, .pred = EQ, .frag_pos = 1, .buf_a = XB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 1},
+    {.op = GET, .pred = EQ, .frag_pos = 1, .frag_step = 1, .frag_const = 1,
+     .buf_a = WB, .buf_b = RB, NEXT_S},
+    {.op = END},
 };
 
 static const mrc__insn_t d2_reduce_ref[] = {
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, XB, NB, NB, REF | ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GET(ALW, 0, 0, 1, 0, 0, NEXT_S, SB, XB, SB, ACC),
-    END,
-    OP(MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, XB, NB, 0),
-    OP(MRC__OP_SCALE, ALW, 0, 0, 1, 0, 0, NB, XB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    OP(MRC__OP_COPY, EQ, 0, 0, 1, 0, 0, XB, RB, NB, 0),
-    LOOP(0),
-    WAIT(EQ, 0, 0, NEXT_S, 1),
-    GET(EQ, 0, 0, 1, 1, 1, NEXT_S, XB, RB, NB, 0),
-    END,
-    SIGNAL(EQ, 0, 0, 2),
-    WAIT(IN, 1, -1, ROOT, 2),
+    {.op = EXPOSE, .buf_a = SB, .flags = REF | ALL},
+    {.op = EXPOSE, .buf_a = XB, .flags = REF | ALL},
+    {.op = SIGNAL},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S},
+    {.op = GET, .frag_pos = 1, .buf_a = SB, .buf_b = XB, .local = SB,
+     .flags = ACC, NEXT_S},
+    {.op = END},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = XB},
+    {.op = SCALE, .frag_pos = 1, .buf_b = XB},
+    {.op = SIGNAL, .flag = 1},
+    {.op = COPY, .pred = EQ, .frag_pos = 1, .buf_a = XB, .buf_b = RB},
+    {.op = LOOP},
+    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 1},
+    {.op = GET, .pred = EQ, .frag_pos = 1, .frag_step = 1, .frag_const = 1,
+     .buf_a = XB, .buf_b = RB, NEXT_S},
+    {.op = END},
+    {.op = SIGNAL, .pred = EQ, .flag = 2},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 2},
 };
 
 /* A scatter from the root, then an allgather. */
 static const mrc__insn_t d2_broadcast[] = {
-    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
-    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    SIGNAL(EQ, 0, 0, 0),
-    WAIT(IN, 1, -1, ROOT, 0),
-    GET(IN, 1, -1, 1, 0, 0, ROOT, WB, RB, NB, 0),
-    OP(MRC__OP_EXPOSE, IN, 1, -1, 1, 0, 0, RB, WB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(0),
-    WAIT(ALW, 0, 0, NEXT_S, 1),
-    GET(IN, 1, -1, 1, 1, 1, NEXT_S, WB, RB, NB, 0),
-    END,
+    {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT},
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1, .frag_pos = 1,
+     .buf_a = WB, .buf_b = RB, ROOT},
+    {.op = EXPOSE, .pred = IN, .pred_lo = 1, .pred_hi = -1, .frag_pos = 1,
+     .buf_a = RB, .buf_b = WB},
+    {.op = SIGNAL, .flag = 1},
+    {.op = LOOP},
+    {.op = WAIT, NEXT_S, .flag = 1},
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1, .frag_pos = 1,
+     .frag_step = 1, .frag_const = 1, .buf_a = WB, .buf_b = RB, NEXT_S},
+    {.op = END},
 };
 
 static const mrc__insn_t d2_broadcast_ref[] = {
-    OP(MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    OP(MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
-    OP(MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),
-    SIGNAL(EQ, 0, 0, 0),
-    WAIT(IN, 1, -1, ROOT, 0),
-    GET(IN, 1, -1, 1, 0, 0, ROOT, SB, RB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(0),
-    WAIT(IN, 1, -1, NEXT_S, 1),
-    GET(IN, 1, -1, 1, 1, 1, NEXT_S, RB, RB, NB, 0),
-    END,
-    BARRIER(2),
+    {.op = EXPOSE, .pred = EQ, .buf_a = SB, .flags = REF | ALL},
+    {.op = EXPOSE, .buf_a = RB, .flags = REF | ALL},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT},
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1, .frag_pos = 1,
+     .buf_a = SB, .buf_b = RB, ROOT},
+    {.op = SIGNAL, .flag = 1},
+    {.op = LOOP},
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, NEXT_S, .flag = 1},
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1, .frag_pos = 1,
+     .frag_step = 1, .frag_const = 1, .buf_a = RB, .buf_b = RB, NEXT_S},
+    {.op = END},
+    {.op = BARRIER, .flag = 2},
 };
-
-#undef OP
-#undef LOOP
-#undef END
-#undef SIGNAL
-#undef WAIT
-#undef WAIT_
-#undef GET
-#undef GET_
-#undef BARRIER
 
 #define T(code, addr) {code, (int)(sizeof code / sizeof code[0]), addr}
 
@@ -397,8 +393,8 @@ static mrc_status_t build_tables(mrc_program_t *p, const mrc_embedding_t *e,
             p->nodes[u].first_entry = m + i;
             mrc__node_stream_t *ns = &p->node_streams[m + i];
             ns->pos = i;
-            ns->next = gnodes[(i + 1) % size];
-            ns->prev = gnodes[(i + size - 1) % size];
+            ns->next = gnodes[mrc__ring_next(i, size)];
+            ns->prev = gnodes[mrc__ring_prev(i, size)];
             ns->out_port = ns->in_port = ns->route = -1;
         }
         pg++;
@@ -470,4 +466,30 @@ int mrc__program_has_memory_ops(const mrc_program_t *p)
         if (p->code[i].op >= MRC__OP_EXPOSE)
             return 1;
     return 0;
+}
+
+int mrc__program_uses_window(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].buf_a == MRC__BUF_WINDOW ||
+            p->code[i].buf_b == MRC__BUF_WINDOW)
+            return 1;
+    return 0;
+}
+
+int mrc__program_exposes_by_ref(const mrc_program_t *p)
+{
+    for (int i = 0; i < p->code_len; i++)
+        if (p->code[i].op == MRC__OP_EXPOSE &&
+            (p->code[i].flags & MRC__INSN_REF))
+            return 1;
+    return 0;
+}
+
+int mrc__program_loops(const mrc_program_t *p)
+{
+    int loops = 0;
+    for (int i = 0; i < p->code_len; i++)
+        loops += p->code[i].op == MRC__OP_LOOP;
+    return loops;
 }

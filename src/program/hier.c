@@ -33,82 +33,56 @@
  * Limits: one leader per host carries all of the host's traffic (one
  * link out per host, as a host with one network port has); hosts of
  * unequal sizes, or ranks not in blocks, are not accepted.
+ *
+ * allreduce, N = 6 on H = 2 hosts (L = 3), the leaders at place 0:
+ *
+ *            host 0: ranks 0 1 2            host 1: ranks 3 4 5
+ *   1.       0 gets x_1, x_2 (0 + 1 + 2)    3 gets x_4, x_5 (3 + 4 + 5)
+ *   2.       0 <==== rings' allreduce, H - 1 steps each way ====> 3
+ *   3.       1, 2 get 0's result            4, 5 get 3's result
+ *
+ * By places (vectors from PLACES_FROM bytes) every rank is a leader of
+ * one block: rank p of each host reduces block p of its host (1), the H
+ * ranks at place p run the ring for block p (2: L rings at once), and
+ * each rank gets the other blocks from their places in its host (3).
  */
 #include "program_internal.h"
+#include "template.h"
 
-enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
-       CHILD = MRC__PRED_TREE_CHILD, PARENT = MRC__PRED_TREE_PARENT,
-       SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
-       WB = MRC__BUF_WINDOW, NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE,
-       REF = MRC__INSN_REF, ALL = MRC__INSN_ALL, ACC = MRC__INSN_ACC,
-       LOG = MRC__INSN_LOG, REV = MRC__INSN_REV, POW = MRC__INSN_POW,
-       G = MRC__VIEW_GROUP, H = MRC__VIEW_HOST, L = MRC__VIEW_LEADERS,
-       P = MRC__VIEW_PLACE, ALONE = MRC__PRED_ALONE };
-
-/* In view v: an operation on fragments (f = fp * pos + fs * s + fc), a
- * sync, a get of the peer at root + pp * rel + ps * s + pc. */
-#define OP(v, o, pr, lo, hi, fp, fs, fc, a, b, l, fl)                        \
-    {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),            \
-     .frag_pos = (fp), .frag_step = (fs), .frag_const = (fc), .buf_a = (a), \
-     .buf_b = (b), .local = (l), .flags = (fl), .view = (v)}
-#define LOOP(v, extra, fl)                                                   \
-    {.op = MRC__OP_LOOP, .loop_extra = (extra), .flags = (fl), .view = (v)}
-#define END(v) {.op = MRC__OP_END, .view = (v)}
-#define SIGNAL(pr, lo, hi, f)                                                \
-    {.op = MRC__OP_SIGNAL, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),  \
-     .flag = (f), .view = H}
-#define WAIT(...) WAIT_(__VA_ARGS__)
-#define WAIT_(pr, lo, hi, pp, ps, pc, f)                                      \
-    {.op = MRC__OP_WAIT, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),    \
-     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .flag = (f),  \
-     .view = H}
-#define GET(...) GET_(__VA_ARGS__)
-#define GET_(pr, lo, hi, pp, ps, pc, a, b, fl)                                \
-    {.op = MRC__OP_GET, .pred = (pr), .pred_lo = (lo), .pred_hi = (hi),     \
-     .peer_pos = (pp), .peer_step = (ps), .peer_const = (pc), .buf_a = (a), \
-     .buf_b = (b), .local = NB, .flags = (fl), .view = H}
-/* A get of fragments (blocks, by places): f = fp * pos + fs * s + fc of
- * the peer at root + pp * rel + ps * s + pc, reduced with l (ACC). */
-#define GETF(...) GETF_(__VA_ARGS__)
-#define GETF_(fp, fs, fc, pp, ps, pc, a, b, l, fl)                            \
-    {.op = MRC__OP_GET, .pred = ALW, .frag_pos = (fp), .frag_step = (fs),   \
-     .frag_const = (fc), .peer_pos = (pp), .peer_step = (ps),              \
-     .peer_const = (pc), .buf_a = (a), .buf_b = (b), .local = (l),         \
-     .flags = (fl), .view = H}
-/* A tree edge between leaders: to / from root + rel + pc * 2^t. */
-#define TREE(o, pr, lo, a, l, fl, pc)                                        \
-    {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = -1, .buf_a = (a), \
-     .buf_b = (a), .local = (l), .flags = (fl), .peer_const = (pc),        \
-     .view = L}
-#define NEXT_S 1, 1, 1
-#define RANK_S 0, 1, 0
-#define ROOT 0, 0, 0
+/* Instructions in the host's view (.view = H), the leaders' (L) or a
+ * place's (P); a tree edge between leaders goes to / from root + rel +
+ * peer_const * 2^t. */
 
 /* Phase 1: the host's inputs into the leader's buffer `to`, in rank
  * order, by copy through the windows or (ref) from the peers' sendbufs. */
 #define GATHER_SUM(to, ref)                                                  \
-    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, (ref) ? NB : WB, NB,      \
-       (ref) ? REF | ALL : W),                                              \
-    SIGNAL(ALW, 0, 0, 0),                                                   \
-    LOOP(H, 1, 0),                                                          \
-    WAIT(EQ, 0, 0, RANK_S, 0),                                              \
-    GET(EQ, 0, 0, RANK_S, (ref) ? SB : WB, to, W | ACC),                    \
-    END(H)
+    {.op = EXPOSE, .buf_a = SB, .buf_b = (ref) ? NB : WB,                    \
+     .flags = (ref) ? REF | ALL : W, .view = H},                             \
+    {.op = SIGNAL, .view = H},                                               \
+    {.op = LOOP, .loop_extra = 1, .view = H},                                \
+    {.op = WAIT, .pred = EQ, RANK_S, .view = H},                             \
+    {.op = GET, .pred = EQ, .buf_a = (ref) ? SB : WB, .buf_b = to,           \
+     .flags = W | ACC, RANK_S, .view = H},                                   \
+    {.op = END, .view = H}
 
 /* Phase 3: the leader's recvbuf to its host's peers; the leader leaves
  * only once they have read it (by reference they read its recvbuf). */
 #define SPREAD(ref)                                                          \
-    OP(H, MRC__OP_EXPOSE, EQ, 0, 0, 0, 0, 0, RB, (ref) ? NB : WB, NB,       \
-       (ref) ? REF | ALL : W),                                              \
-    SIGNAL(EQ, 0, 0, 1),                                                    \
-    WAIT(IN, 1, -1, ROOT, 1),                                               \
-    GET(IN, 1, -1, ROOT, (ref) ? RB : WB, RB, W),                           \
-    SIGNAL(IN, 1, -1, 2),                                                   \
-    LOOP(H, 0, 0),                                                          \
-    WAIT(EQ, 0, 0, NEXT_S, 2),                                              \
-    END(H),                                                                 \
-    SIGNAL(EQ, 0, 0, 3),                                                    \
-    WAIT(IN, 1, -1, ROOT, 3)
+    {.op = EXPOSE, .pred = EQ, .buf_a = RB, .buf_b = (ref) ? NB : WB,        \
+     .flags = (ref) ? REF | ALL : W, .view = H},                             \
+    {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                        \
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 1,   \
+     .view = H},                                                             \
+    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1,                     \
+     .buf_a = (ref) ? RB : WB, .buf_b = RB, .flags = W, ROOT, .view = H},    \
+    {.op = SIGNAL, .pred = IN, .pred_lo = 1, .pred_hi = -1, .flag = 2,       \
+     .view = H},                                                             \
+    {.op = LOOP, .view = H},                                                 \
+    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                  \
+    {.op = END, .view = H},                                                  \
+    {.op = SIGNAL, .pred = EQ, .flag = 3, .view = H},                        \
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 3,   \
+     .view = H}
 
 /* The rings' allreduce in view v (the leaders, or a place's nodes), in
  * place in recvbuf: fragment pos - s sent, pos - s - 1 received and
@@ -116,21 +90,25 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
  * (pos + 1) by N before it goes round: a region once sent is not written
  * again until its receiver is known to have it. */
 #define RING_IN(v)                                                           \
-    LOOP(v, 0, 0),                                                          \
-    OP(v, MRC__OP_SEND, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    OP(v, MRC__OP_RECV, ALW, 0, 0, 1, -1, -1, RB, RB, RB, 0),               \
-    END(v),                                                                 \
-    OP(v, MRC__OP_SCALE, ALW, 0, 0, 1, 0, 1, NB, RB, NB, 0),                \
-    LOOP(v, 0, 0),                                                          \
-    OP(v, MRC__OP_SEND, ALW, 0, 0, 1, -1, 1, RB, RB, NB, 0),                \
-    OP(v, MRC__OP_RECV, ALW, 0, 0, 1, -1, 0, RB, RB, NB, 0),                \
-    END(v)
+    {.op = LOOP, .view = v},                                                 \
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB,   \
+     .view = v},                                                             \
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1,           \
+     .buf_a = RB, .buf_b = RB, .local = RB, .view = v},                      \
+    {.op = END, .view = v},                                                  \
+    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB, .view = v},   \
+    {.op = LOOP, .view = v},                                                 \
+    {.op = SEND, .frag_pos = 1, .frag_step = -1, .frag_const = 1,            \
+     .buf_a = RB, .buf_b = RB, .view = v},                                   \
+    {.op = RECV, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB,   \
+     .view = v},                                                             \
+    {.op = END, .view = v}
 
 /* Phase 2 of allreduce: the ring over the leaders. */
 #define RING_ALLREDUCE RING_IN(L)
 
 #define SCALE_AT(pr, buf)                                                    \
-    OP(G, MRC__OP_SCALE, pr, 0, 0, 0, 0, 0, NB, buf, NB, W)
+    {.op = SCALE, .pred = pr, .buf_b = buf, .flags = W}
 
 /* By places (large vectors): the node at place l of each host reduces
  * block l of its host's inputs (direct2's first step, in the host), the
@@ -142,43 +120,49 @@ enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
 #define PLACE_RING RING_IN(P)
 
 static const mrc__insn_t allreduce_places_copy[] = {
-    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, WB, NB, ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(H, 0, 0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GETF(1, 0, 0, NEXT_S, WB, RB, SB, ACC),
-    END(H),
-    OP(H, MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL, .view = H},
+    {.op = SIGNAL, .view = H},
+    {.op = LOOP, .view = H},
+    {.op = WAIT, NEXT_S, .view = H},
+    {.op = GET, .frag_pos = 1, .buf_a = WB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S, .view = H},
+    {.op = END, .view = H},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB,
+     .view = H},
     PLACE_RING,
-    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 1, 0, 0, RB, WB, NB, 0),
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(H, 0, 0),
-    WAIT(ALW, 0, 0, NEXT_S, 1),
-    GETF(1, 1, 1, NEXT_S, WB, RB, NB, 0),
-    END(H),
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = RB, .buf_b = WB, .view = H},
+    {.op = SIGNAL, .flag = 1, .view = H},
+    {.op = LOOP, .view = H},
+    {.op = WAIT, NEXT_S, .flag = 1, .view = H},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = WB,
+     .buf_b = RB, NEXT_S, .view = H},
+    {.op = END, .view = H},
 };
 
 /* By reference, the last wait round keeps every node in the call until
  * its host's peers have read its buffers. */
 static const mrc__insn_t allreduce_places_ref[] = {
-    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, SB, NB, NB, REF | ALL),
-    OP(H, MRC__OP_EXPOSE, ALW, 0, 0, 0, 0, 0, RB, NB, NB, REF | ALL),
-    SIGNAL(ALW, 0, 0, 0),
-    LOOP(H, 0, 0),
-    WAIT(ALW, 0, 0, NEXT_S, 0),
-    GETF(1, 0, 0, NEXT_S, SB, RB, SB, ACC),
-    END(H),
-    OP(H, MRC__OP_COPY, ALONE, 0, 0, 1, 0, 0, SB, RB, NB, 0),
+    {.op = EXPOSE, .buf_a = SB, .flags = REF | ALL, .view = H},
+    {.op = EXPOSE, .buf_a = RB, .flags = REF | ALL, .view = H},
+    {.op = SIGNAL, .view = H},
+    {.op = LOOP, .view = H},
+    {.op = WAIT, NEXT_S, .view = H},
+    {.op = GET, .frag_pos = 1, .buf_a = SB, .buf_b = RB, .local = SB,
+     .flags = ACC, NEXT_S, .view = H},
+    {.op = END, .view = H},
+    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB,
+     .view = H},
     PLACE_RING,
-    SIGNAL(ALW, 0, 0, 1),
-    LOOP(H, 0, 0),
-    WAIT(ALW, 0, 0, NEXT_S, 1),
-    GETF(1, 1, 1, NEXT_S, RB, RB, NB, 0),
-    END(H),
-    SIGNAL(ALW, 0, 0, 2),
-    LOOP(H, 0, 0),
-    WAIT(ALW, 0, 0, NEXT_S, 2),
-    END(H),
+    {.op = SIGNAL, .flag = 1, .view = H},
+    {.op = LOOP, .view = H},
+    {.op = WAIT, NEXT_S, .flag = 1, .view = H},
+    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = RB,
+     .buf_b = RB, NEXT_S, .view = H},
+    {.op = END, .view = H},
+    {.op = SIGNAL, .flag = 2, .view = H},
+    {.op = LOOP, .view = H},
+    {.op = WAIT, NEXT_S, .flag = 2, .view = H},
+    {.op = END, .view = H},
 };
 
 static const mrc__insn_t allreduce_copy[] = {
@@ -191,22 +175,30 @@ static const mrc__insn_t allreduce_ref[] = {
 /* The leaders' partial sums in scratch; the tree's root (the group's
  * root) ends with the sum in recvbuf. */
 #define TREE_REDUCE                                                          \
-    OP(L, MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, XB, RB, NB, W),                  \
-    LOOP(L, 0, LOG),                                                        \
-    TREE(MRC__OP_RECV, PARENT, 1, RB, RB, W | POW, 1),                      \
-    TREE(MRC__OP_RECV, PARENT, 2, XB, XB, W | POW, 1),                      \
-    TREE(MRC__OP_SEND, CHILD, 0, XB, NB, W | POW, -1),                      \
-    END(L)
+    {.op = COPY, .pred = EQ, .buf_a = XB, .buf_b = RB, .flags = W,           \
+     .view = L},                                                             \
+    {.op = LOOP, .flags = LOG, .view = L},                                   \
+    {.op = RECV, .pred = PARENT, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,   \
+     .buf_b = RB, .local = RB, .flags = W | POW, .peer_const = 1,            \
+     .view = L},                                                             \
+    {.op = RECV, .pred = PARENT, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,   \
+     .buf_b = XB, .local = XB, .flags = W | POW, .peer_const = 1,            \
+     .view = L},                                                             \
+    {.op = SEND, .pred = CHILD, .pred_hi = -1, .buf_a = XB, .buf_b = XB,     \
+     .flags = W | POW, .peer_const = -1, .view = L},                         \
+    {.op = END, .view = L}
 
 /* Every leader's peers wait for it, so that a disagreement found by a
  * leader fails its host too. */
 #define RELEASE                                                              \
-    SIGNAL(EQ, 0, 0, 1),                                                    \
-    WAIT(IN, 1, -1, ROOT, 1),                                               \
-    SIGNAL(IN, 1, -1, 2),                                                   \
-    LOOP(H, 0, 0),                                                          \
-    WAIT(EQ, 0, 0, NEXT_S, 2),                                              \
-    END(H)
+    {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                        \
+    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 1,   \
+     .view = H},                                                             \
+    {.op = SIGNAL, .pred = IN, .pred_lo = 1, .pred_hi = -1, .flag = 2,       \
+     .view = H},                                                             \
+    {.op = LOOP, .view = H},                                                 \
+    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                  \
+    {.op = END, .view = H}
 
 static const mrc__insn_t reduce_copy[] = {
     GATHER_SUM(XB, 0), TREE_REDUCE, RELEASE, SCALE_AT(EQ, RB),
@@ -218,26 +210,17 @@ static const mrc__insn_t reduce_ref[] = {
 /* The root's sendbuf to the leaders by the tree (walked from the root
  * outwards), into their recvbufs. */
 #define TREE_BROADCAST                                                       \
-    OP(L, MRC__OP_COPY, EQ, 0, 0, 0, 0, 0, SB, RB, NB, W),                  \
-    LOOP(L, 0, LOG),                                                        \
-    TREE(MRC__OP_RECV, CHILD, 0, RB, NB, W | POW | REV, -1),                \
-    TREE(MRC__OP_SEND, PARENT, 0, RB, NB, W | POW | REV, 1),                \
-    END(L)
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W,           \
+     .view = L},                                                             \
+    {.op = LOOP, .flags = LOG, .view = L},                                   \
+    {.op = RECV, .pred = CHILD, .pred_hi = -1, .buf_a = RB, .buf_b = RB,     \
+     .flags = W | POW | REV, .peer_const = -1, .view = L},                   \
+    {.op = SEND, .pred = PARENT, .pred_hi = -1, .buf_a = RB, .buf_b = RB,    \
+     .flags = W | POW | REV, .peer_const = 1, .view = L},                    \
+    {.op = END, .view = L}
 
 static const mrc__insn_t broadcast_copy[] = {TREE_BROADCAST, SPREAD(0)};
 static const mrc__insn_t broadcast_ref[] = {TREE_BROADCAST, SPREAD(1)};
-
-#undef OP
-#undef LOOP
-#undef END
-#undef SIGNAL
-#undef WAIT
-#undef WAIT_
-#undef GET
-#undef GET_
-#undef GETF
-#undef GETF_
-#undef TREE
 
 #define T(code) {code, (int)(sizeof code / sizeof code[0])}
 

@@ -8,6 +8,9 @@
  * steps; a step whose ports equal the step before's extends its phase. A
  * ring program comes out as one phase per collective (its loops use the
  * same ports at every step), a chain as one phase per step.
+ *
+ * Also the ports a program uses at all (mrc__active_ports: the listing's
+ * idle ports per node).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -267,6 +270,33 @@ static int uniform(const mrc_program_t *p)
     return 1;
 }
 
+/* Node 0's runs of sending steps in each stream (t[k]), the last step
+ * of any, and the number of cuts the runs make: 0; -1 out of memory; -2
+ * an error of the expansion (*st). */
+static int sending_steps(const mrc_program_t *p, stream_steps_t *t,
+                         int *last, int *num_cuts, mrc_status_t *st)
+{
+    for (int k = 0; k < p->num_streams; k++) {
+        t[k].last = -1;
+        if (mrc__stream_chunks(p, k, UINT64_MAX) == 0)
+            continue;
+        mrc__chain_iter_t it;
+        mrc__chain_begin(&it, p, mrc__stream_node(p, k, 0), k, 0, 1, 0);
+        mrc__op_t op;
+        int r;
+        while ((r = mrc__chain_next(&it, &op, st)) > 0) {
+            t[k].last = op.step > t[k].last ? op.step : t[k].last;
+            if (op.kind == MRC__SEND && add_send_step(&t[k], op.step))
+                return -1;
+        }
+        if (r < 0)
+            return -2;
+        *last = t[k].last > *last ? t[k].last : *last;
+        *num_cuts += 2 * t[k].num;
+    }
+    return 0;
+}
+
 /* The mask of a uniform program in O(nodes x code + steps): each stream
  * sends from every node at node 0's steps, so a step's ports are the
  * union of the routes of the streams sending in it, which changes only
@@ -281,25 +311,11 @@ static mrc_status_t build_uniform(mrc_program_t *p)
     int32_t *cut = NULL, *at = calloc((size_t)ns + 1, sizeof *at);
     if (!t || !at || builder_init(&b, p))
         goto oom;
-    int num_cuts = 0;
-    for (int k = 0; k < ns; k++) {
-        t[k].last = -1;
-        if (mrc__stream_chunks(p, k, UINT64_MAX) == 0)
-            continue;
-        mrc__chain_iter_t it;
-        mrc__chain_begin(&it, p, mrc__stream_node(p, k, 0), k, 0, 1, 0);
-        mrc__op_t op;
-        int r;
-        while ((r = mrc__chain_next(&it, &op, &st)) > 0) {
-            t[k].last = op.step > t[k].last ? op.step : t[k].last;
-            if (op.kind == MRC__SEND && add_send_step(&t[k], op.step))
-                goto oom;
-        }
-        if (r < 0)
-            goto done;
-        last = t[k].last > last ? t[k].last : last;
-        num_cuts += 2 * t[k].num;
-    }
+    int num_cuts = 0, r = sending_steps(p, t, &last, &num_cuts, &st);
+    if (r == -1)
+        goto oom;
+    if (r < 0)
+        goto done;
     /* The steps where some stream starts or stops sending, in order. */
     cut = malloc(((size_t)num_cuts + 2) * sizeof *cut);
     if (!cut)
@@ -388,7 +404,8 @@ void mrc__port_idle(const mrc_program_t *p, int ph, int u, uint8_t *idle)
     if (ph < 0 || ph >= p->num_port_phases)
         return;
     /* The phase's uses are sorted by node: find u's run. */
-    int lo = p->port_phases[ph].first_use, hi = p->port_phases[ph + 1].first_use;
+    int lo = p->port_phases[ph].first_use,
+        hi = p->port_phases[ph + 1].first_use;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
         if (p->port_uses[mid].node < u)
@@ -419,5 +436,59 @@ mrc_status_t mrc__port_mask_ready(const mrc_program_t *p)
             __atomic_store_n(&w->port_mask_ready, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&mask_lock);
+    return st;
+}
+
+mrc_status_t mrc__active_ports(const mrc_program_t *p, int32_t **port_first,
+                               uint8_t **active)
+{
+    *port_first = calloc((size_t)p->num_nodes + 1, sizeof **port_first);
+    if (!*port_first)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int u = 0; u < p->num_nodes; u++)
+        (*port_first)[u + 1] = (*port_first)[u] + p->nodes[u].num_ports;
+    *active = calloc((size_t)(*port_first)[p->num_nodes] + 1, 1);
+    if (!*active) {
+        free(*port_first);
+        *port_first = NULL;
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    }
+    /* A node uses its hop's route in a stream if it sends in it at all:
+     * its chain is read up to its first send (the first operation of a
+     * ring code), not expanded whole (N^2 operations for a ring). */
+    mrc_status_t st = MRC_OK;
+    for (int u = 0; u < p->num_nodes && st == MRC_OK; u++) {
+        int g = p->nodes[u].group;
+        for (int j = 0; g >= 0 && j < p->groups[g].num_streams; j++) {
+            int k = p->groups[g].first_stream + j;
+            int r = mrc__node_stream(p, u, k)->route;
+            if (r < 0 || mrc__stream_chunks(p, k, UINT64_MAX) == 0)
+                continue;
+            mrc__chain_iter_t it;
+            mrc__chain_begin(&it, p, u, k, 0, 1, 0);
+            mrc__op_t op;
+            int got;
+            while ((got = mrc__chain_next(&it, &op, &st)) > 0 &&
+                   op.kind != MRC__SEND)
+                ;
+            if (got < 0)
+                break;
+            if (got == 0)
+                continue;
+            for (int i = p->route_off[r]; i < p->route_off[r + 1]; i++) {
+                int v = p->route_nodes[i];
+                if (i + 1 < p->route_off[r + 1])
+                    (*active)[(*port_first)[v] + p->route_ports[i]] = 1;
+                if (i > p->route_off[r])
+                    (*active)[(*port_first)[v] + p->route_in_ports[i]] = 1;
+            }
+        }
+    }
+    if (st != MRC_OK) {
+        free(*port_first);
+        free(*active);
+        *port_first = NULL;
+        *active = NULL;
+    }
     return st;
 }

@@ -19,58 +19,66 @@
  * needs a different part: the rings or direct1 do that).
  * Limits: the tree ignores the links: its sends go wherever the peer is
  * (no ports; the simulator routes them by shortest path).
+ *
+ * reduce into rel 0, N = 6 (a -> b: a sends its partial sum to b, which
+ * adds it to its own; ceil(log2 6) = 3 steps):
+ *
+ *   t = 0:   1 -> 0    3 -> 2    5 -> 4
+ *   t = 1:   2 -> 0              (4 has no partner: 4 + 2 = 6 >= N)
+ *   t = 2:   4 -> 0
+ *
+ * broadcast runs the same edges the other way, t = 2, 1, 0; allreduce is
+ * the reduce into rank 0, then the broadcast from it.
  */
 #include "program_internal.h"
+#include "template.h"
 
-enum { ALW = MRC__PRED_ALWAYS, EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN,
-       CHILD = MRC__PRED_TREE_CHILD, PARENT = MRC__PRED_TREE_PARENT,
-       SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
-       NB = MRC__BUF_NONE, W = MRC__INSN_WHOLE, LOG = MRC__INSN_LOG,
-       REV = MRC__INSN_REV, POW = MRC__INSN_POW };
-
-/* pred_lo: as the predicate says; REL_IN always runs to N - 1. */
-#define OP(o, pr, lo, a, b, l, fl, pc)                                       \
-    {.op = (o), .pred = (pr), .pred_lo = (lo), .pred_hi = -1, .buf_a = (a), \
-     .buf_b = (b), .local = (l), .flags = (fl), .peer_const = (pc)}
-#define LOOP_LOG {.op = MRC__OP_LOOP, .flags = LOG}
-#define END {.op = MRC__OP_END}
-
-/* Partial sums in recvbuf at the root, scratch elsewhere. */
+/* (.pred_hi = -1 throughout: REL_IN runs to N - 1, and the other
+ * predicates ignore it.) Partial sums in recvbuf at the root, scratch
+ * elsewhere. */
 static const mrc__insn_t tree_reduce[] = {
-    OP(MRC__OP_COPY, EQ, 0, SB, RB, NB, W, 0),
-    OP(MRC__OP_COPY, IN, 1, SB, XB, NB, W, 0),
-    LOOP_LOG,
-    OP(MRC__OP_RECV, PARENT, 1, RB, RB, RB, W | POW, 1),
-    OP(MRC__OP_RECV, PARENT, 2, XB, XB, XB, W | POW, 1),
-    OP(MRC__OP_SEND, CHILD, 0, XB, XB, NB, W | POW, -1),
-    END,
-    OP(MRC__OP_SCALE, EQ, 0, NB, RB, NB, W, 0),
+    {.op = COPY, .pred = EQ, .pred_hi = -1, .buf_a = SB, .buf_b = RB,
+     .flags = W},
+    {.op = COPY, .pred = IN, .pred_lo = 1, .pred_hi = -1, .buf_a = SB,
+     .buf_b = XB, .flags = W},
+    {.op = LOOP, .flags = LOG},
+    {.op = RECV, .pred = PARENT, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,
+     .buf_b = RB, .local = RB, .flags = W | POW, .peer_const = 1},
+    {.op = RECV, .pred = PARENT, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
+     .buf_b = XB, .local = XB, .flags = W | POW, .peer_const = 1},
+    {.op = SEND, .pred = CHILD, .pred_hi = -1, .buf_a = XB, .buf_b = XB,
+     .flags = W | POW, .peer_const = -1},
+    {.op = END},
+    {.op = SCALE, .pred = EQ, .pred_hi = -1, .buf_b = RB, .flags = W},
 };
 
 static const mrc__insn_t tree_broadcast[] = {
-    OP(MRC__OP_COPY, EQ, 0, SB, RB, NB, W, 0),
-    LOOP_LOG,
-    OP(MRC__OP_RECV, CHILD, 0, RB, RB, NB, W | POW | REV, -1),
-    OP(MRC__OP_SEND, PARENT, 0, RB, RB, NB, W | POW | REV, 1),
-    END,
+    {.op = COPY, .pred = EQ, .pred_hi = -1, .buf_a = SB, .buf_b = RB,
+     .flags = W},
+    {.op = LOOP, .flags = LOG},
+    {.op = RECV, .pred = CHILD, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .flags = W | POW | REV, .peer_const = -1},
+    {.op = SEND, .pred = PARENT, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .flags = W | POW | REV, .peer_const = 1},
+    {.op = END},
 };
 
 static const mrc__insn_t tree_allreduce[] = {
-    OP(MRC__OP_COPY, ALW, 0, SB, RB, NB, W, 0),
-    LOOP_LOG,
-    OP(MRC__OP_RECV, PARENT, 0, RB, RB, RB, W | POW, 1),
-    OP(MRC__OP_SEND, CHILD, 0, RB, RB, NB, W | POW, -1),
-    END,
-    OP(MRC__OP_SCALE, EQ, 0, NB, RB, NB, W, 0),
-    LOOP_LOG,
-    OP(MRC__OP_RECV, CHILD, 0, RB, RB, NB, W | POW | REV, -1),
-    OP(MRC__OP_SEND, PARENT, 0, RB, RB, NB, W | POW | REV, 1),
-    END,
+    {.op = COPY, .pred_hi = -1, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = LOOP, .flags = LOG},
+    {.op = RECV, .pred = PARENT, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .local = RB, .flags = W | POW, .peer_const = 1},
+    {.op = SEND, .pred = CHILD, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .flags = W | POW, .peer_const = -1},
+    {.op = END},
+    {.op = SCALE, .pred = EQ, .pred_hi = -1, .buf_b = RB, .flags = W},
+    {.op = LOOP, .flags = LOG},
+    {.op = RECV, .pred = CHILD, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .flags = W | POW | REV, .peer_const = -1},
+    {.op = SEND, .pred = PARENT, .pred_hi = -1, .buf_a = RB, .buf_b = RB,
+     .flags = W | POW | REV, .peer_const = 1},
+    {.op = END},
 };
-
-#undef OP
-#undef LOOP_LOG
-#undef END
 
 mrc_status_t mrc__tree_code(const mrc_compile_config_t *cfg,
                             const mrc__insn_t **code, int *len)

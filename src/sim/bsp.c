@@ -60,7 +60,7 @@ static int step_flows(mrc__sim_t *s, mrc__sim_chain_t *chains,
                 return -1;
             if (rr == 0 || ch->op.step > step)
                 break;
-            ch->has_op = 0;
+            mrc__cursor_take(ch);
             mrc__sim_flow_t f[2];
             int made = mrc__sim_op_flow(s, ch->it.node, &ch->op, esize, f, st);
             if (made < 0)
@@ -172,9 +172,7 @@ mrc_status_t mrc__sim_fast_bsp(const mrc__sim_t *s, mrc__sim_ws_t *w,
 {
     const mrc_program_t *p = s->p;
     int n = p->groups[0].size, whole = p->addressing == MRC__ADDR_WHOLE;
-    int loops = 0;
-    for (int i = 0; i < p->code_len; i++)
-        loops += p->code[i].op == MRC__OP_LOOP;
+    int loops = mrc__program_loops(p);
     flows_t b = {0};
     mrc_status_t st = MRC_OK;
     for (int step = 0; step < (whole ? n - 1 : 1) && st == MRC_OK; step++) {

@@ -160,7 +160,7 @@ static mrc_status_t resume(pipe_t *pp, int i)
     if (waits != 0)
         return st;
     pp->ready[pp->nready++] = i;
-    pp->chains[i].has_op = 0; /* its op is done */
+    mrc__cursor_take(&pp->chains[i]); /* its op is done */
     return MRC_OK;
 }
 
@@ -479,7 +479,7 @@ static mrc_status_t run_chain_now(pipe_t *pp, int i)
             if (waits)
                 return MRC_OK;
         }
-        ch->has_op = 0;
+        mrc__cursor_take(ch);
     }
     return MRC_OK;
 }

@@ -323,7 +323,7 @@ static mrc_status_t sym_chains(const sym_t *y, const mrc_sim_config_t *c,
     for (int j = 0; j < y->g->num_streams; j++) {
         int k = y->g->first_stream + j, chunks = mrc__sim_chunks(p, c, k);
         for (int i = 0; i < chunks; i++)
-            mrc__chain_begin(&ch[n++].it, p, y->rep, k, i, chunks, 0);
+            mrc__cursor_begin(&ch[n++], p, y->rep, k, i, chunks, 0);
     }
     *out = ch;
     *nout = n;

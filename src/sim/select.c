@@ -34,7 +34,7 @@
 #include "common/common.h"
 #include "mrc/embed.h"
 #include "mrc/sim.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "sim/select.h"
 
 /* Measured roughly on the 2-core build machine (docs/families.md,
@@ -411,16 +411,6 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
     return st;
 }
 
-/* Whether the program exposes a buffer by reference. */
-static int exposes_by_reference(const mrc_program_t *p)
-{
-    for (int i = 0; i < p->code_len; i++)
-        if (p->code[i].op == MRC__OP_EXPOSE &&
-            (p->code[i].flags & MRC__INSN_REF))
-            return 1;
-    return 0;
-}
-
 /* Compiles family a into c (status, why, code length); *keep gets the
  * program if it applies. */
 static mrc_status_t compile_candidate(const mrc__select_input_t *in,
@@ -442,7 +432,8 @@ static mrc_status_t compile_candidate(const mrc__select_input_t *in,
         st = mrc__program_compile_group(in->embedding, &cc, in->group, &p);
     if (st == MRC_ERR_NO_MEMORY)
         return st;
-    if (st == MRC_OK && !refused && !in->ref_ok && exposes_by_reference(p))
+    if (st == MRC_OK && !refused && !in->ref_ok &&
+        mrc__program_exposes_by_ref(p))
         refused = "reads the peers' buffers in place (by reference), which "
                   "this host does not allow (cross-memory attach)";
     if (st == MRC_OK && refused) {

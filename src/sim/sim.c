@@ -125,8 +125,7 @@ static mrc_status_t make_chains(const mrc_program_t *p,
                                     "out of memory simulating");
                     break;
                 }
-                memset(&chains[nchains], 0, sizeof *chains);
-                mrc__chain_begin(&chains[nchains].it, p, u, k, ch, chunks, 0);
+                mrc__cursor_begin(&chains[nchains], p, u, k, ch, chunks, 0);
                 nchains++;
             }
         }

@@ -17,7 +17,7 @@
 
 #include "mrc/profile.h"
 #include "mrc/sim.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 /* When a single-group BSP run simulates one step per ring loop instead of
  * every message (mrc__sim_fast_bsp): when that is exact or the group is

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

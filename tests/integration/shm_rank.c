@@ -35,7 +35,7 @@
 #include "reduce/reduce.h"
 #include "reference.h"
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 /* 1: buffers start one byte past malloc's (sweep-odd). */
 static size_t odd;

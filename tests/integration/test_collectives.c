@@ -22,7 +22,7 @@
 #include "reduce/reduce.h"
 #include "reference.h"
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 /* Exact inputs and the sequential reference live in exec/reference.c,
  * shared with `mrc run`. */

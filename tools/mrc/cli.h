@@ -14,7 +14,7 @@
 
 #include "common/common.h"
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 

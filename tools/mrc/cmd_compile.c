@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 
 void help_compile(void)
 {

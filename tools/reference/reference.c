@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "reduce/reduce.h"
 #include "reference.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "mrc/mrc.h"
-#include "program/program_internal.h"
+#include "program/plan.h"
 #include "sim/sim_internal.h"
 
 typedef struct setup {
