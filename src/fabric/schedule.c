@@ -291,6 +291,88 @@ done:
     return st;
 }
 
+/* Packets per entry (first_packet[e] .. first_packet[e + 1]), and the
+ * totals of packets and deliveries; refused past MAX_PACKETS. */
+static mrc_status_t count_packets(const mrc_fabric_t *f,
+                                  const mrc_exchange_t *x,
+                                  uint64_t *first_packet, uint64_t *packets,
+                                  uint64_t *deliveries)
+{
+    *packets = *deliveries = 0;
+    first_packet[0] = 0;
+    for (size_t e = 0; e < x->entries; e++) {
+        uint64_t k = packets_of(f, x->bytes[e]);
+        if (k > MAX_PACKETS - *packets)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "the exchange has more than %llu packets "
+                              "(of %d bytes)",
+                              (unsigned long long)MAX_PACKETS,
+                              f->packet_bytes);
+        *packets += k;
+        *deliveries += k * (x->first[e + 1] - x->first[e]);
+        first_packet[e + 1] = *packets;
+    }
+    return MRC_OK;
+}
+
+/* The memory a schedule takes, refused up front: no tile's tables can
+ * be shorter than its busiest tile sends or receives (one packet a
+ * cycle), plus the slack reach() adds. */
+static mrc_status_t check_schedule_memory(const mrc_fabric_t *f,
+                                          const mrc_exchange_t *x,
+                                          const uint64_t *first_packet,
+                                          uint64_t packets,
+                                          uint64_t deliveries)
+{
+    uint64_t *load = calloc((size_t)f->tiles + 1, sizeof *load);
+    uint64_t busiest = 0;
+    if (!load)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (size_t e = 0; e < x->entries; e++) {
+        uint64_t k = first_packet[e + 1] - first_packet[e];
+        load[x->source[e]] += k;
+        for (size_t j = x->first[e]; j < x->first[e + 1]; j++)
+            load[x->dests[j]] += k;
+    }
+    for (int t = 0; t < f->tiles; t++)
+        busiest = load[t] > busiest ? load[t] : busiest;
+    free(load);
+    return mrc__fabric_check_memory(0, 0, packets, deliveries,
+                                    busiest + busiest / 4 + 64, f->tiles);
+}
+
+/* Schedule s (its totals set) built: every packet placed, its flags. */
+static mrc_status_t build(builder_t *b, const uint64_t *first_packet)
+{
+    const mrc_fabric_t *f = b->f;
+    const mrc_exchange_t *x = b->x;
+    mrc_fabric_schedule_t *s = b->s;
+    uint64_t n = s->packets ? s->packets : 1;
+    s->entry = malloc(sizeof *s->entry * n);
+    s->send = malloc(sizeof *s->send * n);
+    s->flags = malloc(n);
+    s->mux = calloc((size_t)f->tiles, sizeof *s->mux);
+    b->busy = calloc((size_t)f->tiles, sizeof *b->busy);
+    b->first_free = calloc((size_t)f->tiles, sizeof *b->first_free);
+    if (!s->entry || !s->send || !s->flags || !s->mux || !b->busy ||
+        !b->first_free)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %llu packets",
+                          (unsigned long long)s->packets);
+    mrc_status_t st = lower_bound(f, x, &s->lower_bound);
+    /* Room for a schedule a quarter longer than the bound. */
+    if (st == MRC_OK)
+        st = reach(b, s->lower_bound + s->lower_bound / 4 + 64);
+    if (st == MRC_OK)
+        st = place_all(b, first_packet);
+    for (uint64_t p = 0; st == MRC_OK && p < s->packets; p++) {
+        size_t e = (size_t)s->entry[p];
+        s->flags[p] = (uint8_t)mrc__fabric_flags(
+            f, x->source[e], x->dests + x->first[e],
+            x->first[e + 1] - x->first[e]);
+    }
+    return st;
+}
+
 mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
                                  const mrc_exchange_t *x,
                                  mrc_fabric_schedule_t **out)
@@ -306,76 +388,21 @@ mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
     if (!first_packet)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     uint64_t packets = 0, deliveries = 0;
-    first_packet[0] = 0;
-    for (size_t e = 0; e < x->entries; e++) {
-        uint64_t k = packets_of(f, x->bytes[e]);
-        int too_many = k > MAX_PACKETS - packets;
-        packets += k;
-        deliveries += k * (x->first[e + 1] - x->first[e]);
-        first_packet[e + 1] = packets;
-        if (too_many) {
-            free(first_packet);
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "the exchange has more than %llu packets "
-                              "(of %d bytes)",
-                              (unsigned long long)MAX_PACKETS,
-                              f->packet_bytes);
-        }
-    }
-    /* Up front: no tile's tables can be shorter than its busiest tile
-     * sends or receives (one packet a cycle), plus the slack reach()
-     * adds. */
-    uint64_t *load = calloc((size_t)f->tiles + 1, sizeof *load);
-    uint64_t busiest = 0;
-    if (!load) {
-        free(first_packet);
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    }
-    for (size_t e = 0; e < x->entries; e++) {
-        uint64_t k = first_packet[e + 1] - first_packet[e];
-        load[x->source[e]] += k;
-        for (size_t j = x->first[e]; j < x->first[e + 1]; j++)
-            load[x->dests[j]] += k;
-    }
-    for (int t = 0; t < f->tiles; t++)
-        busiest = load[t] > busiest ? load[t] : busiest;
-    free(load);
-    st = mrc__fabric_check_memory(0, 0, packets, deliveries,
-                                  busiest + busiest / 4 + 64, f->tiles);
-    if (st != MRC_OK) {
-        free(first_packet);
-        return st;
-    }
-    mrc_fabric_schedule_t *s = calloc(1, sizeof *s);
-    builder_t b = {f, x, s, NULL, NULL};
-    if (s) {
+    st = count_packets(f, x, first_packet, &packets, &deliveries);
+    if (st == MRC_OK)
+        st = check_schedule_memory(f, x, first_packet, packets, deliveries);
+    mrc_fabric_schedule_t *s = NULL;
+    builder_t b = {f, x, NULL, NULL, NULL};
+    if (st == MRC_OK && !(s = calloc(1, sizeof *s)))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %llu packets",
+                        (unsigned long long)packets);
+    if (st == MRC_OK) {
         s->f = f;
         s->x = x;
         s->packets = packets;
         s->deliveries = deliveries;
-        s->entry = malloc(sizeof *s->entry * (packets ? packets : 1));
-        s->send = malloc(sizeof *s->send * (packets ? packets : 1));
-        s->flags = malloc(packets ? packets : 1);
-        s->mux = calloc((size_t)f->tiles, sizeof *s->mux);
-        b.busy = calloc((size_t)f->tiles, sizeof *b.busy);
-        b.first_free = calloc((size_t)f->tiles, sizeof *b.first_free);
-    }
-    if (!s || !s->entry || !s->send || !s->flags || !s->mux || !b.busy ||
-        !b.first_free)
-        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %llu packets",
-                        (unsigned long long)packets);
-    if (st == MRC_OK)
-        st = lower_bound(f, x, &s->lower_bound);
-    /* Room for a schedule a quarter longer than the bound. */
-    if (st == MRC_OK)
-        st = reach(&b, s->lower_bound + s->lower_bound / 4 + 64);
-    if (st == MRC_OK)
-        st = place_all(&b, first_packet);
-    for (uint64_t p = 0; st == MRC_OK && p < packets; p++) {
-        size_t e = (size_t)s->entry[p];
-        s->flags[p] = (uint8_t)mrc__fabric_flags(
-            f, x->source[e], x->dests + x->first[e],
-            x->first[e + 1] - x->first[e]);
+        b.s = s;
+        st = build(&b, first_packet);
     }
     for (int t = 0; b.busy && t < f->tiles; t++)
         free(b.busy[t]);

@@ -117,6 +117,121 @@ static uint32_t step_latches(const mrc_fabric_schedule_t *s, int32_t *lat,
     return held + (entering >= 0);
 }
 
+/* The simulation's state for fabric f and schedule s, its memory refused
+ * up front if it would not fit: two latches per tile and column (a
+ * million tiles in as many columns would be 8 TiB), the wires, the
+ * queues and the counting sort's buckets. */
+static mrc_status_t sim_init(sim_t *m, const mrc_fabric_t *f,
+                             const mrc_fabric_schedule_t *s)
+{
+    int T = f->tiles, C = f->columns;
+    *m = (sim_t){f, s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f->rows + 2};
+    size_t lat = (size_t)T * (size_t)C;
+    uint64_t need = mrc__sat_mul_add(lat, 2 * sizeof(int32_t), 0);
+    need = mrc__sat_mul_add(mrc__sat_mul_add((uint64_t)T, (uint64_t)m->ring,
+                                             0),
+                            sizeof(int32_t), need);
+    need = mrc__sat_mul_add((uint64_t)T, 3 * sizeof(int64_t), need);
+    need = mrc__sat_mul_add(s->packets, 2 * sizeof(uint64_t), need);
+    need = mrc__sat_mul_add((uint64_t)(s->horizon > 0 ? s->horizon : 1) + 1,
+                            sizeof(size_t), need);
+    mrc_status_t st = mrc__check_memory(need, "latches and queues for the "
+                                              "fabric simulation");
+    if (st != MRC_OK)
+        return st;
+    m->gated = malloc(sizeof *m->gated * lat);
+    m->ungated = malloc(sizeof *m->ungated * lat);
+    m->live = calloc((size_t)T, sizeof *m->live);
+    m->queue = malloc(sizeof *m->queue * (s->packets ? s->packets : 1));
+    m->next = calloc((size_t)T, sizeof *m->next);
+    m->end = calloc((size_t)T, sizeof *m->end);
+    m->wire = malloc(sizeof *m->wire * (size_t)T * (size_t)m->ring);
+    if (!m->gated || !m->ungated || !m->live || !m->queue || !m->next ||
+        !m->end || !m->wire)
+        st = mrc__error(MRC_ERR_NO_MEMORY,
+                        "out of memory to simulate %d tiles", T);
+    if (st == MRC_OK)
+        st = build_queues(m);
+    if (st != MRC_OK) {
+        sim_free(m);
+        return st;
+    }
+    for (size_t i = 0; i < lat; i++)
+        m->gated[i] = m->ungated[i] = -1;
+    for (size_t i = 0; i < (size_t)T * (size_t)m->ring; i++)
+        m->wire[i] = -1;
+    return MRC_OK;
+}
+
+/* Cycle c at the tiles: each puts its next due packet on its wire (one a
+ * cycle, so a second packet for the same cycle slips), and the packet
+ * entering its column steps through the latches, gated and not. */
+static void tiles_cycle(sim_t *m, int64_t c, mrc_fabric_stats_t *out)
+{
+    const mrc_fabric_t *f = m->f;
+    const mrc_fabric_schedule_t *s = m->s;
+    int C = f->columns;
+    for (int t = 0; t < f->tiles; t++) {
+        int32_t *w = m->wire + (size_t)t * (size_t)m->ring;
+        if (m->next[t] < m->end[t] && s->send[m->queue[m->next[t]]] <= c) {
+            uint64_t p = m->queue[m->next[t]++];
+            out->slipped += s->send[p] < c;
+            w[(c + mrc__fabric_ns(f, t)) % m->ring] = (int32_t)p;
+        }
+        int32_t entering = w[c % m->ring];
+        w[c % m->ring] = -1;
+        if (entering < 0 && m->live[t] == 0)
+            continue;
+        int col = mrc__fabric_col(f, t);
+        uint32_t g = step_latches(s, m->gated + (size_t)t * C, C, col,
+                                  entering, 1);
+        uint32_t u = step_latches(s, m->ungated + (size_t)t * C, C, col,
+                                  entering, 0);
+        out->toggles += g;
+        out->toggles_ungated += u;
+        m->live[t] = u; /* the ungated set holds whatever the gated does */
+    }
+}
+
+/* Cycle c at the multiplexers: what the selected wires hold at each
+ * tile's column, delivered on time, late, or to the wrong tile. */
+static void mux_cycle(const sim_t *m, int64_t c, mrc_fabric_stats_t *out)
+{
+    const mrc_fabric_t *f = m->f;
+    const mrc_fabric_schedule_t *s = m->s;
+    for (int r = 0; r < f->tiles; r++) {
+        int src = s->mux[r][c];
+        if (src < 0)
+            continue;
+        int32_t p = m->gated[(size_t)src * f->columns + mrc__fabric_col(f, r)];
+        if (p < 0)
+            continue; /* nothing there: the delivery is missed */
+        size_t e = (size_t)s->entry[p];
+        int64_t arrive = c + mrc__fabric_ns(f, r);
+        int64_t expect = (int64_t)s->send[p] + mrc_fabric_delay(f, src, r);
+        if (!mrc__exchange_has_dest(s->x, e, r) || arrive < expect)
+            out->misdelivered++;
+        else if (arrive == expect)
+            out->delivered++;
+        else
+            out->late++;
+        if (arrive + 1 > out->cycles)
+            out->cycles = arrive + 1;
+    }
+}
+
+/* Packets still queued, on a wire, or in a latch (0: none). */
+static uint64_t in_flight(const sim_t *m)
+{
+    uint64_t n = 0;
+    for (int t = 0; t < m->f->tiles && n == 0; t++)
+        n += (m->end[t] - m->next[t]) + m->live[t];
+    for (size_t i = 0; n == 0 && i < (size_t)m->f->tiles * (size_t)m->ring;
+         i++)
+        n += m->wire[i] >= 0;
+    return n;
+}
+
 mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
                                  const mrc_fabric_schedule_t *s,
                                  mrc_fabric_stats_t *out)
@@ -133,104 +248,15 @@ mrc_status_t mrc_fabric_simulate(const mrc_fabric_t *f,
     memset(out, 0, sizeof *out);
     out->packets = s->packets;
     out->deliveries = s->deliveries;
-    int T = f->tiles, C = f->columns;
-    sim_t m = {f, s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f->rows + 2};
-    size_t lat = (size_t)T * (size_t)C;
-    /* Up front: two latches per tile and column (a million tiles in as
-     * many columns would be 8 TiB), the wires, the queues and the
-     * counting sort's buckets. */
-    uint64_t need = mrc__sat_mul_add(lat, 2 * sizeof(int32_t), 0);
-    need = mrc__sat_mul_add(mrc__sat_mul_add((uint64_t)T, (uint64_t)m.ring,
-                                             0),
-                            sizeof(int32_t), need);
-    need = mrc__sat_mul_add((uint64_t)T, 3 * sizeof(int64_t), need);
-    need = mrc__sat_mul_add(s->packets, 2 * sizeof(uint64_t), need);
-    need = mrc__sat_mul_add((uint64_t)(s->horizon > 0 ? s->horizon : 1) + 1,
-                            sizeof(size_t), need);
-    mrc_status_t cst = mrc__check_memory(need, "latches and queues for the "
-                                               "fabric simulation");
-    if (cst != MRC_OK)
-        return cst;
-    m.gated = malloc(sizeof *m.gated * lat);
-    m.ungated = malloc(sizeof *m.ungated * lat);
-    m.live = calloc((size_t)T, sizeof *m.live);
-    m.queue = malloc(sizeof *m.queue * (s->packets ? s->packets : 1));
-    m.next = calloc((size_t)T, sizeof *m.next);
-    m.end = calloc((size_t)T, sizeof *m.end);
-    m.wire = malloc(sizeof *m.wire * (size_t)T * (size_t)m.ring);
-    mrc_status_t st = MRC_OK;
-    if (!m.gated || !m.ungated || !m.live || !m.queue || !m.next || !m.end ||
-        !m.wire)
-        st = mrc__error(MRC_ERR_NO_MEMORY,
-                        "out of memory to simulate %d tiles", T);
-    if (st == MRC_OK)
-        st = build_queues(&m);
-    if (st != MRC_OK) {
-        sim_free(&m);
+    sim_t m;
+    mrc_status_t st = sim_init(&m, f, s);
+    if (st != MRC_OK)
         return st;
-    }
-    for (size_t i = 0; i < lat; i++)
-        m.gated[i] = m.ungated[i] = -1;
-    for (size_t i = 0; i < (size_t)T * (size_t)m.ring; i++)
-        m.wire[i] = -1;
-
-    /* Packets still queued, on a wire, or in a latch. */
-    uint64_t in_flight = 1;
-    for (int64_t c = 0; c < s->horizon || in_flight > 0; c++) {
-        for (int t = 0; t < T; t++) {
-            int32_t *w = m.wire + (size_t)t * (size_t)m.ring;
-            /* The tile puts its next due packet on its wire: one a cycle,
-             * so a second packet for the same cycle slips. */
-            if (m.next[t] < m.end[t] && s->send[m.queue[m.next[t]]] <= c) {
-                uint64_t p = m.queue[m.next[t]++];
-                out->slipped += s->send[p] < c;
-                w[(c + mrc__fabric_ns(f, t)) % m.ring] = (int32_t)p;
-            }
-            int32_t entering = w[c % m.ring];
-            w[c % m.ring] = -1;
-            if (entering < 0 && m.live[t] == 0)
-                continue;
-            int col = mrc__fabric_col(f, t);
-            uint32_t g = step_latches(s, m.gated + (size_t)t * C, C, col,
-                                      entering, 1);
-            uint32_t u = step_latches(s, m.ungated + (size_t)t * C, C, col,
-                                      entering, 0);
-            out->toggles += g;
-            out->toggles_ungated += u;
-            m.live[t] = u; /* the ungated set holds whatever the gated does */
-        }
-        /* Multiplexers: what the selected wires hold at the tile's column. */
+    /* Done when every packet has been sent and the latches are still. */
+    for (int64_t c = 0; c < s->horizon || in_flight(&m) > 0; c++) {
+        tiles_cycle(&m, c, out);
         if (c < s->horizon)
-            for (int r = 0; r < T; r++) {
-                int src = s->mux[r][c];
-                if (src < 0)
-                    continue;
-                int32_t p = m.gated[(size_t)src * C + mrc__fabric_col(f, r)];
-                if (p < 0)
-                    continue; /* nothing there: the delivery is missed */
-                size_t e = (size_t)s->entry[p];
-                int64_t arrive = c + mrc__fabric_ns(f, r);
-                int64_t expect =
-                    (int64_t)s->send[p] + mrc_fabric_delay(f, src, r);
-                if (!mrc__exchange_has_dest(s->x, e, r) || arrive < expect)
-                    out->misdelivered++;
-                else if (arrive == expect)
-                    out->delivered++;
-                else
-                    out->late++;
-                if (arrive + 1 > out->cycles)
-                    out->cycles = arrive + 1;
-            }
-        /* Done when every packet has been sent and the latches are still. */
-        in_flight = 0;
-        for (int t = 0; t < T && in_flight == 0; t++)
-            in_flight += (m.end[t] - m.next[t]) + m.live[t];
-        if (in_flight == 0)
-            for (size_t i = 0; i < (size_t)T * (size_t)m.ring; i++)
-                if (m.wire[i] >= 0) {
-                    in_flight = 1;
-                    break;
-                }
+            mux_cycle(&m, c, out);
     }
     out->missed = s->deliveries - out->delivered - out->late;
     sim_free(&m);

@@ -486,6 +486,39 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
     return MRC_OK;
 }
 
+/* The reason for out's choice (among `applies` families, `second` the
+ * runner-up), or MRC_ERR_UNSUPPORTED with the reason none applies. */
+static mrc_status_t say_why(const mrc__select_input_t *in, mrc_algo_t force,
+                            int applies, int second, mrc__selection_t *out)
+{
+    if (out->chosen == MRC_ALGO_AUTO && force != MRC_ALGO_AUTO) {
+        snprintf(out->reason, sizeof out->reason, "%s",
+                 out->cand[force].why);
+        return mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
+                          mrc_algo_name(force), out->cand[force].why);
+    }
+    if (out->chosen == MRC_ALGO_AUTO) {
+        snprintf(out->reason, sizeof out->reason,
+                 "no family applies (rings: %s)",
+                 out->cand[MRC_ALGO_RINGS].why);
+        return mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+    }
+    const mrc__candidate_t *w = &out->cand[out->chosen];
+    if (force != MRC_ALGO_AUTO)
+        snprintf(out->reason, sizeof out->reason, "forced (%s)",
+                 mrc_algo_name(force));
+    else if (applies == 1)
+        snprintf(out->reason, sizeof out->reason,
+                 "the only family that applies on the %s model",
+                 mrc__xport_name(in->transport));
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "fastest of %d on the %s model: %.3f us, next %s %.3f us",
+                 applies, mrc__xport_name(in->transport), w->time_us,
+                 mrc_algo_name((mrc_algo_t)second), out->cand[second].time_us);
+    return MRC_OK;
+}
+
 mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
                          mrc__selection_t *out, mrc_program_t **program)
 {
@@ -539,33 +572,8 @@ mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
             second = a;
         }
     }
-    if (out->chosen == MRC_ALGO_AUTO) {
-        if (force != MRC_ALGO_AUTO) {
-            snprintf(out->reason, sizeof out->reason, "%s",
-                     out->cand[force].why);
-            st = mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
-                            mrc_algo_name(force), out->cand[force].why);
-            goto done;
-        }
-        snprintf(out->reason, sizeof out->reason,
-                 "no family applies (rings: %s)",
-                 out->cand[MRC_ALGO_RINGS].why);
-        st = mrc__error(MRC_ERR_UNSUPPORTED, "%s", out->reason);
+    if ((st = say_why(in, force, applies, second, out)) != MRC_OK)
         goto done;
-    }
-    const mrc__candidate_t *w = &out->cand[out->chosen];
-    if (force != MRC_ALGO_AUTO)
-        snprintf(out->reason, sizeof out->reason, "forced (%s)",
-                 mrc_algo_name(force));
-    else if (applies == 1)
-        snprintf(out->reason, sizeof out->reason,
-                 "the only family that applies on the %s model",
-                 mrc__xport_name(in->transport));
-    else
-        snprintf(out->reason, sizeof out->reason,
-                 "fastest of %d on the %s model: %.3f us, next %s %.3f us",
-                 applies, mrc__xport_name(in->transport), w->time_us,
-                 mrc_algo_name((mrc_algo_t)second), out->cand[second].time_us);
     if (program) {
         *program = progs[out->chosen];
         progs[out->chosen] = NULL;
