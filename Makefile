@@ -29,10 +29,18 @@ all: build
 setup:
 	@sh scripts/setup-deps.sh
 
+# A build says one line, and on failure its errors and where the whole
+# log is: a newcomer reads what went wrong, not a hundred progress lines.
+QUIET_BUILD = cmake --build $(1) -j $(JOBS) >$(1)/build.log 2>&1 || \
+	{ grep -E -A3 ': (fatal )?error|undefined reference|CMake Error' $(1)/build.log | \
+	  head -60; echo "the build failed; the whole log: $(1)/build.log"; \
+	  exit 1; }
+
 build: setup
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release \
 	    -DMRC_WERROR=$(WERROR) $(CMAKE_ARGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@echo "building mrc in $(BUILD)/ (log: $(BUILD)/build.log)"
+	@$(call QUIET_BUILD,$(BUILD))
 
 # The main job: every collective on real data in threads on seed 004's
 # hcm8, for each strategy that applies, checked element by element.
@@ -45,7 +53,8 @@ test: build
 test-sanitize: setup
 	@cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DMRC_SANITIZE=ON -DMRC_WERROR=$(WERROR) $(CMAKE_ARGS) >/dev/null
-	@cmake --build $(SAN_BUILD) -j $(JOBS)
+	@echo "building mrc with ASan and UBSan in $(SAN_BUILD)/ (log: $(SAN_BUILD)/build.log)"
+	@$(call QUIET_BUILD,$(SAN_BUILD))
 	@cd $(SAN_BUILD) && \
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:halt_on_error=1 \
 	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
