@@ -12,6 +12,7 @@
 
 #include "api/comm_internal.h"
 #include "cli.h"
+#include "opts.h"
 #include "reduce/reduce.h"
 #include "reference.h"
 
@@ -405,42 +406,22 @@ int cmd_run(int argc, char **argv)
     const char *cmd = "mrc run";
     /* (the defaults of the options an image fixes are set after --load:
      * with it, any of them given is refused) */
-    const char *topology = NULL, *strategy = NULL, *groups = NULL,
-               *replica = NULL, *coll = NULL, *count = NULL, *dtype = NULL,
-               *op = NULL, *iters = "5", *warmup = "1", *chunk = NULL,
-               *max_memory = NULL, *algo = NULL, *hosts = NULL,
-               *load = NULL, *predict = NULL;
+    const char *topology = NULL, *iters = "5", *warmup = "1",
+               *predict = NULL;
     const char *pos[1];
-    int json = 0, npos = 0;
-    const cli_opt_t opts[] = {{"topology", 't', &topology, NULL},
-                              {"strategy", 's', &strategy, NULL},
-                              {"groups", 'g', &groups, NULL},
-                              {"replica-size", 'r', &replica, NULL},
-                              {"collective", 'c', &coll, NULL},
-                              {"count", 'n', &count, NULL},
-                              {"dtype", 'd', &dtype, NULL},
-                              {"op", 0, &op, NULL},
-                              {"iters", 0, &iters, NULL},
-                              {"warmup", 0, &warmup, NULL},
-                              {"chunk", 0, &chunk, NULL},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {"algo", 'a', &algo, NULL},
-                              {"hosts", 0, &hosts, NULL},
-                              {"load", 0, &load, NULL},
-                              {"predict", 0, &predict, NULL},
-                              {"json", 0, NULL, &json},
-                              {0}};
-    cli_values_t fails;
-    int rc = cli_take_values(cmd, "run", "fail-link", &argc, argv, &fails);
-    if (rc == CLI_OK)
-        rc = cli_parse(cmd, "run", argc, argv, opts, pos, 0, 0, &npos);
-    if (rc == CLI_OK)
-        rc = cli_max_memory(cmd, "run", max_memory);
-    mrc_algo_t family = MRC_ALGO_AUTO;
-    if (rc == CLI_OK)
-        rc = cli_algo(cmd, "run", algo, &family);
+    int npos = 0;
+    const cli_opt_t own[] = {{"topology", 't', &topology, NULL},
+                             {"iters", 0, &iters, NULL},
+                             {"warmup", 0, &warmup, NULL},
+                             {"predict", 0, &predict, NULL},
+                             {0}};
+    cli_stage_t o;
+    int rc = cli_stage_parse(cmd, "run", CLI_STAGE_COUNT | CLI_STAGE_OP |
+                                             CLI_STAGE_CHUNK,
+                             own, NULL, argc, argv, &o, pos, 0, 0, &npos);
     if (rc != CLI_OK)
         return rc;
+    const char *strategy = o.strategy, *groups = o.groups, *algo = o.algo;
     run_cfg_t base = {0};
     mrc_profile_t profile;
     if (predict) {
@@ -458,51 +439,48 @@ int cmd_run(int argc, char **argv)
     }
     uint64_t n64 = 0, cb = 0;
     long it = 0, wu = 0, rs = 0;
-    if (load) {
-        const cli_fixed_t fixed[] = {
-            {"topology", topology}, {"strategy", strategy},
-            {"groups", groups}, {"replica-size", replica},
-            {"collective", coll}, {"count", count}, {"dtype", dtype},
-            {"op", op}, {"chunk", chunk}, {"algo", algo}, {"hosts", hosts},
-            {"fail-link", fails.n ? "" : NULL}, {NULL, NULL}};
-        if ((rc = cli_load_refuses(cmd, "run", fixed)) != CLI_OK)
+    if (o.load) {
+        static const char *const fixed[] = {
+            "topology", "strategy", "groups", "replica-size", "collective",
+            "count", "dtype", "op", "chunk", "algo", "hosts", "fail-link",
+            NULL};
+        if ((rc = cli_stage_refuses(cmd, "run", &o, fixed)) != CLI_OK)
             return rc;
         if (mrc__parse_long(iters, 1, 1000000, &it) ||
             mrc__parse_long(warmup, 0, 1000000, &wu))
             return cli_usage(cmd, "run", "--iters and --warmup take counts");
         base.iters = (int)it;
         base.warmup = (int)wu;
-        return run_loaded(cmd, load, base, json);
+        return run_loaded(cmd, o.load, base, o.json);
     }
     topology = topology ? topology : "hcm8";
-    coll = coll ? coll : "all";
-    count = count ? count : "1M";
-    dtype = dtype ? dtype : "float32";
-    op = op ? op : "sum";
-    mrc_status_t st = mrc_dtype_parse(dtype, &base.dtype);
+    const char *coll = o.coll ? o.coll : "all";
+    o.count = o.count ? o.count : "1M";
+    mrc_status_t st = mrc_dtype_parse(o.dtype ? o.dtype : "float32",
+                                      &base.dtype);
     if (st == MRC_OK)
-        st = mrc_op_parse(op, &base.op);
+        st = mrc_op_parse(o.op ? o.op : "sum", &base.op);
     int all = strcmp(coll, "all") == 0;
     mrc_collective_t only = MRC_ALLREDUCE;
     if (st == MRC_OK && !all)
         st = mrc_collective_parse(coll, &only);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    if (mrc__parse_size(count, &n64) != 0)
-        return cli_usage(cmd, "run", "--count '%s' is not a count", count);
+    if ((rc = cli_stage_count(cmd, "run", &o, &n64)) != CLI_OK)
+        return rc;
     int nh = 0; /* (0: $MRC_HOSTS, as the communicator takes it) */
-    if ((rc = cli_hosts(cmd, "run", hosts, 0, &nh)) != CLI_OK)
+    if ((rc = cli_hosts(cmd, "run", o.hosts, 0, &nh)) != CLI_OK)
         return rc;
     if (mrc__parse_long(iters, 1, 1000000, &it) ||
         mrc__parse_long(warmup, 0, 1000000, &wu))
         return cli_usage(cmd, "run", "--iters and --warmup take counts");
-    if (chunk && (mrc__parse_size(chunk, &cb) != 0 || cb == 0))
-        return cli_usage(cmd, "run", "--chunk '%s' is not a size", chunk);
-    if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs))
-        return cli_usage(cmd, "run", "--replica-size '%s' is not a positive "
-                         "integer", replica);
+    if ((rc = cli_stage_chunk(cmd, "run", &o, &cb)) != CLI_OK ||
+        (rc = cli_stage_replica(cmd, "run", &o, &rs)) != CLI_OK)
+        return rc;
     base.iters = (int)it;
     base.warmup = (int)wu;
+    int json = o.json;
+    cli_values_t fails = o.fails;
 
     mrc_topo_t *t = NULL;
     st = mrc_topo_create(topology, &t);

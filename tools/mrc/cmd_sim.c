@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "sim/select.h"
 
 void help_sim(void)
@@ -514,63 +515,44 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
 int cmd_sim(int argc, char **argv)
 {
     const char *cmd = "mrc sim";
-    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *coll = NULL, *size = NULL, *dtype = NULL,
-                        *mode = "bsp", *chunks = NULL, *pj = NULL,
+    const char *pos[1], *mode = "bsp", *chunks = NULL, *pj = NULL,
                         *power = NULL, *wake = NULL, *sweep_range = NULL,
-                        *prefix = NULL, *max_memory = NULL,
-                        *algo = NULL, *hosts = NULL, *load = NULL,
-                        *profile = NULL, *wl = NULL;
-    int json = 0, cmp = 0, npos = 0;
-    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
-                              {"groups", 'g', &groups, NULL},
-                              {"replica-size", 'r', &replica, NULL},
-                              {"collective", 'c', &coll, NULL},
-                              {"size", 0, &size, NULL},
-                              {"dtype", 'd', &dtype, NULL},
-                              {"mode", 0, &mode, NULL},
-                              {"chunks", 0, &chunks, NULL},
-                              {"pj-per-bit", 0, &pj, NULL},
-                              {"link-power", 0, &power, NULL},
-                              {"wake-us", 0, &wake, NULL},
-                              {"sweep", 0, &sweep_range, NULL},
-                              {"output", 'o', &prefix, NULL},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {"algo", 'a', &algo, NULL},
-                              {"hosts", 0, &hosts, NULL},
-                              {"load", 0, &load, NULL},
-                              {"profile", 0, &profile, NULL},
-                              {"workload", 0, &wl, NULL},
-                              {"compare", 0, NULL, &cmp},
-                              {"json", 0, NULL, &json},
-                              {0}};
+                        *prefix = NULL, *profile = NULL, *wl = NULL;
+    int cmp = 0, npos = 0;
+    const cli_opt_t own[] = {{"mode", 0, &mode, NULL},
+                             {"chunks", 0, &chunks, NULL},
+                             {"pj-per-bit", 0, &pj, NULL},
+                             {"link-power", 0, &power, NULL},
+                             {"wake-us", 0, &wake, NULL},
+                             {"sweep", 0, &sweep_range, NULL},
+                             {"output", 'o', &prefix, NULL},
+                             {"profile", 0, &profile, NULL},
+                             {"workload", 0, &wl, NULL},
+                             {"compare", 0, NULL, &cmp},
+                             {0}};
     pos[0] = NULL;
-    cli_values_t fails;
-    int rc = cli_take_values(cmd, "sim", "fail-link", &argc, argv, &fails);
-    if (rc == CLI_OK)
-        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 0, 1, &npos);
-    if (rc == CLI_OK)
-        rc = cli_max_memory(cmd, "sim", max_memory);
-    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
-    if (rc == CLI_OK)
-        rc = cli_algo(cmd, "sim", algo ? algo : "rings", &a.algo);
+    cli_stage_t o;
+    int rc = cli_stage_parse(cmd, "sim", CLI_STAGE_SIZE, own, "rings", argc,
+                             argv, &o, pos, 0, 1, &npos);
     if (rc != CLI_OK)
         return rc;
+    const char *strategy = o.strategy, *groups = o.groups, *replica = o.replica,
+               *coll = o.coll, *size = o.size, *dtype = o.dtype,
+               *hosts = o.hosts, *load = o.load;
+    int json = o.json;
+    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups,
+                    .algo = o.algo_family};
     long rs = 0, ck = 0;
     double e = 0, w = 0, u = 0;
     if (load) {
-        const cli_fixed_t fixed[] = {
-            {"strategy", strategy}, {"groups", groups},
-            {"replica-size", replica}, {"collective", coll},
-            {"size", size}, {"dtype", dtype}, {"algo", algo},
-            {"hosts", hosts}, {"sweep", sweep_range},
-            {"compare", cmp ? "" : NULL}, {"output", prefix},
-            {"fail-link", fails.n ? "" : NULL}, {"workload", wl},
-            {NULL, NULL}};
+        static const char *const fixed[] = {
+            "strategy", "groups", "replica-size", "collective", "size",
+            "dtype", "algo", "hosts", "sweep", "compare", "output",
+            "fail-link", "workload", NULL};
         if (npos)
             return cli_usage(cmd, "sim", "--load takes no SPEC (the image "
                              "carries its topology)");
-        if ((rc = cli_load_refuses(cmd, "sim", fixed)) != CLI_OK)
+        if ((rc = cli_stage_refuses(cmd, "sim", &o, fixed)) != CLI_OK)
             return rc;
     } else if (npos == 0) {
         return cli_usage(cmd, "sim", "missing SPEC");
@@ -621,7 +603,7 @@ int cmd_sim(int argc, char **argv)
     st = mrc_topo_create(pos[0], &t);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+    if ((rc = cli_fail_links(cmd, &o.fails, &t, NULL)) != CLI_OK) {
         mrc_topo_destroy(t);
         return rc;
     }
