@@ -207,6 +207,68 @@ static mrc_status_t save_image(const mrc_program_t *p,
     return st;
 }
 
+/* Compiles SPEC (with its failed links) as cc says, checks the program,
+ * writes its image (-o) and reports. */
+static int compile_spec(const char *cmd, const cli_stage_t *o,
+                        mrc_compile_config_t *cc, int replica,
+                        const char *spec, const char *out, const char *node,
+                        int listing)
+{
+    int rc = CLI_OK, json = o->json;
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_program_t *p = NULL;
+    int k = -1;
+    mrc_status_t st = mrc_topo_create(spec, &t);
+    /* (a node out of range is bad usage, found before compiling) */
+    if (st == MRC_OK && node &&
+        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), spec, &k)) !=
+            CLI_OK)
+        goto done;
+    mrc_embed_config_t ec = {.strategy = o->strategy,
+                             .groups = o->groups,
+                             .replica_size = replica};
+    if (st == MRC_OK && (rc = cli_fail_links(cmd, &o->fails, &t, NULL)) != 0)
+        goto done;
+    if (st == MRC_OK)
+        st = mrc_embed_create(t, &ec, &e);
+    if (st == MRC_OK)
+        cli_report_failed_links(json ? stderr : stdout, t, &ec);
+    if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, cc)) != CLI_OK)
+        goto done;
+    double t0 = now_ms(), t1 = t0, t2 = t0;
+    if (st == MRC_OK) {
+        st = mrc__program_build(e, cc, -1, &p);
+        t1 = now_ms();
+    }
+    if (st == MRC_OK) {
+        st = mrc_program_check(p);
+        t2 = now_ms();
+    }
+    size_t len = 0;
+    if (st == MRC_OK && out) {
+        void *img = NULL;
+        st = save_image(p, e, spec, &img, &len);
+        if (st == MRC_OK) {
+            rc = cli_write_file(cmd, out, img, len);
+            if (rc == CLI_OK)
+                fprintf(stderr, "wrote %s (%zu bytes)\n", out, len);
+        }
+        mrc_free(img);
+    }
+    if (st == MRC_OK && rc == CLI_OK)
+        rc = node ? node_listing(cmd, p, k, json)
+                  : report(cmd, p, spec, t1 - t0, t2 - t1, json, listing,
+                         len);
+    else if (st != MRC_OK)
+        rc = cli_fail(cmd, st);
+done:
+    mrc_program_destroy(p);
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+    return rc;
+}
+
 int cmd_compile(int argc, char **argv)
 {
     const char *cmd = "mrc compile";
@@ -262,59 +324,5 @@ int cmd_compile(int argc, char **argv)
     cc.count = (size_t)n;
     cc.chunk_bytes = (size_t)cb;
     cc.root = (int)rt;
-    const char *strategy = o.strategy, *groups = o.groups;
-    cli_values_t fails = o.fails;
-
-    mrc_topo_t *t = NULL;
-    mrc_embedding_t *e = NULL;
-    mrc_program_t *p = NULL;
-    int k = -1;
-    st = mrc_topo_create(pos[0], &t);
-    /* (a node out of range is bad usage, found before compiling) */
-    if (st == MRC_OK && node &&
-        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), pos[0], &k)) !=
-            CLI_OK)
-        goto done;
-    mrc_embed_config_t ec = {.strategy = strategy,
-                             .groups = groups,
-                             .replica_size = (int)rs};
-    if (st == MRC_OK && (rc = cli_fail_links(cmd, &fails, &t, NULL)) != 0)
-        goto done;
-    if (st == MRC_OK)
-        st = mrc_embed_create(t, &ec, &e);
-    if (st == MRC_OK)
-        cli_report_failed_links(json ? stderr : stdout, t, &ec);
-    if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, &cc)) != CLI_OK)
-        goto done;
-    double t0 = now_ms(), t1 = t0, t2 = t0;
-    if (st == MRC_OK) {
-        st = mrc__program_build(e, &cc, -1, &p);
-        t1 = now_ms();
-    }
-    if (st == MRC_OK) {
-        st = mrc_program_check(p);
-        t2 = now_ms();
-    }
-    size_t len = 0;
-    if (st == MRC_OK && out) {
-        void *img = NULL;
-        st = save_image(p, e, pos[0], &img, &len);
-        if (st == MRC_OK) {
-            rc = cli_write_file(cmd, out, img, len);
-            if (rc == CLI_OK)
-                fprintf(stderr, "wrote %s (%zu bytes)\n", out, len);
-        }
-        mrc_free(img);
-    }
-    if (st == MRC_OK && rc == CLI_OK)
-        rc = node ? node_listing(cmd, p, k, json)
-                  : report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing,
-                         len);
-    else if (st != MRC_OK)
-        rc = cli_fail(cmd, st);
-done:
-    mrc_program_destroy(p);
-    mrc_embed_destroy(e);
-    mrc_topo_destroy(t);
-    return rc;
+    return compile_spec(cmd, &o, &cc, (int)rs, pos[0], out, node, listing);
 }
