@@ -22,15 +22,22 @@ void cal_tell(const cal_plan_t *plan, double done, const char *what)
         plan->progress(plan->ctx, done, what);
 }
 
+/* The kernel's file NAME of cpu0's cache `index`, opened; NULL if it
+ * has none. */
+static FILE *cache_file(int index, const char *name)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s",
+             index, name);
+    return fopen(path, "r");
+}
+
 /* cpu0's caches as the kernel describes them (bytes): the largest (the
  * last level, which the cores share) and the largest of one core alone
  * (shared_cpu_list naming cpu0 only); 0 where it says nothing. */
 static double cache_size(int index)
 {
-    char path[96];
-    snprintf(path, sizeof path,
-             "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-    FILE *f = fopen(path, "r");
+    FILE *f = cache_file(index, "size");
     if (!f)
         return -1;
     unsigned long v = 0;
@@ -46,11 +53,8 @@ static double cache_size(int index)
 
 static int cache_private(int index)
 {
-    char path[96], list[64] = "";
-    snprintf(path, sizeof path,
-             "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
-             index);
-    FILE *f = fopen(path, "r");
+    char list[64] = "";
+    FILE *f = cache_file(index, "shared_cpu_list");
     if (!f)
         return 0;
     int ok = fscanf(f, "%63s", list) == 1 && strcmp(list, "0") == 0;
@@ -58,27 +62,17 @@ static int cache_private(int index)
     return ok;
 }
 
-static double private_cache_bytes(void)
+/* The largest of cpu0's caches, or of those it alone uses
+ * (private_only); 0 where the kernel says nothing. */
+static double largest_cache(int private_only)
 {
     double best = 0;
     for (int i = 0; i < 8; i++) {
         double b = cache_size(i);
         if (b < 0)
             break;
-        if (cache_private(i) && b > best)
+        if ((!private_only || cache_private(i)) && b > best)
             best = b;
-    }
-    return best;
-}
-
-static double llc_bytes(void)
-{
-    double best = 0;
-    for (int i = 0; i < 8; i++) {
-        double b = cache_size(i);
-        if (b < 0)
-            break;
-        best = b > best ? b : best;
     }
     return best;
 }
@@ -108,10 +102,10 @@ static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
         if (rate[i] >= edge)
             p->cache_bytes = (double)size[i];
     p->cache_bytes *= 2;
-    double llc = llc_bytes();
+    double llc = largest_cache(0);
     if (llc > 0)
         p->cache_bytes = llc;
-    p->private_cache_bytes = private_cache_bytes();
+    p->private_cache_bytes = largest_cache(1);
 }
 
 static void reduce_rates(const cal_plan_t *plan, mrc_profile_t *p)

@@ -37,6 +37,19 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* k calls (while they succeed), then every rank waits for the others;
+ * node 0 then reads the clock into *t. */
+static void calls(worker_t *w, void *send, void *recv, int k, double *t)
+{
+    const run_cfg_t *rc = w->sh->rc;
+    for (int i = 0; i < k && w->st == MRC_OK; i++)
+        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
+                              rc->op, rc->root, w->comm);
+    pthread_barrier_wait(&w->sh->barrier);
+    if (w->node == 0)
+        *t = now_s();
+}
+
 static void *work(void *arg)
 {
     worker_t *w = arg;
@@ -59,18 +72,8 @@ static void *work(void *arg)
         mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
         memset(recv, 0, bytes); /* touch every page before timing */
     }
-    for (int i = 0; i < rc->warmup && w->st == MRC_OK; i++)
-        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
-                              rc->op, rc->root, w->comm);
-    pthread_barrier_wait(&w->sh->barrier);
-    if (w->node == 0)
-        w->sh->t0 = now_s();
-    for (int i = 0; i < rc->iters && w->st == MRC_OK; i++)
-        w->st = mrc__ref_call(rc->coll, send, recv, rc->count, rc->dtype,
-                              rc->op, rc->root, w->comm);
-    pthread_barrier_wait(&w->sh->barrier);
-    if (w->node == 0)
-        w->sh->t1 = now_s();
+    calls(w, send, recv, rc->warmup, &w->sh->t0);
+    calls(w, send, recv, rc->iters, &w->sh->t1);
     /* The checked run: fresh inputs, a cleared output, every element. */
     if (w->st == MRC_OK) {
         mrc__ref_fill(send, rc->coll, rc->count, rank, n, rc->dtype, rc->op);
