@@ -1,8 +1,10 @@
 /*
- * Topology generators and their spec strings: NAME[:ARGS][,key=value...].
+ * The topology generators (ring, line, full, the ladders, the tori, the
+ * prisms, hcm8) and their table; spec.c reads a spec string
+ * NAME[:ARGS][,key=value...] into a generator's parameters.
  *
  * Each family checks its own arguments and says what it needs; the built
- * graph then goes through the same validation as a file.
+ * graph then goes through the builder's validation, as a file does.
  */
 #include <limits.h>
 #include <math.h>
@@ -12,29 +14,8 @@
 
 #include "topo_internal.h"
 
-enum { MAX_SPEC = 256, MAX_ARGS = 4, MAX_KEYS = 3 };
-
-typedef struct gen_params {
-    long arg[MAX_ARGS];
-    int nargs;
-    long cnt[MAX_KEYS]; /* physical links per link class, by key */
-    double bw;  /* GB/s per direction per physical link */
-    double lat; /* ns */
-} gen_params_t;
-
-typedef mrc_status_t (*gen_fn)(const gen_params_t *p, const char *spec,
-                               mrc__topo_builder_t *tb);
-
-typedef struct generator {
-    const char *name;
-    int nargs;
-    const char *usage; /* what the arguments must be */
-    gen_fn build;
-    /* The family's link classes, named as options (rung=2): how many
-     * physical links join two nodes of that class; NULL-ended. */
-    const char *keys[MAX_KEYS + 1];
-    long dflt[MAX_KEYS];
-} generator_t;
+typedef mrc__topo_gen_params_t gen_params_t;
+typedef mrc__topo_generator_t generator_t;
 
 static const double TAU = 6.283185307179586;
 
@@ -382,7 +363,7 @@ static mrc_status_t gen_hcm8(const gen_params_t *p, const char *spec,
     return MRC_OK;
 }
 
-static const generator_t generators[] = {
+const mrc__topo_generator_t mrc__topo_generators[] = {
     {"ring", 1, "ring:N (N >= 2)", gen_ring, {NULL}, {0}},
     {"line", 1, "line:N (N >= 1)", gen_line, {NULL}, {0}},
     {"full", 1, "full:N (1 <= N <= 4097)", gen_full, {NULL}, {0}},
@@ -401,194 +382,5 @@ static const generator_t generators[] = {
     {"hcm8", 0, "hcm8 (no arguments)", gen_hcm8, {NULL}, {0}},
 };
 
-static const int num_generators =
-    (int)(sizeof generators / sizeof generators[0]);
-
-static mrc_status_t unknown_generator(const char *spec, const char *name)
-{
-    char known[640] = "";
-    for (int i = 0; i < num_generators; i++) {
-        if (i)
-            strcat(known, ", ");
-        strcat(known, generators[i].usage);
-    }
-    return mrc__error(MRC_ERR_INVALID_ARG,
-                      "topology spec '%s': unknown generator '%s' and no "
-                      "such file (generators: %s)",
-                      spec, name, known);
-}
-
-/* Index of `key` among the family's link classes, or -1. */
-static int count_key(const generator_t *g, const char *key)
-{
-    for (int i = 0; g->keys[i]; i++)
-        if (strcmp(g->keys[i], key) == 0)
-            return i;
-    return -1;
-}
-
-static mrc_status_t unknown_option(const char *spec, const generator_t *g,
-                                   const char *key)
-{
-    char known[128] = "";
-    for (int i = 0; g->keys[i]; i++) {
-        strcat(known, g->keys[i]);
-        strcat(known, "=links, ");
-    }
-    return mrc__error(MRC_ERR_INVALID_ARG,
-                      "topology spec '%s': unknown option '%s' for %s "
-                      "(options: %sbw=GB/s, lat=ns)",
-                      spec, key, g->name, known);
-}
-
-/* A link-class count: a whole number of physical links, at least one (a
- * class without links would be another topology) and at most what one
- * link entry holds. `seen` has bit i set once key i is given. */
-static mrc_status_t parse_count(const char *spec, const generator_t *g,
-                                int i, const char *val, int *seen,
-                                gen_params_t *p)
-{
-    if (*seen & (1 << i))
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec '%s': option '%s' given twice",
-                          spec, g->keys[i]);
-    if (mrc__parse_long(val, 1, MRC_TOPO_MAX_LINK_COUNT, &p->cnt[i]) != 0)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec '%s': %s=%s is not a number of "
-                          "links from 1 to %d",
-                          spec, g->keys[i], val, MRC_TOPO_MAX_LINK_COUNT);
-    *seen |= 1 << i;
-    return MRC_OK;
-}
-
-/* Parses the comma-separated tokens after the name: integers first, then
- * key=value options. */
-static mrc_status_t parse_tokens(char *rest, const char *spec,
-                                 const generator_t *g, gen_params_t *p)
-{
-    int have_bw = 0, have_lat = 0, have_cnt = 0;
-    char *save = NULL;
-    size_t n = strlen(rest);
-    /* strtok_r would skip empty tokens; refuse them rather than guess. */
-    if (n > 0 && (rest[0] == ',' || rest[n - 1] == ',' || strstr(rest, ",,")))
-        return need(spec, "empty argument between commas");
-    for (char *tok = strtok_r(rest, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            if (have_bw || have_lat || have_cnt)
-                return need(spec, "arguments come before key=value options");
-            if (p->nargs >= g->nargs)
-                return mrc__error(MRC_ERR_INVALID_ARG,
-                                  "topology spec '%s': too many arguments; "
-                                  "expected %s",
-                                  spec, g->usage);
-            if (mrc__parse_long(tok, 0, LONG_MAX, &p->arg[p->nargs]) != 0)
-                return mrc__error(MRC_ERR_INVALID_ARG,
-                                  "topology spec '%s': argument '%s' is not a "
-                                  "non-negative integer; expected %s",
-                                  spec, tok, g->usage);
-            p->nargs++;
-            continue;
-        }
-        *eq = '\0';
-        const char *key = tok, *val = eq + 1;
-        double v;
-        int is_bw = strcmp(key, "bw") == 0, is_lat = strcmp(key, "lat") == 0;
-        int ci = count_key(g, key);
-        if (ci >= 0) {
-            mrc_status_t st = parse_count(spec, g, ci, val, &have_cnt, p);
-            if (st != MRC_OK)
-                return st;
-            continue;
-        }
-        if (!is_bw && !is_lat)
-            return unknown_option(spec, g, key);
-        if ((is_bw && have_bw) || (is_lat && have_lat))
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "topology spec '%s': option '%s' given twice",
-                              spec, key);
-        if (mrc__parse_double(val, &v) != 0)
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "topology spec '%s': %s=%s is not a number",
-                              spec, key, val);
-        if (is_bw) {
-            if (v <= 0 || v > MRC_TOPO_MAX_BANDWIDTH_GBPS)
-                return mrc__error(MRC_ERR_INVALID_ARG,
-                                  "topology spec '%s': bw=%s must be > 0 and "
-                                  "<= %g GB/s",
-                                  spec, val, MRC_TOPO_MAX_BANDWIDTH_GBPS);
-            p->bw = v;
-            have_bw = 1;
-        } else {
-            if (v < 0 || v > MRC_TOPO_MAX_LATENCY_NS)
-                return mrc__error(MRC_ERR_INVALID_ARG,
-                                  "topology spec '%s': lat=%s must be >= 0 "
-                                  "and <= %g ns",
-                                  spec, val, MRC_TOPO_MAX_LATENCY_NS);
-            p->lat = v;
-            have_lat = 1;
-        }
-    }
-    if (p->nargs != g->nargs)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec '%s': expected %s", spec, g->usage);
-    return MRC_OK;
-}
-
-mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
-{
-    char buf[MAX_SPEC];
-    if (!out)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "mrc_topo_generate: out is NULL");
-    *out = NULL;
-    if (!spec || !*spec)
-        return mrc__error(MRC_ERR_INVALID_ARG, "empty topology spec");
-    if (strlen(spec) >= sizeof buf)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec is longer than %d characters",
-                          MAX_SPEC - 1);
-    /* The spec becomes the topology's name, which may hold no control
-     * characters (a file with one is refused); and numbers parsed with
-     * strtol would skip white space. Not echoed: it may hold anything. */
-    for (size_t i = 0; spec[i]; i++)
-        if ((unsigned char)spec[i] <= ' ' || spec[i] == 0x7f)
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "topology spec: a space or control character "
-                              "at position %zu",
-                              i + 1);
-    strcpy(buf, spec);
-
-    char *rest = buf + strcspn(buf, ":,");
-    int sep_colon = *rest == ':';
-    if (*rest)
-        *rest++ = '\0';
-    const generator_t *g = NULL;
-    for (int i = 0; i < num_generators; i++)
-        if (strcmp(buf, generators[i].name) == 0)
-            g = &generators[i];
-    if (!g)
-        return unknown_generator(spec, buf);
-    if (sep_colon && *rest == '\0')
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec '%s': nothing after ':'; expected %s",
-                          spec, g->usage);
-
-    gen_params_t p = {.bw = MRC_TOPO_DEFAULT_BANDWIDTH_GBPS,
-                      .lat = MRC_TOPO_DEFAULT_LATENCY_NS};
-    for (int i = 0; i < MAX_KEYS; i++)
-        p.cnt[i] = g->dflt[i];
-    mrc_status_t st = parse_tokens(rest, spec, g, &p);
-    if (st != MRC_OK)
-        return st;
-
-    mrc__topo_builder_t tb;
-    memset(&tb, 0, sizeof tb);
-    st = g->build(&p, spec, &tb);
-    if (st != MRC_OK) {
-        mrc__topo_builder_free(&tb);
-        return st;
-    }
-    return mrc__topo_builder_build(&tb, spec, out);
-}
+const int mrc__topo_num_generators =
+    (int)(sizeof mrc__topo_generators / sizeof mrc__topo_generators[0]);

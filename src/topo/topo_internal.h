@@ -1,7 +1,7 @@
 /*
- * Inside the topology module: the object layout and the builder through
- * which every source (generators, files, link lists) creates a topology, so
- * that all of them pass the same validation.
+ * Inside the topology module: the object layout (topo.c) and the builder
+ * (builder.c) through which every source (generators, files, link lists)
+ * creates a topology, so that all of them pass the same validation.
  */
 #ifndef MRC_TOPO_INTERNAL_H
 #define MRC_TOPO_INTERNAL_H
@@ -34,6 +34,9 @@ struct mrc_topo {
     char *failed;
 };
 
+/* Frees `n` nodes and their names (NULL: nothing). */
+void mrc__topo_free_nodes(mrc__topo_node_t *nodes, int n);
+
 /* Collects nodes and links; mrc__topo_builder_build() validates and freezes
  * them. */
 typedef struct mrc__topo_builder {
@@ -62,5 +65,32 @@ mrc_status_t mrc__topo_builder_build(mrc__topo_builder_t *tb,
                                      const char *origin, mrc_topo_t **out);
 /* Frees a builder that will not be built. */
 void mrc__topo_builder_free(mrc__topo_builder_t *tb);
+
+/* The generators (gen.c), which mrc_topo_generate (spec.c) picks by name
+ * and hands the parameters read from the spec string. */
+enum { MRC__TOPO_GEN_MAX_ARGS = 4, MRC__TOPO_GEN_MAX_KEYS = 3 };
+
+typedef struct mrc__topo_gen_params {
+    long arg[MRC__TOPO_GEN_MAX_ARGS];
+    int nargs;
+    long cnt[MRC__TOPO_GEN_MAX_KEYS]; /* physical links per class, by key */
+    double bw;  /* GB/s per direction per physical link */
+    double lat; /* ns */
+} mrc__topo_gen_params_t;
+
+typedef struct mrc__topo_generator {
+    const char *name;
+    int nargs;
+    const char *usage; /* what the arguments must be */
+    mrc_status_t (*build)(const mrc__topo_gen_params_t *p, const char *spec,
+                          mrc__topo_builder_t *tb);
+    /* The family's link classes, named as options (rung=2): how many
+     * physical links join two nodes of that class; NULL-ended. */
+    const char *keys[MRC__TOPO_GEN_MAX_KEYS + 1];
+    long dflt[MRC__TOPO_GEN_MAX_KEYS];
+} mrc__topo_generator_t;
+
+extern const mrc__topo_generator_t mrc__topo_generators[];
+extern const int mrc__topo_num_generators;
 
 #endif /* MRC_TOPO_INTERNAL_H */

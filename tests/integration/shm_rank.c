@@ -36,6 +36,7 @@
 #include "reference.h"
 #include "mrc/mrc.h"
 #include "program/plan.h"
+#include "support/sweep.h"
 
 /* 1: buffers start one byte past malloc's (sweep-odd). */
 static size_t odd;
@@ -93,57 +94,66 @@ static int three(mrc_comm_t *comm)
     return w != 0;
 }
 
+/* What a sweep of this rank has seen so far. */
+typedef struct tally {
+    mrc_comm_t *comm;
+    long cases, wrong, failed;
+} tally_t;
+
+static int sweep_keep(const sweep_case_t *c, void *ctx)
+{
+    (void)ctx;
+    mrc_dtype_t d = c->dtype;
+    mrc_op_t op = c->op;
+    if ((!c->reducing || odd) && op != MRC_SUM && !(odd && op == MRC_AVG))
+        return 0;
+    /* the large count on a sample of types and ops */
+    if (c->kind == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
+        op != MRC_SUM)
+        return 0;
+    /* 8 MiB of float32: allreduce blocks of 1 MiB or more, written around
+     * the cache */
+    return !(c->kind == 5 &&
+             (c->coll != MRC_ALLREDUCE || d != MRC_FLOAT32 ||
+              (op != MRC_SUM && op != MRC_AVG)));
+}
+
+/* One case of the sweep; the first failure stops it. */
+static int sweep_case(const sweep_case_t *c, void *ctx)
+{
+    tally_t *t = ctx;
+    int r = mrc_comm_rank(t->comm), n = mrc_comm_size(t->comm);
+    int root = (c->kind + (int)c->dtype) % n;
+    long w = one_case(t->comm, c->coll, c->count, c->dtype, c->op,
+                      c->in_place, root);
+    t->cases++;
+    if (w < 0)
+        t->failed++;
+    else
+        t->wrong += w;
+    if (w != 0 && t->failed + (w > 0) <= 3)
+        fprintf(stderr,
+                "rank %d: %s %s %s count %zu%s root "
+                "%d: %ld wrong\n",
+                r, mrc_collective_name(c->coll), mrc_dtype_name(c->dtype),
+                mrc_op_name(c->op), c->count, c->in_place ? " in place" : "",
+                root, w);
+    return t->failed != 0;
+}
+
 static int sweep(mrc_comm_t *comm)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     const size_t counts[] = {0, 1, (size_t)n - 1 ? (size_t)n - 1 : 1, 1001,
                              300007, ((size_t)1 << 21) + 5};
-    long cases = 0, wrong = 0, failed = 0;
-    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
-        for (int k = 0; k < 6; k++)
-            for (int d = 0; d < MRC_NUM_DTYPES; d++)
-                for (int op = 0; op < MRC_NUM_OPS; op++)
-                    for (int ip = 0; ip < 2; ip++) {
-                        int reducing = c != MRC_ALLGATHER &&
-                                       c != MRC_BROADCAST;
-                        if ((!reducing || odd) && op != MRC_SUM &&
-                            !(odd && op == MRC_AVG))
-                            continue;
-                        /* the large count on a sample of types and ops */
-                        if (k == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
-                            op != MRC_SUM)
-                            continue;
-                        /* 8 MiB of float32: allreduce blocks of 1 MiB or
-                         * more, written around the cache */
-                        if (k == 5 && (c != MRC_ALLREDUCE ||
-                                       d != MRC_FLOAT32 ||
-                                       (op != MRC_SUM && op != MRC_AVG)))
-                            continue;
-                        int root = (k + d) % n;
-                        long w = one_case(comm, (mrc_collective_t)c,
-                                          counts[k], (mrc_dtype_t)d,
-                                          (mrc_op_t)op, ip, root);
-                        cases++;
-                        if (w < 0)
-                            failed++;
-                        else
-                            wrong += w;
-                        if (w != 0 && failed + (w > 0) <= 3)
-                            fprintf(stderr,
-                                    "rank %d: %s %s %s count %zu%s root "
-                                    "%d: %ld wrong\n",
-                                    r, mrc_collective_name(c),
-                                    mrc_dtype_name(d), mrc_op_name(op),
-                                    counts[k], ip ? " in place" : "", root,
-                                    w);
-                        if (failed)
-                            goto out;
-                    }
-out:
+    tally_t t = {.comm = comm};
+    sweep_plan_t plan = {.counts = counts, .ncounts = 6, .keep = sweep_keep,
+                         .run = sweep_case, .ctx = &t};
+    sweep_cases(&plan);
     printf("rank %d of %d: %ld cases, %ld wrong elements, %ld failed, %ld "
            "skipped\n",
-           r, n, cases, wrong, failed, skipped);
-    return wrong || failed;
+           r, n, t.cases, t.wrong, t.failed, skipped);
+    return t.wrong || t.failed;
 }
 
 /* Every collective once, in place and not, on a count that no group

@@ -23,6 +23,7 @@
 #include "reference.h"
 #include "mrc/mrc.h"
 #include "program/plan.h"
+#include "support/sweep.h"
 
 /* Exact inputs and the sequential reference live in exec/reference.c,
  * shared with `mrc run`. */
@@ -41,8 +42,6 @@ typedef struct worker {
     long cases, wrong, failures, skipped;
     char first[512];
 } worker_t;
-
-static const size_t count_kinds = 5;
 
 static size_t count_of(int kind, int n)
 {
@@ -173,33 +172,40 @@ done:
     free(b);
 }
 
+/* The large count on a sample of types and ops; the sample sweeps when
+ * the run is not full. */
+static int keep_case(const sweep_case_t *c, void *ctx)
+{
+    const worker_t *w = ctx;
+    mrc_dtype_t d = c->dtype;
+    mrc_op_t op = c->op;
+    if (!c->reducing && op != MRC_SUM)
+        return 0;
+    int sample = (d == MRC_FLOAT32 || d == MRC_INT8 || d == MRC_BFLOAT16) &&
+                 (op == MRC_SUM || op == MRC_MAX || !c->reducing);
+    return !((c->kind == 4 || !w->sw->full) && !sample &&
+             !(d == MRC_FLOAT16 && op == MRC_AVG));
+}
+
+static int work_case(const sweep_case_t *c, void *ctx)
+{
+    worker_t *w = ctx;
+    int n = mrc_comm_size(w->comm);
+    int root = (int)(((size_t)c->kind + (size_t)c->dtype) % (size_t)n);
+    run_case(w, c->coll, c->count, c->dtype, c->op, c->in_place, root);
+    return 0;
+}
+
 static void *work(void *arg)
 {
     worker_t *w = arg;
     int n = mrc_comm_size(w->comm);
-    for (int coll = 0; coll < MRC_NUM_COLLECTIVES; coll++)
-        for (size_t kind = 0; kind < count_kinds; kind++)
-            for (int d = 0; d < MRC_NUM_DTYPES; d++)
-                for (int op = 0; op < MRC_NUM_OPS; op++)
-                    for (int in_place = 0; in_place < 2; in_place++) {
-                        int reducing = coll != MRC_ALLGATHER &&
-                                       coll != MRC_BROADCAST;
-                        if (!reducing && op != MRC_SUM)
-                            continue;
-                        /* The large count on a sample of types and ops;
-                         * the sample sweeps when not full. */
-                        int sample = (d == MRC_FLOAT32 || d == MRC_INT8 ||
-                                      d == MRC_BFLOAT16) &&
-                                     (op == MRC_SUM || op == MRC_MAX ||
-                                      !reducing);
-                        if ((kind == 4 || !w->sw->full) && !sample &&
-                            !(d == MRC_FLOAT16 && op == MRC_AVG))
-                            continue;
-                        int root = (int)((kind + (size_t)d) % (size_t)n);
-                        run_case(w, (mrc_collective_t)coll,
-                                 count_of((int)kind, n), (mrc_dtype_t)d,
-                                 (mrc_op_t)op, in_place, root);
-                    }
+    size_t counts[5];
+    for (int kind = 0; kind < 5; kind++)
+        counts[kind] = count_of(kind, n);
+    sweep_plan_t plan = {.counts = counts, .ncounts = 5,
+                         .keep = keep_case, .run = work_case, .ctx = w};
+    sweep_cases(&plan);
     return NULL;
 }
 
@@ -283,11 +289,59 @@ static void test_seed_topologies(void **state)
  * the type's limits the inputs lie: a partial sum in the element type
  * would wrap (int8 {100, 100, 100, 100} over 4 ranks gave -28). The
  * reference's avg inputs are the types' extremes (exec/reference.c). */
-typedef struct avg_worker {
+typedef struct ref_worker {
     mrc_comm_t *comm;
     long wrong, failures;
     char first[256];
-} avg_worker_t;
+} ref_worker_t;
+
+/* Case c on a and b as mrc__ref_place lays them out: filled, called
+ * and checked; *bad gets the wrong elements. A family that MRC_ALGO
+ * forces and that does not apply to the case (on `family_n` ranks) is
+ * MRC_OK. */
+static mrc_status_t ref_case(const sweep_case_t *c, mrc_comm_t *comm,
+                             char *a, char *b, int root, int family_n,
+                             size_t *bad)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t es = mrc_dtype_size(c->dtype);
+    char *send, *recv;
+    mrc__ref_place(c->coll, c->in_place, c->count, es, r, a, b, &send,
+                   &recv);
+    mrc__ref_fill(send, c->coll, c->count, r, n, c->dtype, c->op);
+    mrc_status_t st = mrc__ref_call(c->coll, send, recv, c->count, c->dtype,
+                                    c->op, root, comm);
+    *bad = st == MRC_OK ? mrc__ref_check(recv, c->coll, c->count, r, n,
+                                         root, c->dtype, c->op)
+                        : 0;
+    if (st == MRC_ERR_UNSUPPORTED &&
+        !mrc__ref_family_applies(c->coll, c->count, c->dtype, c->op,
+                                 family_n))
+        st = MRC_OK; /* not for the forced family */
+    return st;
+}
+
+static int avg_case(const sweep_case_t *c, void *ctx)
+{
+    ref_worker_t *w = ctx;
+    int n = mrc_comm_size(w->comm);
+    size_t es = mrc_dtype_size(c->dtype);
+    size_t bytes = c->count * (size_t)n * es, bad = 0;
+    char *a = calloc(1, bytes), *b = calloc(1, bytes);
+    mrc_status_t st = ref_case(c, w->comm, a, b, n - 1, n, &bad);
+    w->failures += st != MRC_OK;
+    w->wrong += (long)bad;
+    if ((st != MRC_OK || bad) && !w->first[0])
+        snprintf(w->first, sizeof w->first,
+                 "%d ranks, %s %s avg count %zu%s: %s, %zu "
+                 "wrong",
+                 n, mrc_collective_name(c->coll), mrc_dtype_name(c->dtype),
+                 c->count, c->in_place ? " in place" : "",
+                 st == MRC_OK ? "ok" : mrc_last_error(), bad);
+    free(a);
+    free(b);
+    return 0;
+}
 
 static void *avg_work(void *arg)
 {
@@ -295,8 +349,9 @@ static void *avg_work(void *arg)
                                        MRC_UINT32, MRC_INT64, MRC_UINT64};
     static const mrc_collective_t colls[] = {MRC_ALLREDUCE,
                                              MRC_REDUCE_SCATTER, MRC_REDUCE};
-    avg_worker_t *w = arg;
-    int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
+    static const size_t counts[] = {1, 11, 21};
+    static const mrc_op_t avg[] = {MRC_AVG};
+    ref_worker_t *w = arg;
     /* The case of the report: int8 100 on every rank. */
     int8_t hundred = 100, mean = 0;
     if (mrc_allreduce(&hundred, &mean, 1, MRC_INT8, MRC_AVG, w->comm) !=
@@ -306,42 +361,12 @@ static void *avg_work(void *arg)
         snprintf(w->first, sizeof w->first, "int8 avg of 100s gave %d: %s",
                  mean, mrc_last_error());
     }
-    for (size_t ci = 0; ci < 3; ci++)
-        for (size_t di = 0; di < 6; di++)
-            for (size_t count = 1; count <= 21; count += 10)
-                for (int ip = 0; ip < 2; ip++) {
-                    mrc_dtype_t d = ints[di];
-                    size_t es = mrc_dtype_size(d);
-                    size_t bytes = count * (size_t)n * es;
-                    char *a = calloc(1, bytes), *b = calloc(1, bytes);
-                    char *send, *recv;
-                    mrc__ref_place(colls[ci], ip, count, es, r, a, b, &send,
-                                   &recv);
-                    mrc__ref_fill(send, colls[ci], count, r, n, d, MRC_AVG);
-                    mrc_status_t st =
-                        mrc__ref_call(colls[ci], send, recv, count, d,
-                                      MRC_AVG, n - 1, w->comm);
-                    size_t bad = st == MRC_OK
-                                     ? mrc__ref_check(recv, colls[ci], count,
-                                                      r, n, n - 1, d, MRC_AVG)
-                                     : 0;
-                    if (st == MRC_ERR_UNSUPPORTED &&
-                        !mrc__ref_family_applies(colls[ci], count, d,
-                                                 MRC_AVG, n))
-                        st = MRC_OK; /* not for the forced family */
-                    w->failures += st != MRC_OK;
-                    w->wrong += (long)bad;
-                    if ((st != MRC_OK || bad) && !w->first[0])
-                        snprintf(w->first, sizeof w->first,
-                                 "%d ranks, %s %s avg count %zu%s: %s, %zu "
-                                 "wrong",
-                                 n, mrc_collective_name(colls[ci]),
-                                 mrc_dtype_name(d), count,
-                                 ip ? " in place" : "",
-                                 st == MRC_OK ? "ok" : mrc_last_error(), bad);
-                    free(a);
-                    free(b);
-                }
+    sweep_plan_t plan = {.colls = colls, .ncolls = 3,
+                         .counts = counts, .ncounts = 3,
+                         .dtypes = ints, .ndtypes = 6,
+                         .ops = avg, .nops = 1,
+                         .run = avg_case, .ctx = w};
+    sweep_cases(&plan);
     return NULL;
 }
 
@@ -353,7 +378,7 @@ static void test_avg_integers_exact(void **state)
             continue;
         mrc_comm_t *comms[5];
         mrc_config_t cfg = {.timeout_s = 20};
-        avg_worker_t w[5];
+        ref_worker_t w[5];
         pthread_t th[5];
         memset(w, 0, sizeof w);
         assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
@@ -376,62 +401,42 @@ static void test_avg_integers_exact(void **state)
  * program reducing byte-addressed data passes): every collective, dtype
  * and op, in place and not, must give the right elements without loading
  * a value from a misaligned address (the sanitizer build checks that). */
-typedef struct odd_worker {
-    mrc_comm_t *comm;
-    long wrong, failures;
-    char first[256];
-} odd_worker_t;
+static int odd_keep(const sweep_case_t *c, void *ctx)
+{
+    (void)ctx;
+    return !((!c->reducing && c->op != MRC_SUM) ||
+             (c->kind == 2 && c->op != MRC_SUM && c->op != MRC_AVG));
+}
+
+static int odd_case(const sweep_case_t *c, void *ctx)
+{
+    ref_worker_t *w = ctx;
+    int n = mrc_comm_size(w->comm);
+    size_t es = mrc_dtype_size(c->dtype);
+    size_t bytes = c->count * (size_t)n * es + 1, bad = 0;
+    char *a = malloc(bytes), *b = malloc(bytes);
+    int root = ((int)c->dtype + (int)c->op) % n;
+    mrc_status_t st = ref_case(c, w->comm, a + 1, b + 1, root, 3, &bad);
+    w->failures += st != MRC_OK;
+    w->wrong += (long)bad;
+    if ((st != MRC_OK || bad) && !w->first[0])
+        snprintf(w->first, sizeof w->first,
+                 "%s %s %s count %zu%s: %s, %zu wrong",
+                 mrc_collective_name(c->coll), mrc_dtype_name(c->dtype),
+                 mrc_op_name(c->op), c->count,
+                 c->in_place ? " in place" : "",
+                 st == MRC_OK ? "ok" : mrc_last_error(), bad);
+    free(a);
+    free(b);
+    return 0;
+}
 
 static void *odd_work(void *arg)
 {
-    odd_worker_t *w = arg;
-    int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
     static const size_t counts[] = {1, 7, 1500};
-    for (int coll = 0; coll < MRC_NUM_COLLECTIVES; coll++)
-        for (int d = 0; d < MRC_NUM_DTYPES; d++)
-            for (int op = 0; op < MRC_NUM_OPS; op++)
-                for (size_t k = 0; k < 3; k++)
-                    for (int ip = 0; ip < 2; ip++) {
-                        int reducing = coll != MRC_ALLGATHER &&
-                                       coll != MRC_BROADCAST;
-                        if ((!reducing && op != MRC_SUM) ||
-                            (k == 2 && op != MRC_SUM && op != MRC_AVG))
-                            continue;
-                        size_t count = counts[k];
-                        size_t es = mrc_dtype_size((mrc_dtype_t)d);
-                        size_t bytes = count * (size_t)n * es + 1;
-                        char *a = malloc(bytes), *b = malloc(bytes);
-                        char *send, *recv;
-                        int root = (d + op) % n;
-                        mrc__ref_place((mrc_collective_t)coll, ip, count, es,
-                                       r, a + 1, b + 1, &send, &recv);
-                        mrc__ref_fill(send, (mrc_collective_t)coll, count, r,
-                                      n, (mrc_dtype_t)d, (mrc_op_t)op);
-                        mrc_status_t st = mrc__ref_call(
-                            (mrc_collective_t)coll, send, recv, count,
-                            (mrc_dtype_t)d, (mrc_op_t)op, root, w->comm);
-                        size_t bad =
-                            st == MRC_OK
-                                ? mrc__ref_check(recv, (mrc_collective_t)coll,
-                                                 count, r, n, root,
-                                                 (mrc_dtype_t)d, (mrc_op_t)op)
-                                : 0;
-                        if (st == MRC_ERR_UNSUPPORTED &&
-                            !mrc__ref_family_applies(coll, count, d, op, 3))
-                            st = MRC_OK; /* not for the forced family */
-                        w->failures += st != MRC_OK;
-                        w->wrong += (long)bad;
-                        if ((st != MRC_OK || bad) && !w->first[0])
-                            snprintf(w->first, sizeof w->first,
-                                     "%s %s %s count %zu%s: %s, %zu wrong",
-                                     mrc_collective_name(coll),
-                                     mrc_dtype_name(d), mrc_op_name(op),
-                                     count, ip ? " in place" : "",
-                                     st == MRC_OK ? "ok" : mrc_last_error(),
-                                     bad);
-                        free(a);
-                        free(b);
-                    }
+    sweep_plan_t plan = {.counts = counts, .ncounts = 3, .keep = odd_keep,
+                         .run = odd_case, .ctx = arg};
+    sweep_cases(&plan);
     return NULL;
 }
 
@@ -441,7 +446,7 @@ static void test_misaligned_buffers(void **state)
     enum { N = 3 };
     mrc_comm_t *comms[N];
     mrc_config_t cfg = {.timeout_s = 20, .chunk_bytes = 1024};
-    odd_worker_t w[N];
+    ref_worker_t w[N];
     pthread_t th[N];
     memset(w, 0, sizeof w);
     assert_int_equal(mrc_comm_init_all(comms, N, &cfg), MRC_OK);

@@ -58,6 +58,7 @@
 #include "reference.h"
 #include "mrc/mrc.h"
 #include "mrc/mrc_mpi.h"
+#include "support/sweep.h"
 
 static long cases, wrong, failed;
 /* hier mode: the calls hier does not do must be refused as not applying
@@ -163,26 +164,39 @@ out:
     free(s);
 }
 
+/* The communicators of an api sweep. */
+typedef struct api_comms {
+    mrc_comm_t *comm;
+    MPI_Comm mcomm;
+} api_comms_t;
+
+static int api_keep(const sweep_case_t *c, void *ctx)
+{
+    (void)ctx;
+    if (!c->reducing && c->op != MRC_SUM)
+        return 0;
+    return !(c->kind == 4 &&
+             !(c->dtype == MRC_FLOAT32 || c->dtype == MRC_INT8) &&
+             c->op != MRC_SUM);
+}
+
+static int api_run(const sweep_case_t *c, void *ctx)
+{
+    const api_comms_t *ac = ctx;
+    int n = mrc_comm_size(ac->comm);
+    api_case(ac->comm, ac->mcomm, c->coll, c->count, c->dtype, c->op,
+             c->in_place, (c->kind + (int)c->dtype + (int)c->op) % n);
+    return 0;
+}
+
 static void api_sweep(mrc_comm_t *comm, MPI_Comm mcomm)
 {
     int n = mrc_comm_size(comm);
     const size_t counts[] = {0, 1, (size_t)n + 2, 1001, 300007};
-    for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
-        for (int k = 0; k < 5; k++)
-            for (int d = 0; d < MRC_NUM_DTYPES; d++)
-                for (int op = 0; op < MRC_NUM_OPS; op++)
-                    for (int ip = 0; ip < 2; ip++) {
-                        int reducing = c != MRC_ALLGATHER &&
-                                       c != MRC_BROADCAST;
-                        if (!reducing && op != MRC_SUM)
-                            continue;
-                        if (k == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
-                            op != MRC_SUM)
-                            continue;
-                        api_case(comm, mcomm, (mrc_collective_t)c, counts[k],
-                                 (mrc_dtype_t)d, (mrc_op_t)op, ip,
-                                 (k + d + op) % n);
-                    }
+    api_comms_t ac = {comm, mcomm};
+    sweep_plan_t plan = {.counts = counts, .ncounts = 5, .keep = api_keep,
+                         .run = api_run, .ctx = &ac};
+    sweep_cases(&plan);
 }
 
 static int api(void)

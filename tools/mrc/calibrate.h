@@ -106,6 +106,9 @@ void cal_table_end(const cal_table_t *t);
 /* Frees the buffers the single-node probes keep between them. */
 void cal_release(void);
 
+/* Tells plan->progress, if any, how far the probes got (0..1). */
+void cal_tell(const cal_plan_t *plan, double done, const char *what);
+
 /* Runs every probe of `plan` into *out (a whole profile). */
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *out);
 /* The host's part: everything but sync_us and message_us. */

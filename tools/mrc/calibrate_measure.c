@@ -293,149 +293,6 @@ mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
     return probe_allreduce(transport, ranks, &pr, out);
 }
 
-/* The probes' steps, for the progress bar: sizes of the copy sweep, the
- * shared copy, the reductions, the sync, the messages. */
-enum { SWEEP = 6 };
-
-static void tell(const cal_plan_t *plan, double done, const char *what)
-{
-    if (plan->progress)
-        plan->progress(plan->ctx, done, what);
-}
-
-/* cpu0's caches as the kernel describes them (bytes): the largest (the
- * last level, which the cores share) and the largest of one core alone
- * (shared_cpu_list naming cpu0 only); 0 where it says nothing. */
-static double cache_size(int index)
-{
-    char path[96];
-    snprintf(path, sizeof path,
-             "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    unsigned long v = 0;
-    char unit = 0;
-    double b = 0;
-    if (fscanf(f, "%lu%c", &v, &unit) >= 1)
-        b = (double)v * (unit == 'K'   ? 1024.0
-                         : unit == 'M' ? 1048576.0
-                                       : 1.0);
-    fclose(f);
-    return b;
-}
-
-static int cache_private(int index)
-{
-    char path[96], list[64] = "";
-    snprintf(path, sizeof path,
-             "/sys/devices/system/cpu/cpu0/cache/index%d/shared_cpu_list",
-             index);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int ok = fscanf(f, "%63s", list) == 1 && strcmp(list, "0") == 0;
-    fclose(f);
-    return ok;
-}
-
-static double private_cache_bytes(void)
-{
-    double best = 0;
-    for (int i = 0; i < 8; i++) {
-        double b = cache_size(i);
-        if (b < 0)
-            break;
-        if (cache_private(i) && b > best)
-            best = b;
-    }
-    return best;
-}
-
-static double llc_bytes(void)
-{
-    double best = 0;
-    for (int i = 0; i < 8; i++) {
-        double b = cache_size(i);
-        if (b < 0)
-            break;
-        best = b > best ? b : best;
-    }
-    return best;
-}
-
-/* Copy rates of one node over vector sizes: the best in cache and the
- * rate well beyond. Where the cache ends: the working set the host's
- * last-level cache holds, as the kernel states it; else twice (source
- * and destination) the largest copy whose rate is still above the
- * geometric mean of the two. */
-static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
-{
-    size_t size[SWEEP] = {(size_t)64 << 10, (size_t)256 << 10,
-                          (size_t)1 << 20,  (size_t)4 << 20,
-                          (size_t)16 << 20, plan->memory_bytes};
-    double rate[SWEEP];
-    for (int i = 0; i < SWEEP; i++) {
-        tell(plan, 0.05 * i / SWEEP, "copy");
-        rate[i] = cal_copy_gbps(size[i], plan->rep_bytes, plan->reps);
-    }
-    p->copy_gbps_cache = rate[0];
-    for (int i = 1; i < 3; i++)
-        p->copy_gbps_cache = fmax(p->copy_gbps_cache, rate[i]);
-    p->copy_gbps_memory = rate[SWEEP - 1];
-    double edge = sqrt(p->copy_gbps_cache * p->copy_gbps_memory);
-    p->cache_bytes = (double)size[0];
-    for (int i = 1; i < SWEEP - 1; i++)
-        if (rate[i] >= edge)
-            p->cache_bytes = (double)size[i];
-    p->cache_bytes *= 2;
-    double llc = llc_bytes();
-    if (llc > 0)
-        p->cache_bytes = llc;
-    p->private_cache_bytes = private_cache_bytes();
-}
-
-static void reduce_rates(const cal_plan_t *plan, mrc_profile_t *p)
-{
-    size_t cache = (size_t)256 << 10, memory = plan->memory_bytes / 2;
-    int reps = plan->reps > 3 ? 3 : plan->reps;
-    for (int d = 0; d < MRC_NUM_DTYPES; d++) {
-        tell(plan, 0.15 + 0.6 * d / MRC_NUM_DTYPES, "reduce");
-        for (int o = 0; o < MRC_NUM_OPS; o++) {
-            p->reduce_gbps_cache[d][o] =
-                cal_reduce_gbps((mrc_dtype_t)d, (mrc_op_t)o, cache,
-                                plan->rep_bytes, plan->reps);
-            if (o == MRC_SUM || plan->all_ops_beyond)
-                p->reduce_gbps_memory[d][o] = cal_reduce_gbps(
-                    (mrc_dtype_t)d, (mrc_op_t)o, memory, memory, reps);
-        }
-    }
-}
-
-mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *p)
-{
-    memset(p, 0, sizeof *p);
-    p->version = MRC_PROFILE_VERSION;
-    snprintf(p->transport, sizeof p->transport, "%s", plan->transport);
-    p->ranks = plan->ranks;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    p->cores = cores > 0 ? (int)cores : 1;
-    /* The probes' ranks are this host's: they share its memory. */
-    p->nodes_per_memory = plan->ranks;
-    copy_sweep(plan, p);
-    tell(plan, 0.05, "shared copy");
-    p->memory_gbps_shared =
-        cal_shared_gbps(plan->ranks, plan->memory_bytes / 2, plan->reps);
-    reduce_rates(plan, p);
-    cal_release();
-    if (p->copy_gbps_cache <= 0 || p->copy_gbps_memory <= 0 ||
-        p->memory_gbps_shared <= 0)
-        return mrc__error(MRC_ERR_NO_MEMORY,
-                          "the copy probes could not allocate %zu bytes",
-                          plan->memory_bytes);
-    return MRC_OK;
-}
-
 mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
                            double call_us)
 {
@@ -544,7 +401,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
                        .reps = 3 * plan->reps};
     double us = 0;
     int clamped = 0;
-    tell(plan, 0.9, "collectives");
+    cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
     if (st == MRC_OK)
         st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
@@ -560,11 +417,11 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     call_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
                         .iters = 4,
                         .reps = 3 * plan->reps};
-    tell(plan, 0.93, "collectives");
+    cal_tell(plan, 0.93, "collectives");
     st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
     pr.count = plan->memory_bytes / sizeof(float);
     pr.iters = 2;
-    tell(plan, 0.96, "collectives");
+    cal_tell(plan, 0.96, "collectives");
     if (st == MRC_OK)
         st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
     /* Each round fits the memory's figures afresh from the probes' own
@@ -593,12 +450,12 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     mrc_status_t st = cal_measure_host(plan, p);
     if (st != MRC_OK)
         return st;
-    tell(plan, 0.75, "sync");
+    cal_tell(plan, 0.75, "sync");
     int processes = strcmp(plan->transport, "shm") == 0;
     double sync = cal_sync_us(processes, plan->trips, plan->reps);
     if (sync < 0)
         return MRC_ERR_INTERNAL;
-    tell(plan, 0.85, "messages");
+    cal_tell(plan, 0.85, "messages");
     double msg = 0;
     st =
         cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
@@ -608,6 +465,6 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     st = cal_set_costs(p, plan->ranks, sync, msg);
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
-    tell(plan, 1, "done");
+    cal_tell(plan, 1, "done");
     return st;
 }

@@ -437,13 +437,3 @@ int cli_load_image_topology(const char *cmd, const char *path,
     mrc__image_origin_free(origin);
     return rc;
 }
-
-int cli_load_refuses(const char *cmd, const char *topic,
-                     const cli_fixed_t *fixed)
-{
-    for (; fixed->name; fixed++)
-        if (fixed->value)
-            return cli_usage(cmd, topic, "--%s with --load: the image fixes "
-                             "it (recompile to change it)", fixed->name);
-    return CLI_OK;
-}

@@ -152,15 +152,4 @@ int cli_load_image_topology(const char *cmd, const char *path,
                             mrc_program_t **p, mrc__image_origin_t *origin,
                             mrc_topo_t **t);
 
-/* An option that the image fixes, and its value (NULL: not given). */
-typedef struct cli_fixed {
-    const char *name;
-    const char *value;
-} cli_fixed_t;
-
-/* With --load: CLI_USAGE naming the first option of `fixed` (ended by a
- * NULL name) that was given, since the image fixes it; else CLI_OK. */
-int cli_load_refuses(const char *cmd, const char *topic,
-                     const cli_fixed_t *fixed);
-
 #endif /* MRC_CLI_H */

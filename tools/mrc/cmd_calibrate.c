@@ -114,6 +114,77 @@ static int under_mpirun(void)
            getenv("PMIX_RANK");
 }
 
+/* A measurement that could not start: MPI outside mpirun or without
+ * MPI built in, an unknown transport, an output that is a directory. */
+static int check_measure(const char *cmd, const char *transport,
+                         const char *out)
+{
+    if (strcmp(transport, "mpi") == 0 && !under_mpirun())
+        return cli_usage(cmd, "calibrate",
+                         "--transport mpi measures MPI between the ranks "
+                         "of a job: run it under mpirun");
+#if !MRC_HAVE_MPI
+    if (strcmp(transport, "mpi") == 0)
+        return cli_usage(cmd, "calibrate",
+                         "--transport mpi: this mrc was built without MPI");
+#endif
+    if (strcmp(transport, "threads") != 0 && strcmp(transport, "shm") != 0 &&
+        strcmp(transport, "mpi") != 0)
+        return cli_usage(cmd, "calibrate",
+                         "--transport '%s' (threads, shm or mpi)", transport);
+    /* A directory would be refused only after the probes' seconds. */
+    struct stat info;
+    if (out && stat(out, &info) == 0 && S_ISDIR(info.st_mode))
+        return cli_usage(cmd, "calibrate", "-o %s is a directory", out);
+    return CLI_OK;
+}
+
+/* The probes, then the profile: written (-o), checked (--check), printed
+ * as JSON or summed up. */
+static int measure(const char *cmd, cal_check_t *co, int quick,
+                   const char *out, int check)
+{
+    const char *transport = co->transport;
+    int rc = CLI_OK;
+    cal_plan_t plan = {.transport = transport,
+                       .ranks = co->nranks,
+                       .reps = quick ? 1 : 5,
+                       .memory_bytes = (size_t)(quick ? 48 : 64) << 20,
+                       .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
+                       .all_ops_beyond = !quick,
+                       .trips = quick ? 2000 : 20000,
+                       .progress = isatty(2) ? bar : NULL};
+    mrc_profile_t prof;
+    mrc_status_t st = MRC_OK;
+#if MRC_HAVE_MPI
+    if (strcmp(transport, "mpi") == 0) {
+        int rank0 = 0;
+        rc = cal_mpi(cmd, &plan, &prof, &rank0);
+        /* Rank 0 alone writes and prints. */
+        if (rc != CLI_OK || !rank0)
+            return rc;
+    } else
+#endif
+        st = cal_measure(&plan, &prof);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    char *text = NULL;
+    if ((st = mrc_profile_to_json(&prof, &text)) != MRC_OK)
+        return cli_fail(cmd, st);
+    if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
+        goto done;
+    if (check) {
+        co->profile = out; /* the header names it, if it was written */
+        rc = cal_check(cmd, &prof, co);
+    } else if (co->json)
+        fputs(text, stdout);
+    else
+        summary(&prof, out);
+done:
+    mrc_free(text);
+    return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
@@ -163,58 +234,7 @@ int cmd_calibrate(int argc, char **argv)
             return cli_fail(cmd, ps);
         return cal_check(cmd, &prof, &co);
     }
-    if (strcmp(transport, "mpi") == 0 && !under_mpirun())
-        return cli_usage(cmd, "calibrate",
-                         "--transport mpi measures MPI between the ranks "
-                         "of a job: run it under mpirun");
-#if !MRC_HAVE_MPI
-    if (strcmp(transport, "mpi") == 0)
-        return cli_usage(cmd, "calibrate",
-                         "--transport mpi: this mrc was built without MPI");
-#endif
-    if (strcmp(transport, "threads") != 0 && strcmp(transport, "shm") != 0 &&
-        strcmp(transport, "mpi") != 0)
-        return cli_usage(cmd, "calibrate",
-                         "--transport '%s' (threads, shm or mpi)", transport);
-    /* A directory would be refused only after the probes' seconds. */
-    struct stat info;
-    if (out && stat(out, &info) == 0 && S_ISDIR(info.st_mode))
-        return cli_usage(cmd, "calibrate", "-o %s is a directory", out);
-    cal_plan_t plan = {.transport = transport,
-                       .ranks = (int)p,
-                       .reps = quick ? 1 : 5,
-                       .memory_bytes = (size_t)(quick ? 48 : 64) << 20,
-                       .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
-                       .all_ops_beyond = !quick,
-                       .trips = quick ? 2000 : 20000,
-                       .progress = isatty(2) ? bar : NULL};
-    mrc_profile_t prof;
-    mrc_status_t st = MRC_OK;
-#if MRC_HAVE_MPI
-    if (strcmp(transport, "mpi") == 0) {
-        int rank0 = 0;
-        rc = cal_mpi(cmd, &plan, &prof, &rank0);
-        /* Rank 0 alone writes and prints. */
-        if (rc != CLI_OK || !rank0)
-            return rc;
-    } else
-#endif
-        st = cal_measure(&plan, &prof);
-    if (st != MRC_OK)
-        return cli_fail(cmd, st);
-    char *text = NULL;
-    if ((st = mrc_profile_to_json(&prof, &text)) != MRC_OK)
-        return cli_fail(cmd, st);
-    if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
-        goto done;
-    if (check) {
-        co.profile = out; /* the header names it, if it was written */
-        rc = cal_check(cmd, &prof, &co);
-    } else if (json)
-        fputs(text, stdout);
-    else
-        summary(&prof, out);
-done:
-    mrc_free(text);
-    return rc;
+    if ((rc = check_measure(cmd, transport, out)) != CLI_OK)
+        return rc;
+    return measure(cmd, &co, quick, out, check);
 }

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "program/plan.h"
 
 void help_compile(void)
@@ -206,113 +207,38 @@ static mrc_status_t save_image(const mrc_program_t *p,
     return st;
 }
 
-int cmd_compile(int argc, char **argv)
+/* Compiles SPEC (with its failed links) as cc says, checks the program,
+ * writes its image (-o) and reports. */
+static int compile_spec(const char *cmd, const cli_stage_t *o,
+                        mrc_compile_config_t *cc, int replica,
+                        const char *spec, const char *out, const char *node,
+                        int listing)
 {
-    const char *cmd = "mrc compile";
-    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *coll = NULL, *count = NULL, *dtype = NULL,
-                        *op = NULL, *root = NULL, *chunk = NULL, *out = NULL,
-                        *load = NULL, *max_memory = NULL, *algo = NULL,
-                        *hosts = NULL, *node = NULL;
-    int json = 0, listing = 0, npos = 0;
-    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
-                              {"groups", 'g', &groups, NULL},
-                              {"replica-size", 'r', &replica, NULL},
-                              {"collective", 'c', &coll, NULL},
-                              {"count", 'n', &count, NULL},
-                              {"dtype", 'd', &dtype, NULL},
-                              {"op", 0, &op, NULL},
-                              {"root", 0, &root, NULL},
-                              {"chunk", 0, &chunk, NULL},
-                              {"output", 'o', &out, NULL},
-                              {"load", 0, &load, NULL},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {"algo", 'a', &algo, NULL},
-                              {"hosts", 0, &hosts, NULL},
-                              {"node", 0, &node, NULL},
-                              {"listing", 0, NULL, &listing},
-                              {"json", 0, NULL, &json},
-                              {0}};
-    cli_values_t fails;
-    int rc = cli_take_values(cmd, "compile", "fail-link", &argc, argv,
-                             &fails);
-    if (rc == CLI_OK)
-        rc = cli_parse(cmd, "compile", argc, argv, opts, pos, 0, 1, &npos);
-    if (rc == CLI_OK)
-        rc = cli_max_memory(cmd, "compile", max_memory);
-    mrc_compile_config_t cc = {0};
-    if (rc == CLI_OK)
-        rc = cli_algo(cmd, "compile", algo ? algo : "rings", &cc.algo);
-    if (rc != CLI_OK)
-        return rc;
-    if (load) {
-        const cli_fixed_t fixed[] = {
-            {"strategy", strategy}, {"groups", groups},
-            {"replica-size", replica}, {"collective", coll},
-            {"count", count}, {"dtype", dtype}, {"op", op}, {"root", root},
-            {"chunk", chunk}, {"algo", algo}, {"hosts", hosts},
-            {"output", out}, {"fail-link", fails.n ? "" : NULL},
-            {NULL, NULL}};
-        if (npos)
-            return cli_usage(cmd, "compile", "--load takes no SPEC");
-        if ((rc = cli_load_refuses(cmd, "compile", fixed)) != CLI_OK)
-            return rc;
-        return load_image(cmd, load, json, listing, node);
-    }
-    if (npos == 0)
-        return cli_usage(cmd, "compile", "missing SPEC");
-    if (!coll || !count || !dtype)
-        return cli_usage(cmd, "compile",
-                         "--collective, --count and --dtype are required");
-    uint64_t n = 0, cb = 0;
-    long rs = 0, rt = 0;
-    mrc_status_t st = mrc_collective_parse(coll, &cc.collective);
-    if (st == MRC_OK)
-        st = mrc_dtype_parse(dtype, &cc.dtype);
-    if (st == MRC_OK && op)
-        st = mrc_op_parse(op, &cc.op);
-    if (st != MRC_OK)
-        return cli_fail(cmd, st);
-    if (mrc__parse_size(count, &n) != 0)
-        return cli_usage(cmd, "compile", "--count '%s' is not a count",
-                         count);
-    if (chunk && (mrc__parse_size(chunk, &cb) != 0 || cb == 0))
-        return cli_usage(cmd, "compile", "--chunk '%s' is not a size", chunk);
-    if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs))
-        return cli_usage(cmd, "compile", "--replica-size '%s' is not a "
-                         "positive integer", replica);
-    if (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES, &rt))
-        return cli_usage(cmd, "compile", "--root '%s' is not a rank", root);
-    if ((rc = cli_hosts(cmd, "compile", hosts, 1, &cc.hosts)) != CLI_OK)
-        return rc;
-    cc.count = (size_t)n;
-    cc.chunk_bytes = (size_t)cb;
-    cc.root = (int)rt;
-
+    int rc = CLI_OK, json = o->json;
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     mrc_program_t *p = NULL;
     int k = -1;
-    st = mrc_topo_create(pos[0], &t);
+    mrc_status_t st = mrc_topo_create(spec, &t);
     /* (a node out of range is bad usage, found before compiling) */
     if (st == MRC_OK && node &&
-        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), pos[0], &k)) !=
+        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), spec, &k)) !=
             CLI_OK)
         goto done;
-    mrc_embed_config_t ec = {.strategy = strategy,
-                             .groups = groups,
-                             .replica_size = (int)rs};
-    if (st == MRC_OK && (rc = cli_fail_links(cmd, &fails, &t, NULL)) != 0)
+    mrc_embed_config_t ec = {.strategy = o->strategy,
+                             .groups = o->groups,
+                             .replica_size = replica};
+    if (st == MRC_OK && (rc = cli_fail_links(cmd, &o->fails, &t, NULL)) != 0)
         goto done;
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
     if (st == MRC_OK)
         cli_report_failed_links(json ? stderr : stdout, t, &ec);
-    if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, &cc)) != CLI_OK)
+    if (st == MRC_OK && (rc = cli_resolve_algo(cmd, e, t, cc)) != CLI_OK)
         goto done;
     double t0 = now_ms(), t1 = t0, t2 = t0;
     if (st == MRC_OK) {
-        st = mrc__program_build(e, &cc, -1, &p);
+        st = mrc__program_build(e, cc, -1, &p);
         t1 = now_ms();
     }
     if (st == MRC_OK) {
@@ -322,7 +248,7 @@ int cmd_compile(int argc, char **argv)
     size_t len = 0;
     if (st == MRC_OK && out) {
         void *img = NULL;
-        st = save_image(p, e, pos[0], &img, &len);
+        st = save_image(p, e, spec, &img, &len);
         if (st == MRC_OK) {
             rc = cli_write_file(cmd, out, img, len);
             if (rc == CLI_OK)
@@ -332,7 +258,7 @@ int cmd_compile(int argc, char **argv)
     }
     if (st == MRC_OK && rc == CLI_OK)
         rc = node ? node_listing(cmd, p, k, json)
-                  : report(cmd, p, pos[0], t1 - t0, t2 - t1, json, listing,
+                  : report(cmd, p, spec, t1 - t0, t2 - t1, json, listing,
                          len);
     else if (st != MRC_OK)
         rc = cli_fail(cmd, st);
@@ -341,4 +267,62 @@ done:
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);
     return rc;
+}
+
+int cmd_compile(int argc, char **argv)
+{
+    const char *cmd = "mrc compile";
+    const char *pos[1], *out = NULL, *node = NULL;
+    int listing = 0, npos = 0;
+    const cli_opt_t own[] = {{"output", 'o', &out, NULL},
+                             {"node", 0, &node, NULL},
+                             {"listing", 0, NULL, &listing},
+                             {0}};
+    cli_stage_t o;
+    int rc = cli_stage_parse(cmd, "compile", CLI_STAGE_COUNT | CLI_STAGE_OP |
+                                                 CLI_STAGE_ROOT |
+                                                 CLI_STAGE_CHUNK,
+                             own, "rings", argc, argv, &o, pos, 0, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    mrc_compile_config_t cc = {.algo = o.algo_family};
+    int json = o.json;
+    if (o.load) {
+        static const char *const fixed[] = {
+            "strategy", "groups", "replica-size", "collective", "count",
+            "dtype", "op", "root", "chunk", "algo", "hosts", "output",
+            "fail-link", NULL};
+        if (npos)
+            return cli_usage(cmd, "compile", "--load takes no SPEC");
+        if ((rc = cli_stage_refuses(cmd, "compile", &o, fixed)) != CLI_OK)
+            return rc;
+        return load_image(cmd, o.load, json, listing, node);
+    }
+    if (npos == 0)
+        return cli_usage(cmd, "compile", "missing SPEC");
+    if (!o.coll || !o.count || !o.dtype)
+        return cli_usage(cmd, "compile",
+                         "--collective, --count and --dtype are required");
+    uint64_t n = 0, cb = 0;
+    long rs = 0, rt = 0;
+    mrc_status_t st = mrc_collective_parse(o.coll, &cc.collective);
+    if (st == MRC_OK)
+        st = mrc_dtype_parse(o.dtype, &cc.dtype);
+    if (st == MRC_OK && o.op)
+        st = mrc_op_parse(o.op, &cc.op);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    if ((rc = cli_stage_count(cmd, "compile", &o, &n)) != CLI_OK ||
+        (rc = cli_stage_chunk(cmd, "compile", &o, &cb)) != CLI_OK ||
+        (rc = cli_stage_replica(cmd, "compile", &o, &rs)) != CLI_OK)
+        return rc;
+    if (o.root && mrc__parse_long(o.root, 0, MRC_TOPO_MAX_NODES, &rt))
+        return cli_usage(cmd, "compile", "--root '%s' is not a rank",
+                         o.root);
+    if ((rc = cli_hosts(cmd, "compile", o.hosts, 1, &cc.hosts)) != CLI_OK)
+        return rc;
+    cc.count = (size_t)n;
+    cc.chunk_bytes = (size_t)cb;
+    cc.root = (int)rt;
+    return compile_spec(cmd, &o, &cc, (int)rs, pos[0], out, node, listing);
 }

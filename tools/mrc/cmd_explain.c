@@ -152,99 +152,132 @@ static mrc_status_t transport_and_profile(const char *transport,
     return st;
 }
 
-int cmd_explain(int argc, char **argv)
+/* The options of mrc explain, as given. */
+typedef struct explain_args {
+    const char *strategy, *groups, *replica, *coll, *size, *dtype, *op,
+        *root, *transport, *algo, *hosts, *profile;
+    int json;
+} explain_args_t;
+
+/* The call to explain into `in` (its collective, type, operator, count,
+ * root, hosts and transport), the family asked for into *force, the
+ * size into *bytes and the replica size into *rs. CLI status. */
+static int read_call(const char *cmd, const explain_args_t *x,
+                     mrc_profile_t *prof, mrc__select_input_t *in,
+                     mrc_algo_t *force, uint64_t *bytes, long *rs)
 {
-    const char *cmd = "mrc explain";
-    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *coll = NULL, *size = NULL, *dtype = "float32",
-                        *op = "sum", *root = NULL, *transport = NULL,
-                        *algo = NULL, *hosts = NULL, *profile = NULL;
-    int json = 0, npos = 0;
-    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
-                              {"groups", 'g', &groups, NULL},
-                              {"replica-size", 'r', &replica, NULL},
-                              {"collective", 'c', &coll, NULL},
-                              {"size", 0, &size, NULL},
-                              {"dtype", 'd', &dtype, NULL},
-                              {"op", 0, &op, NULL},
-                              {"root", 0, &root, NULL},
-                              {"transport", 't', &transport, NULL},
-                              {"algo", 'a', &algo, NULL},
-                              {"hosts", 0, &hosts, NULL},
-                              {"profile", 0, &profile, NULL},
-                              {"json", 0, NULL, &json},
-                              {0}};
-    int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
-    if (rc != CLI_OK)
-        return rc;
-    if (!coll || !size)
-        return cli_usage(cmd, "explain",
-                         "--collective and --size are "
-                         "required");
-    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .ref_ok = 1,
-                               .want_times = 1};
-    mrc_algo_t force = MRC_ALGO_AUTO;
-    mrc_status_t st = mrc_collective_parse(coll, &in.cc.collective);
+    mrc_status_t st = mrc_collective_parse(x->coll, &in->cc.collective);
     if (st == MRC_OK)
-        st = mrc_dtype_parse(dtype, &in.cc.dtype);
+        st = mrc_dtype_parse(x->dtype, &in->cc.dtype);
     if (st == MRC_OK)
-        st = mrc_op_parse(op, &in.cc.op);
-    mrc_profile_t prof;
+        st = mrc_op_parse(x->op, &in->cc.op);
     if (st == MRC_OK)
-        st = transport_and_profile(transport, profile, &prof, &in);
+        st = transport_and_profile(x->transport, x->profile, prof, in);
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
-    in.memory_ok = in.transport != MRC__XPORT_MPI;
-    if (st == MRC_OK && algo)
-        st = mrc_algo_parse(algo, &force);
+    in->memory_ok = in->transport != MRC__XPORT_MPI;
+    if (st == MRC_OK && x->algo)
+        st = mrc_algo_parse(x->algo, force);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    uint64_t bytes = 0;
-    long rs = 0, rt = 0;
-    size_t es = mrc_dtype_size(in.cc.dtype);
-    if (mrc__parse_size(size, &bytes) || bytes == 0)
-        return cli_usage(cmd, "explain", "--size '%s' is not a size", size);
-    if (bytes % es)
+    long rt = 0;
+    size_t es = mrc_dtype_size(in->cc.dtype);
+    if (mrc__parse_size(x->size, bytes) || *bytes == 0)
+        return cli_usage(cmd, "explain", "--size '%s' is not a size",
+                         x->size);
+    if (*bytes % es)
         return cli_usage(cmd, "explain",
                          "--size %llu is not a whole number "
                          "of %s elements (%zu bytes)",
-                         (unsigned long long)bytes, dtype, es);
-    if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
-        (root && mrc__parse_long(root, 0, MRC_TOPO_MAX_NODES - 1, &rt)))
+                         (unsigned long long)*bytes, x->dtype, es);
+    if ((x->replica &&
+         mrc__parse_long(x->replica, 1, MRC_TOPO_MAX_NODES, rs)) ||
+        (x->root && mrc__parse_long(x->root, 0, MRC_TOPO_MAX_NODES - 1, &rt)))
         return cli_usage(cmd, "explain",
                          "--replica-size and --root take a "
                          "whole number");
-    if ((rc = cli_hosts(cmd, "explain", hosts, 1, &in.cc.hosts)) != CLI_OK)
+    int rc = cli_hosts(cmd, "explain", x->hosts, 1, &in->cc.hosts);
+    if (rc != CLI_OK)
         return rc;
     /* ... and the ranks of each host (--hosts) share memory: hier. */
-    in.host_memory_ok = in.memory_ok || in.cc.hosts > 1;
-    in.cc.count = (size_t)(bytes / es);
-    in.cc.root = (int)rt;
+    in->host_memory_ok = in->memory_ok || in->cc.hosts > 1;
+    in->cc.count = (size_t)(*bytes / es);
+    in->cc.root = (int)rt;
+    return CLI_OK;
+}
+
+/* The selector's choice on SPEC, with each family's time or why it does
+ * not apply. */
+static int explain_spec(const char *cmd, const explain_args_t *x,
+                        const char *spec, mrc__select_input_t *in,
+                        mrc_algo_t force, uint64_t bytes, long rs)
+{
+    int rc = CLI_OK;
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
-    st = mrc_topo_create(pos[0], &t);
+    mrc_status_t st = mrc_topo_create(spec, &t);
     mrc_embed_config_t ec = {
-        .strategy = strategy, .groups = groups, .replica_size = (int)rs};
+        .strategy = x->strategy, .groups = x->groups,
+        .replica_size = (int)rs};
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
         goto done;
     }
-    in.topo = t;
-    in.embedding = e;
+    in->topo = t;
+    in->embedding = e;
     mrc__selection_t sel;
-    st = mrc__select(&in, force, &sel, NULL);
+    st = mrc__select(in, force, &sel, NULL);
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
         goto done;
     }
-    if (json)
-        print_json(&in, mrc_embed_strategy(e), bytes, &sel, profile);
+    if (x->json)
+        print_json(in, mrc_embed_strategy(e), bytes, &sel, x->profile);
     else
-        print_text(&in, mrc_embed_strategy(e), bytes, &sel, profile);
+        print_text(in, mrc_embed_strategy(e), bytes, &sel, x->profile);
 done:
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);
     return rc;
+}
+
+int cmd_explain(int argc, char **argv)
+{
+    const char *cmd = "mrc explain";
+    const char *pos[1];
+    explain_args_t x = {.dtype = "float32", .op = "sum"};
+    int npos = 0;
+    const cli_opt_t opts[] = {{"strategy", 's', &x.strategy, NULL},
+                              {"groups", 'g', &x.groups, NULL},
+                              {"replica-size", 'r', &x.replica, NULL},
+                              {"collective", 'c', &x.coll, NULL},
+                              {"size", 0, &x.size, NULL},
+                              {"dtype", 'd', &x.dtype, NULL},
+                              {"op", 0, &x.op, NULL},
+                              {"root", 0, &x.root, NULL},
+                              {"transport", 't', &x.transport, NULL},
+                              {"algo", 'a', &x.algo, NULL},
+                              {"hosts", 0, &x.hosts, NULL},
+                              {"profile", 0, &x.profile, NULL},
+                              {"json", 0, NULL, &x.json},
+                              {0}};
+    int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
+    if (rc != CLI_OK)
+        return rc;
+    if (!x.coll || !x.size)
+        return cli_usage(cmd, "explain",
+                         "--collective and --size are "
+                         "required");
+    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .ref_ok = 1,
+                               .want_times = 1};
+    mrc_algo_t force = MRC_ALGO_AUTO;
+    mrc_profile_t prof;
+    uint64_t bytes = 0;
+    long rs = 0;
+    rc = read_call(cmd, &x, &prof, &in, &force, &bytes, &rs);
+    if (rc != CLI_OK)
+        return rc;
+    return explain_spec(cmd, &x, pos[0], &in, force, bytes, rs);
 }

@@ -139,87 +139,92 @@ static void print_table(const report_t *r)
            (unsigned long long)r->sim.toggles_ungated, 100.0 * saved(r));
 }
 
-int cmd_fabric(int argc, char **argv)
-{
-    const char *cmd = "mrc fabric";
-    const char *tiles_s = NULL, *columns_s = NULL, *pattern = NULL,
-               *seed_s = NULL, *bytes_s = NULL, *packet_s = NULL,
-               *max_memory = NULL;
-    int json = 0, npos = 0;
-    const cli_opt_t opts[] = {{"tiles", 't', &tiles_s, NULL},
-                              {"columns", 'c', &columns_s, NULL},
-                              {"pattern", 'p', &pattern, NULL},
-                              {"seed", 's', &seed_s, NULL},
-                              {"bytes", 'b', &bytes_s, NULL},
-                              {"packet-bytes", 0, &packet_s, NULL},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {"json", 0, NULL, &json},
-                              {0}};
-    int rc = cli_parse(cmd, "fabric", argc, argv, opts, NULL, 0, 0, &npos);
-    if (rc == CLI_OK)
-        rc = cli_max_memory(cmd, "fabric", max_memory);
-    if (rc != CLI_OK)
-        return rc;
-    if (!pattern)
-        return cli_usage(cmd, "fabric", "--pattern is required");
-    long tiles = 0, columns = 0, packet = 0;
-    uint64_t seed = 1, bytes = 0;
-    if (tiles_s && mrc__parse_long(tiles_s, 1, 1 << 20, &tiles))
-        return cli_usage(cmd, "fabric", "--tiles '%s' is not 1 to %d",
-                         tiles_s, 1 << 20);
-    if (columns_s && mrc__parse_long(columns_s, 1, 1 << 20, &columns))
-        return cli_usage(cmd, "fabric", "--columns '%s' is not 1 to %d",
-                         columns_s, 1 << 20);
-    if (packet_s && mrc__parse_long(packet_s, 1, 1 << 20, &packet))
-        return cli_usage(cmd, "fabric", "--packet-bytes '%s' is not 1 to %d",
-                         packet_s, 1 << 20);
-    long sd = 0;
-    if (seed_s) {
-        if (mrc__parse_long(seed_s, 0, 0x7fffffffL, &sd))
-            return cli_usage(cmd, "fabric", "--seed '%s' is not a number",
-                             seed_s);
-        seed = (uint64_t)sd;
-    }
-    if (bytes_s && (mrc__parse_size(bytes_s, &bytes) || bytes == 0))
-        return cli_usage(cmd, "fabric", "--bytes '%s' is not a size",
-                         bytes_s);
+/* The options of mrc fabric, as given and as read. */
+typedef struct fabric_args {
+    const char *tiles_s, *columns_s, *pattern, *seed_s, *bytes_s, *packet_s;
+    long tiles, columns, packet; /* 0: the fabric's default */
+    uint64_t seed, bytes;
+} fabric_args_t;
 
-    mrc_exchange_t *x = NULL;
+/* The numbers of the options; CLI_USAGE naming the first bad one. */
+static int read_numbers(const char *cmd, fabric_args_t *a)
+{
+    a->seed = 1;
+    if (a->tiles_s && mrc__parse_long(a->tiles_s, 1, 1 << 20, &a->tiles))
+        return cli_usage(cmd, "fabric", "--tiles '%s' is not 1 to %d",
+                         a->tiles_s, 1 << 20);
+    if (a->columns_s &&
+        mrc__parse_long(a->columns_s, 1, 1 << 20, &a->columns))
+        return cli_usage(cmd, "fabric", "--columns '%s' is not 1 to %d",
+                         a->columns_s, 1 << 20);
+    if (a->packet_s && mrc__parse_long(a->packet_s, 1, 1 << 20, &a->packet))
+        return cli_usage(cmd, "fabric", "--packet-bytes '%s' is not 1 to %d",
+                         a->packet_s, 1 << 20);
+    long sd = 0;
+    if (a->seed_s) {
+        if (mrc__parse_long(a->seed_s, 0, 0x7fffffffL, &sd))
+            return cli_usage(cmd, "fabric", "--seed '%s' is not a number",
+                             a->seed_s);
+        a->seed = (uint64_t)sd;
+    }
+    if (a->bytes_s && (mrc__parse_size(a->bytes_s, &a->bytes) ||
+                       a->bytes == 0))
+        return cli_usage(cmd, "fabric", "--bytes '%s' is not a size",
+                         a->bytes_s);
+    return CLI_OK;
+}
+
+/* The exchange: a named pattern made for the fabric's size, or a file
+ * (whose tiles and columns are the defaults). CLI status. */
+static int make_exchange(const char *cmd, fabric_args_t *a,
+                         mrc_exchange_t **x)
+{
     mrc_status_t st = MRC_OK;
-    if (mrc_exchange_is_pattern(pattern)) {
+    if (mrc_exchange_is_pattern(a->pattern)) {
         /* The fabric's defaults, so the pattern is made for it. */
-        mrc_fabric_config_t probe = {(int)tiles, (int)columns, (int)packet};
+        mrc_fabric_config_t probe = {(int)a->tiles, (int)a->columns,
+                                     (int)a->packet};
         mrc_fabric_t *f = NULL;
         st = mrc_fabric_create(&probe, &f);
         if (st == MRC_OK)
             st = mrc_exchange_pattern(
-                pattern, mrc_fabric_tiles(f), mrc_fabric_columns(f), seed,
-                bytes ? bytes : (uint64_t)mrc_fabric_packet_bytes(f), &x);
+                a->pattern, mrc_fabric_tiles(f), mrc_fabric_columns(f),
+                a->seed,
+                a->bytes ? a->bytes : (uint64_t)mrc_fabric_packet_bytes(f),
+                x);
         mrc_fabric_destroy(f);
     } else {
         int ft = 0, fc = 0;
-        if (access(pattern, F_OK) != 0 && !cli_has_ext(pattern, ".json"))
+        if (access(a->pattern, F_OK) != 0 &&
+            !cli_has_ext(a->pattern, ".json"))
             return cli_usage(cmd, "fabric",
                              "unknown pattern '%s' (neighbour, broadcast, "
                              "random, all-to-all, or a JSON file)",
-                             pattern);
-        if (bytes_s || seed_s)
+                             a->pattern);
+        if (a->bytes_s || a->seed_s)
             return cli_usage(cmd, "fabric", "--bytes and --seed are for the "
                                             "named patterns, not a file");
-        st = mrc_exchange_read(pattern, &x, &ft, &fc);
-        if (st == MRC_OK && !tiles)
-            tiles = ft;
-        if (st == MRC_OK && !columns)
-            columns = fc;
+        st = mrc_exchange_read(a->pattern, x, &ft, &fc);
+        if (st == MRC_OK && !a->tiles)
+            a->tiles = ft;
+        if (st == MRC_OK && !a->columns)
+            a->columns = fc;
     }
-    if (st != MRC_OK)
-        return cli_fail(cmd, st);
+    return st == MRC_OK ? CLI_OK : cli_fail(cmd, st);
+}
 
-    report_t r = {pattern, NULL, {0}, {0}, 0, 0};
-    mrc_fabric_config_t cfg = {(int)tiles, (int)columns, (int)packet};
+/* Schedules x on the fabric, checks the schedule cycle by cycle, and
+ * reports; CLI_FAIL if a delivery missed its cycle. */
+static int schedule_and_check(const char *cmd, const fabric_args_t *a,
+                              const mrc_exchange_t *x, int json)
+{
+    report_t r = {a->pattern, NULL, {0}, {0}, 0, 0};
+    mrc_fabric_config_t cfg = {(int)a->tiles, (int)a->columns,
+                               (int)a->packet};
     mrc_fabric_t *f = NULL;
     mrc_fabric_schedule_t *s = NULL;
-    st = mrc_fabric_create(&cfg, &f);
+    mrc_status_t st = mrc_fabric_create(&cfg, &f);
+    int rc;
     r.f = f;
     double t0 = now_s();
     if (st == MRC_OK)
@@ -250,6 +255,37 @@ int cmd_fabric(int argc, char **argv)
     }
     mrc_fabric_schedule_destroy(s);
     mrc_fabric_destroy(f);
+    return rc;
+}
+
+int cmd_fabric(int argc, char **argv)
+{
+    const char *cmd = "mrc fabric";
+    const char *max_memory = NULL;
+    fabric_args_t a;
+    memset(&a, 0, sizeof a);
+    int json = 0, npos = 0;
+    const cli_opt_t opts[] = {{"tiles", 't', &a.tiles_s, NULL},
+                              {"columns", 'c', &a.columns_s, NULL},
+                              {"pattern", 'p', &a.pattern, NULL},
+                              {"seed", 's', &a.seed_s, NULL},
+                              {"bytes", 'b', &a.bytes_s, NULL},
+                              {"packet-bytes", 0, &a.packet_s, NULL},
+                              {"max-memory", 0, &max_memory, NULL},
+                              {"json", 0, NULL, &json},
+                              {0}};
+    int rc = cli_parse(cmd, "fabric", argc, argv, opts, NULL, 0, 0, &npos);
+    if (rc == CLI_OK)
+        rc = cli_max_memory(cmd, "fabric", max_memory);
+    if (rc != CLI_OK)
+        return rc;
+    if (!a.pattern)
+        return cli_usage(cmd, "fabric", "--pattern is required");
+    mrc_exchange_t *x = NULL;
+    if ((rc = read_numbers(cmd, &a)) != CLI_OK ||
+        (rc = make_exchange(cmd, &a, &x)) != CLI_OK)
+        return rc;
+    rc = schedule_and_check(cmd, &a, x, json);
     mrc_exchange_destroy(x);
     return rc;
 }

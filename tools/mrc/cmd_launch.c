@@ -283,6 +283,163 @@ int cmd_launch(int argc, char **argv)
     return cli_launch(n, argv + i + 1, timeout, grace);
 }
 
+/* A job while it runs: its ranks, the watchdog, the signals taken, and
+ * the clock of its timeout and of the grace after a failure. */
+typedef struct launch_job {
+    int n;
+    rank_proc_t *ranks;
+    char id[80]; /* the job id, then its token at id + 40 */
+    sigset_t set, old;
+    int dog;     /* the watchdog's pipe, or -1 */
+    pid_t dog_pid;
+    int alive, first_failed, failures, got_signal;
+    double timeout, grace, start, fail_at, stop_at;
+    int timed_out, stopping;
+} launch_job_t;
+
+/* The watchdog, in its own process group, told each rank's pid. */
+static void start_watchdog(launch_job_t *j)
+{
+    int dog[2] = {-1, -1};
+    j->dog = -1;
+    j->dog_pid = -1;
+    if (pipe2(dog, O_CLOEXEC) != 0)
+        return;
+    j->dog_pid = fork();
+    if (j->dog_pid == 0) {
+        close(dog[1]);
+        setpgid(0, 0);
+        watchdog(dog[0], j->id);
+    }
+    close(dog[0]);
+    if (j->dog_pid < 0)
+        close(dog[1]);
+    else
+        j->dog = dog[1];
+}
+
+/* Every rank, in its own process group; stops at the first that cannot
+ * be started. */
+static void start_ranks(launch_job_t *j, char **prog)
+{
+    pid_t self = getpid();
+    for (int r = 0; r < j->n; r++) {
+        rank_proc_t *rp = &j->ranks[r];
+        rp->pid = start_rank(r, j->n, j->id, prog, &j->old, self);
+        if (rp->pid < 0) {
+            fprintf(stderr, CMD ": cannot start rank %d: %s\n", r,
+                    strerror(errno));
+            j->failures++;
+            j->first_failed = r;
+            break;
+        }
+        rp->running = 1;
+        setpgid(rp->pid, rp->pid); /* as the child does: no race */
+        j->alive++;
+        if (j->dog >= 0 &&
+            write(j->dog, &rp->pid, sizeof rp->pid) !=
+                (ssize_t)sizeof rp->pid) {
+            close(j->dog); /* the watchdog is gone: nobody to tell */
+            j->dog = -1;
+        }
+    }
+}
+
+/* At time t: the timeout, or the grace after a failure, run out stops
+ * the ranks (SIGTERM, then SIGKILL 2 s later). */
+static void check_clock(launch_job_t *j, double t)
+{
+    if (j->failures && j->fail_at == 0)
+        j->fail_at = t;
+    int stop = 0;
+    if (j->timeout > 0 && t - j->start >= j->timeout && !j->timed_out) {
+        j->timed_out = 1;
+        fprintf(stderr, CMD ": timed out after %g s; stopping %d "
+                        "rank(s)\n",
+                j->timeout, j->alive);
+        stop = 1;
+    }
+    if (j->fail_at > 0 && t - j->fail_at >= j->grace && !j->stopping) {
+        fprintf(stderr, CMD ": %d rank(s) still running %g s after "
+                        "rank %d failed; stopping them\n",
+                j->alive, j->grace, j->first_failed);
+        stop = 1;
+    }
+    if (stop && !j->stopping) {
+        j->stopping = 1;
+        j->stop_at = t;
+        signal_ranks(j->ranks, j->n, SIGTERM);
+    }
+    if (j->stopping && t - j->stop_at >= 2)
+        signal_ranks(j->ranks, j->n, SIGKILL);
+}
+
+/* Waits up to 100 ms for a signal; one to forward goes to every rank,
+ * and a second one, or 2 s, is SIGKILL. */
+static void take_signal(launch_job_t *j)
+{
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    siginfo_t info;
+    int sig = sigtimedwait(&j->set, &info, &ts);
+    if (sig <= 0 || sig == SIGCHLD)
+        return;
+    if (!j->got_signal)
+        fprintf(stderr, CMD ": got signal %d (%s); passing it to "
+                        "the ranks\n",
+                sig, strsignal(sig));
+    j->got_signal = sig;
+    signal_ranks(j->ranks, j->n, sig);
+    if (!j->stopping) {
+        j->stopping = 1;
+        j->stop_at = now_s();
+    } else {
+        signal_ranks(j->ranks, j->n, SIGKILL);
+    }
+}
+
+/* Until every rank has ended. */
+static void supervise(launch_job_t *j)
+{
+    j->start = now_s();
+    if (j->failures)
+        j->fail_at = j->start;
+    while (j->alive > 0) {
+        j->failures += reap(j->ranks, j->n, &j->alive, &j->first_failed,
+                            j->stopping);
+        if (j->alive == 0)
+            break;
+        check_clock(j, now_s());
+        take_signal(j);
+    }
+}
+
+/* The job is over: its shared memory removed, the watchdog ended, the
+ * signal mask restored; the exit status. */
+static int finish(launch_job_t *j)
+{
+    int removed = remove_job_shm(j->id);
+    /* The job is over: the watchdog has nothing left to do. */
+    if (j->dog >= 0)
+        close(j->dog);
+    if (j->dog_pid > 0)
+        waitpid(j->dog_pid, NULL, 0);
+    sigprocmask(SIG_SETMASK, &j->old, NULL);
+    if (removed > 0)
+        fprintf(stderr, CMD ": removed %d shared-memory object(s) the job "
+                        "left behind\n",
+                removed);
+    int rc = CLI_OK;
+    if (j->failures) {
+        fprintf(stderr, CMD ": %d of %d rank(s) failed; the first was rank "
+                        "%d\n",
+                j->failures, j->n, j->first_failed);
+        rc = CLI_FAIL;
+    }
+    if (j->timed_out || j->got_signal)
+        rc = CLI_FAIL;
+    return rc;
+}
+
 int cli_launch(int n, char **prog, double timeout, double grace)
 {
     if (grace == 0) {
@@ -290,138 +447,34 @@ int cli_launch(int n, char **prog, double timeout, double grace)
         double d;
         grace = t && mrc__parse_double(t, &d) == 0 && d > 0 ? 2 * d : 120;
     }
-    /* The job id, then its token at job + 40. */
-    char job[80];
-    if (mrc__random_job_id(job, 40) != 0 ||
-        mrc__random_job_id(job + 40, 40) != 0) {
+    launch_job_t j;
+    memset(&j, 0, sizeof j);
+    j.n = n;
+    j.timeout = timeout;
+    j.grace = grace;
+    j.first_failed = -1;
+    if (mrc__random_job_id(j.id, 40) != 0 ||
+        mrc__random_job_id(j.id + 40, 40) != 0) {
         fprintf(stderr, CMD ": no random bytes for the job id: %s\n",
                 strerror(errno));
         return CLI_FAIL;
     }
-    rank_proc_t *ranks = calloc((size_t)n, sizeof *ranks);
-    if (!ranks) {
+    j.ranks = calloc((size_t)n, sizeof *j.ranks);
+    if (!j.ranks) {
         fprintf(stderr, CMD ": out of memory\n");
         return CLI_FAIL;
     }
-
     /* Signals are taken synchronously (sigtimedwait) from here on. */
-    sigset_t set, old;
-    sigemptyset(&set);
+    sigemptyset(&j.set);
     int fwd[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
     for (size_t k = 0; k < sizeof fwd / sizeof *fwd; k++)
-        sigaddset(&set, fwd[k]);
-    sigaddset(&set, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &set, &old);
-
-    /* The watchdog, in its own process group, told each rank's pid. */
-    int dog[2] = {-1, -1};
-    pid_t dog_pid = -1;
-    if (pipe2(dog, O_CLOEXEC) == 0) {
-        dog_pid = fork();
-        if (dog_pid == 0) {
-            close(dog[1]);
-            setpgid(0, 0);
-            watchdog(dog[0], job);
-        }
-        close(dog[0]);
-        if (dog_pid < 0) {
-            close(dog[1]);
-            dog[1] = -1;
-        }
-    }
-
-    int alive = 0, first_failed = -1, failures = 0, got_signal = 0;
-    pid_t self = getpid();
-    for (int r = 0; r < n; r++) {
-        ranks[r].pid = start_rank(r, n, job, prog, &old, self);
-        if (ranks[r].pid < 0) {
-            fprintf(stderr, CMD ": cannot start rank %d: %s\n", r,
-                    strerror(errno));
-            failures++;
-            first_failed = r;
-            break;
-        }
-        ranks[r].running = 1;
-        setpgid(ranks[r].pid, ranks[r].pid); /* as the child does: no race */
-        alive++;
-        if (dog[1] >= 0 &&
-            write(dog[1], &ranks[r].pid, sizeof ranks[r].pid) !=
-                (ssize_t)sizeof ranks[r].pid) {
-            close(dog[1]); /* the watchdog is gone: nobody to tell */
-            dog[1] = -1;
-        }
-    }
-
-    double start = now_s(), fail_at = 0, stop_at = 0;
-    int timed_out = 0, stopping = 0;
-    if (failures)
-        fail_at = start;
-    while (alive > 0) {
-        failures += reap(ranks, n, &alive, &first_failed, stopping);
-        if (alive == 0)
-            break;
-        double t = now_s();
-        if (failures && fail_at == 0)
-            fail_at = t;
-        int stop = 0;
-        if (timeout > 0 && t - start >= timeout && !timed_out) {
-            timed_out = 1;
-            fprintf(stderr, CMD ": timed out after %g s; stopping %d "
-                            "rank(s)\n",
-                    timeout, alive);
-            stop = 1;
-        }
-        if (fail_at > 0 && t - fail_at >= grace && !stopping) {
-            fprintf(stderr, CMD ": %d rank(s) still running %g s after "
-                            "rank %d failed; stopping them\n",
-                    alive, grace, first_failed);
-            stop = 1;
-        }
-        if (stop && !stopping) {
-            stopping = 1;
-            stop_at = t;
-            signal_ranks(ranks, n, SIGTERM);
-        }
-        if (stopping && t - stop_at >= 2)
-            signal_ranks(ranks, n, SIGKILL);
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        siginfo_t info;
-        int sig = sigtimedwait(&set, &info, &ts);
-        if (sig > 0 && sig != SIGCHLD) {
-            if (!got_signal)
-                fprintf(stderr, CMD ": got signal %d (%s); passing it to "
-                                "the ranks\n",
-                        sig, strsignal(sig));
-            got_signal = sig;
-            signal_ranks(ranks, n, sig);
-            if (!stopping) { /* a second signal, or 2 s: SIGKILL */
-                stopping = 1;
-                stop_at = now_s();
-            } else {
-                signal_ranks(ranks, n, SIGKILL);
-            }
-        }
-    }
-    int removed = remove_job_shm(job);
-    /* The job is over: the watchdog has nothing left to do. */
-    if (dog[1] >= 0)
-        close(dog[1]);
-    if (dog_pid > 0)
-        waitpid(dog_pid, NULL, 0);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    if (removed > 0)
-        fprintf(stderr, CMD ": removed %d shared-memory object(s) the job "
-                        "left behind\n",
-                removed);
-    int rc = CLI_OK;
-    if (failures) {
-        fprintf(stderr, CMD ": %d of %d rank(s) failed; the first was rank "
-                        "%d\n",
-                failures, n, first_failed);
-        rc = CLI_FAIL;
-    }
-    if (timed_out || got_signal)
-        rc = CLI_FAIL;
-    free(ranks);
+        sigaddset(&j.set, fwd[k]);
+    sigaddset(&j.set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &j.set, &j.old);
+    start_watchdog(&j);
+    start_ranks(&j, prog);
+    supervise(&j);
+    int rc = finish(&j);
+    free(j.ranks);
     return rc;
 }

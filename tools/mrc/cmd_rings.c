@@ -200,6 +200,42 @@ static void print_embedding(const mrc_embedding_t *e)
            ng > 1 ? "  (worst group)" : "");
 }
 
+/* The rings: drawn to OUT (.dot, or .svg with Graphviz) if asked, and
+ * printed as text or JSON. */
+static int write_rings(const char *cmd, const mrc_embedding_t *e,
+                       const char *out, int json)
+{
+    int rc = CLI_OK;
+    mrc_status_t st;
+    if (out) {
+        char *dot = NULL;
+        st = mrc_embed_to_dot(e, &dot);
+        if (st != MRC_OK)
+            rc = cli_fail(cmd, st);
+        else if (cli_has_ext(out, ".svg"))
+            rc = cli_render_svg(cmd, dot, out);
+        else
+            rc = cli_write_file(cmd, out, dot, strlen(dot));
+        mrc_free(dot);
+    }
+    if (rc == CLI_OK) {
+        if (json) {
+            char *text = NULL;
+            st = mrc_embed_to_json(e, &text);
+            if (st == MRC_OK)
+                fputs(text, stdout);
+            else
+                rc = cli_fail(cmd, st);
+            mrc_free(text);
+        } else {
+            print_embedding(e);
+        }
+        if (out && rc == CLI_OK)
+            fprintf(stderr, "wrote %s\n", out);
+    }
+    return rc;
+}
+
 int cmd_rings(int argc, char **argv)
 {
     const char *cmd = "mrc rings";
@@ -252,32 +288,7 @@ int cmd_rings(int argc, char **argv)
         mrc_topo_destroy(t);
         return rc;
     }
-    if (out) {
-        char *dot = NULL;
-        st = mrc_embed_to_dot(e, &dot);
-        if (st != MRC_OK)
-            rc = cli_fail(cmd, st);
-        else if (cli_has_ext(out, ".svg"))
-            rc = cli_render_svg(cmd, dot, out);
-        else
-            rc = cli_write_file(cmd, out, dot, strlen(dot));
-        mrc_free(dot);
-    }
-    if (rc == CLI_OK) {
-        if (json) {
-            char *text = NULL;
-            st = mrc_embed_to_json(e, &text);
-            if (st == MRC_OK)
-                fputs(text, stdout);
-            else
-                rc = cli_fail(cmd, st);
-            mrc_free(text);
-        } else {
-            print_embedding(e);
-        }
-        if (out && rc == CLI_OK)
-            fprintf(stderr, "wrote %s\n", out);
-    }
+    rc = write_rings(cmd, e, out, json);
     mrc_embed_destroy(e);
     mrc_topo_destroy(t);
     return rc;

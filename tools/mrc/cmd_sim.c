@@ -2,9 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "cmd_sim.h"
+#include "opts.h"
 #include "sim/select.h"
 
 void help_sim(void)
@@ -73,22 +74,11 @@ void help_sim(void)
         "             collective, size, dtype, op, groups and algo\n");
 }
 
-typedef struct sim_args {
-    const char *spec, *strategy, *groups;
-    int replica;
-    mrc_collective_t coll;
-    mrc_dtype_t dtype;
-    mrc_algo_t algo;
-    int hosts; /* hier */
-    uint64_t size;
-    mrc_sim_config_t cfg;
-} sim_args_t;
-
 /* One simulation: topology, rings, program, run. *rings gets the rings
  * of the first group. */
-static mrc_status_t simulate(const sim_args_t *a, const mrc_topo_t *t,
-                             const char *strategy, uint64_t size,
-                             mrc_sim_result_t **out, int *rings)
+mrc_status_t sim_simulate(const sim_args_t *a, const mrc_topo_t *t,
+                          const char *strategy, uint64_t size,
+                          mrc_sim_result_t **out, int *rings)
 {
     mrc_embed_config_t ec = {.strategy = strategy, .groups = a->groups,
                              .replica_size = a->replica};
@@ -201,7 +191,7 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     for (int i = 0; names[i]; i++) {
         mrc_sim_result_t *r = NULL;
         int rings = 0;
-        mrc_status_t st = simulate(a, t, names[i], a->size, &r, &rings);
+        mrc_status_t st = sim_simulate(a, t, names[i], a->size, &r, &rings);
         if (st == MRC_ERR_NOT_APPLICABLE)
             continue;
         if (st != MRC_OK)
@@ -231,7 +221,7 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
         b.algo = (mrc_algo_t)f;
         mrc_sim_result_t *r = NULL;
         int rings = 0;
-        mrc_status_t st = simulate(&b, t, "auto", a->size, &r, &rings);
+        mrc_status_t st = sim_simulate(&b, t, "auto", a->size, &r, &rings);
         if (st == MRC_ERR_UNSUPPORTED) {
             if (!json)
                 printf("%-16s %s\n", mrc_algo_name(b.algo), mrc_last_error());
@@ -259,155 +249,6 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
     }
     if (json)
         printf("\n]}\n");
-    return CLI_OK;
-}
-
-/* Sizes in a sweep: powers of two from 1 byte to 1 TiB. */
-enum { SWEEP_MAX_SIZES = 41 };
-
-static int sweep(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
-                 const char *range, const char *prefix)
-{
-    uint64_t lo = 0, hi = 0;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", range);
-    char *colon = strchr(buf, ':');
-    if (!colon)
-        return cli_usage(cmd, "sim", "--sweep takes MIN:MAX, such as 1K:1G");
-    *colon = '\0';
-    if (mrc__parse_size(buf, &lo) || mrc__parse_size(colon + 1, &hi) ||
-        lo == 0 || hi < lo)
-        return cli_usage(cmd, "sim", "--sweep '%s': sizes MIN <= MAX, > 0",
-                         range);
-    char path[512];
-    /* A prefix cut short would write somewhere else than asked. */
-    if (strlen(prefix) + sizeof ".json" > sizeof path)
-        return cli_usage(cmd, "sim", "-o PREFIX is longer than %zu bytes",
-                         sizeof path - sizeof ".json");
-    /* Powers of two from MIN while <= MAX, without wrapping past 2^63;
-     * at most SWEEP_MAX_SIZES of them (1 byte to 1 TiB). */
-    int nsizes = 1;
-    for (uint64_t s = lo; s <= hi / 2 && s * 2 <= hi; s *= 2)
-        nsizes++;
-    if (nsizes > SWEEP_MAX_SIZES)
-        return cli_usage(cmd, "sim", "--sweep '%s' has %d sizes; at most %d "
-                         "(such as 1:1T)", range, nsizes, SWEEP_MAX_SIZES);
-    const char *const *names = mrc_embed_strategies();
-    mrc__strbuf_t csv, js;
-    mrc__sb_init(&csv);
-    mrc__sb_init(&js);
-    mrc__sb_puts(&csv, "strategy,bytes,time_us,algbw_gbps,busbw_gbps,"
-                       "bound_gbps,efficiency,energy_j,energy_no_gating_j\n");
-    mrc__sb_puts(&js, "{\"topology\": ");
-    mrc__sb_json_string(&js, mrc_topo_name(t));
-    mrc__sb_printf(&js, ", \"collective\": \"%s\", \"results\": [",
-                   mrc_collective_name(a->coll));
-    int tty = isatty(STDERR_FILENO), total = 0, done = 0, rows = 0;
-    for (int i = 0; names[i]; i++)
-        total += !a->strategy || strcmp(a->strategy, names[i]) == 0;
-    total *= nsizes;
-    char *strategies[16];
-    int nstrat = 0;
-    for (int i = 0; names[i]; i++) {
-        if (a->strategy && strcmp(a->strategy, names[i]) != 0)
-            continue;
-        int any = 0;
-        uint64_t size = lo;
-        for (int k = 0; k < nsizes; k++, size *= 2, done++) {
-            if (tty) {
-                int w = total ? 40 * (done + 1) / total : 40;
-                fprintf(stderr, "\r[%-40.*s] %d/%d %s %llu B   ", w,
-                        "########################################",
-                        done + 1, total, names[i], (unsigned long long)size);
-            }
-            mrc_sim_result_t *r = NULL;
-            int rings = 0;
-            mrc_status_t st = simulate(a, t, names[i], size, &r, &rings);
-            if (st == MRC_ERR_NOT_APPLICABLE)
-                continue;
-            if (st != MRC_OK) {
-                if (tty)
-                    fprintf(stderr, "\n");
-                mrc__sb_free(&csv);
-                mrc__sb_free(&js);
-                return cli_fail(cmd, st);
-            }
-            any = 1;
-            mrc__sb_printf(&csv, "%s,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.9g,"
-                                 "%.9g\n",
-                           names[i], (unsigned long long)size, r->time_us,
-                           r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
-                           r->efficiency, r->energy_j, r->energy_no_gating_j);
-            mrc__sb_printf(&js, "%s\n  {\"strategy\": \"%s\", \"bytes\": "
-                                "%llu, \"time_us\": %.6f, \"busbw_gbps\": "
-                                "%.6f, \"efficiency\": %.6f, \"energy_j\": "
-                                "%.9g, \"energy_no_gating_j\": %.9g}",
-                           rows++ ? "," : "", names[i],
-                           (unsigned long long)size, r->time_us,
-                           r->busbw_gbps, r->efficiency, r->energy_j,
-                           r->energy_no_gating_j);
-            mrc_sim_result_destroy(r);
-        }
-        if (any && nstrat < 16)
-            strategies[nstrat++] = (char *)names[i];
-    }
-    if (tty)
-        fprintf(stderr, "\n");
-    mrc__sb_puts(&js, "\n]}\n");
-    int rc = CLI_OK;
-    snprintf(path, sizeof path, "%s.csv", prefix);
-    if (!csv.failed)
-        rc = cli_write_file(cmd, path, csv.data, csv.len);
-    snprintf(path, sizeof path, "%s.json", prefix);
-    if (rc == CLI_OK && !js.failed)
-        rc = cli_write_file(cmd, path, js.data, js.len);
-    size_t csv_len = csv.len;
-    char *csv_data = mrc__sb_take(&csv);
-    mrc__sb_free(&js);
-    if (rc == CLI_OK && !csv_data) {
-        fprintf(stderr, "%s: out of memory\n", cmd);
-        rc = CLI_FAIL;
-    }
-    if (rc != CLI_OK) {
-        free(csv_data);
-        return rc;
-    }
-    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix, rows);
-    /* The picture: busbw against size, one line per strategy. No file
-     * name is in the script (the data is inline, the SVG comes back on
-     * gnuplot's standard output into an outfile), and names reach it only
-     * as escaped strings, with enhanced text off so that they show as
-     * they are. */
-    mrc__strbuf_t gp, title;
-    mrc__sb_init(&gp);
-    mrc__sb_init(&title);
-    mrc__sb_printf(&title, "%s on %s (simulated)", mrc_collective_name(a->coll),
-                   mrc_topo_name(t));
-    mrc__sb_puts(&gp, "set terminal svg size 800,500 dynamic noenhanced "
-                      "font 'Helvetica,11'\n$data << EOD\n");
-    mrc__sb_append(&gp, csv_data, csv_len);
-    mrc__sb_puts(&gp, "EOD\nset datafile separator ','\nset logscale x 2\n"
-                      "set format x '%.0s%cB'\nset xlabel 'size per node'\n"
-                      "set ylabel 'busbw (GB/s)'\nset key left top\n"
-                      "set grid\nset title ");
-    mrc__sb_gnuplot_string(&gp, title.failed ? "" : title.data);
-    mrc__sb_puts(&gp, "\nplot ");
-    for (int i = 0; i < nstrat; i++) {
-        mrc__sb_puts(&gp, i ? ", $data using (strcol(1) eq "
-                            : "$data using (strcol(1) eq ");
-        mrc__sb_gnuplot_string(&gp, strategies[i]);
-        mrc__sb_puts(&gp, " ? $2 : 1/0):5 with linespoints title ");
-        mrc__sb_gnuplot_string(&gp, strategies[i]);
-    }
-    mrc__sb_puts(&gp, "\n");
-    snprintf(path, sizeof path, "%s.svg", prefix);
-    char *const gnuplot[] = {"gnuplot", NULL};
-    if (!gp.failed && nstrat > 0 &&
-        cli_filter_to_file(cmd, gnuplot, gp.data, path, 1) == CLI_OK)
-        printf("wrote %s\n", path);
-    free(csv_data);
-    mrc__sb_free(&title);
-    mrc__sb_free(&gp);
     return CLI_OK;
 }
 
@@ -511,141 +352,167 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
     return CLI_OK;
 }
 
-int cmd_sim(int argc, char **argv)
+/* mrc sim's own options, beside the group's. */
+typedef struct sim_opts {
+    cli_stage_t o;
+    const char *mode, *chunks, *pj, *power, *wake, *sweep, *prefix,
+        *profile, *workload;
+    int compare;
+    mrc_profile_t prof; /* --profile's (a->cfg.profile points here) */
+} sim_opts_t;
+
+/* With --load, the options that shape the program are the image's;
+ * without it, a SPEC and what to simulate on it. */
+static int check_presence(const char *cmd, const sim_opts_t *so, int npos)
 {
-    const char *cmd = "mrc sim";
-    const char *pos[1], *strategy = NULL, *groups = NULL, *replica = NULL,
-                        *coll = NULL, *size = NULL, *dtype = NULL,
-                        *mode = "bsp", *chunks = NULL, *pj = NULL,
-                        *power = NULL, *wake = NULL, *sweep_range = NULL,
-                        *prefix = NULL, *max_memory = NULL,
-                        *algo = NULL, *hosts = NULL, *load = NULL,
-                        *profile = NULL, *wl = NULL;
-    int json = 0, cmp = 0, npos = 0;
-    const cli_opt_t opts[] = {{"strategy", 's', &strategy, NULL},
-                              {"groups", 'g', &groups, NULL},
-                              {"replica-size", 'r', &replica, NULL},
-                              {"collective", 'c', &coll, NULL},
-                              {"size", 0, &size, NULL},
-                              {"dtype", 'd', &dtype, NULL},
-                              {"mode", 0, &mode, NULL},
-                              {"chunks", 0, &chunks, NULL},
-                              {"pj-per-bit", 0, &pj, NULL},
-                              {"link-power", 0, &power, NULL},
-                              {"wake-us", 0, &wake, NULL},
-                              {"sweep", 0, &sweep_range, NULL},
-                              {"output", 'o', &prefix, NULL},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {"algo", 'a', &algo, NULL},
-                              {"hosts", 0, &hosts, NULL},
-                              {"load", 0, &load, NULL},
-                              {"profile", 0, &profile, NULL},
-                              {"workload", 0, &wl, NULL},
-                              {"compare", 0, NULL, &cmp},
-                              {"json", 0, NULL, &json},
-                              {0}};
-    pos[0] = NULL;
-    cli_values_t fails;
-    int rc = cli_take_values(cmd, "sim", "fail-link", &argc, argv, &fails);
-    if (rc == CLI_OK)
-        rc = cli_parse(cmd, "sim", argc, argv, opts, pos, 0, 1, &npos);
-    if (rc == CLI_OK)
-        rc = cli_max_memory(cmd, "sim", max_memory);
-    sim_args_t a = {.spec = pos[0], .strategy = strategy, .groups = groups};
-    if (rc == CLI_OK)
-        rc = cli_algo(cmd, "sim", algo ? algo : "rings", &a.algo);
-    if (rc != CLI_OK)
-        return rc;
-    long rs = 0, ck = 0;
-    double e = 0, w = 0, u = 0;
-    if (load) {
-        const cli_fixed_t fixed[] = {
-            {"strategy", strategy}, {"groups", groups},
-            {"replica-size", replica}, {"collective", coll},
-            {"size", size}, {"dtype", dtype}, {"algo", algo},
-            {"hosts", hosts}, {"sweep", sweep_range},
-            {"compare", cmp ? "" : NULL}, {"output", prefix},
-            {"fail-link", fails.n ? "" : NULL}, {"workload", wl},
-            {NULL, NULL}};
+    const cli_stage_t *o = &so->o;
+    int rc = CLI_OK;
+    if (o->load) {
+        static const char *const fixed[] = {
+            "strategy", "groups", "replica-size", "collective", "size",
+            "dtype", "algo", "hosts", "sweep", "compare", "output",
+            "fail-link", "workload", NULL};
         if (npos)
             return cli_usage(cmd, "sim", "--load takes no SPEC (the image "
                              "carries its topology)");
-        if ((rc = cli_load_refuses(cmd, "sim", fixed)) != CLI_OK)
+        if ((rc = cli_stage_refuses(cmd, "sim", o, fixed)) != CLI_OK)
             return rc;
     } else if (npos == 0) {
         return cli_usage(cmd, "sim", "missing SPEC");
     }
-    dtype = dtype ? dtype : "float32";
-    prefix = prefix ? prefix : "sweep";
-    if (wl && (coll || size || sweep_range || cmp))
+    if (so->workload && (o->coll || o->size || so->sweep || so->compare))
         return cli_usage(cmd, "sim", "--workload takes its collectives and "
                                      "sizes from the file: no --collective, "
                                      "--size, --sweep or --compare");
-    if (!load && !wl && (!coll || (!size && !sweep_range)))
+    if (!o->load && !so->workload && (!o->coll || (!o->size && !so->sweep)))
         return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
                                      "are required");
-    mrc_status_t st = load || !coll ? MRC_OK
-                                    : mrc_collective_parse(coll, &a.coll);
-    if (st == MRC_OK)
-        st = mrc_dtype_parse(dtype, &a.dtype);
-    if (st != MRC_OK)
-        return cli_fail(cmd, st);
-    if (size && (mrc__parse_size(size, &a.size) || a.size == 0))
-        return cli_usage(cmd, "sim", "--size '%s' is not a size", size);
-    if ((rc = cli_hosts(cmd, "sim", hosts, 1, &a.hosts)) != CLI_OK)
-        return rc;
-    int pipelined = strcmp(mode, "pipelined") == 0;
-    if (!pipelined && strcmp(mode, "bsp") != 0)
-        return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined", mode);
+    return CLI_OK;
+}
+
+/* The simulator's configuration: --mode, the positive numbers (with
+ * --replica-size) and --profile. */
+static int read_sim_config(const char *cmd, sim_opts_t *so, sim_args_t *a)
+{
+    long rs = 0, ck = 0;
+    double e = 0, w = 0, u = 0;
+    int pipelined = strcmp(so->mode, "pipelined") == 0;
+    if (!pipelined && strcmp(so->mode, "bsp") != 0)
+        return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined",
+                         so->mode);
+    const char *replica = so->o.replica;
     if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
-        (chunks && mrc__parse_long(chunks, 1, 1 << 20, &ck)) ||
-        (pj && (mrc__parse_double(pj, &e) || e <= 0)) ||
-        (power && (mrc__parse_double(power, &w) || w <= 0)) ||
-        (wake && (mrc__parse_double(wake, &u) || u <= 0)))
+        (so->chunks && mrc__parse_long(so->chunks, 1, 1 << 20, &ck)) ||
+        (so->pj && (mrc__parse_double(so->pj, &e) || e <= 0)) ||
+        (so->power && (mrc__parse_double(so->power, &w) || w <= 0)) ||
+        (so->wake && (mrc__parse_double(so->wake, &u) || u <= 0)))
         return cli_usage(cmd, "sim", "a numeric option is not a positive "
                                      "number");
-    a.replica = (int)rs;
-    a.cfg = (mrc_sim_config_t){
+    a->replica = (int)rs;
+    a->cfg = (mrc_sim_config_t){
         .mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
         .pj_per_bit = e, .link_power_w = w, .wake_us = u, .chunks = (int)ck};
-    mrc_profile_t prof;
-    if (profile) {
-        mrc_status_t ps = mrc_profile_load(profile, &prof);
+    if (so->profile) {
+        mrc_status_t ps = mrc_profile_load(so->profile, &so->prof);
         if (ps != MRC_OK)
             return cli_fail(cmd, ps);
-        a.cfg.profile = &prof;
+        a->cfg.profile = &so->prof;
     }
-    if (load)
-        return sim_loaded(cmd, load, &a, json);
-    mrc_topo_t *t = NULL;
-    st = mrc_topo_create(pos[0], &t);
+    return CLI_OK;
+}
+
+/* What to simulate: collective, dtype, size, hosts, and the simulator's
+ * configuration. */
+static int read_sim_args(const char *cmd, sim_opts_t *so, sim_args_t *a)
+{
+    const cli_stage_t *o = &so->o;
+    const char *dtype = o->dtype ? o->dtype : "float32";
+    mrc_status_t st = o->load || !o->coll
+                          ? MRC_OK
+                          : mrc_collective_parse(o->coll, &a->coll);
+    if (st == MRC_OK)
+        st = mrc_dtype_parse(dtype, &a->dtype);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
-    if ((rc = cli_fail_links(cmd, &fails, &t, NULL)) != CLI_OK) {
+    if (o->size && (mrc__parse_size(o->size, &a->size) || a->size == 0))
+        return cli_usage(cmd, "sim", "--size '%s' is not a size", o->size);
+    int rc = cli_hosts(cmd, "sim", o->hosts, 1, &a->hosts);
+    if (rc != CLI_OK)
+        return rc;
+    return read_sim_config(cmd, so, a);
+}
+
+/* SPEC (with its failed links): a workload, a sweep, the comparison, or
+ * one simulation. */
+static int sim_spec(const char *cmd, const sim_opts_t *so,
+                    const sim_args_t *a)
+{
+    const cli_stage_t *o = &so->o;
+    mrc_topo_t *t = NULL;
+    mrc_status_t st = mrc_topo_create(a->spec, &t);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    int rc = cli_fail_links(cmd, &o->fails, &t, NULL);
+    if (rc != CLI_OK) {
         mrc_topo_destroy(t);
         return rc;
     }
-    mrc_embed_config_t ec = {.strategy = strategy, .groups = groups,
-                             .replica_size = a.replica};
-    if (!sweep_range && !cmp && !wl)
-        cli_report_failed_links(json ? stderr : stdout, t, &ec);
-    if (wl) {
-        rc = workload(cmd, wl, t, &ec, &a.cfg, json);
-    } else if (sweep_range) {
-        rc = sweep(cmd, &a, t, sweep_range, prefix);
-    } else if (cmp) {
-        rc = compare(cmd, &a, t, json);
+    mrc_embed_config_t ec = {.strategy = o->strategy, .groups = o->groups,
+                             .replica_size = a->replica};
+    if (!so->sweep && !so->compare && !so->workload)
+        cli_report_failed_links(o->json ? stderr : stdout, t, &ec);
+    if (so->workload) {
+        rc = workload(cmd, so->workload, t, &ec, &a->cfg, o->json);
+    } else if (so->sweep) {
+        rc = sim_sweep(cmd, a, t, so->sweep,
+                       so->prefix ? so->prefix : "sweep");
+    } else if (so->compare) {
+        rc = compare(cmd, a, t, o->json);
     } else {
+        const char *strategy = o->strategy ? o->strategy : "auto";
         mrc_sim_result_t *r = NULL;
         int rings = 0;
-        st = simulate(&a, t, strategy ? strategy : "auto", a.size, &r,
-                      &rings);
+        st = sim_simulate(a, t, strategy, a->size, &r, &rings);
         if (st != MRC_OK)
             rc = cli_fail(cmd, st);
         else
-            print_one(&a, t, strategy ? strategy : "auto", r, json);
+            print_one(a, t, strategy, r, o->json);
         mrc_sim_result_destroy(r);
     }
     mrc_topo_destroy(t);
     return rc;
+}
+
+int cmd_sim(int argc, char **argv)
+{
+    const char *cmd = "mrc sim";
+    const char *pos[1] = {NULL};
+    int npos = 0;
+    sim_opts_t so;
+    memset(&so, 0, sizeof so);
+    so.mode = "bsp";
+    const cli_opt_t own[] = {{"mode", 0, &so.mode, NULL},
+                             {"chunks", 0, &so.chunks, NULL},
+                             {"pj-per-bit", 0, &so.pj, NULL},
+                             {"link-power", 0, &so.power, NULL},
+                             {"wake-us", 0, &so.wake, NULL},
+                             {"sweep", 0, &so.sweep, NULL},
+                             {"output", 'o', &so.prefix, NULL},
+                             {"profile", 0, &so.profile, NULL},
+                             {"workload", 0, &so.workload, NULL},
+                             {"compare", 0, NULL, &so.compare},
+                             {0}};
+    int rc = cli_stage_parse(cmd, "sim", CLI_STAGE_SIZE, own, "rings", argc,
+                             argv, &so.o, pos, 0, 1, &npos);
+    if (rc == CLI_OK)
+        rc = check_presence(cmd, &so, npos);
+    sim_args_t a = {.spec = pos[0], .strategy = so.o.strategy,
+                    .groups = so.o.groups, .algo = so.o.algo_family};
+    if (rc == CLI_OK)
+        rc = read_sim_args(cmd, &so, &a);
+    if (rc != CLI_OK)
+        return rc;
+    if (so.o.load)
+        return sim_loaded(cmd, so.o.load, &a, so.o.json);
+    return sim_spec(cmd, &so, &a);
 }

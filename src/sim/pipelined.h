@@ -1,0 +1,112 @@
+/*
+ * Inside the pipelined walk (pipelined.c, pipelined_wire.c): its state,
+ * and the messages' side of it that the walk drives: arrivals in time
+ * order, messages posted, queued on their sender's link, put on the wire
+ * and taken off it when their bytes are through.
+ */
+#ifndef MRC_SIM_PIPELINED_H
+#define MRC_SIM_PIPELINED_H
+
+#include "sim/sim_internal.h"
+
+typedef struct mrc__sim_pmeta {
+    double start;
+    int32_t src, dst;
+    uint64_t tag;
+} mrc__sim_pmeta_t;
+
+typedef struct mrc__sim_arrival {
+    double time;
+    int32_t src, dst;
+    uint64_t tag;
+    uint64_t order; /* among arrivals at one time: see arrival_order */
+} mrc__sim_arrival_t;
+
+/* A message waiting for its sender's link: a node sends on one link in
+ * the order it posted (its chunks pipeline instead of all sharing the
+ * link at once). */
+typedef struct mrc__sim_queued {
+    mrc__sim_flow_t f;
+    mrc__sim_pmeta_t m;
+    int32_t next;
+} mrc__sim_queued_t;
+
+/* A message posted at the current time, before it takes its link. */
+typedef struct mrc__sim_pending {
+    mrc__sim_queued_t item;
+    uint64_t order; /* arrival_order of what it carries */
+    int32_t seq;    /* the order posted, among equal orders */
+} mrc__sim_pending_t;
+
+/* Memory-semantic ops in flight: a WAIT before its peer's SIGNAL, a node
+ * at a BARRIER before the rest of its group. */
+typedef struct mrc__sim_pwait {
+    int32_t chain, peer, flag;
+} mrc__sim_pwait_t;
+
+typedef struct mrc__sim_pbar {
+    int32_t group, flag, chain; /* chain -1: the count of (group, flag) */
+    int32_t count;
+} mrc__sim_pbar_t;
+
+typedef struct mrc__sim_pipe {
+    mrc__sim_t *s;
+    mrc__sim_pending_t *pending; /* posted now, not yet on their links */
+    int npending, cap_pending;
+    mrc__sim_queued_t *queue; /* pool of waiting messages */
+    int nqueue, cap_queue;
+    int32_t q_free; /* slots of the pool taken off their queue, -1 none */
+    int32_t *q_head, *q_tail; /* per first channel, -1 empty */
+    uint8_t *q_busy;          /* a message of this queue is in flight */
+    mrc__sim_chain_t *chains;
+    size_t esize;
+    double now;
+    mrc__sim_flow_t *act; /* the flows in flight, compact */
+    mrc__sim_pmeta_t *meta;        /* beside them */
+    int nact, cap_act, cap_meta;
+    mrc__sim_arrival_t *heap; /* arrivals, by time */
+    int nheap, cap_heap;
+    mrc__msgmap_t msgs; /* arrived and unclaimed, or awaited: w[0] = 1
+                           once arrived, i[0] = the waiting chain or -1 */
+    int32_t *ready;
+    int nready;
+    int32_t *phys_active; /* flows in flight per physical link */
+    double *busy_from;    /* start of its current busy period */
+    mrc__sim_acct_t *acct;
+    int dirty;
+    mrc__msgmap_t flags; /* (node, -1, flag): w[0] = when it was set */
+    mrc__sim_pwait_t *waits;      /* WAITs whose flag is not set yet */
+    int nwaits, cap_waits;
+    mrc__sim_pbar_t *bars; /* nodes at a barrier, and the counts */
+    int nbars, cap_bars;
+    int32_t *group_chains; /* [groups]: chains of the group */
+    uint8_t *worked;       /* [chains]: its op's own work is under way (node
+                              model) */
+} mrc__sim_pipe_t;
+
+/* An arrival from MRC__SIM_WAKE wakes chain `dst` (a GET's data, a signal, a
+ * barrier's release) instead of matching a RECV. */
+enum { MRC__SIM_WAKE = -2 };
+
+/* The arrivals, a binary heap by time, then by the order that is the
+ * same at every node (see arrival_order in pipelined_wire.c). The caller
+ * has grown the heap for one more. */
+void mrc__sim_pipe_arrival_push(mrc__sim_pipe_t *pp, mrc__sim_arrival_t a);
+mrc__sim_arrival_t mrc__sim_pipe_arrival_pop(mrc__sim_pipe_t *pp);
+
+/* Posts `bytes` over `route` at the current time ((src, dst, tag) is
+ * what arrives; src MRC__SIM_WAKE wakes chain dst): it takes its link,
+ * or queues behind the earlier messages on it, once the chains due now
+ * have run (mrc__sim_pipe_flush_posts). */
+mrc_status_t mrc__sim_pipe_post(mrc__sim_pipe_t *pp, int route, int32_t src,
+                                int32_t dst, uint64_t tag, double bytes);
+/* The messages posted at this time onto their links, in arrival order. */
+mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp);
+/* A SEND of chain ch: its message over its hop. */
+mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
+                                      const mrc__sim_chain_t *ch);
+/* Flow f (in flight) is through: its links' accounts, its arrival, and
+ * the next message queued on its link onto the wire. */
+mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f);
+
+#endif /* MRC_SIM_PIPELINED_H */
