@@ -75,7 +75,7 @@ enum { SEARCH_MAX_NODES = 48, SEARCH_MAX_ROWS = 700, MAX_ROUNDS = 200 };
 static void search_free(mrc__embed_search_t *s)
 {
     mrc__embed_arcs_free(&s->arcs);
-    mrc__embed_graph_free(&s->graph);
+    mrc__topo_graph_free(&s->graph);
     mrc__paths_free(&s->paths);
     for (int i = 0; i < s->cols.num; i++)
         mrc__embed_column_free(&s->cols.cols[i]);
@@ -311,7 +311,7 @@ static mrc_status_t search_rings(mrc__embed_builder_t *b, int max_rings)
     if (big || 2 * mrc_topo_num_links(b->topo) > SEARCH_MAX_ROWS)
         return MRC_ERR_UNSUPPORTED;
     if (mrc__embed_arcs_init(&s.arcs, b->topo) != 0 ||
-        mrc__embed_graph_init(&s.graph, b->topo) != 0 ||
+        mrc__topo_graph_init(&s.graph, b->topo) != 0 ||
         mrc__paths_init(&s.paths, &s.graph) != 0)
         goto oom;
     s.group_index = malloc((size_t)(b->num_groups + 1) * sizeof(int));

@@ -7,6 +7,7 @@
 
 #include "common/common.h"
 #include "common/paths.h"
+#include "topo/graph.h"
 #include "mrc/embed.h"
 
 typedef struct mrc__embed_group {
@@ -105,13 +106,6 @@ enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
  * barley-twist ring of stream 0 or 1 (sideways, then up). */
 void mrc__peripheral_order(int n, int k, int *order);
 void mrc__barley_twist_order(int n, int stream, int *order);
-
-/* The topology's link directions as the graph of the shared search
- * (paths.c): link entry i from a to b is arc id 2i, back 2i + 1; node u's
- * arcs in the order of its links. 0, or -1 out of memory (free it either
- * way). */
-int mrc__embed_graph_init(mrc__graph_t *g, const mrc_topo_t *t);
-void mrc__embed_graph_free(mrc__graph_t *g);
 
 /* What the strategies share (strategies.c): a refusal naming what the
  * topology lacks; a ring of group g in the given order, each hop without

@@ -42,7 +42,7 @@ mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
         if (!route) {
             route = malloc((size_t)mrc_topo_num_nodes(b->topo) *
                            sizeof *route);
-            if (!route || mrc__embed_graph_init(&graph, b->topo) != 0 ||
+            if (!route || mrc__topo_graph_init(&graph, b->topo) != 0 ||
                 mrc__paths_init(&paths, &graph) != 0) {
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
                 break;
@@ -57,7 +57,7 @@ mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
             mrc__embed_builder_set_route(b, r, i, route, len, NULL);
     }
     mrc__paths_free(&paths);
-    mrc__embed_graph_free(&graph);
+    mrc__topo_graph_free(&graph);
     free(route);
     return st;
 }

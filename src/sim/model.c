@@ -20,9 +20,9 @@ void mrc__sim_free(mrc__sim_t *s)
     free(s->routes);
     free(s->chan_pool);
     free(s->phys_pool);
-    free(s->bfs_prev);
-    free(s->bfs_queue);
-    free(s->bfs_lat);
+    mrc__paths_free(&s->search);
+    mrc__topo_graph_free(&s->graph);
+    free(s->hop_arcs);
     free(s->group_route);
     mrc__msgmap_free(&s->paths); /* zeroed when unused */
     free(s->use_phys);
@@ -76,12 +76,12 @@ mrc_status_t mrc__sim_build(mrc__sim_t *s)
     /* Families other than the rings send off the rings' hops. */
     if (p->cfg.algo != MRC_ALGO_RINGS) {
         int nn = p->num_nodes;
-        s->bfs_prev = malloc(((size_t)nn + 1) * sizeof *s->bfs_prev);
-        s->bfs_queue = malloc(((size_t)nn + 1) * sizeof *s->bfs_queue);
-        s->bfs_lat = malloc(((size_t)nn + 1) * sizeof *s->bfs_lat);
+        s->hop_arcs = malloc(((size_t)nn + 1) * sizeof *s->hop_arcs);
         s->group_route =
             malloc(((size_t)p->num_groups + 1) * sizeof *s->group_route);
-        if (!s->bfs_prev || !s->bfs_queue || !s->bfs_lat || !s->group_route ||
+        if (!s->hop_arcs || !s->group_route ||
+            mrc__topo_graph_init(&s->graph, t) != 0 ||
+            mrc__paths_init(&s->search, &s->graph) != 0 ||
             mrc__msgmap_init(&s->paths, (size_t)nn))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
         for (int g = 0; g < p->num_groups; g++)
@@ -167,40 +167,18 @@ int mrc__sim_route_hop(mrc__sim_t *s, int route, int chan, int phys)
     return 0;
 }
 
-/* Breadth-first from src: bfs_prev[v] is the link that reached v (-2 at
- * src, -1 if unreached), bfs_lat[v] the latency of that path; stops once
- * dst is reached (-1: never). */
-static void bfs(mrc__sim_t *s, int src, int dst)
+/* The latency of the route to v the last search found (the sum from
+ * the search's source on, as the hops are taken); -1 if v was not
+ * reached. */
+static double route_latency(mrc__sim_t *s, int v)
 {
-    int nn = mrc_topo_num_nodes(s->t), head = 0, tail = 0;
-    for (int v = 0; v < nn; v++)
-        s->bfs_prev[v] = -1;
-    s->bfs_prev[src] = -2;
-    s->bfs_lat[src] = 0;
-    s->bfs_queue[tail++] = src;
-    while (head < tail) {
-        int v = s->bfs_queue[head++];
-        if (v == dst)
-            return;
-        const int *links = NULL;
-        int nlk = mrc_topo_node_links(s->t, v, &links);
-        for (int i = 0; i < nlk; i++) {
-            const mrc_link_t *l = mrc_topo_link(s->t, links[i]);
-            int w = l->a == v ? l->b : l->a;
-            if (s->bfs_prev[w] == -1) {
-                s->bfs_prev[w] = links[i];
-                s->bfs_lat[w] = s->bfs_lat[v] + l->latency_ns;
-                s->bfs_queue[tail++] = w;
-            }
-        }
-    }
-}
-
-/* The node at the other end of link `link` from v. */
-static int across(const mrc__sim_t *s, int link, int v)
-{
-    const mrc_link_t *l = mrc_topo_link(s->t, link);
-    return l->a == v ? l->b : l->a;
+    int nodes = mrc__paths_route(&s->search, v, NULL, s->hop_arcs);
+    if (nodes == 0)
+        return -1;
+    double lat = 0;
+    for (int h = 0; h + 1 < nodes; h++)
+        lat += mrc_topo_link(s->t, s->hop_arcs[h] / 2)->latency_ns;
+    return lat;
 }
 
 /* The route from src to dst (src != dst): the shortest path in hops,
@@ -212,27 +190,22 @@ mrc_status_t mrc__sim_path_route(mrc__sim_t *s, int src, int dst, int *route)
         *route = s->paths.pool[*slot].i[0];
         return MRC_OK;
     }
-    bfs(s, src, dst);
-    if (s->bfs_prev[dst] == -1)
+    /* The fewest hops, breadth first over each node's links in order. */
+    mrc__paths_search(&s->search, src, dst, NULL);
+    int nodes = mrc__paths_route(&s->search, dst, NULL, s->hop_arcs);
+    if (nodes == 0)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "node %d reads from or waits on node %d, which "
                           "%s does not connect to it",
                           dst, src, mrc_topo_name(s->t));
-    /* The path backwards, into bfs_queue (done with), then forwards. */
-    int hops = 0;
-    for (int v = dst; v != src; v = across(s, s->bfs_prev[v], v))
-        s->bfs_queue[hops++] = v;
     int r = mrc__sim_new_route(s);
     if (r < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    for (int h = hops - 1; h >= 0; h--) {
-        int to = s->bfs_queue[h], link = s->bfs_prev[to];
-        int from = across(s, link, to);
-        const mrc_link_t *l = mrc_topo_link(s->t, link);
-        if (mrc__sim_route_hop(s, r, 2 * link + (l->a == from ? 0 : 1),
-                               s->phys_base[link]))
+    for (int h = 0; h + 1 < nodes; h++) {
+        int arc = s->hop_arcs[h], link = arc / 2;
+        if (mrc__sim_route_hop(s, r, arc, s->phys_base[link]))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-        s->routes[r].latency += l->latency_ns;
+        s->routes[r].latency += mrc_topo_link(s->t, link)->latency_ns;
     }
     mrc__sim_node_route(s, r, src, dst);
     mrc__msg_t *m = mrc__msgmap_add(&s->paths, src, dst, 0);
@@ -265,14 +238,15 @@ mrc_status_t mrc__sim_barrier_route(mrc__sim_t *s, int g, int *route)
     const int32_t *mem = p->members + gr->first_member;
     double worst = 0;
     for (int i = 0; i < gr->size; i++) {
-        bfs(s, mem[i], -1);
+        mrc__paths_search(&s->search, mem[i], -1, NULL);
         for (int j = 0; j < gr->size; j++) {
-            if (s->bfs_prev[mem[j]] == -1)
+            double lat = route_latency(s, mem[j]);
+            if (lat < 0)
                 return mrc__error(MRC_ERR_INVALID_PROGRAM,
                                   "group %d's barrier: %s does not connect "
                                   "node %d to node %d",
                                   g, mrc_topo_name(s->t), mem[i], mem[j]);
-            worst = fmax(worst, s->bfs_lat[mem[j]]);
+            worst = fmax(worst, lat);
         }
     }
     int r = mrc__sim_new_route(s);

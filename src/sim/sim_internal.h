@@ -18,6 +18,7 @@
 #include "mrc/profile.h"
 #include "mrc/sim.h"
 #include "program/plan.h"
+#include "topo/graph.h"
 
 /* When a single-group BSP run simulates one step per ring loop instead of
  * every message (mrc__sim_fast_bsp): when that is exact or the group is
@@ -74,8 +75,9 @@ typedef struct mrc__sim {
     int memory;
     int num_routes, cap_routes;    /* routes[] holds num_routes entries */
     mrc__msgmap_t paths;           /* (src, dst, 0): i[0] = its route */
-    int32_t *bfs_prev, *bfs_queue; /* [nodes]: reaching link; the walk */
-    double *bfs_lat;               /* [nodes]: latency from the start */
+    mrc__graph_t graph;            /* the topology, for the search */
+    mrc__paths_t search;           /* the fewest hops from a node */
+    int32_t *hop_arcs;             /* [nodes]: a route's arc ids */
     int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
     /* The program's port mask: the physical link of each port in use
      * (-1: none); the links a phase leaves idle are switched off. */
