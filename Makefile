@@ -22,7 +22,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
 
-.PHONY: all setup build run test test-sanitize test-tsan bench fuzz format clean
+.PHONY: all setup build run test test-sanitize test-tsan bench fuzz format format-check clean
 
 all: build
 
@@ -92,8 +92,16 @@ fuzz: build
 	    fuzz_program fuzz_fabric fuzz_workload fabric_seeds
 	@sh scripts/fuzz.sh $(FUZZ_BUILD) $(MRC) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
+# The house style (.clang-format) over every C file; CI runs format-check
+# and fails on a file that differs from it.
 format:
+	@sh scripts/setup-deps.sh clang-format
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	@sh scripts/setup-deps.sh clang-format
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && \
+	    echo "format: every C file is in the house style"
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
