@@ -23,13 +23,13 @@ static double now_ms(void)
 int main(void)
 {
     const char *specs[] = {
-        "ring:8",         "ring:512",        "ring:4096",
-        "ring:65536",     "torus2d:8,8",     "torus2d:64,64",
-        "torus2d:256,256", "ladder:512",     "ladder:4096",
-        "ladder:65536",   "torus-ladder:4096", "torus-ladder:65536"};
+        "ring:8",          "ring:512",          "ring:4096",
+        "ring:65536",      "torus2d:8,8",       "torus2d:64,64",
+        "torus2d:256,256", "ladder:512",        "ladder:4096",
+        "ladder:65536",    "torus-ladder:4096", "torus-ladder:65536"};
     enum { NUM_SPECS = sizeof specs / sizeof specs[0] };
-    printf("%-18s %6s %5s %7s %10s %10s %9s %11s %9s\n", "topology",
-           "nodes", "code", "streams", "table(B)", "image(B)", "embed(ms)",
+    printf("%-18s %6s %5s %7s %10s %10s %9s %11s %9s\n", "topology", "nodes",
+           "code", "streams", "table(B)", "image(B)", "embed(ms)",
            "compile(ms)", "check(ms)");
     for (int i = 0; i < NUM_SPECS; i++) {
         mrc_topo_t *t = NULL;
@@ -69,10 +69,9 @@ int main(void)
         }
         mrc_program_info_t info;
         mrc_program_info(p, &info);
-        printf("%-18s %6d %5d %7d %10zu %10zu %9.1f %11.3f %9.3f\n",
-               specs[i], info.num_nodes, info.code_instructions,
-               info.num_streams, info.table_bytes, info.image_bytes, embed,
-               best, check);
+        printf("%-18s %6d %5d %7d %10zu %10zu %9.1f %11.3f %9.3f\n", specs[i],
+               info.num_nodes, info.code_instructions, info.num_streams,
+               info.table_bytes, info.image_bytes, embed, best, check);
         fflush(stdout);
         mrc_program_destroy(p);
         mrc_embed_destroy(e);

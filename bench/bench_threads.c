@@ -101,8 +101,8 @@ static void *rank_worker(void *arg)
     if (mrc_comm_rank(j->comm) == 0)
         *j->t0 = now_s();
     for (int i = 0; i < j->iters && j->st == MRC_OK; i++)
-        j->st = mrc_allreduce(j->send, j->recv, j->count, MRC_FLOAT32,
-                              MRC_SUM, j->comm);
+        j->st = mrc_allreduce(j->send, j->recv, j->count, MRC_FLOAT32, MRC_SUM,
+                              j->comm);
     pthread_barrier_wait(j->barrier);
     if (mrc_comm_rank(j->comm) == 0)
         *j->t1 = now_s();
@@ -126,8 +126,9 @@ static double allreduce_busbw(int P, size_t bytes, int iters, double *us)
     double t0 = 0, t1 = 0;
     size_t count = bytes / sizeof(float);
     for (int r = 0; r < P; r++) {
-        job[r] = (rank_job_t){comms[r], malloc(bytes), malloc(bytes), count,
-                              iters, &barrier, &t0, &t1, MRC_OK};
+        job[r] =
+            (rank_job_t){comms[r], malloc(bytes), malloc(bytes), count, iters,
+                         &barrier, &t0,           &t1,           MRC_OK};
         pthread_create(&th[r], NULL, rank_worker, &job[r]);
     }
     for (int r = 0; r < P; r++) {
@@ -178,8 +179,8 @@ int main(int argc, char **argv)
            "best of %d rounds\n# floor: busbw <= membw * (P-1) / P^2; each "
            "row's membw is measured in alternation with it\n",
            threads, rounds);
-    printf("%5s %10s %12s %10s %10s %10s %8s\n", "ranks", "size(B)",
-           "time(us)", "busbw", "membw", "floor", "%floor");
+    printf("%5s %10s %12s %10s %10s %10s %8s\n", "ranks", "size(B)", "time(us)",
+           "busbw", "membw", "floor", "%floor");
     for (int r = 0; r < nranks; r++)
         for (int s = 0; s < nsizes; s++) {
             int P = (int)ranks[r];

@@ -92,8 +92,8 @@ static int by_value(const void *a, const void *b)
 static void run_sweep(const sweep_t *w, int rank, int size)
 {
     if (rank == 0)
-        printf(w->json ? "{\"ranks\": %d, \"rows\": [" :
-                         "# mpi-allreduce alone: %d ranks, float32 sum\n",
+        printf(w->json ? "{\"ranks\": %d, \"rows\": ["
+                       : "# mpi-allreduce alone: %d ranks, float32 sum\n",
                size);
     int first = 1;
     for (unsigned long long b = w->min; b <= w->max; b *= w->factor) {
@@ -119,9 +119,9 @@ static void run_sweep(const sweep_t *w, int rank, int size)
             t[r] = dt;
         }
         qsort(t, (size_t)w->repeats, sizeof t[0], by_value);
-        double med = w->repeats % 2 ? t[w->repeats / 2]
-                                    : (t[w->repeats / 2 - 1] +
-                                       t[w->repeats / 2]) / 2;
+        double med = w->repeats % 2
+                         ? t[w->repeats / 2]
+                         : (t[w->repeats / 2 - 1] + t[w->repeats / 2]) / 2;
         if (rank == 0 && w->json)
             printf("%s\n  {\"bytes\": %llu, \"time_us\": %.4f}",
                    first ? "" : ",", b, med * 1e6);
@@ -195,8 +195,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < count; i++)
             sum = sum * 31 + (uint64_t)out[i];
         if (rank == 0)
-            printf("%12zu %12.1f %14ld %18llx\n", sizes[k], best * 1e6,
-                   faults, (unsigned long long)sum);
+            printf("%12zu %12.1f %14ld %18llx\n", sizes[k], best * 1e6, faults,
+                   (unsigned long long)sum);
         free(in);
         free(out);
     }

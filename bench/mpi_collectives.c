@@ -51,8 +51,7 @@ typedef struct opts {
 
 /* Bytes a rank sends and receives for a collective of `size` on p ranks
  * (0 send: the size does not apply). */
-static void buffer_bytes(int coll, size_t size, int p, size_t *sb,
-                         size_t *rb)
+static void buffer_bytes(int coll, size_t size, int p, size_t *sb, size_t *rb)
 {
     *sb = *rb = size;
     if (coll == REDUCE_SCATTER) {
@@ -62,8 +61,7 @@ static void buffer_bytes(int coll, size_t size, int p, size_t *sb,
     } else if (coll == ALLGATHER) {
         *rb = size * (size_t)p;
     }
-    int reduces = coll == ALLREDUCE || coll == REDUCE ||
-                  coll == REDUCE_SCATTER;
+    int reduces = coll == ALLREDUCE || coll == REDUCE || coll == REDUCE_SCATTER;
     if (reduces && *rb < sizeof(float))
         *sb = 0;
 }
@@ -204,8 +202,7 @@ static void call(int coll, size_t size, int p, void *s, void *r)
 }
 
 /* The slowest rank's average us a call. */
-static double timed(const opts_t *o, int coll, size_t size, int p,
-                    sets_t *sets)
+static double timed(const opts_t *o, int coll, size_t size, int p, sets_t *sets)
 {
     int iters = size > (64 << 10) ? o->iters / 10 : o->iters;
     iters = iters < 5 ? 5 : iters;
@@ -233,8 +230,7 @@ static unsigned char byte_of(int r, size_t i)
 
 /* One call on exact inputs, checked on every rank; the first wrong
  * element, or -1 for none (agreed by all ranks). */
-static long long checked(int coll, size_t size, int p, int me, char *s,
-                         char *r)
+static long long checked(int coll, size_t size, int p, int me, char *s, char *r)
 {
     size_t sb, rb, n = size / sizeof(float);
     buffer_bytes(coll, size, p, &sb, &rb);
@@ -292,14 +288,16 @@ static int sweep(const opts_t *o, int coll, int p, int me, int *rows)
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (!all) {
             if (me == 0)
-                fprintf(stderr, "mpi-collectives: no memory for %s of %llu "
-                                "bytes\n", coll_names[coll], size);
+                fprintf(stderr,
+                        "mpi-collectives: no memory for %s of %llu "
+                        "bytes\n",
+                        coll_names[coll], size);
             free_sets(&sets);
             return 1;
         }
         double us = timed(o, coll, (size_t)size, p, &sets);
-        long long bad = checked(coll, (size_t)size, p, me, sets.send[0],
-                                sets.recv[0]);
+        long long bad =
+            checked(coll, (size_t)size, p, me, sets.send[0], sets.recv[0]);
         failed |= bad >= 0;
         if (me == 0 && o->json)
             printf("%s\n  {\"collective\": \"%s\", \"bytes\": %llu, "
@@ -331,8 +329,8 @@ int main(int argc, char **argv)
                o.cold ? "true" : "false");
     else if (me == 0)
         printf("# %d ranks, %s buffers\n%-15s %10s %12s %s\n", p,
-               o.cold ? "cold (a new set each call)" : "the same",
-               "collective", "bytes", "us", "check");
+               o.cold ? "cold (a new set each call)" : "the same", "collective",
+               "bytes", "us", "check");
     int failed = 0, rows = 0;
     for (int c = 0; c < NUM_COLLS; c++)
         if (o.colls[c])

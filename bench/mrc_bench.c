@@ -60,16 +60,17 @@ typedef struct args {
 static int usage(const char *msg, const char *v)
 {
     fprintf(stderr, "mrc-bench: %s%s%s\n", msg, v ? " " : "", v ? v : "");
-    fprintf(stderr, "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
-                    "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] [-r REPEATS] "
-                    "[--json] [--mpi] [--predict PROFILE]\n");
+    fprintf(stderr,
+            "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
+            "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] [-r REPEATS] "
+            "[--json] [--mpi] [--predict PROFILE]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5, 1, 0, 0,
-                  1, NULL};
+    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20,
+                  5,       1,        0, 0,           1,       NULL};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x;
@@ -139,8 +140,8 @@ static uint64_t next_size(const args_t *a, uint64_t bytes)
  * limit, before any of it is allocated. */
 static mrc_status_t check_bench_memory(const args_t *a, int P)
 {
-    uint64_t floor = a->max > ((uint64_t)64 << 20) ? a->max
-                                                   : (uint64_t)64 << 20;
+    uint64_t floor =
+        a->max > ((uint64_t)64 << 20) ? a->max : (uint64_t)64 << 20;
     uint64_t rank = mrc__sat_mul_add(a->max, 2, 2 * floor);
     char what[64];
     snprintf(what, sizeof what, "buffers for -e %llu on %d ranks",
@@ -266,15 +267,13 @@ static double median(double *v, int n)
 /* Started by mpirun (rather than by mrc launch)? */
 static int under_mpirun(void)
 {
-    return !getenv("MRC_JOB") &&
-           (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") ||
-            getenv("PMIX_RANK"));
+    return !getenv("MRC_JOB") && (getenv("OMPI_COMM_WORLD_SIZE") ||
+                                  getenv("PMI_SIZE") || getenv("PMIX_RANK"));
 }
 
 /* MPI's own allreduce, prepared like mrc's: a checked call, the warm-up. */
-static mrc_status_t mpi_prepare(const args_t *a, const void *send,
-                                void *recv, size_t count, mrc_comm_t *c,
-                                double *wrong)
+static mrc_status_t mpi_prepare(const args_t *a, const void *send, void *recv,
+                                size_t count, mrc_comm_t *c, double *wrong)
 {
     MPI_Datatype t = mrc__mpi_type(a->dtype);
     MPI_Op op = mrc__mpi_op(a->op);
@@ -373,12 +372,13 @@ int main(int argc, char **argv)
                a.predict, transport);
     if (r == 0 && !a.json) {
         printf("# mrc-bench: allreduce, %d ranks, %s %s, %d iterations "
-               "(%d warm-up), median of %d\n# floor = membw*(P-1)/P^2, membw measured "
+               "(%d warm-up), median of %d\n# floor = membw*(P-1)/P^2, membw "
+               "measured "
                "before each row by all ranks at once\n"
                "%12s %12s %8s %6s %10s %9s %9s %9s %7s",
-               P, mrc_dtype_name(a.dtype), mrc_op_name(a.op), a.iters,
-               a.warmup, a.repeats, "size", "count", "type", "redop", "time(us)",
-               "algbw", "busbw", "floor", "%floor");
+               P, mrc_dtype_name(a.dtype), mrc_op_name(a.op), a.iters, a.warmup,
+               a.repeats, "size", "count", "type", "redop", "time(us)", "algbw",
+               "busbw", "floor", "%floor");
         if (a.mpi)
             printf(" %10s %9s %7s", "mpi(us)", "mpi_bus", "x_mpi");
         if (prof)
@@ -403,8 +403,9 @@ int main(int argc, char **argv)
             continue;
         char *send = malloc(count * es), *recv = malloc(count * es);
         if (!send || !recv) {
-            fprintf(stderr, "mrc-bench: rank %d: out of memory for %llu "
-                            "bytes\n",
+            fprintf(stderr,
+                    "mrc-bench: rank %d: out of memory for %llu "
+                    "bytes\n",
                     r, (unsigned long long)bytes);
             return 1;
         }
@@ -414,16 +415,15 @@ int main(int argc, char **argv)
         /* The floor is DRAM's: a buffer past the caches, whatever S. It is
          * measured before the warm-up: the first calls after freeing its
          * buffers run slow for about 10 ms. */
-        size_t mem_bytes = count * es > ((size_t)64 << 20) ? count * es
-                                                             : (size_t)64 << 20;
+        size_t mem_bytes =
+            count * es > ((size_t)64 << 20) ? count * es : (size_t)64 << 20;
         st = membw(mem_bytes, c, &mem);
         if (st == MRC_OK && a.check) {
             st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
-            wrong = (double)mrc__ref_check(recv, MRC_ALLREDUCE, count, r, P,
-                                           0, a.dtype, a.op);
+            wrong = (double)mrc__ref_check(recv, MRC_ALLREDUCE, count, r, P, 0,
+                                           a.dtype, a.op);
             if (st == MRC_OK)
-                st = mrc_allreduce(&wrong, &wrong, 1, MRC_FLOAT64, MRC_SUM,
-                                   c);
+                st = mrc_allreduce(&wrong, &wrong, 1, MRC_FLOAT64, MRC_SUM, c);
         }
         for (int i = 0; i < a.warmup && st == MRC_OK; i++)
             st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
@@ -432,8 +432,8 @@ int main(int argc, char **argv)
             double mwrong = 0;
             st = mpi_prepare(&a, send, recv, count, c, &mwrong);
             if (st == MRC_OK)
-                st = mrc_allreduce(&mwrong, &mwrong, 1, MRC_FLOAT64, MRC_SUM,
-                                   c);
+                st =
+                    mrc_allreduce(&mwrong, &mwrong, 1, MRC_FLOAT64, MRC_SUM, c);
             wrong += mwrong;
         }
 #endif
@@ -471,10 +471,9 @@ int main(int argc, char **argv)
                        pred, dt > 0 ? pred / (dt * 1e6) : 0);
             printf("\"wrong\": %.0f}", wrong);
         } else if (r == 0) {
-            printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%%",
-                   S, count, mrc_dtype_name(a.dtype), mrc_op_name(a.op),
-                   dt * 1e6, algbw / 1e9, busbw / 1e9, floor / 1e9,
-                   100 * busbw / floor);
+            printf("%12.0f %12zu %8s %6s %10.1f %9.2f %9.2f %9.2f %6.0f%%", S,
+                   count, mrc_dtype_name(a.dtype), mrc_op_name(a.op), dt * 1e6,
+                   algbw / 1e9, busbw / 1e9, floor / 1e9, 100 * busbw / floor);
             if (a.mpi)
                 printf(" %10.1f %9.2f %6.2fx", mpi_dt * 1e6, mpi_busbw / 1e9,
                        mpi_dt / dt);

@@ -113,10 +113,9 @@ MRC_EXTERN mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf,
                                       mrc_op_t op, mrc_comm_t *comm);
 /* sendbuf holds size x recvcount elements; rank r receives block r of the
  * reduction. In place: recvbuf == sendbuf + rank * recvcount. */
-MRC_EXTERN mrc_status_t mrc_reduce_scatter(const void *sendbuf,
-                                           void *recvbuf, size_t recvcount,
-                                           mrc_dtype_t dtype, mrc_op_t op,
-                                           mrc_comm_t *comm);
+MRC_EXTERN mrc_status_t mrc_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                           size_t recvcount, mrc_dtype_t dtype,
+                                           mrc_op_t op, mrc_comm_t *comm);
 /* recvbuf holds size x sendcount elements: block r from rank r. In place:
  * sendbuf == recvbuf + rank * sendcount. */
 MRC_EXTERN mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf,
@@ -124,12 +123,12 @@ MRC_EXTERN mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf,
                                       mrc_comm_t *comm);
 /* The reduction lands in the root's recvbuf (others may pass NULL). */
 MRC_EXTERN mrc_status_t mrc_reduce(const void *sendbuf, void *recvbuf,
-                                   size_t count, mrc_dtype_t dtype,
-                                   mrc_op_t op, int root, mrc_comm_t *comm);
+                                   size_t count, mrc_dtype_t dtype, mrc_op_t op,
+                                   int root, mrc_comm_t *comm);
 /* The root's sendbuf lands in every recvbuf (others' sendbuf is unused). */
 MRC_EXTERN mrc_status_t mrc_broadcast(const void *sendbuf, void *recvbuf,
-                                      size_t count, mrc_dtype_t dtype,
-                                      int root, mrc_comm_t *comm);
+                                      size_t count, mrc_dtype_t dtype, int root,
+                                      mrc_comm_t *comm);
 
 #ifdef __cplusplus
 }

@@ -33,18 +33,18 @@ typedef struct mrc_embedding mrc_embedding_t;
 /* One hop of a ring: from nodes[i] to nodes[i+1 mod size]. */
 typedef struct mrc_hop {
     int from, to;
-    int route_len;     /* nodes on the route, >= 2 */
-    const int *route;  /* route[0] = from ... route[route_len-1] = to */
-    const int *links;  /* [route_len-1]: the link entry of each step */
-    const int *ports;  /* [route_len-1]: out-port at route[i] */
+    int route_len;       /* nodes on the route, >= 2 */
+    const int *route;    /* route[0] = from ... route[route_len-1] = to */
+    const int *links;    /* [route_len-1]: the link entry of each step */
+    const int *ports;    /* [route_len-1]: out-port at route[i] */
     const int *in_ports; /* [route_len-1]: port at route[i+1] it arrives on */
 } mrc_hop_t;
 
 typedef struct mrc_ring {
-    int size;             /* nodes in the ring (= the group's size) */
-    const int *nodes;     /* the cyclic order */
-    int bidirectional;    /* half the share each way round */
-    double share;         /* of the group's data; a group's shares sum to 1 */
+    int size;              /* nodes in the ring (= the group's size) */
+    const int *nodes;      /* the cyclic order */
+    int bidirectional;     /* half the share each way round */
+    double share;          /* of the group's data; a group's shares sum to 1 */
     const mrc_hop_t *hops; /* [size] */
 } mrc_ring_t;
 
@@ -128,8 +128,7 @@ MRC_EXTERN int mrc_embed_num_idle_physical(const mrc_embedding_t *e);
  * -1 if `node` is out of range. */
 MRC_EXTERN int mrc_embed_idle_ports(const mrc_embedding_t *e, int node);
 
-MRC_EXTERN mrc_status_t mrc_embed_group_figures(const mrc_embedding_t *e,
-                                                int g,
+MRC_EXTERN mrc_status_t mrc_embed_group_figures(const mrc_embedding_t *e, int g,
                                                 mrc_embed_figures_t *out);
 MRC_EXTERN mrc_status_t mrc_embed_figures(const mrc_embedding_t *e,
                                           mrc_embed_figures_t *out);
@@ -144,8 +143,7 @@ MRC_EXTERN mrc_status_t mrc_embed_to_json(const mrc_embedding_t *e,
                                           char **json);
 
 /* A DOT picture: the topology in grey, each ring in its own colour. */
-MRC_EXTERN mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e,
-                                         char **dot);
+MRC_EXTERN mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot);
 
 /* The names of the strategies, NULL-terminated. */
 MRC_EXTERN const char *const *mrc_embed_strategies(void);

@@ -35,8 +35,8 @@ extern "C" {
 /* Direction flags of a packet. */
 enum { MRC_FABRIC_EAST = 1, MRC_FABRIC_WEST = 2 };
 
-#define MRC_FABRIC_DEFAULT_TILES 1472
-#define MRC_FABRIC_DEFAULT_COLUMNS 16
+#define MRC_FABRIC_DEFAULT_TILES        1472
+#define MRC_FABRIC_DEFAULT_COLUMNS      16
 #define MRC_FABRIC_DEFAULT_PACKET_BYTES 4
 
 typedef struct mrc_fabric_config {
@@ -93,8 +93,9 @@ MRC_EXTERN int mrc_exchange_is_pattern(const char *name);
 /* Reads an exchange from a JSON file:
  *   {"tiles": 8, "columns": 2,          (both optional)
  *    "exchange": [{"source": 0, "destinations": [1, 5], "bytes": 8}, ...]}
- * ("bytes" defaults to 4, one packet of the default size). Sets *tiles and *columns to the file's values, or 0 where it has none.
- * Errors name the file and the entry (line and column for bad JSON). */
+ * ("bytes" defaults to 4, one packet of the default size). Sets *tiles and
+ * *columns to the file's values, or 0 where it has none. Errors name the file
+ * and the entry (line and column for bad JSON). */
 MRC_EXTERN mrc_status_t mrc_exchange_read(const char *path,
                                           mrc_exchange_t **out, int *tiles,
                                           int *columns);
@@ -144,14 +145,14 @@ MRC_EXTERN int mrc_fabric_mux_select(const mrc_fabric_schedule_t *s, int tile,
 
 typedef struct mrc_fabric_stats {
     uint64_t packets;
-    uint64_t deliveries;   /* expected: packet x destination pairs */
-    uint64_t delivered;    /* the right packet at its cycle */
-    uint64_t misdelivered; /* a tile received a packet not meant for it */
-    uint64_t late;         /* the right packet after its cycle */
-    uint64_t missed;       /* expected and never received */
-    uint64_t slipped;      /* packets a tile could not send in their cycle
-                              (it had another to send in it) */
-    int64_t cycles;        /* simulated: to the last arrival, inclusive */
+    uint64_t deliveries;      /* expected: packet x destination pairs */
+    uint64_t delivered;       /* the right packet at its cycle */
+    uint64_t misdelivered;    /* a tile received a packet not meant for it */
+    uint64_t late;            /* the right packet after its cycle */
+    uint64_t missed;          /* expected and never received */
+    uint64_t slipped;         /* packets a tile could not send in their cycle
+                                 (it had another to send in it) */
+    int64_t cycles;           /* simulated: to the last arrival, inclusive */
     uint64_t toggles;         /* latch loads, latches gated by the flags */
     uint64_t toggles_ungated; /* the same packets with no gating */
 } mrc_fabric_stats_t;

@@ -24,10 +24,10 @@ extern "C" {
 #define MRC_PROFILE_VERSION 1
 
 typedef struct mrc_profile {
-    int version;          /* MRC_PROFILE_VERSION */
-    char transport[16];   /* "threads", "shm" or "mpi": what was measured */
-    int ranks;            /* nodes the probes ran with */
-    int cores;            /* the host's online cores when measured */
+    int version;        /* MRC_PROFILE_VERSION */
+    char transport[16]; /* "threads", "shm" or "mpi": what was measured */
+    int ranks;          /* nodes the probes ran with */
+    int cores;          /* the host's online cores when measured */
     /* How many nodes share one memory system (the ranks of one host). */
     int nodes_per_memory;
     /* Copy bandwidth of one node alone (GB/s, bytes copied per second):
@@ -67,8 +67,7 @@ typedef struct mrc_profile {
 MRC_EXTERN mrc_status_t mrc_profile_parse(const char *json, size_t len,
                                           mrc_profile_t *out);
 /* Reads a profile file (at most 1 MiB). */
-MRC_EXTERN mrc_status_t mrc_profile_load(const char *path,
-                                         mrc_profile_t *out);
+MRC_EXTERN mrc_status_t mrc_profile_load(const char *path, mrc_profile_t *out);
 /* The profile as JSON text (mrc_free it). */
 MRC_EXTERN mrc_status_t mrc_profile_to_json(const mrc_profile_t *p,
                                             char **json);

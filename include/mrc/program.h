@@ -39,8 +39,8 @@ typedef struct mrc_compile_config {
      * sendcount). Any count, 0 included. */
     size_t count;
     mrc_dtype_t dtype;
-    mrc_op_t op;     /* ignored by allgather and broadcast */
-    int root;        /* reduce, broadcast: the root's rank in its group */
+    mrc_op_t op;        /* ignored by allgather and broadcast */
+    int root;           /* reduce, broadcast: the root's rank in its group */
     size_t chunk_bytes; /* pipelining unit; 0 for the default (256 KiB) */
     /* The family (0: rings). MRC_ALGO_AUTO is refused here: the selector
      * of the communicator and of `mrc explain` resolves it first. */
@@ -66,8 +66,8 @@ MRC_EXTERN void mrc_program_destroy(mrc_program_t *p);
 MRC_EXTERN mrc_status_t mrc_program_check(const mrc_program_t *p);
 
 /* The versioned binary image (with a checksum); free with mrc_free(). */
-MRC_EXTERN mrc_status_t mrc_program_save(const mrc_program_t *p,
-                                         void **image, size_t *len);
+MRC_EXTERN mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
+                                         size_t *len);
 /* Reads and checks an image; a truncated or corrupted one is refused. */
 MRC_EXTERN mrc_status_t mrc_program_load(const void *image, size_t len,
                                          mrc_program_t **out);
@@ -80,9 +80,9 @@ typedef struct mrc_program_info {
     mrc_compile_config_t config;
     int num_nodes;
     int num_groups;
-    int num_streams;          /* rings x directions, over all groups */
-    int code_instructions;    /* length of the shared stream */
-    size_t table_bytes;       /* the per-node, per-stream and route tables */
+    int num_streams;       /* rings x directions, over all groups */
+    int code_instructions; /* length of the shared stream */
+    size_t table_bytes;    /* the per-node, per-stream and route tables */
     size_t image_bytes;
 } mrc_program_info_t;
 

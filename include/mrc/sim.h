@@ -48,20 +48,20 @@ typedef struct mrc_sim_config {
 
 typedef struct mrc_sim_result {
     double time_us;
-    double algbw_gbps;  /* data bytes per node / time */
-    double busbw_gbps;  /* algbw x nccl-tests' factor for the collective */
-    double bound_gbps;  /* the slowest node's outgoing bandwidth / the share
-                           of its data it must send */
-    double efficiency;  /* algbw / bound */
-    double energy_j;            /* idle links switched off */
-    double energy_no_gating_j;  /* every link on throughout */
-    double bytes_moved;         /* over all channels (a routed message
-                                   counts once per link it crosses) */
+    double algbw_gbps; /* data bytes per node / time */
+    double busbw_gbps; /* algbw x nccl-tests' factor for the collective */
+    double bound_gbps; /* the slowest node's outgoing bandwidth / the share
+                          of its data it must send */
+    double efficiency; /* algbw / bound */
+    double energy_j;   /* idle links switched off */
+    double energy_no_gating_j; /* every link on throughout */
+    double bytes_moved;        /* over all channels (a routed message
+                                  counts once per link it crosses) */
     int steps;
     int num_links;
     /* [2 * num_links]: entry i, direction d at 2i + d. */
-    double *link_bytes;        /* bytes carried */
-    double *link_utilisation;  /* busy share of the whole time */
+    double *link_bytes;       /* bytes carried */
+    double *link_utilisation; /* busy share of the whole time */
 } mrc_sim_result_t;
 
 /* Simulates a program on its topology (the one it was compiled for). */
@@ -107,11 +107,11 @@ typedef struct mrc_workload_op_result {
 } mrc_workload_op_result_t;
 
 typedef struct mrc_workload_result {
-    int steps;             /* the workload's repetitions */
-    double step_us;        /* one step: from 0 to the last op's end */
-    double total_us;       /* steps x step_us (steps end to end) */
-    double compute_us;     /* one step's compute, summed */
-    double comm_us;        /* one step's collectives, summed */
+    int steps;         /* the workload's repetitions */
+    double step_us;    /* one step: from 0 to the last op's end */
+    double total_us;   /* steps x step_us (steps end to end) */
+    double compute_us; /* one step's compute, summed */
+    double comm_us;    /* one step's collectives, summed */
     /* Communication not hidden behind compute: the time in a step when
      * a collective runs and no compute does, which is also the time
      * compute waits on communication (step_us - compute_us). */

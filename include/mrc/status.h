@@ -24,21 +24,21 @@ extern "C" {
 
 /* X(name, value, message): the one list from which both the enum and the
  * strings are generated. Append new codes; never renumber. */
-#define MRC_STATUS_MAP(X)                                                    \
-    X(OK, 0, "success")                                                      \
-    X(INPROGRESS, 1, "operation in progress")                                \
-    X(ERR_INVALID_ARG, -1, "invalid argument")                               \
-    X(ERR_NO_MEMORY, -2, "out of memory")                                    \
-    X(ERR_IO, -3, "input/output error")                                      \
-    X(ERR_PARSE, -4, "malformed input")                                      \
-    X(ERR_INVALID_TOPOLOGY, -5, "invalid topology")                          \
-    X(ERR_NOT_APPLICABLE, -6, "strategy does not apply to this topology")    \
-    X(ERR_INVALID_EMBEDDING, -7, "invalid ring embedding")                   \
-    X(ERR_INVALID_PROGRAM, -8, "invalid program")                            \
-    X(ERR_TIMEOUT, -9, "timed out")                                          \
-    X(ERR_TRANSPORT, -10, "transport failure")                               \
-    X(ERR_UNSUPPORTED, -11, "not supported")                                 \
-    X(ERR_INTERNAL, -12, "internal error")                                   \
+#define MRC_STATUS_MAP(X)                                                      \
+    X(OK, 0, "success")                                                        \
+    X(INPROGRESS, 1, "operation in progress")                                  \
+    X(ERR_INVALID_ARG, -1, "invalid argument")                                 \
+    X(ERR_NO_MEMORY, -2, "out of memory")                                      \
+    X(ERR_IO, -3, "input/output error")                                        \
+    X(ERR_PARSE, -4, "malformed input")                                        \
+    X(ERR_INVALID_TOPOLOGY, -5, "invalid topology")                            \
+    X(ERR_NOT_APPLICABLE, -6, "strategy does not apply to this topology")      \
+    X(ERR_INVALID_EMBEDDING, -7, "invalid ring embedding")                     \
+    X(ERR_INVALID_PROGRAM, -8, "invalid program")                              \
+    X(ERR_TIMEOUT, -9, "timed out")                                            \
+    X(ERR_TRANSPORT, -10, "transport failure")                                 \
+    X(ERR_UNSUPPORTED, -11, "not supported")                                   \
+    X(ERR_INTERNAL, -12, "internal error")                                     \
     X(ERR_PEER_LOST, -13, "a peer process is gone")
 
 typedef enum mrc_status {

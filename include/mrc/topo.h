@@ -38,15 +38,15 @@ typedef struct mrc_link {
 
 /* Defaults of generators and of links in files that omit the fields. */
 #define MRC_TOPO_DEFAULT_BANDWIDTH_GBPS 32.0
-#define MRC_TOPO_DEFAULT_LATENCY_NS 500.0
+#define MRC_TOPO_DEFAULT_LATENCY_NS     500.0
 
 /* Limits beyond which an input is refused as absurd. */
-#define MRC_TOPO_MAX_NODES (1 << 20)
-#define MRC_TOPO_MAX_LINKS (1 << 24)
-#define MRC_TOPO_MAX_LINK_COUNT 1024
-#define MRC_TOPO_MAX_PORTS 4096 /* per node */
+#define MRC_TOPO_MAX_NODES          (1 << 20)
+#define MRC_TOPO_MAX_LINKS          (1 << 24)
+#define MRC_TOPO_MAX_LINK_COUNT     1024
+#define MRC_TOPO_MAX_PORTS          4096 /* per node */
 #define MRC_TOPO_MAX_BANDWIDTH_GBPS 1e6
-#define MRC_TOPO_MAX_LATENCY_NS 1e12
+#define MRC_TOPO_MAX_LATENCY_NS     1e12
 
 /* ---- creation ---------------------------------------------------------- */
 
@@ -146,8 +146,7 @@ MRC_EXTERN mrc_status_t mrc_topo_to_json(const mrc_topo_t *topo, char **json);
  * failure leaves `path` as it was. A symbolic link at `path` is replaced,
  * not followed; a character device or FIFO is written through; a directory
  * is refused (MRC_ERR_IO). */
-MRC_EXTERN mrc_status_t mrc_topo_save(const mrc_topo_t *topo,
-                                      const char *path);
+MRC_EXTERN mrc_status_t mrc_topo_save(const mrc_topo_t *topo, const char *path);
 
 /* A Graphviz DOT graph of the topology (nodes at their coordinates when
  * they have them; parallel links drawn as one edge labelled with the

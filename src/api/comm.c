@@ -47,9 +47,9 @@ static void log_call(const mrc_comm_t *c, const char *fn,
 /* Runs plan x (of program p) for a call that passed the checks. */
 static mrc_status_t run_plan(const char *fn, const mrc__call_t *as,
                              mrc_comm_t *c, const mrc_program_t *p,
-                             mrc__exec_t *x, const void *sendbuf,
-                             void *recvbuf, size_t count, mrc_dtype_t dtype,
-                             mrc_op_t op, int in_place)
+                             mrc__exec_t *x, const void *sendbuf, void *recvbuf,
+                             size_t count, mrc_dtype_t dtype, mrc_op_t op,
+                             int in_place)
 {
     log_call(c, fn, p, count, dtype, op, in_place);
     mrc_status_t st = mrc__exec_run(x, &c->transport, as, c->seq++, sendbuf,
@@ -70,8 +70,8 @@ static int same_call(const mrc_comm_t *c, mrc_collective_t coll,
 {
     return c->memo.valid && c->memo.sendbuf == sendbuf &&
            c->memo.recvbuf == recvbuf && c->memo.count == count &&
-           c->memo.coll == coll && c->memo.dtype == dtype &&
-           c->memo.op == op && c->memo.root == root;
+           c->memo.coll == coll && c->memo.dtype == dtype && c->memo.op == op &&
+           c->memo.root == root;
 }
 
 /* The shape of a call, as the caches know programs. */
@@ -93,8 +93,7 @@ static program_key_t key_of(const mrc_comm_t *c, mrc_collective_t coll,
 
 /* The communicator's scratch, grown to xbytes (the memory refused up
  * front if it would not fit). */
-static mrc_status_t grow_scratch(const char *fn, mrc_comm_t *c,
-                                 size_t xbytes)
+static mrc_status_t grow_scratch(const char *fn, mrc_comm_t *c, size_t xbytes)
 {
     if (xbytes <= c->scratch_bytes)
         return MRC_OK;
@@ -175,9 +174,8 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
                           "communicator cannot be used",
                           fn, c->rank, mrc_status_name(c->poisoned));
     if (same_call(c, coll, sendbuf, recvbuf, count, dtype, op, root))
-        return run_plan(fn, as, c, c->last_plan->program,
-                        &c->last_plan->exec, sendbuf, recvbuf, count, dtype,
-                        op, c->memo.in_place);
+        return run_plan(fn, as, c, c->last_plan->program, &c->last_plan->exec,
+                        sendbuf, recvbuf, count, dtype, op, c->memo.in_place);
     c->memo.valid = 0;
     size_t esize = mrc_dtype_size(dtype);
     if (esize == 0)
@@ -186,8 +184,8 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
                           (int)dtype, c->rank);
     if ((unsigned)op >= MRC_NUM_OPS)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "%s: op %d is not an operator (rank %d)", fn,
-                          (int)op, c->rank);
+                          "%s: op %d is not an operator (rank %d)", fn, (int)op,
+                          c->rank);
     int rooted = coll == MRC_REDUCE || coll == MRC_BROADCAST;
     if (rooted && (root < 0 || root >= c->size))
         return mrc__error(MRC_ERR_INVALID_ARG,
@@ -197,16 +195,17 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     if (count == 0)
         return MRC_OK;
     if (count > SIZE_MAX / esize / (size_t)c->size)
-        return mrc__error(MRC_ERR_INVALID_ARG, "%s: count %zu is too large",
-                          fn, count);
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s: count %zu is too large", fn,
+                          count);
     int in_place, need_recv;
-    mrc_status_t st = check_buffers(fn, c, coll, sendbuf, recvbuf, count,
-                                    esize, root, &in_place, &need_recv);
+    mrc_status_t st = check_buffers(fn, c, coll, sendbuf, recvbuf, count, esize,
+                                    root, &in_place, &need_recv);
     if (st != MRC_OK)
         return st;
     /* avg on integers sums wider words so that no partial sum wraps. */
-    if (op == MRC_AVG && (coll == MRC_ALLREDUCE ||
-                          coll == MRC_REDUCE_SCATTER || coll == MRC_REDUCE) &&
+    if (op == MRC_AVG &&
+        (coll == MRC_ALLREDUCE || coll == MRC_REDUCE_SCATTER ||
+         coll == MRC_REDUCE) &&
         mrc__avg_words(dtype) != 0)
         return avg_widened(fn, coll, sendbuf, recvbuf, count, dtype, root,
                            need_recv, c);
@@ -261,8 +260,7 @@ static mrc_status_t avg_widened(const char *fn, mrc_collective_t coll,
                           "%d)",
                           fn, count, mrc_dtype_name(dtype), c->rank);
     mrc_status_t st = mrc__check_memory(
-        mrc__sat_mul_add(in + (need_recv ? count : 0), per, 0),
-        "avg words");
+        mrc__sat_mul_add(in + (need_recv ? count : 0), per, 0), "avg words");
     if (st != MRC_OK)
         return st;
     void *wide_send = malloc(in * per);
@@ -291,9 +289,9 @@ done:
 }
 
 static mrc_status_t collective(const char *fn, mrc_collective_t coll,
-                               const void *sendbuf, void *recvbuf,
-                               size_t count, mrc_dtype_t dtype, mrc_op_t op,
-                               int root, mrc_comm_t *c)
+                               const void *sendbuf, void *recvbuf, size_t count,
+                               mrc_dtype_t dtype, mrc_op_t op, int root,
+                               mrc_comm_t *c)
 {
     return collective_as(fn, NULL, coll, sendbuf, recvbuf, count, dtype, op,
                          root, c);
@@ -302,8 +300,8 @@ static mrc_status_t collective(const char *fn, mrc_collective_t coll,
 mrc_status_t mrc_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                            mrc_dtype_t dtype, mrc_op_t op, mrc_comm_t *comm)
 {
-    return collective("mrc_allreduce", MRC_ALLREDUCE, sendbuf, recvbuf,
-                      count, dtype, op, 0, comm);
+    return collective("mrc_allreduce", MRC_ALLREDUCE, sendbuf, recvbuf, count,
+                      dtype, op, 0, comm);
 }
 
 mrc_status_t mrc_reduce_scatter(const void *sendbuf, void *recvbuf,
@@ -314,9 +312,8 @@ mrc_status_t mrc_reduce_scatter(const void *sendbuf, void *recvbuf,
                       recvbuf, recvcount, dtype, op, 0, comm);
 }
 
-mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf,
-                           size_t sendcount, mrc_dtype_t dtype,
-                           mrc_comm_t *comm)
+mrc_status_t mrc_allgather(const void *sendbuf, void *recvbuf, size_t sendcount,
+                           mrc_dtype_t dtype, mrc_comm_t *comm)
 {
     return collective("mrc_allgather", MRC_ALLGATHER, sendbuf, recvbuf,
                       sendcount, dtype, MRC_SUM, 0, comm);
@@ -326,14 +323,13 @@ mrc_status_t mrc_reduce(const void *sendbuf, void *recvbuf, size_t count,
                         mrc_dtype_t dtype, mrc_op_t op, int root,
                         mrc_comm_t *comm)
 {
-    return collective("mrc_reduce", MRC_REDUCE, sendbuf, recvbuf, count,
-                      dtype, op, root, comm);
+    return collective("mrc_reduce", MRC_REDUCE, sendbuf, recvbuf, count, dtype,
+                      op, root, comm);
 }
 
 mrc_status_t mrc_broadcast(const void *sendbuf, void *recvbuf, size_t count,
                            mrc_dtype_t dtype, int root, mrc_comm_t *comm)
 {
-    return collective("mrc_broadcast", MRC_BROADCAST, sendbuf, recvbuf,
-                      count, dtype, MRC_SUM, root, comm);
+    return collective("mrc_broadcast", MRC_BROADCAST, sendbuf, recvbuf, count,
+                      dtype, MRC_SUM, root, comm);
 }
-

@@ -14,7 +14,6 @@
 #include "sim/select.h"
 #include "transport/transport.h"
 
-
 static void shared_release(shared_t *s)
 {
     if (!s)
@@ -91,8 +90,7 @@ static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
         return MRC_OK;
     mrc_status_t st = mrc_algo_parse(v, out);
     if (st != MRC_OK)
-        mrc__error_prefix("%s", cfg->algo ? "mrc_config_t.algo"
-                                          : "$MRC_ALGO");
+        mrc__error_prefix("%s", cfg->algo ? "mrc_config_t.algo" : "$MRC_ALGO");
     return st;
 }
 
@@ -127,14 +125,11 @@ static mrc_status_t profile_refused(const shared_t *s, const char *name)
                       "$MRC_PROFILE=%s was measured on the %s transport, "
                       "and this communicator runs over %s (measure it "
                       "with 'mrc calibrate --transport %s')",
-                      getenv("MRC_PROFILE"), s->profile->transport, name,
-                      name);
+                      getenv("MRC_PROFILE"), s->profile->transport, name, name);
 }
 
-
 /* Replaces *topo by a copy without the failed links. */
-static mrc_status_t without_failed_links(mrc_topo_t **topo,
-                                         const char *failed)
+static mrc_status_t without_failed_links(mrc_topo_t **topo, const char *failed)
 {
     mrc_topo_t *t = NULL;
     mrc_status_t st = mrc_topo_fail_links(*topo, failed, &t);
@@ -162,10 +157,9 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     s->nranks = nranks;
     s->chunk_bytes = cfg->chunk_bytes
                          ? cfg->chunk_bytes
-                         : env_size("MRC_CHUNK_BYTES",
-                                    MRC_DEFAULT_CHUNK_BYTES);
-    *timeout = cfg->timeout_s > 0 ? cfg->timeout_s
-                                  : env_double("MRC_TIMEOUT", 60);
+                         : env_size("MRC_CHUNK_BYTES", MRC_DEFAULT_CHUNK_BYTES);
+    *timeout =
+        cfg->timeout_s > 0 ? cfg->timeout_s : env_double("MRC_TIMEOUT", 60);
     mrc_status_t st = algo_config(cfg, &s->algo);
     if (st == MRC_OK)
         st = profile_config(s);
@@ -182,10 +176,9 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
         hv = "a negative count";
     if (hv && *hv && mrc__parse_long(hv, 1, MRC_TOPO_MAX_NODES, &hosts) != 0) {
         shared_release(s);
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "%s '%s' is not a count of hosts",
-                          cfg->hosts < 0 ? "mrc_config_t.hosts" : "$MRC_HOSTS",
-                          hv);
+        return mrc__error(
+            MRC_ERR_INVALID_ARG, "%s '%s' is not a count of hosts",
+            cfg->hosts < 0 ? "mrc_config_t.hosts" : "$MRC_HOSTS", hv);
     }
     s->hosts = (int)hosts;
     char spec[32];
@@ -237,8 +230,7 @@ static void log_comm(const mrc_comm_t *c)
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
     int nr = mrc_embed_num_rings(s->embedding, c->group);
-    mrc__sb_printf(&sb, "rings %s: %d", mrc_embed_strategy(s->embedding),
-                   nr);
+    mrc__sb_printf(&sb, "rings %s: %d", mrc_embed_strategy(s->embedding), nr);
     for (int r = 0; r < nr; r++) {
         const mrc_ring_t *ring = mrc_embed_ring(s->embedding, c->group, r);
         mrc__sb_puts(&sb, r ? "; " : ": ");
@@ -368,8 +360,7 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     if (!comms || !topo || !p) {
         mrc_topo_destroy(topo);
         mrc_program_destroy(p);
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "mrc__comm_init_program: NULL");
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc__comm_init_program: NULL");
     }
     for (int r = 0; r < nranks; r++)
         comms[r] = NULL;
@@ -402,8 +393,7 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     s->hosts = mrc__program_hosts(p);
     s->topo = topo;
     s->loaded = p;
-    double timeout = timeout_s > 0 ? timeout_s
-                                   : env_double("MRC_TIMEOUT", 60);
+    double timeout = timeout_s > 0 ? timeout_s : env_double("MRC_TIMEOUT", 60);
     st = threads_comms(s, nranks, timeout, comms);
     shared_release(s);
     return st;

@@ -41,8 +41,7 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
  * program it ran: its family, groups and chunking), on the
  * communicators' topology under cfg (a profile for the node model);
  * MRC_ERR_INVALID_ARG if c has run no call yet. Call it between calls. */
-mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
-                               const mrc_sim_config_t *cfg,
+mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
                                mrc_sim_result_t **out);
 
 #endif /* MRC_COMM_INTERNAL_H */

@@ -136,8 +136,7 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
     PMPI_Initialized(&initialized);
     PMPI_Finalized(&finalized);
     if (!initialized || finalized)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "mrc_comm_init_mpi: MPI is %s",
+        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_comm_init_mpi: MPI is %s",
                           finalized ? "finalized" : "not initialized");
     if (comm == MPI_COMM_NULL)
         return mrc__error(MRC_ERR_INVALID_ARG,
@@ -163,8 +162,8 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
      * could not make the segment must not leave its peers waiting for it
      * for ever, and then every rank stays with MPI. */
     int hosts = 1;
-    mrc_status_t est = setup_rank(comm, n, rank, &e,
-                                  isfinite(timeout) ? timeout : 60, &hosts);
+    mrc_status_t est =
+        setup_rank(comm, n, rank, &e, isfinite(timeout) ? timeout : 60, &hosts);
     if (st == MRC_OK && est != MRC_OK) {
         st = est;
         snprintf(why, sizeof why, "%s", mrc_last_error());

@@ -13,7 +13,6 @@
 #include "program/plan.h"
 #include "sim/select.h"
 
-
 /* The profile for the selector's model x: the communicator's own, which
  * was measured on its transport, under the model's name (MPI ranks of
  * one host are modelled as shm). */
@@ -23,8 +22,7 @@ static const mrc_profile_t *profile_for(const shared_t *s, mrc__xport_t x,
     if (!s->profile)
         return NULL;
     *copy = *s->profile;
-    snprintf(copy->transport, sizeof copy->transport, "%s",
-             mrc__xport_name(x));
+    snprintf(copy->transport, sizeof copy->transport, "%s", mrc__xport_name(x));
     return copy;
 }
 
@@ -82,9 +80,9 @@ static mrc_status_t select_program(const mrc_comm_t *c,
                  "instructions, predicted %.3f us on %s (%s)",
                  mrc_algo_name(sel.chosen),
                  mrc_collective_name(key->collective), key->count,
-                 mrc_dtype_name(key->dtype), mrc_op_name(key->op),
-                 key->group, w->code_instructions, w->time_us,
-                 c->transport.ops->name, sel.reason);
+                 mrc_dtype_name(key->dtype), mrc_op_name(key->op), key->group,
+                 w->code_instructions, w->time_us, c->transport.ops->name,
+                 sel.reason);
     }
     return MRC_OK;
 }
@@ -97,10 +95,10 @@ static mrc_status_t loaded_program(const mrc_comm_t *c,
                                    const mrc_program_t **out)
 {
     const mrc_compile_config_t *pc = &c->shared->loaded->cfg;
-    int reducing = key->collective != MRC_ALLGATHER &&
-                   key->collective != MRC_BROADCAST;
-    int rooted = key->collective == MRC_REDUCE ||
-                 key->collective == MRC_BROADCAST;
+    int reducing =
+        key->collective != MRC_ALLGATHER && key->collective != MRC_BROADCAST;
+    int rooted =
+        key->collective == MRC_REDUCE || key->collective == MRC_BROADCAST;
     if (key->collective != pc->collective || key->count != pc->count ||
         key->dtype != pc->dtype || (reducing && key->op != pc->op) ||
         (rooted && key->root != pc->root))
@@ -119,8 +117,7 @@ static mrc_status_t loaded_program(const mrc_comm_t *c,
 
 /* The program for a call, compiled once for all ranks of the group, and
  * held (refs) until the caller's plan lets go of it. */
-static mrc_status_t get_program(const mrc_comm_t *c,
-                                const program_key_t *key,
+static mrc_status_t get_program(const mrc_comm_t *c, const program_key_t *key,
                                 const mrc_program_t **out)
 {
     shared_t *s = c->shared;
@@ -143,7 +140,8 @@ static mrc_status_t get_program(const mrc_comm_t *c,
         for (int i = 0; i < s->num_programs; i++)
             if (s->programs[i].refs == 0) {
                 unused++;
-                if (victim < 0 || s->programs[i].used < s->programs[victim].used)
+                if (victim < 0 ||
+                    s->programs[i].used < s->programs[victim].used)
                     victim = i;
             }
         if (unused > PROGRAM_KEEP) {
@@ -210,8 +208,7 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     cp->used = 0;
     /* Over threads every rank's plan is in this process. */
     int here = c->shared->hub ? c->shared->nranks : 1;
-    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place,
-                                        here);
+    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place, here);
     if (st != MRC_OK) {
         mrc__comm_put_program(c->shared, p);
         return st;
@@ -227,8 +224,8 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
  * the program, its plan and the scratch it needs, else MRC_INPROGRESS
  * (look it up). */
 mrc_status_t mrc__comm_last_plan(mrc_comm_t *c, const program_key_t *key,
-                              int in_place, const mrc_program_t **p,
-                              mrc__exec_t **x, size_t *xbytes)
+                                 int in_place, const mrc_program_t **p,
+                                 mrc__exec_t **x, size_t *xbytes)
 {
     cached_plan_t *cp = c->last_plan;
     if (!cp || c->last_in_place != in_place ||
@@ -245,9 +242,9 @@ mrc_status_t mrc__comm_last_plan(mrc_comm_t *c, const program_key_t *key,
  * on first use, then cached), and the bytes of scratch they need;
  * remembered as the last call's. */
 mrc_status_t mrc__comm_find_plan(const char *fn, mrc_comm_t *c,
-                              const program_key_t *key, int in_place,
-                              const mrc_program_t **p, mrc__exec_t **x,
-                              size_t *xbytes)
+                                 const program_key_t *key, int in_place,
+                                 const mrc_program_t **p, mrc__exec_t **x,
+                                 size_t *xbytes)
 {
     c->last_plan = NULL; /* get_plan may take its slot */
     mrc_status_t st = get_program(c, key, p);
@@ -272,8 +269,7 @@ mrc_status_t mrc__comm_find_plan(const char *fn, mrc_comm_t *c,
     return MRC_OK;
 }
 
-mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
-                               const mrc_sim_config_t *cfg,
+mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
                                mrc_sim_result_t **out)
 {
     *out = NULL;
@@ -284,4 +280,3 @@ mrc_status_t mrc__comm_predict(const mrc_comm_t *c,
     /* (the plan holds a reference on its program) */
     return mrc__select_sim(c->last_plan->program, c->shared->topo, cfg, out);
 }
-

@@ -45,9 +45,9 @@ struct mrc__shared {
     int nranks;
     mrc_topo_t *topo;
     mrc_embedding_t *embedding;
-    mrc__threads_hub_t *hub;       /* threads: every rank here */
-    mrc__shm_endpoint_t *shm;      /* shm: this process's rank */
-    void *owner;                   /* another transport's endpoint */
+    mrc__threads_hub_t *hub;  /* threads: every rank here */
+    mrc__shm_endpoint_t *shm; /* shm: this process's rank */
+    void *owner;              /* another transport's endpoint */
     void (*owner_free)(void *);
     size_t chunk_bytes;
     mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
@@ -113,7 +113,6 @@ struct mrc_comm {
      * with this status. */
     mrc_status_t poisoned;
 };
-
 
 /* ---- comm_plans.c ------------------------------------------------------- */
 

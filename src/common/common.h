@@ -182,17 +182,14 @@ mrc_status_t mrc__check_json_text(size_t len, const char *where);
 /* The first key of a JSON object (jansson's json_t) that is not in
  * `known` (NULL-terminated), or NULL if it has none. */
 struct json_t;
-const char *mrc__json_unknown_key(struct json_t *obj,
-                                  const char *const *known);
+const char *mrc__json_unknown_key(struct json_t *obj, const char *const *known);
 /* MRC_OK, or MRC_ERR_PARSE naming the entry, the first unknown key (as
  * `noun`: "key", "field") and the known ones. */
-mrc_status_t mrc__json_known_keys(struct json_t *obj,
-                                  const char *const *known,
+mrc_status_t mrc__json_known_keys(struct json_t *obj, const char *const *known,
                                   const char *entry, const char *noun);
 /* The names of a NULL-terminated list as "a, b, c" in buf (cut to
  * size); returns buf. */
-const char *mrc__names_joined(const char *const *names, char *buf,
-                              size_t size);
+const char *mrc__names_joined(const char *const *names, char *buf, size_t size);
 
 /* Writes `bytes` for people: "512 B", "64 MiB", "10240 GiB", "1.5 TiB"
  * (one decimal below 10 units); returns `buf`. */
@@ -225,15 +222,14 @@ static inline size_t mrc__stage_max(int n)
     return m & ~(size_t)4095;
 }
 
-
 /* MRC_DEBUG (NCCL_DEBUG's habit): WARN, INFO or TRACE; unset or NONE is
  * silent, any other word is WARN. Read once, on first use, from any
  * thread. */
 typedef enum mrc__log_level {
     MRC__LOG_NONE,
     MRC__LOG_WARN,
-    MRC__LOG_INFO,  /* communicator creation, the first call of a shape */
-    MRC__LOG_TRACE  /* every call */
+    MRC__LOG_INFO, /* communicator creation, the first call of a shape */
+    MRC__LOG_TRACE /* every call */
 } mrc__log_level_t;
 
 mrc__log_level_t mrc__log_level(void);

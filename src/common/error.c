@@ -13,9 +13,8 @@ static _Thread_local char last_error[MRC_ERROR_MAX];
 const char *mrc_status_string(mrc_status_t status)
 {
     switch (status) {
-#define MRC_STATUS_STRING_(name, value, msg)                                 \
-    case MRC_##name:                                                         \
-        return msg;
+#define MRC_STATUS_STRING_(name, value, msg)                                   \
+    case MRC_##name: return msg;
         MRC_STATUS_MAP(MRC_STATUS_STRING_)
 #undef MRC_STATUS_STRING_
     }
@@ -25,9 +24,8 @@ const char *mrc_status_string(mrc_status_t status)
 const char *mrc_status_name(mrc_status_t status)
 {
     switch (status) {
-#define MRC_STATUS_NAME_(name, value, msg)                                   \
-    case MRC_##name:                                                         \
-        return "MRC_" #name;
+#define MRC_STATUS_NAME_(name, value, msg)                                     \
+    case MRC_##name: return "MRC_" #name;
         MRC_STATUS_MAP(MRC_STATUS_NAME_)
 #undef MRC_STATUS_NAME_
     }

@@ -57,8 +57,7 @@ static inline void mrc__heap_pop(void *base, int *n, size_t size, void *top,
             c++;
         if (!before(mrc__heap_at(base, c, size), last))
             break;
-        memcpy(mrc__heap_at(base, i, size), mrc__heap_at(base, c, size),
-               size);
+        memcpy(mrc__heap_at(base, i, size), mrc__heap_at(base, c, size), size);
         i = c;
     }
     if (mrc__heap_at(base, i, size) != last)

@@ -131,8 +131,7 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     if (fstat(fd, &info) != 0) {
         int e = errno;
         close(fd);
-        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
-                          strerror(e));
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path, strerror(e));
     }
     if (!S_ISREG(info.st_mode)) {
         close(fd);
@@ -141,13 +140,13 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     }
     if ((uint64_t)info.st_size > max_bytes) {
         close(fd);
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "%s is %s, larger than the %s limit for input "
-                          "files (raise it with --max-memory or "
-                          "MRC_MAX_MEMORY: the limit is 1/32 of it)",
-                          path, mrc__format_bytes((uint64_t)info.st_size, a,
-                                                  sizeof a),
-                          mrc__format_bytes(max_bytes, b, sizeof b));
+        return mrc__error(
+            MRC_ERR_INVALID_ARG,
+            "%s is %s, larger than the %s limit for input "
+            "files (raise it with --max-memory or "
+            "MRC_MAX_MEMORY: the limit is 1/32 of it)",
+            path, mrc__format_bytes((uint64_t)info.st_size, a, sizeof a),
+            mrc__format_bytes(max_bytes, b, sizeof b));
     }
     int flags = fcntl(fd, F_GETFL);
     FILE *f = flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0
@@ -156,8 +155,7 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     if (!f) {
         int e = errno;
         close(fd);
-        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path,
-                          strerror(e));
+        return mrc__error(MRC_ERR_IO, "%s: cannot open: %s", path, strerror(e));
     }
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
@@ -176,8 +174,8 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
         mrc__sb_append(&sb, chunk, n);
     }
     if (st == MRC_OK && ferror(f))
-        st = mrc__error(MRC_ERR_IO, "%s: read error: %s", path,
-                        strerror(errno));
+        st =
+            mrc__error(MRC_ERR_IO, "%s: read error: %s", path, strerror(errno));
     fclose(f);
     if (st != MRC_OK) {
         mrc__sb_free(&sb);
@@ -186,8 +184,7 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     size_t got = sb.len;
     char *data = mrc__sb_take(&sb);
     if (!data)
-        return mrc__error(MRC_ERR_NO_MEMORY, "%s: out of memory reading",
-                          path);
+        return mrc__error(MRC_ERR_NO_MEMORY, "%s: out of memory reading", path);
     *out = data;
     if (len)
         *len = got;

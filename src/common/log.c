@@ -51,8 +51,7 @@ mrc__log_level_t mrc__log_level(void)
     return level;
 }
 
-static void vlog(mrc__log_level_t lvl, int rank, const char *fmt,
-                 va_list ap)
+static void vlog(mrc__log_level_t lvl, int rank, const char *fmt, va_list ap)
 {
     if (lvl == MRC__LOG_NONE || lvl > mrc__log_level())
         return;

@@ -8,11 +8,16 @@ static const struct {
     const char *name, *short_name;
     size_t size;
 } dtypes[MRC_NUM_DTYPES] = {
-    [MRC_INT8] = {"int8", "i8", 1},         [MRC_UINT8] = {"uint8", "u8", 1},
-    [MRC_INT32] = {"int32", "i32", 4},      [MRC_UINT32] = {"uint32", "u32", 4},
-    [MRC_INT64] = {"int64", "i64", 8},      [MRC_UINT64] = {"uint64", "u64", 8},
-    [MRC_FLOAT16] = {"float16", "f16", 2},  [MRC_BFLOAT16] = {"bfloat16", "bf16", 2},
-    [MRC_FLOAT32] = {"float32", "f32", 4},  [MRC_FLOAT64] = {"float64", "f64", 8},
+    [MRC_INT8] = {"int8", "i8", 1},
+    [MRC_UINT8] = {"uint8", "u8", 1},
+    [MRC_INT32] = {"int32", "i32", 4},
+    [MRC_UINT32] = {"uint32", "u32", 4},
+    [MRC_INT64] = {"int64", "i64", 8},
+    [MRC_UINT64] = {"uint64", "u64", 8},
+    [MRC_FLOAT16] = {"float16", "f16", 2},
+    [MRC_BFLOAT16] = {"bfloat16", "bf16", 2},
+    [MRC_FLOAT32] = {"float32", "f32", 4},
+    [MRC_FLOAT64] = {"float64", "f64", 8},
 };
 
 static const char *const ops[MRC_NUM_OPS] = {"sum", "prod", "min", "max",
@@ -21,8 +26,8 @@ static const char *const ops[MRC_NUM_OPS] = {"sum", "prod", "min", "max",
 static const char *const collectives[MRC_NUM_COLLECTIVES] = {
     "allreduce", "reduce-scatter", "allgather", "reduce", "broadcast"};
 
-static const char *const algos[MRC_NUM_ALGOS] = {"rings", "direct1",
-                                                "direct2", "tree", "hier"};
+static const char *const algos[MRC_NUM_ALGOS] = {"rings", "direct1", "direct2",
+                                                 "tree", "hier"};
 
 size_t mrc_dtype_size(mrc_dtype_t d)
 {

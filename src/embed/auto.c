@@ -242,10 +242,10 @@ static mrc_status_t emit_rings(mrc__embed_search_t *s)
     for (int j = 0; j < nc; j++)
         total[s->cols.cols[j].group] += s->y[j];
     mrc_status_t st = MRC_OK;
-    int *route = malloc((size_t)(mrc_topo_num_nodes(s->b->topo) + 1) *
-                        sizeof *route);
-    int *links = malloc((size_t)(mrc_topo_num_nodes(s->b->topo) + 1) *
-                        sizeof *links);
+    int *route =
+        malloc((size_t)(mrc_topo_num_nodes(s->b->topo) + 1) * sizeof *route);
+    int *links =
+        malloc((size_t)(mrc_topo_num_nodes(s->b->topo) + 1) * sizeof *links);
     if (!route || !links)
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int j = 0; j < nc && st == MRC_OK; j++) {
@@ -340,8 +340,10 @@ static mrc_status_t search_rings(mrc__embed_builder_t *b, int max_rings)
         if (rc == MRC__LP_NO_MEMORY)
             goto oom;
         if (rc != MRC__LP_OPTIMAL) {
-            st = mrc__error(MRC_ERR_INTERNAL, "ring search: linear program "
-                            "ended with status %d", rc);
+            st = mrc__error(MRC_ERR_INTERNAL,
+                            "ring search: linear program "
+                            "ended with status %d",
+                            rc);
             break;
         }
         int added = 0;

@@ -52,12 +52,11 @@ int mrc__embed_builder_add_group(mrc__embed_builder_t *b, const int *nodes,
 {
     if (b->failed)
         return -1;
-    int **gn = realloc(b->group_nodes, (size_t)(b->num_groups + 1) *
-                                           sizeof *gn);
+    int **gn =
+        realloc(b->group_nodes, (size_t)(b->num_groups + 1) * sizeof *gn);
     if (gn)
         b->group_nodes = gn;
-    int *gs = realloc(b->group_size, (size_t)(b->num_groups + 1) *
-                                         sizeof *gs);
+    int *gs = realloc(b->group_size, (size_t)(b->num_groups + 1) * sizeof *gs);
     if (gs)
         b->group_size = gs;
     int *copy = dup_ints(nodes, size);

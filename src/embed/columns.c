@@ -194,4 +194,3 @@ done:
     free(c);
     return rc;
 }
-

@@ -32,8 +32,7 @@ static mrc_status_t check_lost_links(const mrc__embed_builder_t *b,
         for (int i = 0; i < ring->size; i++) {
             const mrc__draft_hop_t *h = &ring->hops[i];
             int u = ring->nodes[i], v = ring->nodes[(i + 1) % ring->size];
-            for (int s = 0; s + 1 < h->route_len && !lost(b->topo, u, v);
-                 s++) {
+            for (int s = 0; s + 1 < h->route_len && !lost(b->topo, u, v); s++) {
                 u = h->route[s];
                 v = h->route[s + 1];
             }
@@ -136,8 +135,7 @@ mrc_status_t mrc_embed_create(const mrc_topo_t *topo,
             strcat(list, *s);
         }
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "unknown strategy '%s' (strategies: %s)", name,
-                          list);
+                          "unknown strategy '%s' (strategies: %s)", name, list);
     }
     if (strcmp(name, "auto") != 0)
         return run_strategy(topo, cfg, name, out);

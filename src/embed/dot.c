@@ -6,10 +6,9 @@
 
 #include "embed_internal.h"
 
-static const char *const palette[] = {"#d62728", "#1f77b4", "#2ca02c",
-                                      "#ff7f0e", "#9467bd", "#8c564b",
-                                      "#e377c2", "#17becf", "#bcbd22",
-                                      "#7f7f7f"};
+static const char *const palette[] = {
+    "#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd",
+    "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
 
 mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
 {
@@ -41,9 +40,10 @@ mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
             }
             if (shown > 12)
                 continue;
-            mrc__sb_printf(&sb, "<BR/><FONT POINT-SIZE=\"10\" "
-                                "COLOR=\"%s\">group %d ring %d: share %.3f, "
-                                "%s</FONT>",
+            mrc__sb_printf(&sb,
+                           "<BR/><FONT POINT-SIZE=\"10\" "
+                           "COLOR=\"%s\">group %d ring %d: share %.3f, "
+                           "%s</FONT>",
                            palette[shown % 10], g, r, ring->share,
                            ring->bidirectional ? "both ways" : "one way");
         }
@@ -59,8 +59,9 @@ mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
     }
     for (int i = 0; i < mrc_topo_num_links(t); i++) {
         const mrc_link_t *l = mrc_topo_link(t, i);
-        mrc__sb_printf(&sb, "  n%d -> n%d [dir=none, color=\"#cccccc\", "
-                            "penwidth=%d];\n",
+        mrc__sb_printf(&sb,
+                       "  n%d -> n%d [dir=none, color=\"#cccccc\", "
+                       "penwidth=%d];\n",
                        l->a, l->b, 4 + 2 * l->count);
     }
     int colour = 0;
@@ -71,12 +72,13 @@ mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot)
             for (int i = 0; i < ring->size; i++) {
                 const mrc_hop_t *h = &ring->hops[i];
                 for (int s = 0; s + 1 < h->route_len; s++)
-                    mrc__sb_printf(&sb, "  n%d -> n%d [color=\"%s\", "
-                                        "penwidth=1.6, arrowsize=0.6%s, "
-                                        "tooltip=\"group %d ring %d\"];\n",
+                    mrc__sb_printf(&sb,
+                                   "  n%d -> n%d [color=\"%s\", "
+                                   "penwidth=1.6, arrowsize=0.6%s, "
+                                   "tooltip=\"group %d ring %d\"];\n",
                                    h->route[s], h->route[s + 1], c,
-                                   ring->bidirectional ? ", dir=both" : "",
-                                   g, r);
+                                   ring->bidirectional ? ", dir=both" : "", g,
+                                   r);
             }
         }
     mrc__sb_puts(&sb, "}\n");

@@ -131,19 +131,19 @@ typedef mrc_status_t (*mrc__strategy_fn)(const mrc_embed_config_t *cfg,
  * names are generated; a new strategy is a line here and its function.
  * auto is auto.c, ring and the seeds' prism-faces and hcm8 strategies.c,
  * GCL's ladder strategies gcl.c. */
-#define MRC__STRATEGY_MAP(X)                                                 \
-    X("auto", mrc__strategy_auto)                                            \
-    X("ring", mrc__strategy_ring)                                            \
-    X("peripheral-ring", mrc__strategy_peripheral_ring)                      \
-    X("barley-twist", mrc__strategy_barley_twist)                            \
-    X("ring-on-line", mrc__strategy_ring_on_line)                            \
-    X("rung-ring-2", mrc__strategy_rung_ring_2)                              \
-    X("rung-ring-4", mrc__strategy_rung_ring_4)                              \
-    X("rung-ring-8", mrc__strategy_rung_ring_8)                              \
-    X("prism-faces", mrc__strategy_prism_faces)                              \
+#define MRC__STRATEGY_MAP(X)                                                   \
+    X("auto", mrc__strategy_auto)                                              \
+    X("ring", mrc__strategy_ring)                                              \
+    X("peripheral-ring", mrc__strategy_peripheral_ring)                        \
+    X("barley-twist", mrc__strategy_barley_twist)                              \
+    X("ring-on-line", mrc__strategy_ring_on_line)                              \
+    X("rung-ring-2", mrc__strategy_rung_ring_2)                                \
+    X("rung-ring-4", mrc__strategy_rung_ring_4)                                \
+    X("rung-ring-8", mrc__strategy_rung_ring_8)                                \
+    X("prism-faces", mrc__strategy_prism_faces)                                \
     X("hcm8", mrc__strategy_hcm8)
 
-#define MRC__STRATEGY_DECLARE_(name, fn)                                     \
+#define MRC__STRATEGY_DECLARE_(name, fn)                                       \
     mrc_status_t fn(const mrc_embed_config_t *cfg, mrc__embed_builder_t *b);
 MRC__STRATEGY_MAP(MRC__STRATEGY_DECLARE_)
 #undef MRC__STRATEGY_DECLARE_

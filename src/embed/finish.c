@@ -30,8 +30,7 @@ static mrc_status_t adopt_hop(mrc__draft_hop_t *dh, mrc_hop_t *h)
             links[s] = -1;
     }
     int *ports = malloc((size_t)(len > 1 ? len - 1 : 1) * sizeof *ports);
-    int *in_ports = malloc((size_t)(len > 1 ? len - 1 : 1) *
-                           sizeof *in_ports);
+    int *in_ports = malloc((size_t)(len > 1 ? len - 1 : 1) * sizeof *in_ports);
     h->route = route;
     h->links = links;
     h->ports = ports;
@@ -49,8 +48,8 @@ static mrc_status_t adopt_hop(mrc__draft_hop_t *dh, mrc_hop_t *h)
 static mrc_status_t adopt_drafts(mrc__embed_builder_t *b, mrc_embedding_t *e)
 {
     e->num_groups = b->num_groups;
-    e->groups = calloc((size_t)(b->num_groups ? b->num_groups : 1),
-                       sizeof *e->groups);
+    e->groups =
+        calloc((size_t)(b->num_groups ? b->num_groups : 1), sizeof *e->groups);
     if (!e->groups)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int g = 0; g < b->num_groups; g++) {
@@ -60,8 +59,8 @@ static mrc_status_t adopt_drafts(mrc__embed_builder_t *b, mrc_embedding_t *e)
         int count = 0;
         for (int r = 0; r < b->num_rings; r++)
             count += b->rings[r].group == g;
-        e->groups[g].rings = calloc((size_t)(count ? count : 1),
-                                    sizeof(mrc_ring_t));
+        e->groups[g].rings =
+            calloc((size_t)(count ? count : 1), sizeof(mrc_ring_t));
         if (!e->groups[g].rings)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
@@ -78,8 +77,7 @@ static mrc_status_t adopt_drafts(mrc__embed_builder_t *b, mrc_embedding_t *e)
         ring->bidirectional = d->bidirectional;
         ring->share = d->share;
         d->nodes = NULL;
-        mrc_hop_t *hops = calloc((size_t)(d->size ? d->size : 1),
-                                 sizeof *hops);
+        mrc_hop_t *hops = calloc((size_t)(d->size ? d->size : 1), sizeof *hops);
         ring->hops = hops;
         if (!hops)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");

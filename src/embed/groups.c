@@ -5,8 +5,7 @@
 #include "embed_internal.h"
 
 /* "4+2+2": blocks of consecutive nodes that must cover the topology. */
-static mrc_status_t groups_from_sizes(const mrc_topo_t *topo,
-                                      const char *spec,
+static mrc_status_t groups_from_sizes(const mrc_topo_t *topo, const char *spec,
                                       mrc__embed_builder_t *b)
 {
     int n = mrc_topo_num_nodes(topo);
@@ -88,8 +87,8 @@ static mrc_status_t list_node(const mrc_topo_t *topo, const char *spec,
                           mrc_topo_name(topo), n - 1);
     if (owner[*u] == g)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "groups '%s': node %ld is twice in group %d",
-                          spec, *u, g);
+                          "groups '%s': node %ld is twice in group %d", spec,
+                          *u, g);
     if (owner[*u] >= 0)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "groups '%s': node %ld is in group %d and in "
@@ -105,8 +104,7 @@ static mrc_status_t list_node(const mrc_topo_t *topo, const char *spec,
  * topology and cover every node: a node that sits out is a group of one.
  * The first fault found is named: the group (by index), the token and
  * the node. */
-static mrc_status_t groups_from_lists(const mrc_topo_t *topo,
-                                      const char *spec,
+static mrc_status_t groups_from_lists(const mrc_topo_t *topo, const char *spec,
                                       mrc__embed_builder_t *b)
 {
     int n = mrc_topo_num_nodes(topo);

@@ -62,8 +62,9 @@ static void write_group(mrc__strbuf_t *sb, const mrc__embed_group_t *gr,
         mrc__sb_puts(sb, ",\n     \"hops\": [\n");
         for (int i = 0; i < ring->size; i++) {
             const mrc_hop_t *h = &ring->hops[i];
-            mrc__sb_printf(sb, "       {\"from\": %d, \"to\": %d, "
-                                "\"route\": ",
+            mrc__sb_printf(sb,
+                           "       {\"from\": %d, \"to\": %d, "
+                           "\"route\": ",
                            h->from, h->to);
             ints(sb, h->route, h->route_len);
             mrc__sb_puts(sb, ", \"links\": ");
@@ -72,8 +73,7 @@ static void write_group(mrc__strbuf_t *sb, const mrc__embed_group_t *gr,
             ints(sb, h->ports, h->route_len - 1);
             mrc__sb_puts(sb, i + 1 < ring->size ? "},\n" : "}\n");
         }
-        mrc__sb_puts(sb, r + 1 < gr->num_rings ? "     ]},\n"
-                                                : "     ]}\n");
+        mrc__sb_puts(sb, r + 1 < gr->num_rings ? "     ]},\n" : "     ]}\n");
     }
     mrc__sb_puts(sb, last ? "  ]}\n" : "  ]},\n");
 }
@@ -87,8 +87,9 @@ static void write_link_loads(mrc__strbuf_t *sb, const mrc_embedding_t *e)
     for (int i = 0; i < nl; i++) {
         const mrc_link_t *l = mrc_topo_link(e->topo, i);
         double cap = l->count * l->bandwidth_gbps;
-        mrc__sb_printf(sb, "  {\"link\": %d, \"a\": %d, \"b\": %d, "
-                            "\"load\": [",
+        mrc__sb_printf(sb,
+                       "  {\"link\": %d, \"a\": %d, \"b\": %d, "
+                       "\"load\": [",
                        i, l->a, l->b);
         mrc__sb_double(sb, e->load[2 * i]);
         mrc__sb_puts(sb, ", ");
@@ -96,8 +97,7 @@ static void write_link_loads(mrc__strbuf_t *sb, const mrc_embedding_t *e)
         mrc__sb_puts(sb, "], \"utilisation\": [");
         mrc__sb_double(sb, worst > 0 ? e->load[2 * i] / cap / worst : 0);
         mrc__sb_puts(sb, ", ");
-        mrc__sb_double(sb, worst > 0 ? e->load[2 * i + 1] / cap / worst
-                                      : 0);
+        mrc__sb_double(sb, worst > 0 ? e->load[2 * i + 1] / cap / worst : 0);
         mrc__sb_puts(sb, i + 1 < nl ? "]},\n" : "]}\n");
     }
 }
@@ -128,8 +128,9 @@ mrc_status_t mrc_embed_to_json(const mrc_embedding_t *e, char **json)
     mrc__sb_puts(&sb, "],\n\"link_loads\": [\n");
     write_link_loads(&sb, e);
     mrc__sb_printf(&sb, "],\n\"idle_link_directions\": %d,\n", e->num_idle);
-    mrc__sb_printf(&sb, "\"physical_links\": %d,\n\"idle_physical_links\": "
-                        "%d,\n\"idle_ports\": ",
+    mrc__sb_printf(&sb,
+                   "\"physical_links\": %d,\n\"idle_physical_links\": "
+                   "%d,\n\"idle_ports\": ",
                    mrc_topo_num_physical_links(e->topo), e->num_idle_physical);
     ints(&sb, e->idle_ports, mrc_topo_num_nodes(e->topo));
     mrc__sb_puts(&sb, ",\n");
@@ -143,8 +144,7 @@ mrc_status_t mrc_embed_to_json(const mrc_embedding_t *e, char **json)
 
 /* ---- JSON in ----------------------------------------------------------- */
 
-static mrc_status_t int_array(json_t *a, const char *what, int **out,
-                              int *n)
+static mrc_status_t int_array(json_t *a, const char *what, int **out, int *n)
 {
     if (!json_is_array(a))
         return mrc__error(MRC_ERR_PARSE, "%s must be an array of node ids",
@@ -161,8 +161,8 @@ static mrc_status_t int_array(json_t *a, const char *what, int **out,
             json_integer_value(v) > MRC_TOPO_MAX_NODES) {
             free(*out);
             *out = NULL;
-            return mrc__error(MRC_ERR_PARSE, "%s[%zu] must be a node id",
-                              what, i);
+            return mrc__error(MRC_ERR_PARSE, "%s[%zu] must be a node id", what,
+                              i);
         }
         (*out)[i] = (int)json_integer_value(v);
     }
@@ -184,8 +184,8 @@ static mrc_status_t read_hops(mrc__embed_builder_t *b, int r, json_t *hops,
         snprintf(what, sizeof what, "%s, hop %d", where, i);
         if (!json_is_object(h))
             return mrc__error(MRC_ERR_PARSE, "%s: must be an object", what);
-        json_t *from = json_object_get(h, "from"), *to =
-                                                      json_object_get(h, "to");
+        json_t *from = json_object_get(h, "from"),
+               *to = json_object_get(h, "to");
         if ((from && (!json_is_integer(from) ||
                       json_integer_value(from) != order[i])) ||
             (to && (!json_is_integer(to) ||
@@ -237,8 +237,8 @@ static mrc_status_t read_groups(mrc__embed_builder_t *b, json_t *groups)
         int *nodes = NULL, n = 0;
         char what[128];
         snprintf(what, sizeof what, "%s: \"nodes\"", where);
-        mrc_status_t st = int_array(json_object_get(jg, "nodes"), what,
-                                    &nodes, &n);
+        mrc_status_t st =
+            int_array(json_object_get(jg, "nodes"), what, &nodes, &n);
         if (st != MRC_OK)
             return st;
         int gi = mrc__embed_builder_add_group(b, nodes, n);
@@ -309,11 +309,11 @@ mrc_status_t mrc_embed_parse_json(const mrc_topo_t *topo, const char *text,
                           where, jerr.line, jerr.column, jerr.text);
     mrc__embed_builder_t b;
     mrc__embed_builder_init(&b, topo);
-    mrc_status_t st = json_is_object(root)
-                          ? read_groups(&b, json_object_get(root, "groups"))
-                          : mrc__error(MRC_ERR_PARSE,
-                                       "the top level must be an object with "
-                                       "\"groups\"");
+    mrc_status_t st =
+        json_is_object(root)
+            ? read_groups(&b, json_object_get(root, "groups"))
+            : mrc__error(MRC_ERR_PARSE, "the top level must be an object with "
+                                        "\"groups\"");
     json_decref(root);
     if (st == MRC_OK)
         st = mrc__embed_builder_finish(&b, "file", out);
@@ -323,4 +323,3 @@ mrc_status_t mrc_embed_parse_json(const mrc_topo_t *topo, const char *text,
         mrc__error_prefix("%s", where);
     return st;
 }
-

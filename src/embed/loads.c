@@ -37,8 +37,8 @@ mrc_status_t mrc__embed_compute_loads(mrc_embedding_t *e)
         double f = ring_factor(e->groups[g].size);
         for (int r = 0; r < e->groups[g].num_rings; r++) {
             const mrc_ring_t *ring = &e->groups[g].rings[r];
-            double fwd = ring->bidirectional ? f * ring->share / 2
-                                             : f * ring->share;
+            double fwd =
+                ring->bidirectional ? f * ring->share / 2 : f * ring->share;
             double back = ring->bidirectional ? fwd : 0;
             for (int i = 0; i < ring->size; i++)
                 add_load(e, &ring->hops[i], fwd, back);
@@ -77,9 +77,8 @@ mrc_status_t mrc__embed_compute_loads(mrc_embedding_t *e)
             }
             fig->bound_gbps = minbw / ring_factor(gr->size);
             fig->algbw_gbps = worst_ratio > 0 ? 1 / worst_ratio : 0;
-            fig->efficiency = fig->bound_gbps > 0
-                                  ? fig->algbw_gbps / fig->bound_gbps
-                                  : 0;
+            fig->efficiency =
+                fig->bound_gbps > 0 ? fig->algbw_gbps / fig->bound_gbps : 0;
         }
         if (worst < 0 ||
             fig->efficiency < e->groups[worst].figures.efficiency - 1e-12)

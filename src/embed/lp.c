@@ -86,8 +86,7 @@ static void pivot(tableau_t *tb, int leave, int enter)
 }
 
 int mrc__lp_maximize(int m, int n, const double *A, const double *b,
-                     const double *c, double *x, double *dual,
-                     double *value)
+                     const double *c, double *x, double *dual, double *value)
 {
     tableau_t tab = {m, n + m + 1, NULL, NULL}, *tb = &tab;
     int w = tb->w; /* columns: x, slacks, right-hand side */

@@ -40,8 +40,7 @@ mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
         if (mrc__links_between(b->topo, u, v) > 0)
             continue;
         if (!route) {
-            route = malloc((size_t)mrc_topo_num_nodes(b->topo) *
-                           sizeof *route);
+            route = malloc((size_t)mrc_topo_num_nodes(b->topo) * sizeof *route);
             if (!route || mrc__topo_graph_init(&graph, b->topo) != 0 ||
                 mrc__paths_init(&paths, &graph) != 0) {
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -109,8 +108,8 @@ static int is_prism3(const mrc_topo_t *t, int *layers)
         for (int k = 0; k < 3; k++) {
             if (mrc__links_between(t, 3 * l + k, 3 * l + (k + 1) % 3) < 1)
                 return 0;
-            if (l + 1 < L && mrc__links_between(t, 3 * l + k,
-                                                3 * (l + 1) + k) < 1)
+            if (l + 1 < L &&
+                mrc__links_between(t, 3 * l + k, 3 * (l + 1) + k) < 1)
                 return 0;
         }
     *layers = L;
@@ -197,8 +196,8 @@ static int is_hcm8(const mrc_topo_t *t)
  * four (0-3 or 4-7, in any rank order), two nodes joined by a double link
  * (neighbours in a subset, or counterparts such as 0 and 4), or one node.
  * 0 if so, else the refusal. */
-static mrc_status_t hcm8_group_fits(const char *groups, int g,
-                                    const int *nodes, int m)
+static mrc_status_t hcm8_group_fits(const char *groups, int g, const int *nodes,
+                                    int m)
 {
     int fits = m == 8 || m == 1;
     if (m == 4)
@@ -210,9 +209,10 @@ static mrc_status_t hcm8_group_fits(const char *groups, int g,
         return MRC_OK;
     char why[96];
     if (m == 2)
-        snprintf(why, sizeof why, "nodes %d and %d are not joined by a "
-                 "double link (neighbours or counterparts)", nodes[0],
-                 nodes[1]);
+        snprintf(why, sizeof why,
+                 "nodes %d and %d are not joined by a "
+                 "double link (neighbours or counterparts)",
+                 nodes[0], nodes[1]);
     else if (m == 4)
         snprintf(why, sizeof why, "its nodes are not one subset");
     else
@@ -249,8 +249,7 @@ mrc_status_t mrc__strategy_hcm8(const mrc_embed_config_t *cfg,
     mrc_embed_config_t c = {.groups = groups};
     mrc_status_t st = mrc__embed_groups(b->topo, &c, b);
     for (int g = 0; g < b->num_groups && st == MRC_OK; g++)
-        st = hcm8_group_fits(groups, g, b->group_nodes[g],
-                             b->group_size[g]);
+        st = hcm8_group_fits(groups, g, b->group_nodes[g], b->group_size[g]);
     static const int eight[3][8] = {{0, 1, 2, 3, 7, 6, 5, 4},
                                     {0, 3, 2, 1, 5, 6, 7, 4},
                                     {0, 2, 6, 4, 7, 5, 1, 3}};
@@ -327,6 +326,6 @@ const char *const *mrc_embed_strategies(void)
 #define MRC__STRATEGY_NAME_(name, fn) name,
         MRC__STRATEGY_MAP(MRC__STRATEGY_NAME_)
 #undef MRC__STRATEGY_NAME_
-        NULL};
+            NULL};
     return names;
 }

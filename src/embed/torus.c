@@ -224,8 +224,9 @@ mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
                 st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
         }
         if (st == MRC_OK) {
-            int two = cfg && cfg->max_rings == 1 ? 0
-                      : mrc__torus_rings(X, Y, r1, r2) == 0;
+            int two = cfg && cfg->max_rings == 1
+                          ? 0
+                          : mrc__torus_rings(X, Y, r1, r2) == 0;
             if (two) {
                 if (mrc__embed_builder_add_ring(b, 0, r1, n, 1, 0.5) < 0 ||
                     mrc__embed_builder_add_ring(b, 0, r2, n, 1, 0.5) < 0)

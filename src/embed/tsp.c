@@ -100,7 +100,7 @@ static void tour_prefix(const int *t, int n, const double *cost, double *F,
 static void local_search(int *t, int n, const double *cost, double *F,
                          double *B)
 {
-#define C(a, b) cost[(a) * n + (b)]
+#define C(a, b) cost[(a)*n + (b)]
     for (int improved = 1; improved;) {
         improved = 0;
         tour_prefix(t, n, cost, F, B);

@@ -16,8 +16,8 @@ static mrc_status_t bad(int g, int r, int h, const char *what)
         return mrc__error(MRC_ERR_INVALID_EMBEDDING,
                           "group %d, ring %d, hop %d: %s", g, r, h, what);
     if (r >= 0)
-        return mrc__error(MRC_ERR_INVALID_EMBEDDING, "group %d, ring %d: %s",
-                          g, r, what);
+        return mrc__error(MRC_ERR_INVALID_EMBEDDING, "group %d, ring %d: %s", g,
+                          r, what);
     return mrc__error(MRC_ERR_INVALID_EMBEDDING, "group %d: %s", g, what);
 }
 
@@ -56,8 +56,10 @@ static mrc_status_t check_hop(const mrc_topo_t *t, const mrc_hop_t *h, int g,
         }
         if (h->links && h->links[s] >= 0 &&
             !mrc__embed_link_joins(t, h->links[s], u, v)) {
-            snprintf(msg, sizeof msg, "link entry %d does not join nodes %d "
-                     "and %d", h->links[s], u, v);
+            snprintf(msg, sizeof msg,
+                     "link entry %d does not join nodes %d "
+                     "and %d",
+                     h->links[s], u, v);
             return bad(g, r, i, msg);
         }
         if (h->ports && h->ports[s] >= 0) {
@@ -65,7 +67,7 @@ static mrc_status_t check_hop(const mrc_topo_t *t, const mrc_hop_t *h, int g,
             if (mrc_topo_port(t, u, h->ports[s], &li, &peer, &pp) != MRC_OK ||
                 peer != v || li != h->links[s] || pp != h->in_ports[s]) {
                 snprintf(msg, sizeof msg,
-                         "port %d of node %d does not lead to node %d", 
+                         "port %d of node %d does not lead to node %d",
                          h->ports[s], u, v);
                 return bad(g, r, i, msg);
             }

@@ -76,9 +76,8 @@ static mrc_status_t forward(mrc__exec_t *x, const mrc__transport_t *t, int i,
 
 /* A SEND: posted (from its staging slot, if it sends a staged partial).
  * *ready once posted. */
-static mrc_status_t send_op(mrc__exec_t *x, const mrc__transport_t *t,
-                            int i, const void *sb, void *rb, void *xb,
-                            int *ready)
+static mrc_status_t send_op(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                            const void *sb, void *rb, void *xb, int *ready)
 {
     const mrc__op_t *op = &x->plan.ops[i];
     mrc__xfer_t *xf = &x->xfers[i];
@@ -103,9 +102,8 @@ static mrc_status_t send_op(mrc__exec_t *x, const mrc__transport_t *t,
 /* A RECV: posted (into its staging slot once the slot's last send is
  * done, for a partial the chain only sends on), then tested. *ready once
  * it has arrived. */
-static mrc_status_t recv_op(mrc__exec_t *x, const mrc__transport_t *t,
-                            int i, const void *sb, void *rb, void *xb,
-                            int *ready)
+static mrc_status_t recv_op(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                            const void *sb, void *rb, void *xb, int *ready)
 {
     const mrc__op_t *op = &x->plan.ops[i];
     mrc__xfer_t *xf = &x->xfers[i];
@@ -147,9 +145,8 @@ static mrc_status_t recv_op(mrc__exec_t *x, const mrc__transport_t *t,
 }
 
 /* Op i of a chain, once: *ready if it is done (the cursor moves on). */
-static mrc_status_t chain_op(mrc__exec_t *x, const mrc__transport_t *t,
-                             int i, const void *sb, void *rb, void *xb,
-                             int *ready)
+static mrc_status_t chain_op(mrc__exec_t *x, const mrc__transport_t *t, int i,
+                             const void *sb, void *rb, void *xb, int *ready)
 {
     const mrc__op_t *op = &x->plan.ops[i];
     mrc_status_t st;
@@ -165,8 +162,8 @@ static mrc_status_t chain_op(mrc__exec_t *x, const mrc__transport_t *t,
             op->count * x->elem);
         return MRC_OK;
     case MRC__SCALE:
-        mrc__scale(MRC__EXEC_AT(x, op->dst, op->dst_off, sb, rb, xb),
-                   op->count, x->program->cfg.dtype, x->group_size);
+        mrc__scale(MRC__EXEC_AT(x, op->dst, op->dst_off, sb, rb, xb), op->count,
+                   x->program->cfg.dtype, x->group_size);
         return MRC_OK;
     case MRC__EXPOSE:
     case MRC__GET:
@@ -177,15 +174,13 @@ static mrc_status_t chain_op(mrc__exec_t *x, const mrc__transport_t *t,
         *ready = st == MRC_OK;
         return st == MRC_INPROGRESS ? MRC_OK : st;
     default:
-        return mrc__error(MRC_ERR_INTERNAL, "unknown operation %d",
-                          op->kind);
+        return mrc__error(MRC_ERR_INTERNAL, "unknown operation %d", op->kind);
     }
 }
 
 /* Advances one chain as far as it can go; sets *moved if it did. */
-static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t,
-                            int ch, const void *sb, void *rb, void *xb,
-                            int *moved)
+static mrc_status_t advance(mrc__exec_t *x, const mrc__transport_t *t, int ch,
+                            const void *sb, void *rb, void *xb, int *moved)
 {
     const mrc__plan_t *pl = &x->plan;
     int begin = pl->chain_off[ch], end = pl->chain_off[ch + 1];
@@ -323,8 +318,8 @@ mrc_status_t mrc__exec_run_chains(mrc__exec_t *x, const mrc__transport_t *t,
             start = 0; /* the timeout counts time without progress */
             continue;
         }
-        st = mrc__exec_stalled(x, t, MRC__SPIN_PASSES, &idle, &start,
-                               timeout_s);
+        st =
+            mrc__exec_stalled(x, t, MRC__SPIN_PASSES, &idle, &start, timeout_s);
         if (st != MRC_OK)
             return st;
     }

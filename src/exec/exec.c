@@ -66,9 +66,9 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
                               "node %d timed out after %g s at stream %d, "
                               "step %d, %s node %d",
                               pl->node, timeout_s, op->stream, op->step,
-                              op->kind == MRC__SEND     ? "sending to"
-                              : op->kind == MRC__WAIT   ? "waiting for a "
-                                                          "flag of"
+                              op->kind == MRC__SEND      ? "sending to"
+                              : op->kind == MRC__WAIT    ? "waiting for a "
+                                                           "flag of"
                               : op->kind == MRC__BARRIER ? "in a barrier "
                                                            "with"
                                                          : "waiting for",
@@ -84,8 +84,8 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
                               pl->node, timeout_s, op->peer, op->stream,
                               op->step);
     }
-    return mrc__error(MRC_ERR_TIMEOUT, "node %d timed out after %g s",
-                      pl->node, timeout_s);
+    return mrc__error(MRC_ERR_TIMEOUT, "node %d timed out after %g s", pl->node,
+                      timeout_s);
 }
 
 /* What the ranks must agree on: op only where it reduces, root only
@@ -93,12 +93,11 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
 static mrc__call_t call_of(const mrc_compile_config_t *cfg)
 {
     mrc_collective_t c = cfg->collective;
-    int reducing = c == MRC_ALLREDUCE || c == MRC_REDUCE ||
-                   c == MRC_REDUCE_SCATTER;
+    int reducing =
+        c == MRC_ALLREDUCE || c == MRC_REDUCE || c == MRC_REDUCE_SCATTER;
     int rooted = c == MRC_REDUCE || c == MRC_BROADCAST;
     return mrc__call_make(c, cfg->count, cfg->dtype,
-                          reducing ? cfg->op : MRC_SUM,
-                          rooted ? cfg->root : 0);
+                          reducing ? cfg->op : MRC_SUM, rooted ? cfg->root : 0);
 }
 
 /* Nothing moved in this look: what the run loops do then. Lets the other
@@ -106,8 +105,8 @@ static mrc__call_t call_of(const mrc_compile_config_t *cfg)
  * costs a microsecond, more than a small call's wait), and watches the
  * clock: MRC_ERR_TIMEOUT once timeout_s have passed without progress. */
 mrc_status_t mrc__exec_stalled(mrc__exec_t *x, const mrc__transport_t *t,
-                            size_t spin, size_t *idle, double *start,
-                            double timeout_s)
+                               size_t spin, size_t *idle, double *start,
+                               double timeout_s)
 {
     if (t->ops->idle && *idle >= spin && *idle % 16 == 15)
         t->ops->idle(t->ctx);
@@ -129,17 +128,17 @@ mrc_status_t mrc__exec_stalled(mrc__exec_t *x, const mrc__transport_t *t,
 }
 
 static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
-                        const mrc__call_t *as, uint64_t seq, const void *sendbuf, void *recvbuf,
-                        void *scratch, double timeout_s)
+                        const mrc__call_t *as, uint64_t seq,
+                        const void *sendbuf, void *recvbuf, void *scratch,
+                        double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
     memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
     x->cursor[0] = 0;
     /* Nobody to tell the ports (the CPU transports, no trace): no mask
      * is handed over in this call. */
-    x->ports_until = t->ops->ports || mrc__log_level() >= MRC__LOG_TRACE
-                         ? 0
-                         : INT32_MAX;
+    x->ports_until =
+        t->ops->ports || mrc__log_level() >= MRC__LOG_TRACE ? 0 : INT32_MAX;
     if (!x->straight) { /* the chains' bookkeeping, which a straight run
                             has not */
         if (x->num_fwds)
@@ -155,8 +154,7 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
     call = mrc__call_with_family(call, x->program->cfg.algo);
-    mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs,
-                                    x->num_recvs);
+    mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs, x->num_recvs);
     if (st != MRC_OK)
         return st;
     if (x->memory) {
@@ -165,7 +163,8 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
             return st;
     }
     if (x->straight)
-        return mrc__exec_run_straight(x, t, sendbuf, recvbuf, scratch, timeout_s);
+        return mrc__exec_run_straight(x, t, sendbuf, recvbuf, scratch,
+                                      timeout_s);
     return mrc__exec_run_chains(x, t, sendbuf, recvbuf, scratch, timeout_s);
 }
 
@@ -174,7 +173,8 @@ mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
                            const void *sendbuf, void *recvbuf, void *scratch,
                            double timeout_s)
 {
-    mrc_status_t st = run(x, t, call, seq, sendbuf, recvbuf, scratch, timeout_s);
+    mrc_status_t st =
+        run(x, t, call, seq, sendbuf, recvbuf, scratch, timeout_s);
     /* A peer may still be reading this rank's buffers, which the caller
      * is free to release once we return. */
     if (st != MRC_OK && t->ops->cancel)

@@ -14,11 +14,11 @@
 typedef struct mrc__exec {
     const mrc_program_t *program;
     mrc__plan_t plan;
-    mrc__xfer_t *xfers;   /* [num_ops]: one per op (sends and receives) */
-    mrc__xfer_t *recvs;   /* the receives, announced to the transport */
-    int32_t *recv_of;     /* [num_ops]: index into recvs, or -1 */
-    int32_t *send_list;   /* op indices of the sends */
-    int32_t *cursor;      /* [num_chains] */
+    mrc__xfer_t *xfers; /* [num_ops]: one per op (sends and receives) */
+    mrc__xfer_t *recvs; /* the receives, announced to the transport */
+    int32_t *recv_of;   /* [num_ops]: index into recvs, or -1 */
+    int32_t *send_list; /* op indices of the sends */
+    int32_t *cursor;    /* [num_chains] */
     size_t num_recvs, num_sends;
     size_t elem;
     int group_size;
@@ -29,15 +29,15 @@ typedef struct mrc__exec {
      * small slot that stays in cache instead of the caller's buffer. Slots
      * are reused by a window of chains per stream: at most `window` chains
      * of a stream run at once. */
-    int32_t *stage_of;   /* [num_ops]: slot of a staged RECV/SEND, or -1 */
-    int32_t *slot_user;  /* [num_slots]: the SEND reading it, or -1 */
+    int32_t *stage_of;  /* [num_ops]: slot of a staged RECV/SEND, or -1 */
+    int32_t *slot_user; /* [num_slots]: the SEND reading it, or -1 */
     char *staging;
     size_t slot_bytes;
     int num_slots, window;
-    int32_t *chain_rank;   /* [num_chains]: index among its stream's chains */
-    int32_t *chain_group;  /* [num_chains]: dense index of its stream */
-    int32_t *first_open;   /* per stream: lowest chain not yet complete */
-    uint8_t *complete;     /* [num_chains] */
+    int32_t *chain_rank;  /* [num_chains]: index among its stream's chains */
+    int32_t *chain_group; /* [num_chains]: dense index of its stream */
+    int32_t *first_open;  /* per stream: lowest chain not yet complete */
+    uint8_t *complete;    /* [num_chains] */
     int num_stream_ids;
 
     /* Memory programs: what the call exposes, and this call's window. */
@@ -72,8 +72,8 @@ typedef struct mrc__exec {
  * the runs will need; refuses it first if `ranks_here` such plans (the
  * ranks of this process: all of them over threads) would not fit in the
  * memory limit. */
-mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
-                               int node, int in_place, int ranks_here);
+mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
+                               int in_place, int ranks_here);
 void mrc__exec_release(mrc__exec_t *x);
 
 /* Runs the collective once: call number `seq` of the communicator. The
@@ -81,7 +81,8 @@ void mrc__exec_release(mrc__exec_t *x);
  * a peer's buffers: a caller that runs one call as another (avg on
  * integers, as a sum of wider words) gives the call it was asked for. */
 mrc_status_t mrc__exec_run(mrc__exec_t *x, const mrc__transport_t *t,
-                           const mrc__call_t *call, uint64_t seq, const void *sendbuf, void *recvbuf,
-                           void *scratch, double timeout_s);
+                           const mrc__call_t *call, uint64_t seq,
+                           const void *sendbuf, void *recvbuf, void *scratch,
+                           double timeout_s);
 
 #endif /* MRC_EXEC_H */

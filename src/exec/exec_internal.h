@@ -42,7 +42,7 @@ static inline char *mrc__exec_buffer(int which, const void *sendbuf,
 }
 
 /* Op op's region of buffer `which` (its elements from off). */
-#define MRC__EXEC_AT(x, which, off, sb, rb, xb)                              \
+#define MRC__EXEC_AT(x, which, off, sb, rb, xb)                                \
     (mrc__exec_buffer((which), (sb), (rb), (xb)) + (off) * (x)->elem)
 
 static inline void mrc__exec_copy_plain(void *dst, const void *src,
@@ -70,8 +70,7 @@ mrc_status_t mrc__exec_stalled(mrc__exec_t *x, const mrc__transport_t *t,
 
 /* At an op of `step`: hands the transport the port mask of a phase not
  * handed over yet (and traces it). */
-void mrc__exec_hand_ports(mrc__exec_t *x, const mrc__transport_t *t,
-                          int step);
+void mrc__exec_hand_ports(mrc__exec_t *x, const mrc__transport_t *t, int step);
 
 /* The general loop (chains.c): every chain advanced in turn until all
  * are complete and every send taken, after begin (and publish). */
@@ -87,9 +86,8 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
 /* A run of gets from op i into one destination, a tile at a time: the
  * ops it took (0: none, op i alone; -1: a wait of the run not yet
  * granted); a failure in *st. */
-int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
-                      int end, const void *sb, void *rb, void *xb,
-                      mrc_status_t *st);
+int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
+                      const void *sb, void *rb, void *xb, mrc_status_t *st);
 /* Publishes a memory program's buffers (waiting, with the timeout, while
  * the transport refuses). */
 mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,

@@ -25,20 +25,21 @@ enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 1 << 20 };
  * this rank's flag and a wait on every member's, in rank order; xf
  * remembers how far it is. */
 mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
-                              const mrc__op_t *op, mrc__xfer_t *xf,
-                              const void *sb, void *rb, void *xb)
+                                 const mrc__op_t *op, mrc__xfer_t *xf,
+                                 const void *sb, void *rb, void *xb)
 {
     const mrc__transport_ops_t *o = t->ops;
     switch (op->kind) {
     case MRC__EXPOSE:
         if (!op->ref)
             memcpy(x->win + op->dst_off * x->elem,
-                   mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                   mrc__exec_buffer(op->src, sb, rb, xb) +
+                       op->src_off * x->elem,
                    op->count * x->elem);
         return MRC_OK;
     case MRC__GET: {
-        mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
-                                                     : x->program->cfg.op;
+        mrc_op_t rop =
+            x->program->cfg.op == MRC_AVG ? MRC_SUM : x->program->cfg.op;
         xf->peer = op->peer;
         xf->count = op->count;
         xf->bytes = op->count * x->elem;
@@ -54,10 +55,8 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
             op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
         return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
     }
-    case MRC__SIGNAL:
-        return o->signal(t->ctx, op->flag);
-    case MRC__WAIT:
-        return o->wait(t->ctx, op->peer, op->flag);
+    case MRC__SIGNAL: return o->signal(t->ctx, op->flag);
+    case MRC__WAIT: return o->wait(t->ctx, op->peer, op->flag);
     default: { /* MRC__BARRIER */
         int flag = MRC__BARRIER_FLAG + op->flag;
         if (!xf->posted) {
@@ -68,8 +67,8 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
             xf->priv[0] = 0;
         }
         while ((int)xf->priv[0] < x->exposure.num_members) {
-            mrc_status_t st = o->wait(
-                t->ctx, x->exposure.members[xf->priv[0]], flag);
+            mrc_status_t st =
+                o->wait(t->ctx, x->exposure.members[xf->priv[0]], flag);
             if (st != MRC_OK)
                 return st;
             xf->priv[0]++;
@@ -88,9 +87,8 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
  * are looked at first (nothing in between signals, so waiting for them
  * early cannot deadlock). Returns the number of ops done (0: op i is not
  * such a run and runs alone), or -1 while a wait is not satisfied. */
-int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
-                   int end, const void *sb, void *rb, void *xb,
-                   mrc_status_t *st)
+int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
+                      const void *sb, void *rb, void *xb, mrc_status_t *st)
 {
     const mrc__op_t *ops = x->plan.ops, *first = &ops[i];
     size_t bytes = first->count * x->elem;
@@ -122,9 +120,9 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
             return 0;
         w->done = 1;
     }
-    mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM
-                                                 : x->program->cfg.op;
-    char *dst = mrc__exec_buffer(first->dst, sb, rb, xb) + first->dst_off * x->elem;
+    mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM : x->program->cfg.op;
+    char *dst =
+        mrc__exec_buffer(first->dst, sb, rb, xb) + first->dst_off * x->elem;
     size_t tile = GET_TILE / x->elem * x->elem;
     for (size_t off = 0; off < bytes; off += tile) {
         size_t len = bytes - off < tile ? bytes - off : tile;
@@ -156,11 +154,10 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i,
 /* Publishes a memory program's buffers; waits (with the timeout) while
  * the transport still lets a peer read the window of two calls ago. */
 mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
-                            const void *sendbuf, void *recvbuf,
-                            void *scratch, double timeout_s)
+                               const void *sendbuf, void *recvbuf,
+                               void *scratch, double timeout_s)
 {
-    if (!t->ops->publish || !t->ops->get || !t->ops->signal ||
-        !t->ops->wait)
+    if (!t->ops->publish || !t->ops->get || !t->ops->signal || !t->ops->wait)
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "the %s transport cannot read peers' memory, "
                           "which %s needs",
@@ -206,11 +203,11 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
             op->count * x->elem);
         return MRC_OK;
     case MRC__SCALE:
-        mrc__scale(mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
+        mrc__scale(mrc__exec_buffer(op->dst, sb, rb, xb) +
+                       op->dst_off * x->elem,
                    op->count, x->program->cfg.dtype, x->group_size);
         return MRC_OK;
-    default:
-        return mrc__exec_memory_op(x, t, op, &x->xfers[i], sb, rb, xb);
+    default: return mrc__exec_memory_op(x, t, op, &x->xfers[i], sb, rb, xb);
     }
 }
 
@@ -220,8 +217,8 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
  * in the same order, without the chains' and sends' bookkeeping, which
  * cost a small call more than its data did. */
 mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
-                              const void *sb, void *rb, void *xb,
-                              double timeout_s)
+                                    const void *sb, void *rb, void *xb,
+                                    double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
     double start = 0;
@@ -250,14 +247,16 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
          * call's time is mostly this wait). */
         if (st == MRC_INPROGRESS && op->kind == MRC__WAIT) {
             do {
-                st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+                st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start,
+                                       timeout_s);
                 if (st != MRC_OK)
                     return st;
                 st = t->ops->wait(t->ctx, op->peer, op->flag);
             } while (st == MRC_INPROGRESS);
         }
         if (st == MRC_INPROGRESS) {
-            st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+            st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start,
+                                   timeout_s);
             if (st != MRC_OK)
                 return st;
             continue;

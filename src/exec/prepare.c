@@ -104,8 +104,9 @@ static mrc_status_t plan_staging(mrc__exec_t *x)
     uint64_t biggest = 0;
     for (int ch = 0; ch < nc; ch++) {
         int toggle = 0, end = pl->chain_off[ch + 1];
-        int base = (x->chain_group[ch] * x->window +
-                    x->chain_rank[ch] % x->window) * 2;
+        int base =
+            (x->chain_group[ch] * x->window + x->chain_rank[ch] % x->window) *
+            2;
         for (int i = pl->chain_off[ch]; i < end; i++) {
             if (pl->ops[i].kind != MRC__RECV)
                 continue;
@@ -183,8 +184,9 @@ static mrc_status_t plan_relays(mrc__exec_t *x)
     x->relay_bytes = (size_t)total;
     x->relay_mem = aligned_alloc(64, x->relay_bytes ? x->relay_bytes : 64);
     if (!x->relay_mem)
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory for %zu bytes of "
-                                             "relay slots",
+        return mrc__error(MRC_ERR_NO_MEMORY,
+                          "out of memory for %zu bytes of "
+                          "relay slots",
                           x->relay_bytes);
     return MRC_OK;
 }
@@ -204,18 +206,20 @@ static mrc_status_t check_plan_memory(const mrc_program_t *p, int node,
     mrc__relay_bound(p, node, 0, &relay_chains, &relay_ops);
     chains += relay_chains;
     ops = mrc__sat_mul_add(1, relay_ops, ops);
-    uint64_t slot = mrc__sat_mul_add(mrc__chunk_elems(p),
-                                     mrc_dtype_size(p->cfg.dtype), 64);
-    uint64_t per_op = 2 * sizeof(mrc__op_t) + 2 * sizeof(mrc__xfer_t) +
-                      3 * sizeof(int32_t);
+    uint64_t slot =
+        mrc__sat_mul_add(mrc__chunk_elems(p), mrc_dtype_size(p->cfg.dtype), 64);
+    uint64_t per_op =
+        2 * sizeof(mrc__op_t) + 2 * sizeof(mrc__xfer_t) + 3 * sizeof(int32_t);
     uint64_t per_chain = 6 * sizeof(int32_t) + 1;
-    uint64_t one = mrc__sat_mul_add(ops, per_op,
-                                    mrc__sat_mul_add(chains, per_chain, 0));
+    uint64_t one =
+        mrc__sat_mul_add(ops, per_op, mrc__sat_mul_add(chains, per_chain, 0));
     one = mrc__sat_mul_add(mrc__sat_mul_add(relay_chains, 2, 0), slot, one);
     char what[128];
-    snprintf(what, sizeof what, "plans (%llu chunks of %zu bytes a rank, %d "
-             "rank%s in this process)", (unsigned long long)chains,
-             (size_t)p->cfg.chunk_bytes, ranks_here, ranks_here > 1 ? "s" : "");
+    snprintf(what, sizeof what,
+             "plans (%llu chunks of %zu bytes a rank, %d "
+             "rank%s in this process)",
+             (unsigned long long)chains, (size_t)p->cfg.chunk_bytes, ranks_here,
+             ranks_here > 1 ? "s" : "");
     mrc_status_t st = mrc__check_memory(
         mrc__sat_mul_add(one, (uint64_t)(ranks_here > 1 ? ranks_here : 1), 0),
         what);
@@ -230,8 +234,8 @@ static mrc_status_t check_plan_memory(const mrc_program_t *p, int node,
 /* What a memory program exposes: its group, the window where the code
  * uses one (by copy: programs by reference expose their buffers in
  * place), and its buffers' sizes (se, re, xe elements). */
-static void plan_exposure(mrc__exec_t *x, const mrc__group_t *gr,
-                          uint64_t se, uint64_t re, uint64_t xe)
+static void plan_exposure(mrc__exec_t *x, const mrc__group_t *gr, uint64_t se,
+                          uint64_t re, uint64_t xe)
 {
     const mrc_program_t *p = x->program;
     x->exposure.members = &p->members[gr->first_member];
@@ -271,8 +275,8 @@ static void list_transfers(mrc__exec_t *x)
     }
 }
 
-mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
-                               int node, int in_place, int ranks_here)
+mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
+                               int in_place, int ranks_here)
 {
     memset(x, 0, sizeof *x);
     x->program = p;
@@ -302,8 +306,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
     x->recv_of = malloc((n + 1) * sizeof *x->recv_of);
     x->send_list = malloc((n + 1) * sizeof *x->send_list);
     x->cursor = calloc((size_t)x->plan.num_chains + 1, sizeof *x->cursor);
-    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list ||
-        !x->cursor) {
+    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list || !x->cursor) {
         mrc__exec_release(x);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
                           node);
@@ -311,8 +314,8 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p,
     st = plan_staging(x);
     if (st == MRC_OK)
         st = plan_relays(x);
-    if (st == MRC_OK && !(x->idle_ports = malloc(
-                              (size_t)p->nodes[node].num_ports + 1)))
+    if (st == MRC_OK &&
+        !(x->idle_ports = malloc((size_t)p->nodes[node].num_ports + 1)))
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
                         node);
     if (st != MRC_OK) {

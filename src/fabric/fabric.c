@@ -17,15 +17,16 @@ mrc_status_t mrc_fabric_create(const mrc_fabric_config_t *cfg,
                                mrc_fabric_t **out)
 {
     if (!out)
-        return mrc__error(MRC_ERR_INVALID_ARG, "mrc_fabric_create: out is NULL");
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "mrc_fabric_create: out is NULL");
     *out = NULL;
     static const mrc_fabric_config_t defaults = {0};
     if (!cfg)
         cfg = &defaults;
     int tiles = cfg->tiles ? cfg->tiles : MRC_FABRIC_DEFAULT_TILES;
     int columns = cfg->columns ? cfg->columns : MRC_FABRIC_DEFAULT_COLUMNS;
-    int pb = cfg->packet_bytes ? cfg->packet_bytes
-                               : MRC_FABRIC_DEFAULT_PACKET_BYTES;
+    int pb =
+        cfg->packet_bytes ? cfg->packet_bytes : MRC_FABRIC_DEFAULT_PACKET_BYTES;
     if (tiles < 1 || tiles > MAX_TILES)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "a fabric has 1 to %d tiles, not %d", MAX_TILES,
@@ -34,8 +35,8 @@ mrc_status_t mrc_fabric_create(const mrc_fabric_config_t *cfg,
         columns = tiles;
     if (columns < 1 || columns > tiles)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "%d columns for %d tiles (1 to %d)", columns,
-                          tiles, tiles);
+                          "%d columns for %d tiles (1 to %d)", columns, tiles,
+                          tiles);
     if (pb < 1)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "a packet carries at least 1 byte, not %d", pb);
@@ -94,8 +95,8 @@ int mrc_fabric_delay(const mrc_fabric_t *f, int source, int dest)
            mrc__fabric_ns(f, dest);
 }
 
-unsigned mrc__fabric_flags(const mrc_fabric_t *f, int source,
-                           const int *dests, size_t n)
+unsigned mrc__fabric_flags(const mrc_fabric_t *f, int source, const int *dests,
+                           size_t n)
 {
     int cs = mrc__fabric_col(f, source);
     unsigned flags = 0;
@@ -163,9 +164,8 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source,
-                              const int *dests, int num_dests,
-                              uint64_t bytes)
+mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source, const int *dests,
+                              int num_dests, uint64_t bytes)
 {
     if (!x || (!dests && num_dests > 0))
         return mrc__error(MRC_ERR_INVALID_ARG,
@@ -176,11 +176,10 @@ mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source,
                           "entry %zu: source %d is not a tile", e, source);
     if (num_dests < 1)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "entry %zu: no destinations (source %d)", e,
-                          source);
+                          "entry %zu: no destinations (source %d)", e, source);
     if (bytes == 0)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "entry %zu: 0 bytes (source %d)", e, source);
+        return mrc__error(MRC_ERR_INVALID_ARG, "entry %zu: 0 bytes (source %d)",
+                          e, source);
     if (e == x->cap_entries) {
         size_t c = e ? 2 * e : 64;
         int *so = realloc(x->source, c * sizeof *so);
@@ -208,8 +207,7 @@ mrc_status_t mrc_exchange_add(mrc_exchange_t *x, int source,
                               d[i]);
         if (d[i] == source)
             return mrc__error(MRC_ERR_INVALID_ARG,
-                              "entry %zu: tile %d sends to itself", e,
-                              source);
+                              "entry %zu: tile %d sends to itself", e, source);
         if (i > 0 && d[i] == d[i - 1])
             return mrc__error(MRC_ERR_INVALID_ARG,
                               "entry %zu: destination %d appears twice", e,
@@ -251,9 +249,8 @@ static uint64_t next_random(uint64_t *state)
 
 enum { RANDOM_FANOUT = 8 };
 
-static const char *const pattern_names[] = {"neighbour", "neighbor",
-                                            "broadcast", "random",
-                                            "all-to-all"};
+static const char *const pattern_names[] = {
+    "neighbour", "neighbor", "broadcast", "random", "all-to-all"};
 
 int mrc_exchange_is_pattern(const char *name)
 {
@@ -264,9 +261,8 @@ int mrc_exchange_is_pattern(const char *name)
     return 0;
 }
 
-static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name,
-                                int tiles, int columns, uint64_t seed,
-                                uint64_t bytes)
+static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name, int tiles,
+                                int columns, uint64_t seed, uint64_t bytes)
 {
     mrc_fabric_config_t cfg = {tiles, columns, 1};
     mrc_fabric_t *f = NULL;
@@ -302,12 +298,12 @@ static mrc_status_t add_pattern(mrc_exchange_t *x, const char *name,
             }
     } else if (strcmp(name, "all-to-all") == 0 &&
                (uint64_t)tiles * (uint64_t)(tiles - 1) > INT32_MAX) {
-        st = mrc__error(MRC_ERR_INVALID_ARG,
-                        "all-to-all on %d tiles is %llu packets (at most "
-                        "%d)",
-                        tiles,
-                        (unsigned long long)tiles * (unsigned long long)(tiles - 1),
-                        INT32_MAX);
+        st = mrc__error(
+            MRC_ERR_INVALID_ARG,
+            "all-to-all on %d tiles is %llu packets (at most "
+            "%d)",
+            tiles, (unsigned long long)tiles * (unsigned long long)(tiles - 1),
+            INT32_MAX);
     } else if (strcmp(name, "all-to-all") == 0 &&
                (st = mrc__fabric_check_memory(
                     (uint64_t)tiles * (uint64_t)(tiles - 1),
@@ -366,8 +362,8 @@ static mrc_status_t get_int(json_t *v, const char *what, long long lo,
                           v ? "of the wrong type" : "missing");
     long long n = json_integer_value(v);
     if (n < lo || n > hi)
-        return mrc__error(MRC_ERR_PARSE, "%s is %lld (from %lld to %lld)",
-                          what, n, lo, hi);
+        return mrc__error(MRC_ERR_PARSE, "%s is %lld (from %lld to %lld)", what,
+                          n, lo, hi);
     *out = n;
     return MRC_OK;
 }
@@ -378,23 +374,19 @@ static mrc_status_t read_entry(mrc_exchange_t *x, json_t *e, size_t i,
     char what[96];
     long long source = 0, bytes = MRC_FABRIC_DEFAULT_PACKET_BYTES, d = 0;
     if (!json_is_object(e))
-        return mrc__error(MRC_ERR_PARSE, "exchange[%zu] is not an object",
-                          i);
+        return mrc__error(MRC_ERR_PARSE, "exchange[%zu] is not an object", i);
     snprintf(what, sizeof what, "exchange[%zu].source", i);
     mrc_status_t st =
-        get_int(json_object_get(e, "source"), what, 0, MAX_TILES - 1,
-                &source);
+        get_int(json_object_get(e, "source"), what, 0, MAX_TILES - 1, &source);
     snprintf(what, sizeof what, "exchange[%zu].bytes", i);
     if (st == MRC_OK && json_object_get(e, "bytes"))
-        st = get_int(json_object_get(e, "bytes"), what, 1, 1ll << 40,
-                     &bytes);
+        st = get_int(json_object_get(e, "bytes"), what, 1, 1ll << 40, &bytes);
     if (st != MRC_OK)
         return st;
     json_t *dests = json_object_get(e, "destinations");
     size_t n = json_array_size(dests);
     if (!json_is_array(dests) || n == 0)
-        return mrc__error(MRC_ERR_PARSE,
-                          "exchange[%zu].destinations is %s", i,
+        return mrc__error(MRC_ERR_PARSE, "exchange[%zu].destinations is %s", i,
                           json_is_array(dests) ? "empty"
                                                : "not an array of tiles");
     if (grow((void **)buf, cap, n, sizeof **buf))
@@ -413,9 +405,8 @@ static mrc_status_t read_entry(mrc_exchange_t *x, json_t *e, size_t i,
 }
 
 mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
-                                     const char *origin,
-                                     mrc_exchange_t **out, int *tiles,
-                                     int *columns)
+                                     const char *origin, mrc_exchange_t **out,
+                                     int *tiles, int *columns)
 {
     const char *where = origin ? origin : "<json>";
     *out = NULL;
@@ -442,11 +433,10 @@ mrc_status_t mrc_exchange_parse_json(const char *text, size_t len,
                         "\"destinations\", \"bytes\"})",
                         list ? "not an array" : "missing");
     if (st == MRC_OK && json_object_get(root, "tiles"))
-        st = get_int(json_object_get(root, "tiles"), "tiles", 1, MAX_TILES,
-                     &t);
+        st = get_int(json_object_get(root, "tiles"), "tiles", 1, MAX_TILES, &t);
     if (st == MRC_OK && json_object_get(root, "columns"))
-        st = get_int(json_object_get(root, "columns"), "columns", 1,
-                     MAX_TILES, &c);
+        st = get_int(json_object_get(root, "columns"), "columns", 1, MAX_TILES,
+                     &c);
     if (st == MRC_OK)
         st = mrc_exchange_create(&x);
     for (size_t i = 0; st == MRC_OK && i < json_array_size(list); i++)
@@ -494,8 +484,8 @@ mrc_status_t mrc__fabric_check_memory(uint64_t entries, uint64_t dests,
     need = mrc__sat_mul_add(dests, 2 * 4, need);
     need = mrc__sat_mul_add(packets, 9 + 4, need);
     need = mrc__sat_mul_add(deliveries, 4, need);
-    need = mrc__sat_mul_add(mrc__sat_mul_add(cycles, (uint64_t)tiles, 0), 5,
-                            need);
+    need =
+        mrc__sat_mul_add(mrc__sat_mul_add(cycles, (uint64_t)tiles, 0), 5, need);
     return mrc__check_memory(need, entries ? "exchange and schedule tables"
                                            : "schedule tables");
 }

@@ -51,8 +51,8 @@ static inline int mrc__fabric_col(const mrc_fabric_t *f, int t)
 }
 
 /* The flags a packet from `source` to `dests` needs. */
-unsigned mrc__fabric_flags(const mrc_fabric_t *f, int source,
-                           const int *dests, size_t n);
+unsigned mrc__fabric_flags(const mrc_fabric_t *f, int source, const int *dests,
+                           size_t n);
 
 /* 1 if tile `t` is among the entry's (sorted) destinations. */
 int mrc__exchange_has_dest(const mrc_exchange_t *x, size_t entry, int t);

@@ -24,12 +24,11 @@ typedef struct builder {
     const mrc_fabric_t *f;
     const mrc_exchange_t *x;
     mrc_fabric_schedule_t *s;
-    uint8_t **busy; /* [tiles][horizon]: the tile sends in that cycle */
+    uint8_t **busy;      /* [tiles][horizon]: the tile sends in that cycle */
     int32_t *first_free; /* [tiles]: no free send cycle before this */
 } builder_t;
 
-static mrc_status_t check_tiles(const mrc_fabric_t *f,
-                                const mrc_exchange_t *x)
+static mrc_status_t check_tiles(const mrc_fabric_t *f, const mrc_exchange_t *x)
 {
     for (size_t e = 0; e < x->entries; e++) {
         if (x->source[e] >= f->tiles)
@@ -54,8 +53,7 @@ static uint64_t packets_of(const mrc_fabric_t *f, uint64_t bytes)
 }
 
 /* The longest trip of entry e's packets (to its farthest destination). */
-static int entry_delay(const mrc_fabric_t *f, const mrc_exchange_t *x,
-                       size_t e)
+static int entry_delay(const mrc_fabric_t *f, const mrc_exchange_t *x, size_t e)
 {
     int d = 0;
     for (size_t k = x->first[e]; k < x->first[e + 1]; k++) {
@@ -79,8 +77,8 @@ static int cmp_asc(const void *a, const void *b)
 /* The lower bound of mrc/fabric.h: for each tile, its packets one a
  * cycle, longest trip first (when sending) or in order of trip (when
  * receiving: none arrives before its trip). */
-static mrc_status_t lower_bound(const mrc_fabric_t *f,
-                                const mrc_exchange_t *x, int64_t *out)
+static mrc_status_t lower_bound(const mrc_fabric_t *f, const mrc_exchange_t *x,
+                                int64_t *out)
 {
     int T = f->tiles;
     size_t *n_out = calloc((size_t)T + 1, sizeof *n_out);
@@ -164,8 +162,8 @@ static mrc_status_t reach(builder_t *b, int64_t need)
                           "the schedule would need %lld cycles of %d tiles "
                           "(at most %d)",
                           (long long)h, b->f->tiles, INT32_MAX);
-    mrc_status_t st = mrc__fabric_check_memory(0, 0, 0, 0, (uint64_t)h,
-                                               b->f->tiles);
+    mrc_status_t st =
+        mrc__fabric_check_memory(0, 0, 0, 0, (uint64_t)h, b->f->tiles);
     if (st != MRC_OK)
         return st;
     for (int t = 0; t < b->f->tiles; t++) {
@@ -306,8 +304,7 @@ static mrc_status_t count_packets(const mrc_fabric_t *f,
             return mrc__error(MRC_ERR_INVALID_ARG,
                               "the exchange has more than %llu packets "
                               "(of %d bytes)",
-                              (unsigned long long)MAX_PACKETS,
-                              f->packet_bytes);
+                              (unsigned long long)MAX_PACKETS, f->packet_bytes);
         *packets += k;
         *deliveries += k * (x->first[e + 1] - x->first[e]);
         first_packet[e + 1] = *packets;
@@ -321,8 +318,7 @@ static mrc_status_t count_packets(const mrc_fabric_t *f,
 static mrc_status_t check_schedule_memory(const mrc_fabric_t *f,
                                           const mrc_exchange_t *x,
                                           const uint64_t *first_packet,
-                                          uint64_t packets,
-                                          uint64_t deliveries)
+                                          uint64_t packets, uint64_t deliveries)
 {
     uint64_t *load = calloc((size_t)f->tiles + 1, sizeof *load);
     uint64_t busiest = 0;
@@ -366,15 +362,14 @@ static mrc_status_t build(builder_t *b, const uint64_t *first_packet)
         st = place_all(b, first_packet);
     for (uint64_t p = 0; st == MRC_OK && p < s->packets; p++) {
         size_t e = (size_t)s->entry[p];
-        s->flags[p] = (uint8_t)mrc__fabric_flags(
-            f, x->source[e], x->dests + x->first[e],
-            x->first[e + 1] - x->first[e]);
+        s->flags[p] =
+            (uint8_t)mrc__fabric_flags(f, x->source[e], x->dests + x->first[e],
+                                       x->first[e + 1] - x->first[e]);
     }
     return st;
 }
 
-mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f,
-                                 const mrc_exchange_t *x,
+mrc_status_t mrc_fabric_schedule(const mrc_fabric_t *f, const mrc_exchange_t *x,
                                  mrc_fabric_schedule_t **out)
 {
     if (!f || !x || !out)
@@ -444,8 +439,7 @@ int mrc_fabric_packet_source(const mrc_fabric_schedule_t *s, uint64_t p)
     return p < s->packets ? s->x->source[s->entry[p]] : -1;
 }
 
-int64_t mrc_fabric_packet_send_cycle(const mrc_fabric_schedule_t *s,
-                                     uint64_t p)
+int64_t mrc_fabric_packet_send_cycle(const mrc_fabric_schedule_t *s, uint64_t p)
 {
     return p < s->packets ? s->send[p] : -1;
 }

@@ -63,11 +63,11 @@ static mrc_status_t build_queues(sim_t *m)
     }
     for (uint64_t p = 0; p < s->packets; p++) {
         if (s->send[p] < 0 || s->send[p] >= H) {
-            st = mrc__error(MRC_ERR_INVALID_ARG,
-                            "packet %llu: send cycle %d is outside the "
-                            "schedule (0 to %lld)",
-                            (unsigned long long)p, s->send[p],
-                            (long long)H - 1);
+            st =
+                mrc__error(MRC_ERR_INVALID_ARG,
+                           "packet %llu: send cycle %d is outside the "
+                           "schedule (0 to %lld)",
+                           (unsigned long long)p, s->send[p], (long long)H - 1);
             goto done;
         }
         by_cycle[s->send[p] + 1]++;
@@ -95,8 +95,7 @@ done:
 /* One cycle of tile t's latches (one set): returns the latches that hold
  * a packet afterwards. */
 static uint32_t step_latches(const mrc_fabric_schedule_t *s, int32_t *lat,
-                             int columns, int col, int32_t entering,
-                             int gate)
+                             int columns, int col, int32_t entering, int gate)
 {
     uint32_t held = 0;
     for (int x = columns - 1; x > col; x--) {
@@ -128,8 +127,7 @@ static mrc_status_t sim_init(sim_t *m, const mrc_fabric_t *f,
     *m = (sim_t){f, s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, f->rows + 2};
     size_t lat = (size_t)T * (size_t)C;
     uint64_t need = mrc__sat_mul_add(lat, 2 * sizeof(int32_t), 0);
-    need = mrc__sat_mul_add(mrc__sat_mul_add((uint64_t)T, (uint64_t)m->ring,
-                                             0),
+    need = mrc__sat_mul_add(mrc__sat_mul_add((uint64_t)T, (uint64_t)m->ring, 0),
                             sizeof(int32_t), need);
     need = mrc__sat_mul_add((uint64_t)T, 3 * sizeof(int64_t), need);
     need = mrc__sat_mul_add(s->packets, 2 * sizeof(uint64_t), need);
@@ -148,8 +146,8 @@ static mrc_status_t sim_init(sim_t *m, const mrc_fabric_t *f,
     m->wire = malloc(sizeof *m->wire * (size_t)T * (size_t)m->ring);
     if (!m->gated || !m->ungated || !m->live || !m->queue || !m->next ||
         !m->end || !m->wire)
-        st = mrc__error(MRC_ERR_NO_MEMORY,
-                        "out of memory to simulate %d tiles", T);
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory to simulate %d tiles",
+                        T);
     if (st == MRC_OK)
         st = build_queues(m);
     if (st != MRC_OK) {
@@ -183,10 +181,10 @@ static void tiles_cycle(sim_t *m, int64_t c, mrc_fabric_stats_t *out)
         if (entering < 0 && m->live[t] == 0)
             continue;
         int col = mrc__fabric_col(f, t);
-        uint32_t g = step_latches(s, m->gated + (size_t)t * C, C, col,
-                                  entering, 1);
-        uint32_t u = step_latches(s, m->ungated + (size_t)t * C, C, col,
-                                  entering, 0);
+        uint32_t g =
+            step_latches(s, m->gated + (size_t)t * C, C, col, entering, 1);
+        uint32_t u =
+            step_latches(s, m->ungated + (size_t)t * C, C, col, entering, 0);
         out->toggles += g;
         out->toggles_ungated += u;
         m->live[t] = u; /* the ungated set holds whatever the gated does */
@@ -226,8 +224,7 @@ static uint64_t in_flight(const sim_t *m)
     uint64_t n = 0;
     for (int t = 0; t < m->f->tiles && n == 0; t++)
         n += (m->end[t] - m->next[t]) + m->live[t];
-    for (size_t i = 0; n == 0 && i < (size_t)m->f->tiles * (size_t)m->ring;
-         i++)
+    for (size_t i = 0; n == 0 && i < (size_t)m->f->tiles * (size_t)m->ring; i++)
         n += m->wire[i] >= 0;
     return n;
 }

@@ -13,7 +13,6 @@
 
 #include "pmpi_internal.h"
 
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int keyval = MPI_KEYVAL_INVALID;
 static cached_t *all; /* every live entry, for MPI_Finalize */
@@ -162,7 +161,6 @@ cached_t *mrc__pmpi_entry_of(MPI_Comm comm, const char **why)
     route_remember(comm, c);
     return c;
 }
-
 
 void mrc__pmpi_forget_all(void)
 {

@@ -44,7 +44,8 @@ mrc__pmpi_type_memo_t mrc__pmpi_last_type;
 
 static int same_basic(MPI_Datatype a, MPI_Datatype b)
 {
-    return a == b || (mrc__pmpi_reducible(a) >= 0 && mrc__pmpi_reducible(a) == mrc__pmpi_reducible(b));
+    return a == b || (mrc__pmpi_reducible(a) >= 0 &&
+                      mrc__pmpi_reducible(a) == mrc__pmpi_reducible(b));
 }
 
 /* The one predefined type that t's type signature repeats, in *base
@@ -149,7 +150,7 @@ static int contiguous(MPI_Datatype t, int depth)
 /* The bytes of count elements of t (the same on every rank: MPI requires
  * the signatures to match), or 0 with *why. */
 int mrc__pmpi_data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
-                      const char **why)
+                         const char **why)
 {
     MPI_Count size = 0;
     int d = mrc__pmpi_reducible(t); /* predefined: no call into MPI */
@@ -157,8 +158,7 @@ int mrc__pmpi_data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
         size = d >= 0 ? (MPI_Count)mrc_dtype_size((mrc_dtype_t)d) : 1;
     else if (PMPI_Type_size_x(t, &size) != MPI_SUCCESS)
         size = -1;
-    if (size < 0 ||
-        __builtin_mul_overflow(count, (size_t)size, bytes)) {
+    if (size < 0 || __builtin_mul_overflow(count, (size_t)size, bytes)) {
         *why = "a size that mrc cannot hold";
         return 0;
     }
@@ -170,8 +170,8 @@ int mrc__pmpi_data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
  * MPI requires to agree on every rank: all ranks take the same route
  * whatever their datatypes' layouts. */
 int mrc__pmpi_reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
-                          mrc_dtype_t *dtype, mrc_op_t *mop, size_t *elems,
-                          const char **why)
+                             mrc_dtype_t *dtype, mrc_op_t *mop, size_t *elems,
+                             const char **why)
 {
     if (op == MPI_SUM)
         *mop = MRC_SUM;
@@ -215,8 +215,6 @@ int mrc__pmpi_reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
     return 1;
 }
 
-
-
 /* Packs or unpacks in pieces small enough for MPI's int sizes. */
 static int pack_pieces(data_t *d, MPI_Comm comm, int unpack)
 {
@@ -250,11 +248,11 @@ static int pack_pieces(data_t *d, MPI_Comm comm, int unpack)
 /* Sets d up for count elements of t at buf; `in`: its data is input
  * (packed now). 0 with *why if a buffer is short of memory. */
 int mrc__pmpi_data_open(data_t *d, void *buf, size_t count, MPI_Datatype t,
-                     size_t bytes, int in, MPI_Comm comm, const char **why)
+                        size_t bytes, int in, MPI_Comm comm, const char **why)
 {
     *d = (data_t){buf, count, t, bytes, NULL};
-    if (bytes == 0 || mrc__pmpi_reducible(t) >= 0 || t == MPI_BYTE || t == MPI_CHAR ||
-        contiguous(t, 0))
+    if (bytes == 0 || mrc__pmpi_reducible(t) >= 0 || t == MPI_BYTE ||
+        t == MPI_CHAR || contiguous(t, 0))
         return 1; /* predefined types first: no call into MPI */
     d->packed = malloc(bytes);
     if (!d->packed) {
@@ -286,4 +284,3 @@ int mrc__pmpi_data_close(data_t *d, int out, MPI_Comm comm)
     d->packed = NULL;
     return rc;
 }
-

@@ -70,24 +70,28 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
     }
     mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
     int ip = sendbuf == MPI_IN_PLACE;
-    if (mrc__pmpi_reducible(type) >= 0) { /* a predefined type: its buffers as they are */
-        mrc_status_t st = mrc_allreduce(input(sendbuf, recvbuf), recvbuf,
-                                        elems, dtype, mop, c->comm);
-        return st == MRC_OK ? MPI_SUCCESS : mrc__pmpi_failed(fn, comm, c, st, NULL);
+    if (mrc__pmpi_reducible(type) >=
+        0) { /* a predefined type: its buffers as they are */
+        mrc_status_t st = mrc_allreduce(input(sendbuf, recvbuf), recvbuf, elems,
+                                        dtype, mop, c->comm);
+        return st == MRC_OK ? MPI_SUCCESS
+                            : mrc__pmpi_failed(fn, comm, c, st, NULL);
     }
     size_t bytes = elems * mrc_dtype_size(dtype);
     data_t s, r;
-    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
-                   comm, &why))
+    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf), count, type,
+                             bytes, 1, comm, &why))
         return mrc__pmpi_stranded(fn, comm, why);
     if (ip)
         r = s;
-    else if (!mrc__pmpi_data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
+    else if (!mrc__pmpi_data_open(&r, recvbuf, count, type, bytes, 0, comm,
+                                  &why)) {
         mrc__pmpi_data_close(&s, 0, comm);
         return mrc__pmpi_stranded(fn, comm, why);
     }
     mrc_status_t st =
-        mrc_allreduce(mrc__pmpi_data_at(&s), mrc__pmpi_data_at(&r), elems, dtype, mop, c->comm);
+        mrc_allreduce(mrc__pmpi_data_at(&s), mrc__pmpi_data_at(&r), elems,
+                      dtype, mop, c->comm);
     int rc = mrc__pmpi_data_close(&r, st == MRC_OK, comm);
     if (!ip)
         mrc__pmpi_data_close(&s, 0, comm);
@@ -119,7 +123,8 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     mrc__pmpi_comm_shape(comm, &size, &rank);
     if (root < 0 || root >= size)
         why = "a root out of range (MPI reports it)";
-    else if (mrc__pmpi_reducible_data(type, count, op, &dtype, &mop, &elems, &why))
+    else if (mrc__pmpi_reducible_data(type, count, op, &dtype, &mop, &elems,
+                                      &why))
         c = mrc__pmpi_entry_of(comm, &why);
     if (!c) {
         mrc__pmpi_say(fn, site, "MPI", why);
@@ -127,26 +132,29 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
     }
     mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
     int ip = sendbuf == MPI_IN_PLACE && rank == root, out = rank == root;
-    if (mrc__pmpi_reducible(type) >= 0) { /* a predefined type: buffers as they are */
-        mrc_status_t st = mrc_reduce(input(sendbuf, recvbuf),
-                                     out ? recvbuf : NULL, elems, dtype, mop,
-                                     root, c->comm);
-        return st == MRC_OK ? MPI_SUCCESS : mrc__pmpi_failed(fn, comm, c, st, NULL);
+    if (mrc__pmpi_reducible(type) >=
+        0) { /* a predefined type: buffers as they are */
+        mrc_status_t st =
+            mrc_reduce(input(sendbuf, recvbuf), out ? recvbuf : NULL, elems,
+                       dtype, mop, root, c->comm);
+        return st == MRC_OK ? MPI_SUCCESS
+                            : mrc__pmpi_failed(fn, comm, c, st, NULL);
     }
     size_t bytes = elems * mrc_dtype_size(dtype);
     data_t s, r = {0};
-    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf), count, type, bytes, 1,
-                   comm, &why))
+    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf), count, type,
+                             bytes, 1, comm, &why))
         return mrc__pmpi_stranded(fn, comm, why);
     if (ip)
         r = s;
-    else if (out &&
-             !mrc__pmpi_data_open(&r, recvbuf, count, type, bytes, 0, comm, &why)) {
+    else if (out && !mrc__pmpi_data_open(&r, recvbuf, count, type, bytes, 0,
+                                         comm, &why)) {
         mrc__pmpi_data_close(&s, 0, comm);
         return mrc__pmpi_stranded(fn, comm, why);
     }
-    mrc_status_t st = mrc_reduce(mrc__pmpi_data_at(&s), out ? mrc__pmpi_data_at(&r) : NULL, elems,
-                                 dtype, mop, root, c->comm);
+    mrc_status_t st =
+        mrc_reduce(mrc__pmpi_data_at(&s), out ? mrc__pmpi_data_at(&r) : NULL,
+                   elems, dtype, mop, root, c->comm);
     int rc = out ? mrc__pmpi_data_close(&r, st == MRC_OK, comm) : MPI_SUCCESS;
     if (!ip)
         mrc__pmpi_data_close(&s, 0, comm);
@@ -159,17 +167,15 @@ EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
                       MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
     int rc = count < 0 ? -1
-                       : reduce(sendbuf, recvbuf, (size_t)count, type, op,
-                                root, comm, SITE, "MPI_Reduce");
+                       : reduce(sendbuf, recvbuf, (size_t)count, type, op, root,
+                                comm, SITE, "MPI_Reduce");
     return rc >= 0 ? rc
-                   : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root,
-                                 comm);
+                   : PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
 static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                size_t recvcount, MPI_Datatype type,
-                                MPI_Op op, MPI_Comm comm, const void *site,
-                                const char *fn)
+                                size_t recvcount, MPI_Datatype type, MPI_Op op,
+                                MPI_Comm comm, const void *site, const char *fn)
 {
     const char *why = NULL;
     mrc_dtype_t dtype;
@@ -178,7 +184,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
     cached_t *c = NULL;
     int n = 0, rank = 0;
     mrc__pmpi_comm_shape(comm, &n, &rank);
-    if (mrc__pmpi_reducible_data(type, recvcount, op, &dtype, &mop, &elems, &why)) {
+    if (mrc__pmpi_reducible_data(type, recvcount, op, &dtype, &mop, &elems,
+                                 &why)) {
         if (elems > SIZE_MAX / (size_t)n / mrc_dtype_size(dtype))
             why = "a size that mrc cannot hold";
         else
@@ -196,10 +203,12 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
      * so the result comes out of place, into a block of its own. */
     int ip = sendbuf == MPI_IN_PLACE;
     data_t s, r;
-    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf), recvcount * (size_t)n,
-                   type, block * (size_t)n, 1, comm, &why))
+    if (!mrc__pmpi_data_open(&s, (void *)input(sendbuf, recvbuf),
+                             recvcount * (size_t)n, type, block * (size_t)n, 1,
+                             comm, &why))
         return mrc__pmpi_stranded(fn, comm, why);
-    if (!mrc__pmpi_data_open(&r, recvbuf, recvcount, type, block, 0, comm, &why)) {
+    if (!mrc__pmpi_data_open(&r, recvbuf, recvcount, type, block, 0, comm,
+                             &why)) {
         mrc__pmpi_data_close(&s, 0, comm);
         return mrc__pmpi_stranded(fn, comm, why);
     }
@@ -208,8 +217,8 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
         mrc__pmpi_data_close(&s, 0, comm);
         return mrc__pmpi_stranded(fn, comm, "out of memory for the result");
     }
-    mrc_status_t st =
-        mrc_reduce_scatter(mrc__pmpi_data_at(&s), into, elems, dtype, mop, c->comm);
+    mrc_status_t st = mrc_reduce_scatter(mrc__pmpi_data_at(&s), into, elems,
+                                         dtype, mop, c->comm);
     if (into != mrc__pmpi_data_at(&r)) {
         if (st == MRC_OK)
             memcpy(r.buf, into, block);
@@ -223,14 +232,14 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
 }
 
 EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                    int recvcount, MPI_Datatype type,
-                                    MPI_Op op, MPI_Comm comm)
+                                    int recvcount, MPI_Datatype type, MPI_Op op,
+                                    MPI_Comm comm)
 {
-    int rc = recvcount < 0
-                 ? -1
-                 : reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcount,
-                                        type, op, comm, SITE,
-                                        "MPI_Reduce_scatter_block");
+    int rc =
+        recvcount < 0
+            ? -1
+            : reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcount, type,
+                                   op, comm, SITE, "MPI_Reduce_scatter_block");
     return rc >= 0 ? rc
                    : PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount,
                                                type, op, comm);
@@ -247,13 +256,13 @@ EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
     int rc = -1;
     if (!equal || size < 1 || recvcounts[0] < 0)
         mrc__pmpi_say("MPI_Reduce_scatter", SITE, "MPI",
-            "the ranks' counts differ");
+                      "the ranks' counts differ");
     else
-        rc = reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcounts[0],
-                                  type, op, comm, SITE, "MPI_Reduce_scatter");
+        rc = reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcounts[0], type,
+                                  op, comm, SITE, "MPI_Reduce_scatter");
     return rc >= 0 ? rc
-                   : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type,
-                                         op, comm);
+                   : PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op,
+                                         comm);
 }
 
 /* Allgather and broadcast move bytes: the route rests on the bytes of the
@@ -295,14 +304,14 @@ static int allgather(const void *sendbuf, size_t sendcount,
     char *mine = (char *)recvbuf +
                  (MPI_Aint)rank * (MPI_Aint)recvcount * (MPI_Aint)extent;
     data_t s, r;
-    if (!mrc__pmpi_data_open(&r, recvbuf, recvcount * (size_t)n, recvtype, total, 0, comm,
-                   &why))
+    if (!mrc__pmpi_data_open(&r, recvbuf, recvcount * (size_t)n, recvtype,
+                             total, 0, comm, &why))
         return mrc__pmpi_stranded(fn, comm, why);
-    int ok =
-        sendbuf == MPI_IN_PLACE
-            ? mrc__pmpi_data_open(&s, mine, recvcount, recvtype, rbytes, 1, comm, &why)
-            : mrc__pmpi_data_open(&s, (void *)sendbuf, sendcount, sendtype, sbytes, 1,
-                        comm, &why);
+    int ok = sendbuf == MPI_IN_PLACE
+                 ? mrc__pmpi_data_open(&s, mine, recvcount, recvtype, rbytes, 1,
+                                       comm, &why)
+                 : mrc__pmpi_data_open(&s, (void *)sendbuf, sendcount, sendtype,
+                                       sbytes, 1, comm, &why);
     if (!ok) {
         mrc__pmpi_data_close(&r, 0, comm);
         return mrc__pmpi_stranded(fn, comm, why);
@@ -357,13 +366,16 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
     if (mrc__pmpi_predefined(type)) { /* the buffer as it is */
         mrc_status_t st =
             mrc_broadcast(buf, buf, bytes, MRC_UINT8, root, c->comm);
-        return st == MRC_OK ? MPI_SUCCESS : mrc__pmpi_failed(fn, comm, c, st, NULL);
+        return st == MRC_OK ? MPI_SUCCESS
+                            : mrc__pmpi_failed(fn, comm, c, st, NULL);
     }
     data_t d;
-    if (!mrc__pmpi_data_open(&d, buf, count, type, bytes, rank == root, comm, &why))
+    if (!mrc__pmpi_data_open(&d, buf, count, type, bytes, rank == root, comm,
+                             &why))
         return mrc__pmpi_stranded(fn, comm, why);
-    mrc_status_t st = mrc_broadcast(mrc__pmpi_data_at(&d), mrc__pmpi_data_at(&d), bytes, MRC_UINT8,
-                                    root, c->comm);
+    mrc_status_t st =
+        mrc_broadcast(mrc__pmpi_data_at(&d), mrc__pmpi_data_at(&d), bytes,
+                      MRC_UINT8, root, c->comm);
     int rc = mrc__pmpi_data_close(&d, st == MRC_OK && rank != root, comm);
     if (st != MRC_OK || rc != MPI_SUCCESS)
         return mrc__pmpi_failed(fn, comm, c, st, "unpacking the result failed");
@@ -381,27 +393,25 @@ EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 
 #if MPI_VERSION >= 4
 /* MPI-4 large counts. */
-EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf,
-                           MPI_Count count, MPI_Datatype type, MPI_Op op,
-                           MPI_Comm comm)
+EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                           MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
     int rc = count < 0 ? -1
                        : allreduce(sendbuf, recvbuf, (size_t)count, type, op,
                                    comm, SITE, "MPI_Allreduce_c");
     return rc >= 0 ? rc
-                   : PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op,
-                                      comm);
+                   : PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
 }
 
 EXPORT int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                         MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
     int rc = count < 0 ? -1
-                       : reduce(sendbuf, recvbuf, (size_t)count, type, op,
-                                root, comm, SITE, "MPI_Reduce_c");
-    return rc >= 0 ? rc
-                   : PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root,
-                                   comm);
+                       : reduce(sendbuf, recvbuf, (size_t)count, type, op, root,
+                                comm, SITE, "MPI_Reduce_c");
+    return rc >= 0
+               ? rc
+               : PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm);
 }
 
 EXPORT int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf,
@@ -419,8 +429,8 @@ EXPORT int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf,
 }
 
 EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf,
-                                const MPI_Count recvcounts[],
-                                MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+                                const MPI_Count recvcounts[], MPI_Datatype type,
+                                MPI_Op op, MPI_Comm comm)
 {
     int size = 0, equal = 1;
     PMPI_Comm_size(comm, &size);
@@ -428,11 +438,11 @@ EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf,
         equal = recvcounts[i] == recvcounts[0];
     int rc = -1;
     if (!equal || size < 1 || recvcounts[0] < 0)
-        mrc__pmpi_say("MPI_Reduce_scatter_c", SITE, "MPI", "the ranks' counts differ");
+        mrc__pmpi_say("MPI_Reduce_scatter_c", SITE, "MPI",
+                      "the ranks' counts differ");
     else
-        rc = reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcounts[0],
-                                  type, op, comm, SITE,
-                                  "MPI_Reduce_scatter_c");
+        rc = reduce_scatter_block(sendbuf, recvbuf, (size_t)recvcounts[0], type,
+                                  op, comm, SITE, "MPI_Reduce_scatter_c");
     return rc >= 0 ? rc
                    : PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, type,
                                            op, comm);
@@ -453,8 +463,8 @@ EXPORT int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount,
                                       recvcount, recvtype, comm);
 }
 
-EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type,
-                       int root, MPI_Comm comm)
+EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
+                       MPI_Comm comm)
 {
     int rc = count < 0 ? -1
                        : bcast(buf, (size_t)count, type, root, comm, SITE,

@@ -123,21 +123,21 @@ typedef struct data {
 /* ---- datatypes.c ---- */
 
 int mrc__pmpi_data_bytes(MPI_Datatype t, size_t count, size_t *bytes,
-                      const char **why);
+                         const char **why);
 int mrc__pmpi_reducible_data(MPI_Datatype t, size_t count, MPI_Op op,
-                          mrc_dtype_t *dtype, mrc_op_t *mop, size_t *elems,
-                          const char **why);
+                             mrc_dtype_t *dtype, mrc_op_t *mop, size_t *elems,
+                             const char **why);
 int mrc__pmpi_data_open(data_t *d, void *buf, size_t count, MPI_Datatype t,
-                     size_t bytes, int in, MPI_Comm comm, const char **why);
+                        size_t bytes, int in, MPI_Comm comm, const char **why);
 void *mrc__pmpi_data_at(const data_t *d);
 int mrc__pmpi_data_close(data_t *d, int out, MPI_Comm comm);
 
 /* ---- report.c ---- */
 
 void mrc__pmpi_say(const char *fn, const void *site, const char *path,
-                const char *why);
-int mrc__pmpi_failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
-                  const char *why);
+                   const char *why);
+int mrc__pmpi_failed(const char *fn, MPI_Comm comm, cached_t *c,
+                     mrc_status_t st, const char *why);
 int mrc__pmpi_stranded(const char *fn, MPI_Comm comm, const char *why);
 
 #define SITE __builtin_return_address(0)

@@ -19,7 +19,7 @@ enum { SITES = 256 };
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void mrc__pmpi_say(const char *fn, const void *site, const char *path,
-                const char *why)
+                   const char *why)
 {
     if (!mrc__pmpi_verbose())
         return;
@@ -46,27 +46,26 @@ void mrc__pmpi_say(const char *fn, const void *site, const char *path,
     Dl_info info;
     char where[256];
     if (dladdr(site, &info) && info.dli_sname)
-        snprintf(where, sizeof where, "%s+0x%lx", info.dli_sname,
-                 (unsigned long)((const char *)site -
-                                 (const char *)info.dli_saddr));
+        snprintf(
+            where, sizeof where, "%s+0x%lx", info.dli_sname,
+            (unsigned long)((const char *)site - (const char *)info.dli_saddr));
     else if (dladdr(site, &info) && info.dli_fname)
-        snprintf(where, sizeof where, "%s+0x%lx", info.dli_fname,
-                 (unsigned long)((const char *)site -
-                                 (const char *)info.dli_fbase));
+        snprintf(
+            where, sizeof where, "%s+0x%lx", info.dli_fname,
+            (unsigned long)((const char *)site - (const char *)info.dli_fbase));
     else
         snprintf(where, sizeof where, "%p", site);
-    fprintf(stderr, "mrc_mpi: rank %d: %s from %s: %s (%s)\n", rank, fn,
-            where, path, why);
+    fprintf(stderr, "mrc_mpi: rank %d: %s from %s: %s (%s)\n", rank, fn, where,
+            path, why);
 }
-
 
 /* A call failed in mrc (st; MRC_OK: around it, for `why`): says why, then
  * reports it as MPI does, through the communicator's error handler
  * (MPI_ERRORS_ARE_FATAL, the default, ends the job). A program that goes on
  * (MPI_ERRORS_RETURN, or a handler that returns) keeps a working communicator:
  * the calls after a failure that broke mrc's communicator go to MPI. */
-int mrc__pmpi_failed(const char *fn, MPI_Comm comm, cached_t *c, mrc_status_t st,
-                  const char *why)
+int mrc__pmpi_failed(const char *fn, MPI_Comm comm, cached_t *c,
+                     mrc_status_t st, const char *why)
 {
     int rank = 0;
     PMPI_Comm_rank(comm, &rank);
@@ -108,4 +107,3 @@ int mrc__pmpi_stranded(const char *fn, MPI_Comm comm, const char *why)
     PMPI_Abort(comm, MPI_ERR_OTHER);
     return MPI_ERR_OTHER;
 }
-

@@ -23,7 +23,7 @@
 #include "ring_math.h"
 
 /* The abstract run's bounds: about half a minute, and the state. */
-#define RUN_MAX_OPS (1ull << 28)
+#define RUN_MAX_OPS   (1ull << 28)
 #define RUN_MAX_BYTES (1ull << 30)
 
 /* The streams of each group must cut its segment [0, count) into slices
@@ -70,8 +70,7 @@ static mrc_status_t check_slices(const mrc_program_t *p)
 /* The tables of group g: each stream's ring order visits every member
  * once, and every node's position, successor and predecessor agree with
  * it; a routed hop runs from the node to its successor. */
-static mrc_status_t check_tables(const mrc_program_t *p, int g,
-                                 int32_t *seen)
+static mrc_status_t check_tables(const mrc_program_t *p, int g, int32_t *seen)
 {
     const mrc__group_t *gr = &p->groups[g];
     int n = gr->size;
@@ -98,8 +97,7 @@ static mrc_status_t check_tables(const mrc_program_t *p, int g,
                                 u, k);
             else if (e->route >= 0 &&
                      (e->route >= p->num_routes ||
-                      p->route_off[e->route + 1] - p->route_off[e->route] <
-                          2 ||
+                      p->route_off[e->route + 1] - p->route_off[e->route] < 2 ||
                       p->route_nodes[p->route_off[e->route]] != u ||
                       p->route_nodes[p->route_off[e->route + 1] - 1] !=
                           e->next))
@@ -183,8 +181,7 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
      * reduce-scatter and allgather are the ranks'). */
     for (int u = 0; u < p->num_nodes; u++) {
         int g = p->nodes[u].group, r = p->nodes[u].rank;
-        if (g >= 0 && (g >= p->num_groups || r < 0 ||
-                       r >= p->groups[g].size ||
+        if (g >= 0 && (g >= p->num_groups || r < 0 || r >= p->groups[g].size ||
                        p->members[p->groups[g].first_member + r] != u))
             return mrc__error(MRC_ERR_INVALID_PROGRAM,
                               "node %d: rank %d of group %d is another "
@@ -206,8 +203,8 @@ mrc_status_t mrc__program_check_drop_relays(const mrc_program_t *p, int drop)
     char why_text[512] = "";
     if (drop >= 0) /* a test's relay left out: only the run sees relays */
         memset(run, 1, (size_t)p->num_groups);
-    else if ((sl = prove_symbolic(p, run, &why, why_text,
-                                  sizeof why_text)) != MRC_OK) {
+    else if ((sl = prove_symbolic(p, run, &why, why_text, sizeof why_text)) !=
+             MRC_OK) {
         free(run);
         return sl;
     }

@@ -28,7 +28,6 @@
 
 #include "check_memory.h"
 
-
 /* The contributions of a region as node u reads it: the input of u for
  * the send buffer not written in place. */
 static mrc__mem_region_t value(mrc__mem_check_t *c, int u, int buf, int f)
@@ -49,9 +48,9 @@ static int write_region(mrc__mem_check_t *c, int u, mrc__mem_region_t *r,
     mrc__mem_node_t *nu = &c->nodes[u];
     for (int32_t i = r->reads; i >= 0; i = c->pool[i].next) {
         const mrc__mem_read_t *rr = &c->pool[i];
-        int peer = c->p->members[c->p->groups[c->p->nodes[u].group]
-                                     .first_member +
-                                 rr->reader];
+        int peer =
+            c->p->members[c->p->groups[c->p->nodes[u].group].first_member +
+                          rr->reader];
         if (nu->vc[rr->reader] <= rr->idx) {
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "%snode %d writes fragment %d of its buffer %d%s %d%s",
@@ -242,7 +241,7 @@ static void frag_span(const mrc__mem_check_t *c, const mrc__op_t *op, int n,
                       int *lo, int *hi)
 {
     *lo = op->frag < 0 ? 0 : op->frag;
-    *hi = op->frag < 0   ? mrc__mem_frags(c->p, n) - 1
+    *hi = op->frag < 0    ? mrc__mem_frags(c->p, n) - 1
           : op->frags > 1 ? op->frag + op->frags - 1
                           : op->frag;
 }
@@ -290,8 +289,7 @@ static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
     const mrc_program_t *p = c->p;
     const mrc__group_t *g = &p->groups[p->nodes[u].group];
     switch (op->kind) {
-    case MRC__SIGNAL:
-        return signal_flag(c, u, op->flag, n) < 0 ? -1 : 1;
+    case MRC__SIGNAL: return signal_flag(c, u, op->flag, n) < 0 ? -1 : 1;
     case MRC__WAIT: {
         const int32_t *s = c->nodes[op->peer].sig[op->flag];
         if (!s)
@@ -310,8 +308,7 @@ static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
             if (!c->nodes[p->members[g->first_member + i]].sig[f])
                 return 0;
         for (int i = 0; i < n; i++)
-            merge(nu->vc, c->nodes[p->members[g->first_member + i]].sig[f],
-                  n);
+            merge(nu->vc, c->nodes[p->members[g->first_member + i]].sig[f], n);
         nu->arrived = 0;
         return 1;
     }
@@ -335,8 +332,7 @@ static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
         }
         return 1;
     }
-    case MRC__GET:
-        return get(c, u, op, n) < 0 ? -1 : 1;
+    case MRC__GET: return get(c, u, op, n) < 0 ? -1 : 1;
     case MRC__COPY: {
         mrc__mem_region_t data = value(c, u, op->src, op->frag);
         mrc__mem_region_t *dst = mrc__mem_region(c, u, op->dst, op->frag);
@@ -364,7 +360,6 @@ static int step_one(mrc__mem_check_t *c, int u, const mrc__op_t *op, int n)
         return -1;
     }
 }
-
 
 static void free_check(mrc__mem_check_t *c)
 {

@@ -32,11 +32,11 @@ typedef struct mrc__mem_region {
 typedef struct mrc__mem_node {
     mrc__cursor_t cur;
     int arrived;
-    int32_t idx;       /* ops run */
-    int32_t *vc;       /* [group size]: ops of each rank known to be done */
+    int32_t idx; /* ops run */
+    int32_t *vc; /* [group size]: ops of each rank known to be done */
     int32_t *sig[MRC__MEM_FLAGS]; /* the clock at each flag's signal, or NULL */
     int32_t exposed[MRC__MEM_NUM_BUFS]; /* op index of an EXPOSE by reference */
-    mrc__mem_region_t *regions; /* [MRC__MEM_NUM_BUFS][frags] */
+    mrc__mem_region_t *regions;         /* [MRC__MEM_NUM_BUFS][frags] */
 } mrc__mem_node_t;
 
 /* A message in flight (hier's leaders): what it carries and the
@@ -81,7 +81,6 @@ static inline mrc__mem_region_t *mrc__mem_region(mrc__mem_check_t *c, int u,
                                     (size_t)mrc__mem_frags(p, n) +
                                 (size_t)f];
 }
-
 
 static inline int mrc__mem_rank(const mrc__mem_check_t *c, int u)
 {

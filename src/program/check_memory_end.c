@@ -68,8 +68,8 @@ mrc_status_t mrc__check_memory_end(mrc__mem_check_t *c)
         /* No peer reads this node's buffers once it has left. */
         for (int b = MRC__BUF_SEND; b < MRC__BUF_WINDOW; b++)
             for (int f = 0; f < frags; f++) {
-                mrc__mem_region_t *r = &nu->regions[(size_t)b * (size_t)frags +
-                                           (size_t)f];
+                mrc__mem_region_t *r =
+                    &nu->regions[(size_t)b * (size_t)frags + (size_t)f];
                 /* (a message's read ends before its sender leaves: the
                  * executor waits for its sends) */
                 for (int32_t i = r->reads; i >= 0; i = c->pool[i].next)

@@ -31,7 +31,6 @@ typedef struct contrib {
     uint64_t count;
 } contrib_t;
 
-
 typedef mrc__cursor_t chain_t;
 
 typedef struct checker {
@@ -39,9 +38,9 @@ typedef struct checker {
     chain_t *chains;
     int num_chains;
     mrc__msgmap_t waiting; /* blocked receives: key -> chain (i[0]) */
-    int32_t *ready;     /* chains to run: a stack */
+    int32_t *ready;        /* chains to run: a stack */
     int num_ready;
-    contrib_t **state; /* per node: [streams of group][fragments][2] */
+    contrib_t **state;  /* per node: [streams of group][fragments][2] */
     const uint8_t *run; /* per group: 1 if its chains run here */
     uint64_t *all;      /* per group: the signature of all its ranks */
     /* Posted sends not yet received: w[0] elements, w[1] signature,
@@ -92,7 +91,7 @@ static void free_checker(checker_t *c)
 /* The node an op waits for a message from (RECV, FWD), or -1. */
 static int waits_on(const mrc__op_t *op)
 {
-    return op->kind == MRC__FWD ? op->from
+    return op->kind == MRC__FWD    ? op->from
            : op->kind == MRC__RECV ? op->peer
                                    : -1;
 }
@@ -195,9 +194,8 @@ static int step_op(checker_t *c, int u, const mrc__op_t *op)
             mrc__error(MRC_ERR_INVALID_PROGRAM,
                        "node %d, stream %d, step %d: receives %llu elements "
                        "from node %d, which sends %llu",
-                       u, op->stream, op->step,
-                       (unsigned long long)op->count, op->peer,
-                       (unsigned long long)s->w[0]);
+                       u, op->stream, op->step, (unsigned long long)op->count,
+                       op->peer, (unsigned long long)s->w[0]);
             return -1;
         }
         /* Contributions are per node, not per fragment: a fragment
@@ -241,9 +239,7 @@ static int expected(const checker_t *c, int u, int k, int f, contrib_t *want)
     const mrc__node_stream_t *ns = mrc__node_stream(p, u, k);
     uint64_t all = c->all[p->nodes[u].group];
     switch (p->cfg.collective) {
-    case MRC_ALLREDUCE:
-        *want = (contrib_t){all, (uint64_t)n};
-        return 1;
+    case MRC_ALLREDUCE: *want = (contrib_t){all, (uint64_t)n}; return 1;
     case MRC_REDUCE_SCATTER:
         *want = (contrib_t){all, (uint64_t)n};
         return f == mrc__ring_next(ns->pos, n);
@@ -280,8 +276,7 @@ static mrc_status_t check_outputs(checker_t *c)
             continue;
         const mrc__group_t *g = &p->groups[gi];
         int frags = frags_of(p, g);
-        for (int k = g->first_stream; k < g->first_stream + g->num_streams;
-             k++)
+        for (int k = g->first_stream; k < g->first_stream + g->num_streams; k++)
             for (int f = 0; f < frags; f++) {
                 contrib_t want;
                 if (!expected(c, u, k, f, &want) || !fragment_len(p, k, f))
@@ -315,10 +310,10 @@ void mrc__check_run_cost(const mrc_program_t *p, const uint8_t *run,
         uint64_t chains, per_node;
         mrc__plan_bound(p, g, UINT64_MAX, &chains, &per_node);
         *ops = mrc__sat_mul_add(per_node, (uint64_t)gr->size, *ops);
-        *bytes = mrc__sat_mul_add(
-            (uint64_t)gr->num_streams * (uint64_t)frags_of(p, gr) * 2 *
-                sizeof(contrib_t),
-            (uint64_t)gr->size, *bytes);
+        *bytes = mrc__sat_mul_add((uint64_t)gr->num_streams *
+                                      (uint64_t)frags_of(p, gr) * 2 *
+                                      sizeof(contrib_t),
+                                  (uint64_t)gr->size, *bytes);
     }
 }
 
@@ -352,15 +347,13 @@ static mrc_status_t start_chains(checker_t *c, int drop,
         if (gi < 0 || !run[gi])
             continue;
         const mrc__group_t *g = &p->groups[gi];
-        for (int k = g->first_stream; k < g->first_stream + g->num_streams;
-             k++)
+        for (int k = g->first_stream; k < g->first_stream + g->num_streams; k++)
             if (mrc__stream_chunks(p, k, UINT64_MAX) > 0)
                 mrc__cursor_begin(&c->chains[c->num_chains++], p, u, k, 0, 1,
                                   0);
-        c->state[u] = calloc((size_t)g->num_streams *
-                                     (size_t)frags_of(p, g) * 2 +
-                                 1,
-                             sizeof(contrib_t));
+        c->state[u] =
+            calloc((size_t)g->num_streams * (size_t)frags_of(p, g) * 2 + 1,
+                   sizeof(contrib_t));
         if (!c->state[u])
             return oom();
     }
@@ -393,8 +386,7 @@ static mrc_status_t run_ready(checker_t *c)
             if (r < 0)
                 return MRC_ERR_INVALID_PROGRAM;
             if (r == 0) { /* wait for the message */
-                mrc__msg_t *w = mrc__msgmap_add(&c->waiting,
-                                                waits_on(&ch->op),
+                mrc__msg_t *w = mrc__msgmap_add(&c->waiting, waits_on(&ch->op),
                                                 ch->it.at, ch->op.tag);
                 if (!w)
                     return oom();

@@ -128,8 +128,8 @@ static mrc_status_t send_op(prover_t *v, const mrc__op_t *op)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "node %d, stream %d, step %d: sends tag %llx to "
                           "node %d twice",
-                          v->node, v->k, op->step,
-                          (unsigned long long)op->tag, op->ring_peer);
+                          v->node, v->k, op->step, (unsigned long long)op->tag,
+                          op->ring_peer);
     mrc__msg_t *m = mrc__msgmap_add(&v->sent, 0, 0, op->tag);
     if (!m)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory checking");
@@ -158,13 +158,13 @@ static mrc_status_t recv_op(prover_t *v, const mrc__op_t *op)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
                           "node %d, stream %d, step %d: receives fragment "
                           "%d from node %d, which sends fragment %d",
-                          v->node, v->k, op->step, op->frag, op->ring_peer,
-                          f);
+                          v->node, v->k, op->step, op->frag, op->ring_peer, f);
     run_t in = {mrc__ring_mod((long)m->w[1] - 1, v->n), (int32_t)m->w[2]};
     mrc__msgmap_remove(&v->sent, link);
     if (op->local && join(in, get(v, op->local, op->frag), v->n, &in))
-        return beyond(v, op, "a reduction whose contributions are not "
-                             "one run of nodes");
+        return beyond(v, op,
+                      "a reduction whose contributions are not "
+                      "one run of nodes");
     run_t *dst = slot(v, op->dst, op->frag);
     if (!dst)
         return mrc__error(MRC_ERR_INVALID_PROGRAM,
@@ -194,17 +194,14 @@ static mrc_status_t step(prover_t *v, const mrc__op_t *op)
 static int wanted(const prover_t *v, int f, run_t *want)
 {
     switch (v->p->cfg.collective) {
-    case MRC_ALLREDUCE:
-        *want = (run_t){0, v->n};
-        return 1;
+    case MRC_ALLREDUCE: *want = (run_t){0, v->n}; return 1;
     case MRC_REDUCE_SCATTER: /* the block of the node at pos f - 1 */
         *want = (run_t){0, v->n};
         return f == 1;
     case MRC_ALLGATHER: /* fragment f: the input of the node at pos f */
         *want = (run_t){f, 1};
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
@@ -234,8 +231,7 @@ static mrc_status_t check_outputs(const prover_t *v)
     if (v->sent.live > 0) {
         for (int32_t i = 0; i < v->sent.num; i++) {
             const mrc__msg_t *m = &v->sent.pool[i];
-            if (*mrc__msgmap_find((mrc__msgmap_t *)&v->sent, 0, 0, m->tag) ==
-                i)
+            if (*mrc__msgmap_find((mrc__msgmap_t *)&v->sent, 0, 0, m->tag) == i)
                 return mrc__error(
                     MRC_ERR_INVALID_PROGRAM,
                     "node %d, stream %d, step %d: sends to node %d, which "

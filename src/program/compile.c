@@ -52,12 +52,21 @@ static const mrc__insn_t code_allreduce[] = {
     {.op = PORTS},
     {.op = LOOP},
     {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
-    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
-     .buf_b = RB, .local = SB},
+    {.op = RECV,
+     .frag_pos = 1,
+     .frag_step = -1,
+     .frag_const = -1,
+     .buf_a = RB,
+     .buf_b = RB,
+     .local = SB},
     {.op = END},
     {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
     {.op = LOOP},
-    {.op = SEND, .frag_pos = 1, .frag_step = -1, .frag_const = 1, .buf_a = RB,
+    {.op = SEND,
+     .frag_pos = 1,
+     .frag_step = -1,
+     .frag_const = 1,
+     .buf_a = RB,
      .buf_b = RB},
     {.op = RECV, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB},
     {.op = END},
@@ -68,12 +77,21 @@ static const mrc__insn_t code_reduce_scatter[] = {
     {.op = PORTS},
     {.op = LOOP},
     {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = XB},
-    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
-     .buf_b = XB, .local = SB},
+    {.op = RECV,
+     .frag_pos = 1,
+     .frag_step = -1,
+     .frag_const = -1,
+     .buf_a = RB,
+     .buf_b = XB,
+     .local = SB},
     {.op = END},
     {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB},
-    {.op = COPY, .pred = ALONE, .frag_pos = 1, .frag_const = 1,
-     .buf_a = SB, .buf_b = RB},
+    {.op = COPY,
+     .pred = ALONE,
+     .frag_pos = 1,
+     .frag_const = 1,
+     .buf_a = SB,
+     .buf_b = RB},
 };
 
 static const mrc__insn_t code_allgather[] = {
@@ -81,7 +99,11 @@ static const mrc__insn_t code_allgather[] = {
     {.op = COPY, .frag_pos = 1, .buf_a = SB, .buf_b = RB},
     {.op = LOOP},
     {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = SB, .buf_b = RB},
-    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1, .buf_a = RB,
+    {.op = RECV,
+     .frag_pos = 1,
+     .frag_step = -1,
+     .frag_const = -1,
+     .buf_a = RB,
      .buf_b = RB},
     {.op = END},
 };
@@ -89,14 +111,41 @@ static const mrc__insn_t code_allgather[] = {
 /* The reduce chain: rel x sends at step x-1, receives at step x-2. */
 static const mrc__insn_t code_reduce[] = {
     {.op = PORTS},
-    {.op = SEND, .pred = EQ, .pred_lo = 1, .buf_a = SB, .buf_b = SB, .flags = W,
-     .step_rel = 1, .step_const = -1},
-    {.op = RECV, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
-     .buf_b = XB, .local = SB, .flags = W, .step_rel = 1, .step_const = -2},
-    {.op = SEND, .pred = IN, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,
-     .buf_b = XB, .flags = W, .step_rel = 1, .step_const = -1},
-    {.op = RECV, .pred = EQ, .buf_a = RB, .buf_b = RB, .local = SB, .flags = W,
-     .step_rel = 1, .step_const = -2},
+    {.op = SEND,
+     .pred = EQ,
+     .pred_lo = 1,
+     .buf_a = SB,
+     .buf_b = SB,
+     .flags = W,
+     .step_rel = 1,
+     .step_const = -1},
+    {.op = RECV,
+     .pred = IN,
+     .pred_lo = 2,
+     .pred_hi = -1,
+     .buf_a = XB,
+     .buf_b = XB,
+     .local = SB,
+     .flags = W,
+     .step_rel = 1,
+     .step_const = -2},
+    {.op = SEND,
+     .pred = IN,
+     .pred_lo = 2,
+     .pred_hi = -1,
+     .buf_a = XB,
+     .buf_b = XB,
+     .flags = W,
+     .step_rel = 1,
+     .step_const = -1},
+    {.op = RECV,
+     .pred = EQ,
+     .buf_a = RB,
+     .buf_b = RB,
+     .local = SB,
+     .flags = W,
+     .step_rel = 1,
+     .step_const = -2},
     {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
     {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
 };
@@ -105,12 +154,29 @@ static const mrc__insn_t code_reduce[] = {
 static const mrc__insn_t code_broadcast[] = {
     {.op = PORTS},
     {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
-    {.op = SEND, .pred = EQ, .buf_a = SB, .buf_b = SB, .flags = W,
+    {.op = SEND,
+     .pred = EQ,
+     .buf_a = SB,
+     .buf_b = SB,
+     .flags = W,
      .step_rel = 1},
-    {.op = RECV, .pred = IN, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,
-     .buf_b = RB, .flags = W, .step_rel = 1, .step_const = -1},
-    {.op = SEND, .pred = IN, .pred_lo = 1, .pred_hi = -2, .buf_a = RB,
-     .buf_b = RB, .flags = W, .step_rel = 1},
+    {.op = RECV,
+     .pred = IN,
+     .pred_lo = 1,
+     .pred_hi = -1,
+     .buf_a = RB,
+     .buf_b = RB,
+     .flags = W,
+     .step_rel = 1,
+     .step_const = -1},
+    {.op = SEND,
+     .pred = IN,
+     .pred_lo = 1,
+     .pred_hi = -2,
+     .buf_a = RB,
+     .buf_b = RB,
+     .flags = W,
+     .step_rel = 1},
 };
 
 static const struct {
@@ -136,8 +202,8 @@ mrc_status_t mrc__program_alloc(mrc_program_t *p, int order, int routes)
     p->ring_order = malloc(((size_t)order + 1) * sizeof *p->ring_order);
     p->ring_first = malloc((ns + 1) * sizeof *p->ring_first);
     p->nodes = calloc((size_t)p->num_nodes + 1, sizeof *p->nodes);
-    p->node_streams = calloc((size_t)p->num_entries + 1,
-                             sizeof *p->node_streams);
+    p->node_streams =
+        calloc((size_t)p->num_entries + 1, sizeof *p->node_streams);
     p->route_off = calloc((size_t)routes + 1, sizeof *p->route_off);
     p->route_nodes = malloc((pool + 1) * sizeof *p->route_nodes);
     p->route_ports = malloc((pool + 1) * sizeof *p->route_ports);
@@ -251,11 +317,11 @@ static int add_route(mrc_program_t *p, const mrc_hop_t *h, int reversed)
         int i = mrc__route_index(j, len, reversed);
         p->route_nodes[base + j] = h->route[i];
         if (j + 1 < len)
-            p->route_ports[base + j] = reversed ? h->in_ports[i - 1]
-                                                : h->ports[i];
+            p->route_ports[base + j] =
+                reversed ? h->in_ports[i - 1] : h->ports[i];
         if (j > 0) /* arriving at route[j]: from the step before it */
-            p->route_in_ports[base + j] = reversed ? h->ports[i]
-                                                   : h->in_ports[i - 1];
+            p->route_in_ports[base + j] =
+                reversed ? h->ports[i] : h->in_ports[i - 1];
     }
     p->route_off[r + 1] = base + len;
     return r;
@@ -306,8 +372,8 @@ static mrc_status_t check_args(const mrc_embedding_t *e,
     int eg = mrc_embed_num_groups(e);
     if (only >= eg)
         return mrc__error(MRC_ERR_INVALID_ARG, "no group %d", only);
-    int rooted = cfg->collective == MRC_REDUCE ||
-                 cfg->collective == MRC_BROADCAST;
+    int rooted =
+        cfg->collective == MRC_REDUCE || cfg->collective == MRC_BROADCAST;
     for (int g = 0; g < eg; g++) {
         if (only >= 0 && g != only)
             continue;
@@ -325,13 +391,11 @@ static mrc_status_t build_family(const mrc_embedding_t *e,
                                  const mrc_compile_config_t *cfg, int only,
                                  mrc_program_t **out, int *done)
 {
-    int rooted = cfg->collective == MRC_REDUCE ||
-                 cfg->collective == MRC_BROADCAST;
+    int rooted =
+        cfg->collective == MRC_REDUCE || cfg->collective == MRC_BROADCAST;
     *done = 1;
     switch (cfg->algo) {
-    case MRC_ALGO_RINGS:
-        *done = 0;
-        return MRC_OK;
+    case MRC_ALGO_RINGS: *done = 0; return MRC_OK;
     case MRC_ALGO_DIRECT1:
     case MRC_ALGO_DIRECT2:
     case MRC_ALGO_TREE:
@@ -397,8 +461,8 @@ typedef struct fill {
 
 /* Node u's entry at position pos of stream k, ring direction d of
  * `ring` (first: the group's first stream). */
-static void fill_entry(mrc_program_t *p, const mrc_ring_t *ring, int d,
-                       int pos, const fill_t *at, int first, int size)
+static void fill_entry(mrc_program_t *p, const mrc_ring_t *ring, int d, int pos,
+                       const fill_t *at, int first, int size)
 {
     int k = at->k, n = ring->size;
     int u = p->ring_order[at->ord + pos];
@@ -549,8 +613,7 @@ int mrc__stream_node(const mrc_program_t *p, int k, int pos)
     return p->ring_order[p->ring_first[k] + pos];
 }
 
-const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u,
-                                           int k)
+const mrc__node_stream_t *mrc__node_stream(const mrc_program_t *p, int u, int k)
 {
     const mrc__group_t *g = &p->groups[p->streams[k].group];
     return &p->node_streams[p->nodes[u].first_entry +
@@ -563,8 +626,7 @@ uint64_t mrc__chunk_elems(const mrc_program_t *p)
     return e ? e : 1;
 }
 
-mrc_status_t mrc_program_info(const mrc_program_t *p,
-                              mrc_program_info_t *info)
+mrc_status_t mrc_program_info(const mrc_program_t *p, mrc_program_info_t *info)
 {
     if (!p || !info)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_info: NULL");
@@ -578,8 +640,8 @@ mrc_status_t mrc_program_info(const mrc_program_t *p,
         (size_t)p->num_groups * sizeof(mrc__group_t) +
         (size_t)p->num_members * sizeof(int32_t) +
         (size_t)p->num_streams * (sizeof(mrc__stream_t) + sizeof(int32_t)) +
-        (size_t)p->num_entries * (sizeof(mrc__node_stream_t) +
-                                  sizeof(int32_t)) +
+        (size_t)p->num_entries *
+            (sizeof(mrc__node_stream_t) + sizeof(int32_t)) +
         (size_t)p->num_nodes * sizeof(mrc__node_t) +
         (size_t)(p->num_routes + 1) * sizeof(int32_t) +
         (size_t)p->route_pool_len * 2 * sizeof(int32_t);

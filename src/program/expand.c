@@ -104,8 +104,8 @@ static int view_node(const mrc__chain_iter_t *it, const view_t *v, int q)
  * clen; block as fragment() gave it). 0, or -1 for a block a buffer
  * does not hold. */
 static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
-                     const view_t *v, const mrc__insn_t *in, int s,
-                     int in_loop, uint64_t cstart, int block, mrc__op_t *op)
+                     const view_t *v, const mrc__insn_t *in, int s, int in_loop,
+                     uint64_t cstart, int block, mrc__op_t *op)
 {
     const mrc_program_t *p = m->p;
     int peer_pos = mrc__ring_affine(in->peer_pos, v->rel, in->peer_step, s,
@@ -136,12 +136,11 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
         op->peer = peer;
         op->src = in->buf_a;
         op->dst = in->buf_b;
-        op->local = (in->flags & MRC__INSN_ACC) && in_loop && s > 0
-                        ? in->buf_b
-                        : in->local;
+        op->local = (in->flags & MRC__INSN_ACC) && in_loop && s > 0 ? in->buf_b
+                                                                    : in->local;
         {
-            int bad = place_of(m, p->nodes[peer].rank, op->src, cstart,
-                               block, &op->src_off) |
+            int bad = place_of(m, p->nodes[peer].rank, op->src, cstart, block,
+                               &op->src_off) |
                       place(m, op->dst, cstart, block, &op->dst_off);
             if (op->local)
                 bad |= place(m, op->local, cstart, block, &op->local_off);
@@ -161,7 +160,6 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
         return 0;
     }
 }
-
 
 /* The binomial tree's predicates at step t. */
 static int tree_holds(const mrc__insn_t *in, int rel, int n, int t)
@@ -201,8 +199,8 @@ static int hop_end(const mrc_program_t *p, int route, int dir, int direct)
     return dir > 0 ? p->route_nodes[off + 1] : p->route_nodes[end - 2];
 }
 
-void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
-                      int node, int k, int chunk, int chunks, int in_place)
+void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int node,
+                      int k, int chunk, int chunks, int in_place)
 {
     memset(it, 0, sizeof *it);
     const mrc__node_t *nd = &p->nodes[node];
@@ -228,16 +226,14 @@ void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
     it->memory = mrc__program_has_memory_ops(p);
     it->at = node;
     it->send_to = hop_end(p, it->ns->route, 1, it->ns->next);
-    it->recv_from = hop_end(p, mrc__node_stream(p, it->ns->prev, k)->route,
-                            -1, it->ns->prev);
+    it->recv_from = hop_end(p, mrc__node_stream(p, it->ns->prev, k)->route, -1,
+                            it->ns->prev);
 }
 
-static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out,
-                      mrc_status_t *st);
+static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st);
 
 /* Interprets instructions from it->pc until one yields an operation. */
-static int interpret(mrc__chain_iter_t *it, mrc__op_t *out,
-                     mrc_status_t *st);
+static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st);
 
 int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
@@ -354,8 +350,7 @@ static int locate(const mrc__chain_iter_t *it, const frag_map_t *m,
  * previous node. Neither of the last two is on a route: no relay, no
  * port. */
 static void transfer_peer(const mrc__chain_iter_t *it, const view_t *v,
-                          const mrc__insn_t *in, int t, int dir,
-                          mrc__op_t *op)
+                          const mrc__insn_t *in, int t, int dir, mrc__op_t *op)
 {
     op->peer = dir > 0 ? it->send_to : it->recv_from;
     op->ring_peer = dir > 0 ? it->ns->next : it->ns->prev;
@@ -365,8 +360,9 @@ static void transfer_peer(const mrc__chain_iter_t *it, const view_t *v,
         op->port = -1;
     } else if (in->view != MRC__VIEW_GROUP) {
         op->peer = op->ring_peer =
-            view_node(it, v, dir > 0 ? mrc__ring_next(v->pos, v->n)
-                                     : mrc__ring_prev(v->pos, v->n));
+            view_node(it, v,
+                      dir > 0 ? mrc__ring_next(v->pos, v->n)
+                              : mrc__ring_prev(v->pos, v->n));
         op->port = -1;
     }
 }
@@ -376,9 +372,8 @@ static void transfer_peer(const mrc__chain_iter_t *it, const view_t *v,
  * t, or the view's next node. 0, or 1 for a block its buffer does not
  * hold. */
 static int send_op(const mrc__chain_iter_t *it, const frag_map_t *m,
-                   const view_t *v, const mrc__insn_t *in,
-                   const pc_state_t *x, int t, const locus_t *at,
-                   mrc__op_t *op)
+                   const view_t *v, const mrc__insn_t *in, const pc_state_t *x,
+                   int t, const locus_t *at, mrc__op_t *op)
 {
     op->kind = MRC__SEND;
     op->src = (x->loop_pc < 0 || x->s == 0) ? in->buf_a : in->buf_b;
@@ -390,9 +385,8 @@ static int send_op(const mrc__chain_iter_t *it, const frag_map_t *m,
  * buf_b, reduced with `local`, from the ring's previous node (its
  * route's last relay), the tree's peer or the view's previous node. */
 static int recv_op(const mrc__chain_iter_t *it, const frag_map_t *m,
-                   const view_t *v, const mrc__insn_t *in,
-                   const pc_state_t *x, int t, const locus_t *at,
-                   mrc__op_t *op)
+                   const view_t *v, const mrc__insn_t *in, const pc_state_t *x,
+                   int t, const locus_t *at, mrc__op_t *op)
 {
     int last = x->loop_pc >= 0 && x->s == x->iters - 1;
     op->kind = MRC__RECV;
@@ -408,13 +402,12 @@ static int recv_op(const mrc__chain_iter_t *it, const frag_map_t *m,
 /* The fields every operation has: stream, step, fragment, chunk, count
  * and the tag that is unique on its link. */
 static void op_head(const mrc__chain_iter_t *it, const frag_map_t *m,
-                    const view_t *v, const mrc__insn_t *in,
-                    const pc_state_t *x, const locus_t *at, mrc__op_t *op)
+                    const view_t *v, const mrc__insn_t *in, const pc_state_t *x,
+                    const locus_t *at, mrc__op_t *op)
 {
     memset(op, 0, sizeof *op);
     op->stream = it->k;
-    op->step = in->step_rel ? mrc__ring_mod((long)v->rel + in->step_const,
-                                            v->n)
+    op->step = in->step_rel ? mrc__ring_mod((long)v->rel + in->step_const, v->n)
                             : x->step;
     op->frag = at->f;
     op->frags = (uint16_t)at->nfrags; /* hosts <= UINT16_MAX: hier.c */
@@ -424,8 +417,8 @@ static void op_head(const mrc__chain_iter_t *it, const frag_map_t *m,
               (uint64_t)it->chunk;
     /* A whole-slice op of a split program covers every fragment
      * (the checker of memory programs tracks fragments). */
-    if ((in->flags & MRC__INSN_WHOLE) &&
-        it->p->addressing != MRC__ADDR_WHOLE && m->n > 1 && it->memory)
+    if ((in->flags & MRC__INSN_WHOLE) && it->p->addressing != MRC__ADDR_WHOLE &&
+        m->n > 1 && it->memory)
         op->frag = -1;
 }
 
@@ -434,17 +427,14 @@ static void op_head(const mrc__chain_iter_t *it, const frag_map_t *m,
  * unnecessary; -1 for an unknown opcode. An opcode switch, one short
  * case per instruction. */
 static int op_body(const mrc__chain_iter_t *it, const frag_map_t *m,
-                   const view_t *v, const mrc__insn_t *in,
-                   const pc_state_t *x, int t, const locus_t *at,
-                   mrc__op_t *op)
+                   const view_t *v, const mrc__insn_t *in, const pc_state_t *x,
+                   int t, const locus_t *at, mrc__op_t *op)
 {
     uint64_t cstart = at->cstart;
     int block = at->block;
     switch (in->op) {
-    case MRC__OP_SEND:
-        return send_op(it, m, v, in, x, t, at, op);
-    case MRC__OP_RECV:
-        return recv_op(it, m, v, in, x, t, at, op);
+    case MRC__OP_SEND: return send_op(it, m, v, in, x, t, at, op);
+    case MRC__OP_RECV: return recv_op(it, m, v, in, x, t, at, op);
     case MRC__OP_COPY:
         if (it->in_place && in->buf_a == MRC__BUF_SEND &&
             in->buf_b == MRC__BUF_RECV)
@@ -468,8 +458,7 @@ static int op_body(const mrc__chain_iter_t *it, const frag_map_t *m,
             op->count = 0;
         return memory_op(m, it, v, in, x->s, x->loop_pc >= 0, cstart, block,
                          op);
-    default:
-        return -1;
+    default: return -1;
     }
 }
 
@@ -477,8 +466,16 @@ static int op_body(const mrc__chain_iter_t *it, const frag_map_t *m,
 static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
     const mrc_program_t *p = it->p;
-    frag_map_t m = {p, it->k, it->node, it->rank, mrc__frag_space(p, it->n),
-                    p->cfg.count, it->off, it->len, it->q, it->r};
+    frag_map_t m = {p,
+                    it->k,
+                    it->node,
+                    it->rank,
+                    mrc__frag_space(p, it->n),
+                    p->cfg.count,
+                    it->off,
+                    it->len,
+                    it->q,
+                    it->r};
     view_t v;
     /* The interpreter state lives in locals and is stored back on exit:
      * through the pointer, every pc++ waited on the store before it. */
@@ -513,8 +510,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             continue;
         if (r < 0) {
             *st = mrc__error(MRC_ERR_INVALID_PROGRAM,
-                             "instruction %d: unknown opcode %d", x.pc,
-                             in->op);
+                             "instruction %d: unknown opcode %d", x.pc, in->op);
             return -1;
         }
         if (r) {
@@ -545,8 +541,7 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
  * hop: each of its SENDs becomes a FWD at the relay, with the same tag,
  * step and count, from the route's node before the relay to the one
  * after it. The relay touches none of its own buffers. */
-static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out,
-                      mrc_status_t *st)
+static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
     const mrc_program_t *p = it->p;
     int off = p->route_off[it->relay - 1];
@@ -574,9 +569,8 @@ void mrc__cursor_begin(mrc__cursor_t *c, const mrc_program_t *p, int node,
     mrc__chain_begin(&c->it, p, node, k, chunk, chunks, in_place);
 }
 
-void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p,
-                             int at, const mrc__relay_t *r, int chunk,
-                             int chunks)
+void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p, int at,
+                             const mrc__relay_t *r, int chunk, int chunks)
 {
     memset(c, 0, sizeof *c);
     mrc__relay_begin(&c->it, p, at, r, chunk, chunks);

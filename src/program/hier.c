@@ -55,60 +55,114 @@
 
 /* Phase 1: the host's inputs into the leader's buffer `to`, in rank
  * order, by copy through the windows or (ref) from the peers' sendbufs. */
-#define GATHER_SUM(to, ref)                                                  \
-    {.op = EXPOSE, .buf_a = SB, .buf_b = (ref) ? NB : WB,                    \
-     .flags = (ref) ? REF | ALL : W, .view = H},                             \
-    {.op = SIGNAL, .view = H},                                               \
-    {.op = LOOP, .loop_extra = 1, .view = H},                                \
-    {.op = WAIT, .pred = EQ, RANK_S, .view = H},                             \
-    {.op = GET, .pred = EQ, .buf_a = (ref) ? SB : WB, .buf_b = to,           \
-     .flags = W | ACC, RANK_S, .view = H},                                   \
-    {.op = END, .view = H}
+#define GATHER_SUM(to, ref)                                                    \
+    {.op = EXPOSE,                                                             \
+     .buf_a = SB,                                                              \
+     .buf_b = (ref) ? NB : WB,                                                 \
+     .flags = (ref) ? REF | ALL : W,                                           \
+     .view = H},                                                               \
+        {.op = SIGNAL, .view = H}, {.op = LOOP, .loop_extra = 1, .view = H},   \
+        {.op = WAIT, .pred = EQ, RANK_S, .view = H},                           \
+        {.op = GET,                                                            \
+         .pred = EQ,                                                           \
+         .buf_a = (ref) ? SB : WB,                                             \
+         .buf_b = to,                                                          \
+         .flags = W | ACC,                                                     \
+         RANK_S,                                                               \
+         .view = H},                                                           \
+    {                                                                          \
+        .op = END, .view = H                                                   \
+    }
 
 /* Phase 3: the leader's recvbuf to its host's peers; the leader leaves
  * only once they have read it (by reference they read its recvbuf). */
-#define SPREAD(ref)                                                          \
-    {.op = EXPOSE, .pred = EQ, .buf_a = RB, .buf_b = (ref) ? NB : WB,        \
-     .flags = (ref) ? REF | ALL : W, .view = H},                             \
-    {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                        \
-    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 1,   \
-     .view = H},                                                             \
-    {.op = GET, .pred = IN, .pred_lo = 1, .pred_hi = -1,                     \
-     .buf_a = (ref) ? RB : WB, .buf_b = RB, .flags = W, ROOT, .view = H},    \
-    {.op = SIGNAL, .pred = IN, .pred_lo = 1, .pred_hi = -1, .flag = 2,       \
-     .view = H},                                                             \
-    {.op = LOOP, .view = H},                                                 \
-    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                  \
-    {.op = END, .view = H},                                                  \
-    {.op = SIGNAL, .pred = EQ, .flag = 3, .view = H},                        \
-    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 3,   \
-     .view = H}
+#define SPREAD(ref)                                                            \
+    {.op = EXPOSE,                                                             \
+     .pred = EQ,                                                               \
+     .buf_a = RB,                                                              \
+     .buf_b = (ref) ? NB : WB,                                                 \
+     .flags = (ref) ? REF | ALL : W,                                           \
+     .view = H},                                                               \
+        {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                      \
+        {.op = WAIT,                                                           \
+         .pred = IN,                                                           \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         ROOT,                                                                 \
+         .flag = 1,                                                            \
+         .view = H},                                                           \
+        {.op = GET,                                                            \
+         .pred = IN,                                                           \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         .buf_a = (ref) ? RB : WB,                                             \
+         .buf_b = RB,                                                          \
+         .flags = W,                                                           \
+         ROOT,                                                                 \
+         .view = H},                                                           \
+        {.op = SIGNAL,                                                         \
+         .pred = IN,                                                           \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         .flag = 2,                                                            \
+         .view = H},                                                           \
+        {.op = LOOP, .view = H},                                               \
+        {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                \
+        {.op = END, .view = H},                                                \
+        {.op = SIGNAL, .pred = EQ, .flag = 3, .view = H},                      \
+    {                                                                          \
+        .op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 3,  \
+        .view = H                                                              \
+    }
 
 /* The rings' allreduce in view v (the leaders, or a place's nodes), in
  * place in recvbuf: fragment pos - s sent, pos - s - 1 received and
  * reduced; then passed round. avg divides the fragment a node completes
  * (pos + 1) by N before it goes round: a region once sent is not written
  * again until its receiver is known to have it. */
-#define RING_IN(v)                                                           \
-    {.op = LOOP, .view = v},                                                 \
-    {.op = SEND, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB,   \
-     .view = v},                                                             \
-    {.op = RECV, .frag_pos = 1, .frag_step = -1, .frag_const = -1,           \
-     .buf_a = RB, .buf_b = RB, .local = RB, .view = v},                      \
-    {.op = END, .view = v},                                                  \
-    {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB, .view = v},   \
-    {.op = LOOP, .view = v},                                                 \
-    {.op = SEND, .frag_pos = 1, .frag_step = -1, .frag_const = 1,            \
-     .buf_a = RB, .buf_b = RB, .view = v},                                   \
-    {.op = RECV, .frag_pos = 1, .frag_step = -1, .buf_a = RB, .buf_b = RB,   \
-     .view = v},                                                             \
-    {.op = END, .view = v}
+#define RING_IN(v)                                                             \
+    {.op = LOOP, .view = v},                                                   \
+        {.op = SEND,                                                           \
+         .frag_pos = 1,                                                        \
+         .frag_step = -1,                                                      \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .view = v},                                                           \
+        {.op = RECV,                                                           \
+         .frag_pos = 1,                                                        \
+         .frag_step = -1,                                                      \
+         .frag_const = -1,                                                     \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .local = RB,                                                          \
+         .view = v},                                                           \
+        {.op = END, .view = v},                                                \
+        {.op = SCALE, .frag_pos = 1, .frag_const = 1, .buf_b = RB, .view = v}, \
+        {.op = LOOP, .view = v},                                               \
+        {.op = SEND,                                                           \
+         .frag_pos = 1,                                                        \
+         .frag_step = -1,                                                      \
+         .frag_const = 1,                                                      \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .view = v},                                                           \
+        {.op = RECV,                                                           \
+         .frag_pos = 1,                                                        \
+         .frag_step = -1,                                                      \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .view = v},                                                           \
+    {                                                                          \
+        .op = END, .view = v                                                   \
+    }
 
 /* Phase 2 of allreduce: the ring over the leaders. */
 #define RING_ALLREDUCE RING_IN(L)
 
-#define SCALE_AT(pr, buf)                                                    \
-    {.op = SCALE, .pred = pr, .buf_b = buf, .flags = W}
+#define SCALE_AT(pr, buf)                                                      \
+    {                                                                          \
+        .op = SCALE, .pred = pr, .buf_b = buf, .flags = W                      \
+    }
 
 /* By places (large vectors): the node at place l of each host reduces
  * block l of its host's inputs (direct2's first step, in the host), the
@@ -124,18 +178,34 @@ static const mrc__insn_t allreduce_places_copy[] = {
     {.op = SIGNAL, .view = H},
     {.op = LOOP, .view = H},
     {.op = WAIT, NEXT_S, .view = H},
-    {.op = GET, .frag_pos = 1, .buf_a = WB, .buf_b = RB, .local = SB,
-     .flags = ACC, NEXT_S, .view = H},
+    {.op = GET,
+     .frag_pos = 1,
+     .buf_a = WB,
+     .buf_b = RB,
+     .local = SB,
+     .flags = ACC,
+     NEXT_S,
+     .view = H},
     {.op = END, .view = H},
-    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB,
+    {.op = COPY,
+     .pred = ALONE,
+     .frag_pos = 1,
+     .buf_a = SB,
+     .buf_b = RB,
      .view = H},
     PLACE_RING,
     {.op = EXPOSE, .frag_pos = 1, .buf_a = RB, .buf_b = WB, .view = H},
     {.op = SIGNAL, .flag = 1, .view = H},
     {.op = LOOP, .view = H},
     {.op = WAIT, NEXT_S, .flag = 1, .view = H},
-    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = WB,
-     .buf_b = RB, NEXT_S, .view = H},
+    {.op = GET,
+     .frag_pos = 1,
+     .frag_step = 1,
+     .frag_const = 1,
+     .buf_a = WB,
+     .buf_b = RB,
+     NEXT_S,
+     .view = H},
     {.op = END, .view = H},
 };
 
@@ -147,17 +217,33 @@ static const mrc__insn_t allreduce_places_ref[] = {
     {.op = SIGNAL, .view = H},
     {.op = LOOP, .view = H},
     {.op = WAIT, NEXT_S, .view = H},
-    {.op = GET, .frag_pos = 1, .buf_a = SB, .buf_b = RB, .local = SB,
-     .flags = ACC, NEXT_S, .view = H},
+    {.op = GET,
+     .frag_pos = 1,
+     .buf_a = SB,
+     .buf_b = RB,
+     .local = SB,
+     .flags = ACC,
+     NEXT_S,
+     .view = H},
     {.op = END, .view = H},
-    {.op = COPY, .pred = ALONE, .frag_pos = 1, .buf_a = SB, .buf_b = RB,
+    {.op = COPY,
+     .pred = ALONE,
+     .frag_pos = 1,
+     .buf_a = SB,
+     .buf_b = RB,
      .view = H},
     PLACE_RING,
     {.op = SIGNAL, .flag = 1, .view = H},
     {.op = LOOP, .view = H},
     {.op = WAIT, NEXT_S, .flag = 1, .view = H},
-    {.op = GET, .frag_pos = 1, .frag_step = 1, .frag_const = 1, .buf_a = RB,
-     .buf_b = RB, NEXT_S, .view = H},
+    {.op = GET,
+     .frag_pos = 1,
+     .frag_step = 1,
+     .frag_const = 1,
+     .buf_a = RB,
+     .buf_b = RB,
+     NEXT_S,
+     .view = H},
     {.op = END, .view = H},
     {.op = SIGNAL, .flag = 2, .view = H},
     {.op = LOOP, .view = H},
@@ -166,63 +252,121 @@ static const mrc__insn_t allreduce_places_ref[] = {
 };
 
 static const mrc__insn_t allreduce_copy[] = {
-    GATHER_SUM(RB, 0), RING_ALLREDUCE, SPREAD(0),
+    GATHER_SUM(RB, 0),
+    RING_ALLREDUCE,
+    SPREAD(0),
 };
 static const mrc__insn_t allreduce_ref[] = {
-    GATHER_SUM(RB, 1), RING_ALLREDUCE, SPREAD(1),
+    GATHER_SUM(RB, 1),
+    RING_ALLREDUCE,
+    SPREAD(1),
 };
 
 /* The leaders' partial sums in scratch; the tree's root (the group's
  * root) ends with the sum in recvbuf. */
-#define TREE_REDUCE                                                          \
-    {.op = COPY, .pred = EQ, .buf_a = XB, .buf_b = RB, .flags = W,           \
-     .view = L},                                                             \
-    {.op = LOOP, .flags = LOG, .view = L},                                   \
-    {.op = RECV, .pred = PARENT, .pred_lo = 1, .pred_hi = -1, .buf_a = RB,   \
-     .buf_b = RB, .local = RB, .flags = W | POW, .peer_const = 1,            \
-     .view = L},                                                             \
-    {.op = RECV, .pred = PARENT, .pred_lo = 2, .pred_hi = -1, .buf_a = XB,   \
-     .buf_b = XB, .local = XB, .flags = W | POW, .peer_const = 1,            \
-     .view = L},                                                             \
-    {.op = SEND, .pred = CHILD, .pred_hi = -1, .buf_a = XB, .buf_b = XB,     \
-     .flags = W | POW, .peer_const = -1, .view = L},                         \
-    {.op = END, .view = L}
+#define TREE_REDUCE                                                            \
+    {.op = COPY, .pred = EQ, .buf_a = XB, .buf_b = RB, .flags = W, .view = L}, \
+        {.op = LOOP, .flags = LOG, .view = L},                                 \
+        {.op = RECV,                                                           \
+         .pred = PARENT,                                                       \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .local = RB,                                                          \
+         .flags = W | POW,                                                     \
+         .peer_const = 1,                                                      \
+         .view = L},                                                           \
+        {.op = RECV,                                                           \
+         .pred = PARENT,                                                       \
+         .pred_lo = 2,                                                         \
+         .pred_hi = -1,                                                        \
+         .buf_a = XB,                                                          \
+         .buf_b = XB,                                                          \
+         .local = XB,                                                          \
+         .flags = W | POW,                                                     \
+         .peer_const = 1,                                                      \
+         .view = L},                                                           \
+        {.op = SEND,                                                           \
+         .pred = CHILD,                                                        \
+         .pred_hi = -1,                                                        \
+         .buf_a = XB,                                                          \
+         .buf_b = XB,                                                          \
+         .flags = W | POW,                                                     \
+         .peer_const = -1,                                                     \
+         .view = L},                                                           \
+    {                                                                          \
+        .op = END, .view = L                                                   \
+    }
 
 /* Every leader's peers wait for it, so that a disagreement found by a
  * leader fails its host too. */
-#define RELEASE                                                              \
-    {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                        \
-    {.op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 1,   \
-     .view = H},                                                             \
-    {.op = SIGNAL, .pred = IN, .pred_lo = 1, .pred_hi = -1, .flag = 2,       \
-     .view = H},                                                             \
-    {.op = LOOP, .view = H},                                                 \
-    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                  \
-    {.op = END, .view = H}
+#define RELEASE                                                                \
+    {.op = SIGNAL, .pred = EQ, .flag = 1, .view = H},                          \
+        {.op = WAIT,                                                           \
+         .pred = IN,                                                           \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         ROOT,                                                                 \
+         .flag = 1,                                                            \
+         .view = H},                                                           \
+        {.op = SIGNAL,                                                         \
+         .pred = IN,                                                           \
+         .pred_lo = 1,                                                         \
+         .pred_hi = -1,                                                        \
+         .flag = 2,                                                            \
+         .view = H},                                                           \
+        {.op = LOOP, .view = H},                                               \
+        {.op = WAIT, .pred = EQ, NEXT_S, .flag = 2, .view = H},                \
+    {                                                                          \
+        .op = END, .view = H                                                   \
+    }
 
 static const mrc__insn_t reduce_copy[] = {
-    GATHER_SUM(XB, 0), TREE_REDUCE, RELEASE, SCALE_AT(EQ, RB),
+    GATHER_SUM(XB, 0),
+    TREE_REDUCE,
+    RELEASE,
+    SCALE_AT(EQ, RB),
 };
 static const mrc__insn_t reduce_ref[] = {
-    GATHER_SUM(XB, 1), TREE_REDUCE, RELEASE, SCALE_AT(EQ, RB),
+    GATHER_SUM(XB, 1),
+    TREE_REDUCE,
+    RELEASE,
+    SCALE_AT(EQ, RB),
 };
 
 /* The root's sendbuf to the leaders by the tree (walked from the root
  * outwards), into their recvbufs. */
-#define TREE_BROADCAST                                                       \
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W,           \
-     .view = L},                                                             \
-    {.op = LOOP, .flags = LOG, .view = L},                                   \
-    {.op = RECV, .pred = CHILD, .pred_hi = -1, .buf_a = RB, .buf_b = RB,     \
-     .flags = W | POW | REV, .peer_const = -1, .view = L},                   \
-    {.op = SEND, .pred = PARENT, .pred_hi = -1, .buf_a = RB, .buf_b = RB,    \
-     .flags = W | POW | REV, .peer_const = 1, .view = L},                    \
-    {.op = END, .view = L}
+#define TREE_BROADCAST                                                         \
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W, .view = L}, \
+        {.op = LOOP, .flags = LOG, .view = L},                                 \
+        {.op = RECV,                                                           \
+         .pred = CHILD,                                                        \
+         .pred_hi = -1,                                                        \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .flags = W | POW | REV,                                               \
+         .peer_const = -1,                                                     \
+         .view = L},                                                           \
+        {.op = SEND,                                                           \
+         .pred = PARENT,                                                       \
+         .pred_hi = -1,                                                        \
+         .buf_a = RB,                                                          \
+         .buf_b = RB,                                                          \
+         .flags = W | POW | REV,                                               \
+         .peer_const = 1,                                                      \
+         .view = L},                                                           \
+    {                                                                          \
+        .op = END, .view = L                                                   \
+    }
 
 static const mrc__insn_t broadcast_copy[] = {TREE_BROADCAST, SPREAD(0)};
 static const mrc__insn_t broadcast_ref[] = {TREE_BROADCAST, SPREAD(1)};
 
-#define T(code) {code, (int)(sizeof code / sizeof code[0])}
+#define T(code)                                                                \
+    {                                                                          \
+        code, (int)(sizeof code / sizeof code[0])                              \
+    }
 
 static const struct {
     const mrc__insn_t *code;
@@ -257,12 +401,12 @@ mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
                           "blocks: %d ranks do not split over %d hosts",
                           n, hosts);
     int local = n / hosts;
-    uint64_t bytes = mrc__sat_mul_add(cfg->count, mrc_dtype_size(cfg->dtype),
-                                      0);
+    uint64_t bytes =
+        mrc__sat_mul_add(cfg->count, mrc_dtype_size(cfg->dtype), 0);
     int ref = bytes > mrc__stage_max(local);
     *addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
-    if (cfg->collective == MRC_ALLREDUCE && local > 1 &&
-        bytes >= PLACES_FROM && hosts <= UINT16_MAX) {
+    if (cfg->collective == MRC_ALLREDUCE && local > 1 && bytes >= PLACES_FROM &&
+        hosts <= UINT16_MAX) {
         /* (the window holds the whole vector, as the leaders') */
         *code = ref ? allreduce_places_ref : allreduce_places_copy;
         *len = ref ? (int)(sizeof allreduce_places_ref /

@@ -46,18 +46,19 @@ static const char *check_insn(const mrc_program_t *p, const mrc__insn_t *in)
      * (the host's view has whole slices: its fragments would be
      * cut in L parts, the program's in H). */
     if (in->view != MRC__VIEW_GROUP &&
-        (!hier || (in->view == MRC__VIEW_HOST &&
-                   p->addressing != MRC__ADDR_CELLS &&
-                   !(in->flags & (MRC__INSN_WHOLE | MRC__INSN_ALL)) &&
-                   in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
-                   in->op != MRC__OP_SIGNAL && in->op != MRC__OP_WAIT &&
-                   in->op != MRC__OP_BARRIER)))
+        (!hier ||
+         (in->view == MRC__VIEW_HOST && p->addressing != MRC__ADDR_CELLS &&
+          !(in->flags & (MRC__INSN_WHOLE | MRC__INSN_ALL)) &&
+          in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
+          in->op != MRC__OP_SIGNAL && in->op != MRC__OP_WAIT &&
+          in->op != MRC__OP_BARRIER)))
         return "an instruction view its family does not have";
     /* Memory instructions only in a direct family, and one family's
      * code only: the checker of memory programs orders flags, not
      * messages. */
-    if (!hier && (in->op >= MRC__OP_EXPOSE) !=
-        (c->algo == MRC_ALGO_DIRECT1 || c->algo == MRC_ALGO_DIRECT2) &&
+    if (!hier &&
+        (in->op >= MRC__OP_EXPOSE) !=
+            (c->algo == MRC_ALGO_DIRECT1 || c->algo == MRC_ALGO_DIRECT2) &&
         in->op != MRC__OP_COPY && in->op != MRC__OP_SCALE &&
         in->op != MRC__OP_LOOP && in->op != MRC__OP_END &&
         in->op != MRC__OP_PORTS)
@@ -120,8 +121,7 @@ static const char *check_streams(const mrc_program_t *p)
         for (int i = 0; i < n; i++)
             if (!in_range(p->ring_order[p->ring_first[k] + i], 0,
                           p->num_nodes) ||
-                p->nodes[p->ring_order[p->ring_first[k] + i]].group !=
-                    s->group)
+                p->nodes[p->ring_order[p->ring_first[k] + i]].group != s->group)
                 return "a ring through a node outside its group";
     }
     return NULL;

@@ -15,8 +15,11 @@
  * the embedding's efficiency), so that the image can be run and
  * simulated as it is. Version 3 is still read (with no origin: it can be
  * listed, not run); older ones are refused. */
-enum { MRC__IMAGE_VERSION = 4, MRC__IMAGE_OLDEST = 3,
-       MRC__IMAGE_HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
-       MRC__IMAGE_INSN_BYTES = 24 };
+enum {
+    MRC__IMAGE_VERSION = 4,
+    MRC__IMAGE_OLDEST = 3,
+    MRC__IMAGE_HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
+    MRC__IMAGE_INSN_BYTES = 24
+};
 
 #endif /* MRC_PROGRAM_IMAGE_FORMAT_H */

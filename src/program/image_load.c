@@ -55,8 +55,8 @@ static const char *read_mask(reader_t *r, mrc_program_t *p)
         return "impossible table sizes";
     if (p->num_port_phases == 0 && p->num_port_uses == 0)
         return NULL;
-    p->port_phases = take(r, (int64_t)p->num_port_phases + 1,
-                          sizeof *p->port_phases, 12);
+    p->port_phases =
+        take(r, (int64_t)p->num_port_phases + 1, sizeof *p->port_phases, 12);
     p->port_uses = take(r, p->num_port_uses, sizeof *p->port_uses, 8);
     if (!p->port_phases || !p->port_uses)
         return "table sizes larger than the image";
@@ -83,15 +83,15 @@ static mrc_status_t same_mask(const mrc_program_t *p)
     mrc_status_t st = mrc__port_mask_build(&q);
     if (st != MRC_OK)
         return st;
-    int same = q.num_port_phases == p->num_port_phases &&
-               q.num_port_uses == p->num_port_uses &&
-               (q.num_port_phases == 0 ||
-                memcmp(q.port_phases, p->port_phases,
-                       (size_t)q.num_port_phases *
-                           sizeof *q.port_phases) == 0) &&
-               (q.num_port_uses == 0 ||
-                memcmp(q.port_uses, p->port_uses,
-                       (size_t)q.num_port_uses * sizeof *q.port_uses) == 0);
+    int same =
+        q.num_port_phases == p->num_port_phases &&
+        q.num_port_uses == p->num_port_uses &&
+        (q.num_port_phases == 0 ||
+         memcmp(q.port_phases, p->port_phases,
+                (size_t)q.num_port_phases * sizeof *q.port_phases) == 0) &&
+        (q.num_port_uses == 0 ||
+         memcmp(q.port_uses, p->port_uses,
+                (size_t)q.num_port_uses * sizeof *q.port_uses) == 0);
     free(q.port_phases);
     free(q.port_uses);
     if (!same)
@@ -133,8 +133,8 @@ static const char *read_origin(reader_t *r, mrc__image_origin_t *o)
         why = read_text(r, &o->source);
     uint64_t bits = get(r, 8);
     memcpy(&o->efficiency, &bits, sizeof bits);
-    if (!why && !(o->efficiency == -1 ||
-                  (o->efficiency >= 0 && o->efficiency <= 1)))
+    if (!why &&
+        !(o->efficiency == -1 || (o->efficiency >= 0 && o->efficiency <= 1)))
         why = "an origin efficiency outside 0..1";
     return why;
 }
@@ -190,16 +190,15 @@ static const char *take_tables(reader_t *r, mrc_program_t *p)
     p->ring_order = take(r, p->num_entries, sizeof *p->ring_order, 4);
     p->nodes = take(r, p->num_nodes, sizeof *p->nodes, 16);
     p->node_streams = take(r, p->num_entries, sizeof *p->node_streams, 24);
-    p->route_off = take(r, (int64_t)p->num_routes + 1, sizeof *p->route_off,
-                        4);
+    p->route_off = take(r, (int64_t)p->num_routes + 1, sizeof *p->route_off, 4);
     p->route_nodes = take(r, p->route_pool_len, sizeof *p->route_nodes, 4);
     p->route_ports = take(r, p->route_pool_len, sizeof *p->route_ports, 4);
-    p->route_in_ports = take(r, p->route_pool_len,
-                             sizeof *p->route_in_ports, 4);
-    if (r->short_read || !p->code || !p->groups || !p->members ||
-        !p->streams || !p->ring_first || !p->ring_order || !p->nodes ||
-        !p->node_streams || !p->route_off || !p->route_nodes ||
-        !p->route_ports || !p->route_in_ports)
+    p->route_in_ports =
+        take(r, p->route_pool_len, sizeof *p->route_in_ports, 4);
+    if (r->short_read || !p->code || !p->groups || !p->members || !p->streams ||
+        !p->ring_first || !p->ring_order || !p->nodes || !p->node_streams ||
+        !p->route_off || !p->route_nodes || !p->route_ports ||
+        !p->route_in_ports)
         return "table sizes larger than the image";
     return NULL;
 }
@@ -288,12 +287,12 @@ static void read_tables(reader_t *r, mrc_program_t *p)
 static mrc_status_t read_header(const uint8_t *d, size_t len, reader_t *r,
                                 uint32_t *version)
 {
-    if (len < MRC__IMAGE_HEADER_BYTES ||
-        memcmp(d, MRC__IMAGE_MAGIC, 8) != 0)
-        return mrc__error(MRC_ERR_INVALID_PROGRAM,
-                          "not an mrc program image (%zu bytes, no '"
-                          MRC__IMAGE_MAGIC "' header)",
-                          len);
+    if (len < MRC__IMAGE_HEADER_BYTES || memcmp(d, MRC__IMAGE_MAGIC, 8) != 0)
+        return mrc__error(
+            MRC_ERR_INVALID_PROGRAM,
+            "not an mrc program image (%zu bytes, no '" MRC__IMAGE_MAGIC
+            "' header)",
+            len);
     *r = (reader_t){d, len, 8, 0};
     *version = (uint32_t)get(r, 4);
     uint32_t header = (uint32_t)get(r, 4);
@@ -318,8 +317,8 @@ static mrc_status_t read_header(const uint8_t *d, size_t len, reader_t *r,
 }
 
 /* Everything after the header into p and o; NULL, or what is wrong. */
-static const char *read_payload(reader_t *r, uint32_t version,
-                                mrc_program_t *p, mrc__image_origin_t *o)
+static const char *read_payload(reader_t *r, uint32_t version, mrc_program_t *p,
+                                mrc__image_origin_t *o)
 {
     read_config(r, p);
     const char *why = take_tables(r, p);
@@ -366,8 +365,8 @@ mrc_status_t mrc__program_load_origin(const void *image, size_t len,
     if (why) {
         mrc_program_destroy(p);
         mrc__image_origin_free(&o);
-        return mrc__error(MRC_ERR_INVALID_PROGRAM,
-                          "program image refused: %s", why);
+        return mrc__error(MRC_ERR_INVALID_PROGRAM, "program image refused: %s",
+                          why);
     }
     st = mrc_program_check(p);
     if (st == MRC_OK)

@@ -55,12 +55,10 @@ static void put_origin(mrc__strbuf_t *sb, const mrc__image_origin_t *o)
     put(sb, bits, 8);
 }
 
-mrc_status_t mrc_program_save(const mrc_program_t *p, void **image,
-                              size_t *len)
+mrc_status_t mrc_program_save(const mrc_program_t *p, void **image, size_t *len)
 {
     return mrc__program_save_origin(p, NULL, image, len);
 }
-
 
 /* The configuration, the addressing and the table sizes. */
 static void put_config(mrc__strbuf_t *sb, const mrc_program_t *p)
@@ -75,9 +73,9 @@ static void put_config(mrc__strbuf_t *sb, const mrc_program_t *p)
     put(sb, (uint32_t)c->algo, 4);
     put(sb, (uint32_t)c->hosts, 4);
     put(sb, p->addressing, 1);
-    int32_t counts[] = {p->num_nodes,   p->num_groups,  p->num_streams,
-                        p->code_len,    p->num_members, p->num_entries,
-                        p->num_routes,  p->route_pool_len};
+    int32_t counts[] = {p->num_nodes,  p->num_groups,    p->num_streams,
+                        p->code_len,   p->num_members,   p->num_entries,
+                        p->num_routes, p->route_pool_len};
     put_i32s(sb, counts, 8);
 }
 
@@ -135,8 +133,8 @@ static void put_tables(mrc__strbuf_t *sb, const mrc_program_t *p)
     }
     for (int i = 0; i < p->num_entries; i++) {
         const mrc__node_stream_t *e = &p->node_streams[i];
-        int32_t v[] = {e->pos, e->next, e->prev, e->out_port, e->in_port,
-                       e->route};
+        int32_t v[] = {e->pos,      e->next,    e->prev,
+                       e->out_port, e->in_port, e->route};
         put_i32s(sb, v, 6);
     }
     put_i32s(sb, p->route_off, (size_t)p->num_routes + 1);
@@ -184,11 +182,11 @@ mrc_status_t mrc__program_save_origin(const mrc_program_t *p,
 {
     if (!p || !image || !len)
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_save: NULL");
-    if (origin && ((origin->topology &&
-                    strlen(origin->topology) > UINT32_MAX) ||
-                   (origin->source && strlen(origin->source) > UINT32_MAX)))
+    if (origin &&
+        ((origin->topology && strlen(origin->topology) > UINT32_MAX) ||
+         (origin->source && strlen(origin->source) > UINT32_MAX)))
         return mrc__error(MRC_ERR_INVALID_ARG, "mrc_program_save: an origin "
-                          "text longer than 4 GiB");
+                                               "text longer than 4 GiB");
     *image = NULL;
     *len = 0;
     mrc__strbuf_t sb;

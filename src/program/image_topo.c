@@ -24,9 +24,10 @@ static const char *topo_differs(const mrc_program_t *p, const mrc_topo_t *t,
     }
     for (int u = 0; u < p->num_nodes; u++)
         if (mrc_topo_num_ports(t, u) != p->nodes[u].num_ports) {
-            snprintf(buf, cap, "node %d has %d ports in the topology, %d in "
-                     "the program", u, mrc_topo_num_ports(t, u),
-                     p->nodes[u].num_ports);
+            snprintf(buf, cap,
+                     "node %d has %d ports in the topology, %d in "
+                     "the program",
+                     u, mrc_topo_num_ports(t, u), p->nodes[u].num_ports);
             return buf;
         }
     for (int r = 0; r < p->num_routes; r++)
@@ -36,9 +37,10 @@ static const char *topo_differs(const mrc_program_t *p, const mrc_topo_t *t,
                               &peer, &peer_port) != MRC_OK ||
                 peer != p->route_nodes[j + 1] ||
                 peer_port != p->route_in_ports[j + 1]) {
-                snprintf(buf, cap, "route %d leaves node %d by port %d, "
-                         "which does not lead to node %d", r,
-                         p->route_nodes[j], p->route_ports[j],
+                snprintf(buf, cap,
+                         "route %d leaves node %d by port %d, "
+                         "which does not lead to node %d",
+                         r, p->route_nodes[j], p->route_ports[j],
                          p->route_nodes[j + 1]);
                 return buf;
             }
@@ -54,12 +56,12 @@ static const char *topo_differs(const mrc_program_t *p, const mrc_topo_t *t,
             int peer = -1;
             if (e->route >= 0 || e->out_port < 0 || e->next == u)
                 continue;
-            if (mrc_topo_port(t, u, e->out_port, NULL, &peer, NULL) !=
-                    MRC_OK ||
+            if (mrc_topo_port(t, u, e->out_port, NULL, &peer, NULL) != MRC_OK ||
                 peer != e->next) {
-                snprintf(buf, cap, "node %d sends to node %d by port %d, "
-                         "which does not lead there", u, e->next,
-                         e->out_port);
+                snprintf(buf, cap,
+                         "node %d sends to node %d by port %d, "
+                         "which does not lead there",
+                         u, e->next, e->out_port);
                 return buf;
             }
         }
@@ -91,12 +93,11 @@ mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text)
     mrc_topo_t *again = NULL;
     const char *name = mrc_topo_name(t);
     /* (a file's name is no generator spec: that fails, quietly) */
-    if (name && name[0] != '{' &&
-        mrc_topo_generate(name, &again) == MRC_OK && same_links(t, again)) {
+    if (name && name[0] != '{' && mrc_topo_generate(name, &again) == MRC_OK &&
+        same_links(t, again)) {
         mrc_topo_destroy(again);
         *text = mrc__strdup(name);
-        return *text ? MRC_OK
-                     : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        return *text ? MRC_OK : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     mrc_topo_destroy(again);
     char *json = NULL;
@@ -109,8 +110,7 @@ mrc_status_t mrc__image_topology_text(const mrc_topo_t *t, char **text)
 }
 
 mrc_status_t mrc__image_topology(const mrc_program_t *p,
-                                 const mrc__image_origin_t *o,
-                                 mrc_topo_t **out)
+                                 const mrc__image_origin_t *o, mrc_topo_t **out)
 {
     *out = NULL;
     if (!o || !o->topology)
@@ -132,8 +132,10 @@ mrc_status_t mrc__image_topology(const mrc_program_t *p,
     const char *why = topo_differs(p, t, buf, sizeof buf);
     if (why) {
         mrc_topo_destroy(t);
-        return mrc__error(MRC_ERR_INVALID_PROGRAM, "program image refused: "
-                          "its topology is not its program's: %s", why);
+        return mrc__error(MRC_ERR_INVALID_PROGRAM,
+                          "program image refused: "
+                          "its topology is not its program's: %s",
+                          why);
     }
     *out = t;
     return MRC_OK;

@@ -23,15 +23,15 @@ static void frag_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
         any = 1;
     }
     if (in->frag_step)
-        mrc__sb_printf(sb, "%s%ss", any ? (in->frag_step > 0 ? " + " : " - ")
-                                        : (in->frag_step > 0 ? "" : "-"),
+        mrc__sb_printf(sb, "%s%ss",
+                       any ? (in->frag_step > 0 ? " + " : " - ")
+                           : (in->frag_step > 0 ? "" : "-"),
                        "");
     any |= in->frag_step != 0;
     if (in->frag_const || !any)
-        mrc__sb_printf(sb, "%s%d", any ? (in->frag_const > 0 ? " + " : " - ")
-                                       : "",
-                       any && in->frag_const < 0 ? -in->frag_const
-                                                 : in->frag_const);
+        mrc__sb_printf(
+            sb, "%s%d", any ? (in->frag_const > 0 ? " + " : " - ") : "",
+            any && in->frag_const < 0 ? -in->frag_const : in->frag_const);
     mrc__sb_puts(sb, ") mod N");
 }
 
@@ -46,15 +46,15 @@ static void peer_expr(mrc__strbuf_t *sb, const mrc__insn_t *in)
         any = 1;
     }
     if (in->peer_step) {
-        mrc__sb_printf(sb, "%s", any ? (in->peer_step > 0 ? " + s" : " - s")
-                                     : (in->peer_step > 0 ? "s" : "-s"));
+        mrc__sb_printf(sb, "%s",
+                       any ? (in->peer_step > 0 ? " + s" : " - s")
+                           : (in->peer_step > 0 ? "s" : "-s"));
         any = 1;
     }
     if (in->peer_const || !any)
-        mrc__sb_printf(sb, "%s%d", any ? (in->peer_const > 0 ? " + " : " - ")
-                                       : "",
-                       any && in->peer_const < 0 ? -in->peer_const
-                                                 : in->peer_const);
+        mrc__sb_printf(
+            sb, "%s%d", any ? (in->peer_const > 0 ? " + " : " - ") : "",
+            any && in->peer_const < 0 ? -in->peer_const : in->peer_const);
     mrc__sb_puts(sb, ") mod N from the root");
 }
 
@@ -68,12 +68,9 @@ static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
             mrc__sb_printf(sb, "  if rel = %d", in->pred_lo);
         break;
     case MRC__PRED_REL_IN:
-        mrc__sb_printf(sb, "  if %d <= rel <= N%+d", in->pred_lo,
-                       in->pred_hi);
+        mrc__sb_printf(sb, "  if %d <= rel <= N%+d", in->pred_lo, in->pred_hi);
         break;
-    case MRC__PRED_ALONE:
-        mrc__sb_puts(sb, "  if N = 1");
-        break;
+    case MRC__PRED_ALONE: mrc__sb_puts(sb, "  if N = 1"); break;
     case MRC__PRED_TREE_CHILD:
         mrc__sb_puts(sb, "  if rel mod 2^(t+1) = 2^t");
         break;
@@ -83,8 +80,7 @@ static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
                        : in->pred_lo == 2 ? " and rel > 0"
                                           : "");
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -173,15 +169,9 @@ static void insn_text(mrc__strbuf_t *sb, const mrc_program_t *p, int i,
             mrc__sb_puts(sb, in->loop_extra ? "loop   s = 0 .. N-1"
                                             : "loop   s = 0 .. N-2");
         break;
-    case MRC__OP_END:
-        mrc__sb_puts(sb, "end");
-        break;
-    case MRC__OP_SEND:
-        send_text(sb, in);
-        break;
-    case MRC__OP_RECV:
-        recv_text(sb, p, in);
-        break;
+    case MRC__OP_END: mrc__sb_puts(sb, "end"); break;
+    case MRC__OP_SEND: send_text(sb, in); break;
+    case MRC__OP_RECV: recv_text(sb, p, in); break;
     case MRC__OP_COPY:
         mrc__sb_puts(sb, "copy   ");
         frag_expr(sb, in);
@@ -217,8 +207,9 @@ static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
         return st;
     int total = first[p->num_nodes], shown = 0;
     if (total > 0)
-        mrc__sb_printf(sb, "\nrelays (%d: each forwards every message of "
-                           "its hop, same tag and count):\n",
+        mrc__sb_printf(sb,
+                       "\nrelays (%d: each forwards every message of "
+                       "its hop, same tag and count):\n",
                        total);
     for (int v = 0; v < p->num_nodes && shown < SHOWN_RELAYS; v++)
         for (int i = first[v]; i < first[v + 1] && shown < SHOWN_RELAYS;
@@ -226,8 +217,9 @@ static mrc_status_t relay_text(mrc__strbuf_t *sb, const mrc_program_t *p)
             const mrc__relay_t *r = &list[i];
             int off = p->route_off[r->route];
             int len = p->route_off[r->route + 1] - off;
-            mrc__sb_printf(sb, "  node %d relays stream %d, hop %d -> %d: "
-                               "from node %d to node %d by port %d\n",
+            mrc__sb_printf(sb,
+                           "  node %d relays stream %d, hop %d -> %d: "
+                           "from node %d to node %d by port %d\n",
                            v, r->stream, r->src, p->route_nodes[off + len - 1],
                            p->route_nodes[off + r->index - 1],
                            p->route_nodes[off + r->index + 1],
@@ -259,15 +251,17 @@ static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
     uint8_t *idle = malloc((size_t)most + 1);
     if (!idle)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    mrc__sb_printf(sb, "\nport mask (%d phase%s: the ports each node leaves "
-                       "idle, which may be switched off):\n",
+    mrc__sb_printf(sb,
+                   "\nport mask (%d phase%s: the ports each node leaves "
+                   "idle, which may be switched off):\n",
                    p->num_port_phases, p->num_port_phases > 1 ? "s" : "");
     for (int ph = 0; ph < p->num_port_phases && ph < SHOWN_PHASES; ph++) {
         const mrc__port_phase_t *f = &p->port_phases[ph];
         for (int u = 0; u < p->num_nodes && u < SHOWN_NODES; u++) {
             mrc__port_idle(p, ph, u, idle);
-            mrc__sb_printf(sb, "  phase %d (steps %d-%d): node %d idle ports "
-                               "{",
+            mrc__sb_printf(sb,
+                           "  phase %d (steps %d-%d): node %d idle ports "
+                           "{",
                            ph, f->first_step, f->first_step + f->num_steps - 1,
                            u);
             const char *sep = "";
@@ -289,27 +283,27 @@ static mrc_status_t mask_text(mrc__strbuf_t *sb, const mrc_program_t *p)
     return MRC_OK;
 }
 
-
 /* The program's configuration, its shared code and how fragments map to
  * elements. */
 static void code_text(mrc__strbuf_t *sb, const mrc_program_t *p)
 {
     const mrc_compile_config_t *c = &p->cfg;
-    mrc__sb_printf(sb, "program  %s of %zu %s", mrc_collective_name(
-                                                       c->collective),
-                   c->count, mrc_dtype_name(c->dtype));
+    mrc__sb_printf(sb, "program  %s of %zu %s",
+                   mrc_collective_name(c->collective), c->count,
+                   mrc_dtype_name(c->dtype));
     if (c->collective != MRC_ALLGATHER && c->collective != MRC_BROADCAST)
         mrc__sb_printf(sb, " (%s)", mrc_op_name(c->op));
     if (c->collective == MRC_REDUCE || c->collective == MRC_BROADCAST)
         mrc__sb_printf(sb, ", root rank %d", c->root);
-    mrc__sb_printf(sb, "\n         %d nodes, %d groups, %d streams, chunks "
-                        "of %zu bytes\n\n",
-                   p->num_nodes, p->num_groups, p->num_streams,
-                   c->chunk_bytes);
-    mrc__sb_printf(sb, "shared code (%d instructions, the same for every "
-                        "node; N = the group's size, pos = the node's\n"
-                        "position in the stream's ring, rel = (pos - "
-                        "root_pos) mod N):\n",
+    mrc__sb_printf(sb,
+                   "\n         %d nodes, %d groups, %d streams, chunks "
+                   "of %zu bytes\n\n",
+                   p->num_nodes, p->num_groups, p->num_streams, c->chunk_bytes);
+    mrc__sb_printf(sb,
+                   "shared code (%d instructions, the same for every "
+                   "node; N = the group's size, pos = the node's\n"
+                   "position in the stream's ring, rel = (pos - "
+                   "root_pos) mod N):\n",
                    p->code_len);
     if (c->algo == MRC_ALGO_HIER)
         mrc__sb_printf(sb,
@@ -348,8 +342,8 @@ enum { SHOWN = 16 };
 static void streams_text(mrc__strbuf_t *sb, const mrc_program_t *p)
 {
     mrc__sb_puts(sb, "streams (rings, each way round):\n"
-                      "     k  group  ring  dir  elements        ring order"
-                      " (node at pos 0, 1, ...)\n");
+                     "     k  group  ring  dir  elements        ring order"
+                     " (node at pos 0, 1, ...)\n");
     for (int k = 0; k < p->num_streams && k < 4 * SHOWN; k++) {
         const mrc__stream_t *s = &p->streams[k];
         char range[48];
@@ -373,8 +367,8 @@ static void node_table_text(mrc__strbuf_t *sb, const mrc_program_t *p,
                             const int32_t *first, const uint8_t *active)
 {
     mrc__sb_puts(sb, "\nnode table (per stream of the node's group: pos "
-                      "next prev out_port in_port):\n"
-                      "  node  group  rank  idle ports   streams\n");
+                     "next prev out_port in_port):\n"
+                     "  node  group  rank  idle ports   streams\n");
     for (int u = 0; u < p->num_nodes && u < SHOWN; u++) {
         const mrc__node_t *nd = &p->nodes[u];
         int idle = 0;
@@ -405,8 +399,7 @@ static void first_ops_text(mrc__strbuf_t *sb, const mrc_program_t *p)
     mrc__plan_t plan;
     int u0 = p->num_groups > 0 ? p->members[p->groups[0].first_member] : 0;
     if (mrc__plan_build(p, u0, UINT64_MAX, 0, &plan) == MRC_OK) {
-        mrc__sb_printf(sb, "\nnode %d, first stream, whole fragments:\n",
-                       u0);
+        mrc__sb_printf(sb, "\nnode %d, first stream, whole fragments:\n", u0);
         int shown = 0;
         for (int i = 0; i < plan.num_ops && shown < 8; i++) {
             const mrc__op_t *op = &plan.ops[i];
@@ -414,19 +407,19 @@ static void first_ops_text(mrc__strbuf_t *sb, const mrc_program_t *p)
                 break;
             shown++;
             if (op->kind == MRC__SEND)
-                mrc__sb_printf(sb, "  step %d: send frag %d (%llu elements "
-                                    "of %s at %llu) to node %d by port %d"
-                                    "%s\n",
-                               op->step, op->frag,
-                               (unsigned long long)op->count,
-                               mrc__listing_buf(op->src),
-                               (unsigned long long)op->src_off, op->peer,
-                               op->port,
-                               op->peer != op->ring_peer ? ", relayed on"
-                                                         : "");
+                mrc__sb_printf(
+                    sb,
+                    "  step %d: send frag %d (%llu elements "
+                    "of %s at %llu) to node %d by port %d"
+                    "%s\n",
+                    op->step, op->frag, (unsigned long long)op->count,
+                    mrc__listing_buf(op->src), (unsigned long long)op->src_off,
+                    op->peer, op->port,
+                    op->peer != op->ring_peer ? ", relayed on" : "");
             else if (op->kind == MRC__RECV)
-                mrc__sb_printf(sb, "  step %d: recv frag %d from node %d "
-                                    "on port %d into %s at %llu%s\n",
+                mrc__sb_printf(sb,
+                               "  step %d: recv frag %d from node %d "
+                               "on port %d into %s at %llu%s\n",
                                op->step, op->frag, op->peer, op->port,
                                mrc__listing_buf(op->dst),
                                (unsigned long long)op->dst_off,

@@ -13,8 +13,8 @@
 
 typedef mrc__view_pos_t local_view_t;
 
-static int local_view_node(const mrc_program_t *p, int k,
-                           const local_view_t *v, int q)
+static int local_view_node(const mrc_program_t *p, int k, const local_view_t *v,
+                           int q)
 {
     return mrc__stream_node(p, k, v->base + mrc__ring_mod(q, v->n) * v->stride);
 }
@@ -50,8 +50,8 @@ static void local_frag(mrc__strbuf_t *sb, const mrc_program_t *p,
     int cells = p->addressing == MRC__ADDR_CELLS;
     int m = cells ? v->n : mrc__frag_space(p, n);
     mrc__sb_puts(sb, "frag ");
-    affine_s(sb, (long)in->frag_pos * v->pos + in->frag_const,
-             in->frag_step, m, "s");
+    affine_s(sb, (long)in->frag_pos * v->pos + in->frag_const, in->frag_step, m,
+             "s");
 }
 
 /* Whether a ring predicate holds at rel (-1: it depends on the loop's
@@ -135,11 +135,12 @@ static void local_send(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
         mrc__sb_printf(sb, " of %s (s = 0) / %s", mrc__listing_buf(in->buf_a),
                        mrc__listing_buf(in->buf_b));
     if (tree) {
-        mrc__sb_printf(sb, " to the node at position (%d %+d * 2^t) mod "
-                       "%d", v.pos, in->peer_const, v.n);
+        mrc__sb_printf(sb,
+                       " to the node at position (%d %+d * 2^t) mod "
+                       "%d",
+                       v.pos, in->peer_const, v.n);
     } else if (in->view != MRC__VIEW_GROUP) {
-        mrc__sb_printf(sb, " to node %d",
-                       local_view_node(p, k, &v, v.pos + 1));
+        mrc__sb_printf(sb, " to node %d", local_view_node(p, k, &v, v.pos + 1));
     } else {
         mrc__sb_printf(sb, " to node %d", e->next);
         local_port(sb, " by", e->out_port);
@@ -159,8 +160,10 @@ static void local_recv(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
     mrc__sb_puts(sb, "recv   ");
     local_frag(sb, p, in, &v, n);
     if (tree)
-        mrc__sb_printf(sb, " from the node at position (%d %+d * 2^t) "
-                       "mod %d", v.pos, in->peer_const, v.n);
+        mrc__sb_printf(sb,
+                       " from the node at position (%d %+d * 2^t) "
+                       "mod %d",
+                       v.pos, in->peer_const, v.n);
     else if (in->view != MRC__VIEW_GROUP)
         mrc__sb_printf(sb, " from node %d",
                        local_view_node(p, k, &v, v.pos - 1));
@@ -195,8 +198,8 @@ static const char *local_skip(const mrc_program_t *p, const mrc__insn_t *in,
 }
 
 /* One instruction of the shared code with node u's values of stream k. */
-static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
-                       int u, int i, int depth)
+static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k, int u,
+                       int i, int depth)
 {
     const mrc__insn_t *in = &p->code[i];
     const mrc__stream_t *st = &p->streams[k];
@@ -229,15 +232,9 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
             mrc__sb_printf(sb, "loop   s = 0 .. %d", iters - 1);
         break;
     }
-    case MRC__OP_END:
-        mrc__sb_puts(sb, "end");
-        break;
-    case MRC__OP_SEND:
-        local_send(sb, p, k, in, &v, n, e);
-        break;
-    case MRC__OP_RECV:
-        local_recv(sb, p, k, in, &v, n, e);
-        break;
+    case MRC__OP_END: mrc__sb_puts(sb, "end"); break;
+    case MRC__OP_SEND: local_send(sb, p, k, in, &v, n, e); break;
+    case MRC__OP_RECV: local_recv(sb, p, k, in, &v, n, e); break;
     case MRC__OP_COPY:
         mrc__sb_puts(sb, "copy   ");
         local_frag(sb, p, in, &v, n);
@@ -257,9 +254,10 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
     }
     }
     if (holds < 0) /* the tree's: rel given, t the loop's step */
-        mrc__sb_printf(sb, in->pred == MRC__PRED_TREE_CHILD
-                               ? "  if %d mod 2^(t+1) = 2^t"
-                               : "  if %d mod 2^(t+1) = 0 and %d + 2^t < %d",
+        mrc__sb_printf(sb,
+                       in->pred == MRC__PRED_TREE_CHILD
+                           ? "  if %d mod 2^(t+1) = 2^t"
+                           : "  if %d mod 2^(t+1) = 0 and %d + 2^t < %d",
                        v.rel, v.rel, v.n);
 }
 
@@ -267,16 +265,15 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k,
 enum { LOCAL_STREAMS = 64, LOCAL_OPS = 8 };
 
 /* The first operations of node u's chain of stream k, whole fragments. */
-static void local_ops(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
-                      int k, int json)
+static void local_ops(mrc__strbuf_t *sb, const mrc_program_t *p, int u, int k,
+                      int json)
 {
     mrc__chain_iter_t it;
     mrc__chain_begin(&it, p, u, k, 0, 1, 0);
     mrc__op_t op;
     mrc_status_t st;
-    for (int shown = 0; shown < LOCAL_OPS &&
-                        mrc__chain_next(&it, &op, &st) == 1;
-         shown++) {
+    for (int shown = 0;
+         shown < LOCAL_OPS && mrc__chain_next(&it, &op, &st) == 1; shown++) {
         mrc__strbuf_t line;
         mrc__sb_init(&line);
         mrc__sb_printf(&line, "step %d: %s", op.step,
@@ -290,8 +287,10 @@ static void local_ops(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
                            mrc__listing_buf(op.src),
                            (unsigned long long)op.src_off, op.peer, op.port);
         else if (op.kind == MRC__RECV)
-            mrc__sb_printf(&line, " from node %d on port %d into %s at %llu"
-                           "%s", op.peer, op.port, mrc__listing_buf(op.dst),
+            mrc__sb_printf(&line,
+                           " from node %d on port %d into %s at %llu"
+                           "%s",
+                           op.peer, op.port, mrc__listing_buf(op.dst),
                            (unsigned long long)op.dst_off,
                            op.local ? ", reduced" : "");
         else if (op.kind == MRC__GET || op.kind == MRC__WAIT)
@@ -306,8 +305,8 @@ static void local_ops(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
     }
 }
 
-static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p,
-                              int u, int k)
+static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
+                              int k)
 {
     const mrc__stream_t *s = &p->streams[k];
     const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
@@ -325,8 +324,8 @@ static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p,
     if (e->route >= 0)
         for (int j = p->route_off[e->route] + 1;
              j + 1 < p->route_off[e->route + 1]; j++)
-            mrc__sb_printf(sb, "%s%d", j > p->route_off[e->route] + 1 ? ", "
-                                                                      : "",
+            mrc__sb_printf(sb, "%s%d",
+                           j > p->route_off[e->route] + 1 ? ", " : "",
                            p->route_nodes[j]);
     mrc__sb_puts(sb, "],\n    \"code\": [");
     int depth = 0;
@@ -345,8 +344,8 @@ static void local_stream_json(mrc__strbuf_t *sb, const mrc_program_t *p,
     mrc__sb_puts(sb, "]}");
 }
 
-static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p,
-                              int u, int k)
+static void local_stream_text(mrc__strbuf_t *sb, const mrc_program_t *p, int u,
+                              int k)
 {
     const mrc__stream_t *s = &p->streams[k];
     const mrc__node_stream_t *e = mrc__node_stream(p, u, k);
@@ -392,8 +391,10 @@ static mrc_status_t local_relays(mrc__strbuf_t *sb, const mrc_program_t *p,
     if (json)
         mrc__sb_puts(sb, "], \"relays\": [");
     else if (total > 0)
-        mrc__sb_printf(sb, "\nrelays (%d: node %d forwards every message of "
-                       "these hops, same tag and count):\n", total, u);
+        mrc__sb_printf(sb,
+                       "\nrelays (%d: node %d forwards every message of "
+                       "these hops, same tag and count):\n",
+                       total, u);
     for (int i = first[u]; i < first[u + 1] && i - first[u] < LOCAL_STREAMS;
          i++) {
         const mrc__relay_t *r = &list[i];
@@ -404,13 +405,15 @@ static mrc_status_t local_relays(mrc__strbuf_t *sb, const mrc_program_t *p,
         int port = p->route_ports[off + r->index];
         int in_port = p->route_in_ports[off + r->index];
         if (json)
-            mrc__sb_printf(sb, "%s{\"stream\": %d, \"hop\": [%d, %d], "
+            mrc__sb_printf(sb,
+                           "%s{\"stream\": %d, \"hop\": [%d, %d], "
                            "\"from\": %d, \"in_port\": %d, \"to\": %d, "
                            "\"out_port\": %d}",
                            i > first[u] ? ", " : "", r->stream, r->src, last,
                            from, in_port, to, port);
         else
-            mrc__sb_printf(sb, "  stream %d, hop %d -> %d: from node %d on "
+            mrc__sb_printf(sb,
+                           "  stream %d, hop %d -> %d: from node %d on "
                            "port %d to node %d by port %d\n",
                            r->stream, r->src, last, from, in_port, to, port);
     }
@@ -430,8 +433,8 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
     *text = NULL;
     if (node < 0 || node >= p->num_nodes)
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "node %d is not a node of the program (0..%d)",
-                          node, p->num_nodes - 1);
+                          "node %d is not a node of the program (0..%d)", node,
+                          p->num_nodes - 1);
     const mrc__node_t *nd = &p->nodes[node];
     const mrc_compile_config_t *c = &p->cfg;
     const mrc__group_t *g = nd->group >= 0 ? &p->groups[nd->group] : NULL;
@@ -441,7 +444,8 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
     mrc__strbuf_t sb;
     mrc__sb_init(&sb);
     if (json) {
-        mrc__sb_printf(&sb, "{\"node\": %d, \"collective\": \"%s\", "
+        mrc__sb_printf(&sb,
+                       "{\"node\": %d, \"collective\": \"%s\", "
                        "\"count\": %zu, \"dtype\": \"%s\", \"op\": \"%s\", "
                        "\"family\": \"%s\", \"group\": %d, \"rank\": %d, "
                        "\"group_size\": %d, \"ports\": %d, "
@@ -458,8 +462,8 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
         st = local_relays(&sb, p, node, 1);
         mrc__sb_puts(&sb, "]}\n");
     } else {
-        mrc__sb_printf(&sb, "local program of node %d: %s of %zu %s",
-                       node, mrc_collective_name(c->collective), c->count,
+        mrc__sb_printf(&sb, "local program of node %d: %s of %zu %s", node,
+                       mrc_collective_name(c->collective), c->count,
                        mrc_dtype_name(c->dtype));
         if (c->collective != MRC_ALLGATHER && c->collective != MRC_BROADCAST)
             mrc__sb_printf(&sb, " (%s)", mrc_op_name(c->op));
@@ -469,7 +473,8 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
         if (!g) {
             mrc__sb_puts(&sb, "  in no group: the node runs nothing\n");
         } else {
-            mrc__sb_printf(&sb, "  group %d, rank %d of %d, %d port%s, %d "
+            mrc__sb_printf(&sb,
+                           "  group %d, rank %d of %d, %d port%s, %d "
                            "stream%s\n  the shared code (%d instructions) "
                            "with this node's table values in place\n  of "
                            "pos, rel, N, next, prev and the ports\n",
@@ -479,8 +484,7 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
             for (int j = 0; j < shown; j++)
                 local_stream_text(&sb, p, node, g->first_stream + j);
             if (streams > shown)
-                mrc__sb_printf(&sb, "\n... %d more streams\n",
-                               streams - shown);
+                mrc__sb_printf(&sb, "\n... %d more streams\n", streams - shown);
         }
         st = local_relays(&sb, p, node, 0);
     }

@@ -7,8 +7,8 @@
 
 const char *mrc__listing_buf(int b)
 {
-    static const char *const names[] = {"-", "sendbuf", "recvbuf",
-                                        "scratch", "window"};
+    static const char *const names[] = {"-", "sendbuf", "recvbuf", "scratch",
+                                        "window"};
     return b >= 0 && b <= 4 ? names[b] : "?";
 }
 
@@ -51,18 +51,17 @@ int mrc__listing_memory_insn(mrc__strbuf_t *sb, const mrc_program_t *p,
     case MRC__OP_BARRIER:
         mrc__sb_printf(sb, "barrier %d of the group", in->flag);
         return 1;
-    default:
-        return 0;
+    default: return 0;
     }
 }
 
 const char *mrc__listing_op_kind(int kind)
 {
     static const char *const names[] = {
-        [MRC__SEND] = "send",     [MRC__RECV] = "recv",
-        [MRC__COPY] = "copy",     [MRC__SCALE] = "scale",
-        [MRC__EXPOSE] = "expose", [MRC__GET] = "get",
-        [MRC__SIGNAL] = "signal", [MRC__WAIT] = "wait",
+        [MRC__SEND] = "send",       [MRC__RECV] = "recv",
+        [MRC__COPY] = "copy",       [MRC__SCALE] = "scale",
+        [MRC__EXPOSE] = "expose",   [MRC__GET] = "get",
+        [MRC__SIGNAL] = "signal",   [MRC__WAIT] = "wait",
         [MRC__BARRIER] = "barrier", [MRC__FWD] = "forward"};
     return kind > 0 && kind <= MRC__FWD ? names[kind] : "?";
 }

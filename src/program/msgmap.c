@@ -34,11 +34,10 @@ void mrc__msgmap_free(mrc__msgmap_t *m)
     memset(m, 0, sizeof *m);
 }
 
-static size_t bucket_of(const mrc__msgmap_t *m, int src, int dst,
-                        uint64_t tag)
+static size_t bucket_of(const mrc__msgmap_t *m, int src, int dst, uint64_t tag)
 {
     return (size_t)mrc__mix64(((uint64_t)(uint32_t)src << 32 | (uint32_t)dst) ^
-                       mrc__mix64(tag)) &
+                              mrc__mix64(tag)) &
            (m->cap - 1);
 }
 

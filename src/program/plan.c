@@ -24,9 +24,8 @@ static mrc__op_t *push(opbuf_t *b)
 }
 
 /* Appends the chains that node relays, one per (hop, chunk). */
-static mrc_status_t add_relays(const mrc_program_t *p, int node,
-                               uint64_t chunk, opbuf_t *ops, mrc__plan_t *plan,
-                               int *cap_chains)
+static mrc_status_t add_relays(const mrc_program_t *p, int node, uint64_t chunk,
+                               opbuf_t *ops, mrc__plan_t *plan, int *cap_chains)
 {
     int32_t *first = NULL;
     mrc__relay_t *list = NULL;
@@ -65,8 +64,7 @@ static mrc_status_t add_relays(const mrc_program_t *p, int node,
 
 /* Runs the code for one (stream, chunk) chain, appending its ops. */
 static mrc_status_t run_chain(const mrc_program_t *p, int node, int k,
-                              int chunk, int chunks, int in_place,
-                              opbuf_t *out)
+                              int chunk, int chunks, int in_place, opbuf_t *out)
 {
     mrc__chain_iter_t it;
     mrc__chain_begin(&it, p, node, k, chunk, chunks, in_place);
@@ -124,8 +122,7 @@ void mrc__plan_bound(const mrc_program_t *p, int group, uint64_t chunk_elems,
     const mrc__group_t *g = &p->groups[group];
     uint64_t chunk = chunk_elems ? chunk_elems : mrc__chunk_elems(p);
     uint64_t per_chain = mrc__chain_ops_bound(p, g->size);
-    for (int k = g->first_stream; k < g->first_stream + g->num_streams;
-         k++) {
+    for (int k = g->first_stream; k < g->first_stream + g->num_streams; k++) {
         uint64_t c = (uint64_t)mrc__stream_chunks(p, k, chunk);
         *chains += c;
         *ops = mrc__sat_mul_add(c, per_chain, *ops);
@@ -197,14 +194,9 @@ void mrc__buffer_elems(const mrc_program_t *p, int node, uint64_t *send,
         *send = n * c;
         *scratch = n * c;
         break;
-    case MRC_ALLGATHER:
-        *recv = n * c;
-        break;
-    case MRC_REDUCE:
-        *scratch = c;
-        break;
-    default:
-        break;
+    case MRC_ALLGATHER: *recv = n * c; break;
+    case MRC_REDUCE: *scratch = c; break;
+    default: break;
     }
     if (g < 0)
         *send = *recv = 0;

@@ -19,10 +19,14 @@
 struct mrc__insn;
 
 /* The buffers an operation reads and writes. */
-enum mrc__buffer { MRC__BUF_NONE, MRC__BUF_SEND, MRC__BUF_RECV,
-                   MRC__BUF_SCRATCH,
-                   MRC__BUF_WINDOW /* the node's exposed copy: element
-                                      offsets as in the whole vector */ };
+enum mrc__buffer {
+    MRC__BUF_NONE,
+    MRC__BUF_SEND,
+    MRC__BUF_RECV,
+    MRC__BUF_SCRATCH,
+    MRC__BUF_WINDOW /* the node's exposed copy: element
+                       offsets as in the whole vector */
+};
 
 /* How fragment numbers map to elements. */
 enum mrc__addressing {
@@ -55,7 +59,7 @@ typedef struct mrc__group {
 
 /* One node's view of one stream of its group. */
 typedef struct mrc__node_stream {
-    int32_t pos;      /* ring position */
+    int32_t pos; /* ring position */
     int32_t next, prev;
     int32_t out_port; /* port of the first step of the hop to next */
     int32_t in_port;  /* port of the last step of the hop from prev */
@@ -92,15 +96,15 @@ struct mrc_program {
     int num_entries, num_routes, route_pool_len;
     struct mrc__insn *code; /* the instruction format: program_internal.h */
     mrc__group_t *groups;
-    int32_t *members;      /* [num_members] */
+    int32_t *members; /* [num_members] */
     mrc__stream_t *streams;
-    int32_t *ring_order;   /* per stream, group size entries: pos -> node */
-    int32_t *ring_first;   /* [num_streams]: into ring_order */
+    int32_t *ring_order; /* per stream, group size entries: pos -> node */
+    int32_t *ring_first; /* [num_streams]: into ring_order */
     mrc__node_t *nodes;
     mrc__node_stream_t *node_streams; /* [num_entries] */
-    int32_t *route_off;    /* [num_routes + 1] into route_nodes/ports */
-    int32_t *route_nodes;  /* [route_pool_len] */
-    int32_t *route_ports;  /* out-port at each node but the last */
+    int32_t *route_off;      /* [num_routes + 1] into route_nodes/ports */
+    int32_t *route_nodes;    /* [route_pool_len] */
+    int32_t *route_ports;    /* out-port at each node but the last */
     int32_t *route_in_ports; /* port at each node but the first it
                                 arrives on */
     /* The port mask: num_port_phases + 1 entries (the last one's
@@ -165,19 +169,27 @@ int mrc__program_hosts(const mrc_program_t *p);
 
 /* ---- expansion: one node's operations ---------------------------------- */
 
-enum mrc__op_kind { MRC__SEND = 1, MRC__RECV, MRC__COPY, MRC__SCALE,
-                    MRC__EXPOSE, MRC__GET, MRC__SIGNAL, MRC__WAIT,
-                    MRC__BARRIER,
-                    MRC__FWD /* a relay of a routed hop: receive from
-                                `from`, send the same to `peer` */ };
+enum mrc__op_kind {
+    MRC__SEND = 1,
+    MRC__RECV,
+    MRC__COPY,
+    MRC__SCALE,
+    MRC__EXPOSE,
+    MRC__GET,
+    MRC__SIGNAL,
+    MRC__WAIT,
+    MRC__BARRIER,
+    MRC__FWD /* a relay of a routed hop: receive from
+                `from`, send the same to `peer` */
+};
 
 typedef struct mrc__op {
     uint8_t kind;
-    uint8_t src;     /* SEND, COPY: buffer read */
-    uint8_t dst;     /* RECV, COPY, SCALE: buffer written */
-    uint8_t local;   /* RECV, GET: local operand buffer, NONE for a copy */
-    uint8_t flag;    /* SIGNAL, WAIT, BARRIER: the flag */
-    uint8_t ref;     /* EXPOSE: by reference (src: the buffer exposed) */
+    uint8_t src;   /* SEND, COPY: buffer read */
+    uint8_t dst;   /* RECV, COPY, SCALE: buffer written */
+    uint8_t local; /* RECV, GET: local operand buffer, NONE for a copy */
+    uint8_t flag;  /* SIGNAL, WAIT, BARRIER: the flag */
+    uint8_t ref;   /* EXPOSE: by reference (src: the buffer exposed) */
     /* Fragments frag .. frag + frags - 1 (0: one; hier by places, whose
      * hosts are at most MRC_TOPO_MAX_NODES; in the padding before peer,
      * so that a plan's operations stay 80 bytes). */
@@ -185,12 +197,12 @@ typedef struct mrc__op {
     /* SEND: next node; RECV: previous node; GET, WAIT: the peer. GET
      * reads the peer's buffer `src` at src_off (the window for a copy). */
     int32_t peer;
-    int32_t port;    /* SEND: out-port; RECV: in-port */
+    int32_t port; /* SEND: out-port; RECV: in-port */
     int32_t stream;
-    int32_t step;    /* global step: loop iterations over the phases */
-    int32_t frag;    /* fragment number (0 for whole-slice ops) */
+    int32_t step; /* global step: loop iterations over the phases */
+    int32_t frag; /* fragment number (0 for whole-slice ops) */
     int32_t chunk;
-    uint64_t tag;    /* (stream, step, chunk): unique on its link */
+    uint64_t tag; /* (stream, step, chunk): unique on its link */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
     uint64_t src_off, dst_off, local_off, count;
     /* Routed hops: SEND and RECV talk to the first and last relay of the
@@ -211,7 +223,7 @@ typedef struct mrc__plan {
     int32_t *chain_off; /* [num_chains + 1] into ops */
     int num_ops;
     mrc__op_t *ops;
-    int in_place;       /* the executor's alias of send and recv buffers */
+    int in_place; /* the executor's alias of send and recv buffers */
 } mrc__plan_t;
 
 /* Lazy expansion, one chain at a time (the checker and the simulator walk
@@ -225,15 +237,15 @@ typedef struct mrc__chain_iter {
     uint8_t in_place;
     uint8_t memory; /* the program has memory-semantic instructions */
     int pc, s, step, loop_pc, rel;
-    int at;                /* the node that runs the chain */
+    int at;                 /* the node that runs the chain */
     int send_to, recv_from; /* first and last relay of the hops */
     /* A relay chain (relay > 0): the sends of `node`'s chain, forwarded
      * by `at`, the relay at place relay_idx of route relay - 1. */
     int relay, relay_idx;
 } mrc__chain_iter_t;
 
-void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p,
-                      int node, int k, int chunk, int chunks, int in_place);
+void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int node,
+                      int k, int chunk, int chunks, int in_place);
 /* The chain's next op: 1 and *op, 0 at the end, -1 on an error (*st). */
 int mrc__chain_next(mrc__chain_iter_t *it, mrc__op_t *op, mrc_status_t *st);
 /* A relay of a routed hop: node `at` (recorded by its index) relays the
@@ -268,9 +280,8 @@ typedef struct mrc__cursor {
  * (see mrc__relay_begin), holding no op. */
 void mrc__cursor_begin(mrc__cursor_t *c, const mrc_program_t *p, int node,
                        int k, int chunk, int chunks, int in_place);
-void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p,
-                             int at, const mrc__relay_t *r, int chunk,
-                             int chunks);
+void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p, int at,
+                             const mrc__relay_t *r, int chunk, int chunks);
 
 /* The op the cursor is at, read from its chain if none is held: 1 (in
  * c->op; mrc__cursor_take takes it), 0 at the chain's end (c->done set),
@@ -363,8 +374,8 @@ typedef struct mrc__image_origin {
     /* The topology: a generator spec when it regenerates the very
      * links (short, at any size), else the file format (JSON, "{"...). */
     char *topology;
-    char *strategy; /* the rings' strategy, as the embedding names it */
-    char *source;   /* the SPEC it was compiled from */
+    char *strategy;    /* the rings' strategy, as the embedding names it */
+    char *source;      /* the SPEC it was compiled from */
     double efficiency; /* the embedding's (mrc rings), or -1 */
 } mrc__image_origin_t;
 

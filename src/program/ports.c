@@ -22,8 +22,8 @@
 #define WALK_MAX_OPS (1ull << 27)
 
 typedef struct builder {
-    int32_t *port_first; /* [num_nodes + 1]: into the marks */
-    uint8_t *mark;       /* this step's ports in use */
+    int32_t *port_first;  /* [num_nodes + 1]: into the marks */
+    uint8_t *mark;        /* this step's ports in use */
     mrc__port_use_t *cur; /* this step's, as a sorted list */
     int num_cur, cap_cur;
     mrc__port_phase_t *phases;
@@ -54,8 +54,7 @@ static int mark_route(builder_t *b, const mrc_program_t *p, int u, int k)
         return 0;
     for (int j = p->route_off[r]; j < p->route_off[r + 1]; j++) {
         int v = p->route_nodes[j];
-        if ((j + 1 < p->route_off[r + 1] &&
-             mark(b, p, v, p->route_ports[j])) ||
+        if ((j + 1 < p->route_off[r + 1] && mark(b, p, v, p->route_ports[j])) ||
             (j > p->route_off[r] && mark(b, p, v, p->route_in_ports[j])))
             return -1;
     }
@@ -235,13 +234,13 @@ done:
 typedef struct stream_steps {
     int32_t *lo, *hi; /* sending runs */
     int num, cap;
-    int last;         /* -1: none */
+    int last; /* -1: none */
 } stream_steps_t;
 
 static int add_send_step(stream_steps_t *t, int step)
 {
-    if (t->num > 0 && (t->hi[t->num - 1] == step ||
-                       t->hi[t->num - 1] + 1 == step)) {
+    if (t->num > 0 &&
+        (t->hi[t->num - 1] == step || t->hi[t->num - 1] + 1 == step)) {
         t->hi[t->num - 1] = step;
         return 0;
     }
@@ -273,8 +272,8 @@ static int uniform(const mrc_program_t *p)
 /* Node 0's runs of sending steps in each stream (t[k]), the last step
  * of any, and the number of cuts the runs make: 0; -1 out of memory; -2
  * an error of the expansion (*st). */
-static int sending_steps(const mrc_program_t *p, stream_steps_t *t,
-                         int *last, int *num_cuts, mrc_status_t *st)
+static int sending_steps(const mrc_program_t *p, stream_steps_t *t, int *last,
+                         int *num_cuts, mrc_status_t *st)
 {
     for (int k = 0; k < p->num_streams; k++) {
         t[k].last = -1;
@@ -413,9 +412,8 @@ void mrc__port_idle(const mrc_program_t *p, int ph, int u, uint8_t *idle)
         else
             hi = mid;
     }
-    for (int i = lo; i < p->port_phases[ph + 1].first_use &&
-                     p->port_uses[i].node == u;
-         i++)
+    for (int i = lo;
+         i < p->port_phases[ph + 1].first_use && p->port_uses[i].node == u; i++)
         idle[p->port_uses[i].port] = 0;
 }
 

@@ -50,14 +50,19 @@ enum mrc__opcode {
 
 /* Which nodes execute an instruction, by rel = (pos - root_pos) mod N;
  * a negative argument means N + arg. */
-enum mrc__pred { MRC__PRED_ALWAYS, MRC__PRED_REL_EQ, MRC__PRED_REL_IN,
-                 MRC__PRED_ALONE, /* only in a group of one node */
-                 /* The binomial tree at step t (the loop's s, reversed
-                  * with MRC__INSN_REV): a child that sends this step,
-                  * rel mod 2^(t+1) = 2^t; a parent that receives,
-                  * rel mod 2^(t+1) = 0 and rel + 2^t < N (pred_lo 1: the
-                  * root only, 2: not the root, 0: either). */
-                 MRC__PRED_TREE_CHILD, MRC__PRED_TREE_PARENT };
+enum mrc__pred {
+    MRC__PRED_ALWAYS,
+    MRC__PRED_REL_EQ,
+    MRC__PRED_REL_IN,
+    MRC__PRED_ALONE, /* only in a group of one node */
+    /* The binomial tree at step t (the loop's s, reversed
+     * with MRC__INSN_REV): a child that sends this step,
+     * rel mod 2^(t+1) = 2^t; a parent that receives,
+     * rel mod 2^(t+1) = 0 and rel + 2^t < N (pred_lo 1: the
+     * root only, 2: not the root, 0: either). */
+    MRC__PRED_TREE_CHILD,
+    MRC__PRED_TREE_PARENT
+};
 
 enum mrc__insn_flags {
     MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
@@ -94,7 +99,7 @@ typedef struct mrc__insn {
     /* GET, WAIT: the peer's position (see the opcodes). */
     int8_t peer_pos, peer_step;
     int16_t peer_const;
-    uint8_t flag;  /* SIGNAL, WAIT, BARRIER: which flag */
+    uint8_t flag; /* SIGNAL, WAIT, BARRIER: which flag */
     /* LOOP: iterations N - 1 + loop_extra (0: the rings' N - 1). */
     int8_t loop_extra;
     /* Which nodes the instruction sees as its group (the hier family's
@@ -115,10 +120,14 @@ typedef struct mrc__insn {
  *            the instruction (and a loop of this view whole).
  * Sends and receives of a view other than GROUP go to the view's next
  * and previous node (no routes: hosts are not on the topology's links). */
-enum mrc__view { MRC__VIEW_GROUP, MRC__VIEW_HOST, MRC__VIEW_LEADERS,
-                 /* the nodes at the node's place of every host, in host
-                  * order: n = H, pos = pos / L (hier by places) */
-                 MRC__VIEW_PLACE };
+enum mrc__view {
+    MRC__VIEW_GROUP,
+    MRC__VIEW_HOST,
+    MRC__VIEW_LEADERS,
+    /* the nodes at the node's place of every host, in host
+     * order: n = H, pos = pos / L (hier by places) */
+    MRC__VIEW_PLACE
+};
 
 /* Where a node stands in a view of its group of n (the node at `pos`,
  * the root at `root`): the view's size, the node's position and rel in
@@ -130,8 +139,8 @@ typedef struct mrc__view_pos {
 } mrc__view_pos_t;
 
 /* Pure pieces of the expansion, for the listing of one node's program. */
-mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
-                              int pos, int root);
+mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n, int pos,
+                              int root);
 /* Whether a ring predicate (not the tree's) holds at rel in a group of n;
  * the iterations of a loop for a group of n. */
 int mrc__pred_holds_ring(const mrc__insn_t *in, int rel, int n);

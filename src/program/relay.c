@@ -28,8 +28,8 @@ static int each_relay(const mrc_program_t *p,
 {
     for (int g = 0; g < p->num_groups; g++) {
         const mrc__group_t *gr = &p->groups[g];
-        for (int k = gr->first_stream;
-             k < gr->first_stream + gr->num_streams; k++)
+        for (int k = gr->first_stream; k < gr->first_stream + gr->num_streams;
+             k++)
             for (int pos = 0; pos < gr->size; pos++) {
                 int u = mrc__stream_node(p, k, pos);
                 int route = mrc__node_stream(p, u, k)->route;
@@ -40,8 +40,8 @@ static int each_relay(const mrc_program_t *p,
                 for (int i = 1; i < len - 1; i++) {
                     mrc__relay_t rec = {k, u, route, i};
                     int v = p->route_nodes[off + i];
-                    int r = visit(arg, v >= 0 && v < p->num_nodes ? v : -1,
-                                  &rec);
+                    int r =
+                        visit(arg, v >= 0 && v < p->num_nodes ? v : -1, &rec);
                     if (r)
                         return r;
                 }
@@ -120,10 +120,9 @@ static int bound_relay(void *arg, int v, const mrc__relay_t *r)
     int n = mrc__stream_size(c->p, r->stream);
     uint64_t chunks = (uint64_t)mrc__stream_chunks(c->p, r->stream, c->chunk);
     c->chains += chunks;
-    c->ops = mrc__sat_mul_add(chunks,
-                              (uint64_t)c->p->code_len *
-                                  (uint64_t)(n > 1 ? n - 1 : 1),
-                              c->ops);
+    c->ops = mrc__sat_mul_add(
+        chunks, (uint64_t)c->p->code_len * (uint64_t)(n > 1 ? n - 1 : 1),
+        c->ops);
     return 0;
 }
 

@@ -93,8 +93,7 @@ static inline void mrc__split_part_qr(uint64_t q, uint64_t r, uint64_t i,
 }
 
 /* The length of part i of len cut in parts, and of the longest part. */
-static inline uint64_t mrc__split_len(uint64_t len, uint64_t parts,
-                                      uint64_t i)
+static inline uint64_t mrc__split_len(uint64_t len, uint64_t parts, uint64_t i)
 {
     return len / parts + (i < len % parts);
 }

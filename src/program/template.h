@@ -17,22 +17,42 @@
 
 enum {
     /* opcodes */
-    LOOP = MRC__OP_LOOP, END = MRC__OP_END, SEND = MRC__OP_SEND,
-    RECV = MRC__OP_RECV, COPY = MRC__OP_COPY, SCALE = MRC__OP_SCALE,
-    PORTS = MRC__OP_PORTS, EXPOSE = MRC__OP_EXPOSE, GET = MRC__OP_GET,
-    SIGNAL = MRC__OP_SIGNAL, WAIT = MRC__OP_WAIT, BARRIER = MRC__OP_BARRIER,
+    LOOP = MRC__OP_LOOP,
+    END = MRC__OP_END,
+    SEND = MRC__OP_SEND,
+    RECV = MRC__OP_RECV,
+    COPY = MRC__OP_COPY,
+    SCALE = MRC__OP_SCALE,
+    PORTS = MRC__OP_PORTS,
+    EXPOSE = MRC__OP_EXPOSE,
+    GET = MRC__OP_GET,
+    SIGNAL = MRC__OP_SIGNAL,
+    WAIT = MRC__OP_WAIT,
+    BARRIER = MRC__OP_BARRIER,
     /* predicates (.pred_lo, .pred_hi: a negative bound is N + bound) */
-    EQ = MRC__PRED_REL_EQ, IN = MRC__PRED_REL_IN, ALONE = MRC__PRED_ALONE,
-    CHILD = MRC__PRED_TREE_CHILD, PARENT = MRC__PRED_TREE_PARENT,
+    EQ = MRC__PRED_REL_EQ,
+    IN = MRC__PRED_REL_IN,
+    ALONE = MRC__PRED_ALONE,
+    CHILD = MRC__PRED_TREE_CHILD,
+    PARENT = MRC__PRED_TREE_PARENT,
     /* buffers */
-    SB = MRC__BUF_SEND, RB = MRC__BUF_RECV, XB = MRC__BUF_SCRATCH,
-    WB = MRC__BUF_WINDOW, NB = MRC__BUF_NONE,
+    SB = MRC__BUF_SEND,
+    RB = MRC__BUF_RECV,
+    XB = MRC__BUF_SCRATCH,
+    WB = MRC__BUF_WINDOW,
+    NB = MRC__BUF_NONE,
     /* flags */
-    W = MRC__INSN_WHOLE, REF = MRC__INSN_REF, ALL = MRC__INSN_ALL,
-    ACC = MRC__INSN_ACC, LOG = MRC__INSN_LOG, REV = MRC__INSN_REV,
+    W = MRC__INSN_WHOLE,
+    REF = MRC__INSN_REF,
+    ALL = MRC__INSN_ALL,
+    ACC = MRC__INSN_ACC,
+    LOG = MRC__INSN_LOG,
+    REV = MRC__INSN_REV,
     POW = MRC__INSN_POW,
     /* views (hier) */
-    H = MRC__VIEW_HOST, L = MRC__VIEW_LEADERS, P = MRC__VIEW_PLACE,
+    H = MRC__VIEW_HOST,
+    L = MRC__VIEW_LEADERS,
+    P = MRC__VIEW_PLACE,
 };
 
 /* The peer of a get or a wait, at position root + (peer_pos * rel +
@@ -40,6 +60,6 @@ enum {
  * (pos + s + 1), rank s, the root. */
 #define NEXT_S .peer_pos = 1, .peer_step = 1, .peer_const = 1
 #define RANK_S .peer_pos = 0, .peer_step = 1, .peer_const = 0
-#define ROOT .peer_pos = 0, .peer_step = 0, .peer_const = 0
+#define ROOT   .peer_pos = 0, .peer_step = 0, .peer_const = 0
 
 #endif /* MRC_PROGRAM_TEMPLATE_H */

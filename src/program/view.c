@@ -12,8 +12,7 @@ typedef mrc__view_pos_t view_t;
 
 int mrc__program_hosts(const mrc_program_t *p)
 {
-    return p->cfg.algo == MRC_ALGO_HIER && p->cfg.hosts > 1 ? p->cfg.hosts
-                                                           : 1;
+    return p->cfg.algo == MRC_ALGO_HIER && p->cfg.hosts > 1 ? p->cfg.hosts : 1;
 }
 
 int mrc__frag_space(const mrc_program_t *p, int n)
@@ -23,8 +22,8 @@ int mrc__frag_space(const mrc_program_t *p, int n)
     return mrc__program_hosts(p);
 }
 
-mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
-                              int pos, int root)
+mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n, int pos,
+                              int root)
 {
     int hosts = mrc__program_hosts(p), l = n / hosts;
     if (which == MRC__VIEW_GROUP || l < 1 || n % hosts != 0)
@@ -32,14 +31,20 @@ mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
                         1, 1};
     if (which == MRC__VIEW_HOST) {
         int q = pos % l;
-        return (view_t){l, q, mrc__ring_mod((long)q - root % l, l),
-                        root % l, pos - q, 1, 1};
+        return (view_t){l,        q,       mrc__ring_mod((long)q - root % l, l),
+                        root % l, pos - q, 1,
+                        1};
     }
     int q = pos / l;
     if (which == MRC__VIEW_PLACE)
         return (view_t){hosts, q, q, 0, pos % l, l, 1};
-    return (view_t){hosts, q, mrc__ring_mod((long)q - root / l, hosts),
-                    root / l, root % l, l, pos % l == root % l};
+    return (view_t){hosts,
+                    q,
+                    mrc__ring_mod((long)q - root / l, hosts),
+                    root / l,
+                    root % l,
+                    l,
+                    pos % l == root % l};
 }
 
 /* hier by places (MRC__ADDR_CELLS): the first element and the length of
@@ -47,8 +52,7 @@ mrc__view_pos_t mrc__view_pos(const mrc_program_t *p, int which, int n,
  * block) of a slice of len elements over `places` blocks of `hosts`
  * pieces. */
 void mrc__cells_range(uint64_t off, uint64_t len, int places, int hosts,
-                      int first, int count, uint64_t *start,
-                      uint64_t *out_len)
+                      int first, int count, uint64_t *start, uint64_t *out_len)
 {
     uint64_t boff, blen, s0, s1, piece;
     mrc__split_part_qr(len / (uint64_t)places, len % (uint64_t)places,

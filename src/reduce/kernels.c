@@ -56,8 +56,8 @@ static int f32_sum_stream(float *d, const float *a, const float *b, size_t n)
     for (; i < head; i++)
         d[i] = a[i] + b[i];
     for (; i + 4 <= n; i += 4)
-        _mm_stream_ps(d + i, _mm_add_ps(_mm_loadu_ps(a + i),
-                                        _mm_loadu_ps(b + i)));
+        _mm_stream_ps(d + i,
+                      _mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)));
     for (; i < n; i++)
         d[i] = a[i] + b[i];
     _mm_sfence();
@@ -136,84 +136,84 @@ uint16_t mrc__float_to_half(float f)
 
 /* ---- kernels ----------------------------------------------------------- */
 
-#define SUM(x, y) ((x) + (y))
+#define SUM(x, y)  ((x) + (y))
 #define PROD(x, y) ((x) * (y))
-#define MIN(x, y) ((y) < (x) ? (y) : (x))
-#define MAX(x, y) ((y) > (x) ? (y) : (x))
+#define MIN(x, y)  ((y) < (x) ? (y) : (x))
+#define MAX(x, y)  ((y) > (x) ? (y) : (x))
 
 /* Integers reduce in their unsigned type: wrapping, never undefined. */
-#define INT_KERNELS(name, T, U)                                              \
-    static void name##_sum(T *restrict d, const T *restrict a,               \
-                           const T *restrict b, size_t n)                    \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = (T)((U)a[i] + (U)b[i]);                                   \
-    }                                                                        \
-    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)  \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = (T)((U)d[i] + (U)b[i]);                                   \
-    }                                                                        \
-    static void name##_prod(T *restrict d, const T *restrict a,              \
-                            const T *restrict b, size_t n)                   \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = (T)((U)a[i] * (U)b[i]);                                   \
-    }                                                                        \
-    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n) \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = (T)((U)d[i] * (U)b[i]);                                   \
-    }                                                                        \
+#define INT_KERNELS(name, T, U)                                                \
+    static void name##_sum(T *restrict d, const T *restrict a,                 \
+                           const T *restrict b, size_t n)                      \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = (T)((U)a[i] + (U)b[i]);                                     \
+    }                                                                          \
+    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)    \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = (T)((U)d[i] + (U)b[i]);                                     \
+    }                                                                          \
+    static void name##_prod(T *restrict d, const T *restrict a,                \
+                            const T *restrict b, size_t n)                     \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = (T)((U)a[i] * (U)b[i]);                                     \
+    }                                                                          \
+    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n)   \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = (T)((U)d[i] * (U)b[i]);                                     \
+    }                                                                          \
     MINMAX_KERNELS(name, T)
 
-#define MINMAX_KERNELS(name, T)                                              \
-    static void name##_min(T *restrict d, const T *restrict a,               \
-                           const T *restrict b, size_t n)                    \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = MIN(a[i], b[i]);                                          \
-    }                                                                        \
-    static void name##_min_in(T *restrict d, const T *restrict b, size_t n)  \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = MIN(d[i], b[i]);                                          \
-    }                                                                        \
-    static void name##_max(T *restrict d, const T *restrict a,               \
-                           const T *restrict b, size_t n)                    \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = MAX(a[i], b[i]);                                          \
-    }                                                                        \
-    static void name##_max_in(T *restrict d, const T *restrict b, size_t n)  \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = MAX(d[i], b[i]);                                          \
+#define MINMAX_KERNELS(name, T)                                                \
+    static void name##_min(T *restrict d, const T *restrict a,                 \
+                           const T *restrict b, size_t n)                      \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = MIN(a[i], b[i]);                                            \
+    }                                                                          \
+    static void name##_min_in(T *restrict d, const T *restrict b, size_t n)    \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = MIN(d[i], b[i]);                                            \
+    }                                                                          \
+    static void name##_max(T *restrict d, const T *restrict a,                 \
+                           const T *restrict b, size_t n)                      \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = MAX(a[i], b[i]);                                            \
+    }                                                                          \
+    static void name##_max_in(T *restrict d, const T *restrict b, size_t n)    \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = MAX(d[i], b[i]);                                            \
     }
 
-#define FLOAT_KERNELS(name, T)                                               \
-    static void name##_sum(T *restrict d, const T *restrict a,               \
-                           const T *restrict b, size_t n)                    \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = a[i] + b[i];                                              \
-    }                                                                        \
-    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)  \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] += b[i];                                                    \
-    }                                                                        \
-    static void name##_prod(T *restrict d, const T *restrict a,              \
-                            const T *restrict b, size_t n)                   \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = a[i] * b[i];                                              \
-    }                                                                        \
-    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n) \
-    {                                                                        \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] *= b[i];                                                    \
-    }                                                                        \
+#define FLOAT_KERNELS(name, T)                                                 \
+    static void name##_sum(T *restrict d, const T *restrict a,                 \
+                           const T *restrict b, size_t n)                      \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = a[i] + b[i];                                                \
+    }                                                                          \
+    static void name##_sum_in(T *restrict d, const T *restrict b, size_t n)    \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] += b[i];                                                      \
+    }                                                                          \
+    static void name##_prod(T *restrict d, const T *restrict a,                \
+                            const T *restrict b, size_t n)                     \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = a[i] * b[i];                                                \
+    }                                                                          \
+    static void name##_prod_in(T *restrict d, const T *restrict b, size_t n)   \
+    {                                                                          \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] *= b[i];                                                      \
+    }                                                                          \
     MINMAX_KERNELS(name, T)
 
 INT_KERNELS(i8, int8_t, uint8_t)
@@ -227,61 +227,59 @@ FLOAT_KERNELS(f64, double)
 
 /* 16-bit floats: widen, operate, round back; in blocks so the widened
  * values stay in cache. */
-#define HALF_KERNEL(name, TO, FROM)                                          \
-    static void name(uint16_t *d, const uint16_t *a, const uint16_t *b,      \
-                     size_t n, mrc_op_t op)                                  \
-    {                                                                        \
-        float x[256], y[256];                                                \
-        for (size_t base = 0; base < n; base += 256) {                       \
-            size_t m = n - base < 256 ? n - base : 256;                      \
-            for (size_t i = 0; i < m; i++) {                                 \
-                x[i] = TO(a[base + i]);                                      \
-                y[i] = TO(b[base + i]);                                      \
-            }                                                                \
-            switch (op) {                                                    \
-            case MRC_PROD:                                                   \
-                for (size_t i = 0; i < m; i++)                               \
-                    x[i] *= y[i];                                            \
-                break;                                                       \
-            case MRC_MIN:                                                    \
-                for (size_t i = 0; i < m; i++)                               \
-                    x[i] = MIN(x[i], y[i]);                                  \
-                break;                                                       \
-            case MRC_MAX:                                                    \
-                for (size_t i = 0; i < m; i++)                               \
-                    x[i] = MAX(x[i], y[i]);                                  \
-                break;                                                       \
-            default:                                                         \
-                for (size_t i = 0; i < m; i++)                               \
-                    x[i] += y[i];                                            \
-            }                                                                \
-            for (size_t i = 0; i < m; i++)                                   \
-                d[base + i] = FROM(x[i]);                                    \
-        }                                                                    \
+#define HALF_KERNEL(name, TO, FROM)                                            \
+    static void name(uint16_t *d, const uint16_t *a, const uint16_t *b,        \
+                     size_t n, mrc_op_t op)                                    \
+    {                                                                          \
+        float x[256], y[256];                                                  \
+        for (size_t base = 0; base < n; base += 256) {                         \
+            size_t m = n - base < 256 ? n - base : 256;                        \
+            for (size_t i = 0; i < m; i++) {                                   \
+                x[i] = TO(a[base + i]);                                        \
+                y[i] = TO(b[base + i]);                                        \
+            }                                                                  \
+            switch (op) {                                                      \
+            case MRC_PROD:                                                     \
+                for (size_t i = 0; i < m; i++)                                 \
+                    x[i] *= y[i];                                              \
+                break;                                                         \
+            case MRC_MIN:                                                      \
+                for (size_t i = 0; i < m; i++)                                 \
+                    x[i] = MIN(x[i], y[i]);                                    \
+                break;                                                         \
+            case MRC_MAX:                                                      \
+                for (size_t i = 0; i < m; i++)                                 \
+                    x[i] = MAX(x[i], y[i]);                                    \
+                break;                                                         \
+            default:                                                           \
+                for (size_t i = 0; i < m; i++)                                 \
+                    x[i] += y[i];                                              \
+            }                                                                  \
+            for (size_t i = 0; i < m; i++)                                     \
+                d[base + i] = FROM(x[i]);                                      \
+        }                                                                      \
     }
 
 HALF_KERNEL(f16_any, mrc__half_to_float, mrc__float_to_half)
 HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
 
-#define DISPATCH(name, T)                                                    \
-    do {                                                                     \
-        T *d = dst;                                                          \
-        const T *x = a, *y = b;                                              \
-        int in = (const void *)d == a;                                       \
-        switch (op) {                                                        \
-        case MRC_PROD:                                                       \
-            in ? name##_prod_in(d, y, n) : name##_prod(d, x, y, n);          \
-            return;                                                          \
-        case MRC_MIN:                                                        \
-            in ? name##_min_in(d, y, n) : name##_min(d, x, y, n);            \
-            return;                                                          \
-        case MRC_MAX:                                                        \
-            in ? name##_max_in(d, y, n) : name##_max(d, x, y, n);            \
-            return;                                                          \
-        default:                                                             \
-            in ? name##_sum_in(d, y, n) : name##_sum(d, x, y, n);            \
-            return;                                                          \
-        }                                                                    \
+#define DISPATCH(name, T)                                                      \
+    do {                                                                       \
+        T *d = dst;                                                            \
+        const T *x = a, *y = b;                                                \
+        int in = (const void *)d == a;                                         \
+        switch (op) {                                                          \
+        case MRC_PROD:                                                         \
+            in ? name##_prod_in(d, y, n) : name##_prod(d, x, y, n);            \
+            return;                                                            \
+        case MRC_MIN:                                                          \
+            in ? name##_min_in(d, y, n) : name##_min(d, x, y, n);              \
+            return;                                                            \
+        case MRC_MAX:                                                          \
+            in ? name##_max_in(d, y, n) : name##_max(d, x, y, n);              \
+            return;                                                            \
+        default: in ? name##_sum_in(d, y, n) : name##_sum(d, x, y, n); return; \
+        }                                                                      \
     } while (0)
 
 /* ---- buffers at any address -------------------------------------------- */
@@ -325,20 +323,14 @@ static void reduce_aligned(void *dst, const void *a, const void *b, size_t n,
     case MRC_UINT64: DISPATCH(u64, uint64_t);
     case MRC_FLOAT32: DISPATCH(f32, float);
     case MRC_FLOAT64: DISPATCH(f64, double);
-    case MRC_FLOAT16:
-        f16_any(dst, a, b, n, op);
-        return;
-    case MRC_BFLOAT16:
-        bf16_any(dst, a, b, n, op);
-        return;
-    default:
-        return;
+    case MRC_FLOAT16: f16_any(dst, a, b, n, op); return;
+    case MRC_BFLOAT16: bf16_any(dst, a, b, n, op); return;
+    default: return;
     }
 }
 
-static void reduce_bounced(void *dst, const void *a, const void *b,
-                           size_t n, mrc_dtype_t dtype, mrc_op_t op,
-                           size_t esize)
+static void reduce_bounced(void *dst, const void *a, const void *b, size_t n,
+                           mrc_dtype_t dtype, mrc_op_t op, size_t esize)
 {
     _Alignas(16) unsigned char x[BOUNCE_BYTES], y[BOUNCE_BYTES];
     size_t per = BOUNCE_BYTES / esize;
@@ -365,24 +357,22 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
 void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op)
 {
-    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) &&
-        dst != a && !misaligned(a, 4) && !misaligned(b, 4) &&
-        f32_sum_stream(dst, a, b, n))
+    if (dtype == MRC_FLOAT32 && (op == MRC_SUM || op == MRC_AVG) && dst != a &&
+        !misaligned(a, 4) && !misaligned(b, 4) && f32_sum_stream(dst, a, b, n))
         return;
     mrc__reduce(dst, a, b, n, dtype, op);
 }
 
 /* Integers divide in a 64-bit type, so that a divisor wider than the
  * element type (avg over 300 int8 values) stays exact. */
-#define SCALE(T, W)                                                          \
-    do {                                                                     \
-        T *d = dst;                                                          \
-        for (size_t i = 0; i < n; i++)                                       \
-            d[i] = (T)((W)d[i] / (W)divisor);                                \
+#define SCALE(T, W)                                                            \
+    do {                                                                       \
+        T *d = dst;                                                            \
+        for (size_t i = 0; i < n; i++)                                         \
+            d[i] = (T)((W)d[i] / (W)divisor);                                  \
     } while (0)
 
-static void scale_aligned(void *dst, size_t n, mrc_dtype_t dtype,
-                          int divisor)
+static void scale_aligned(void *dst, size_t n, mrc_dtype_t dtype, int divisor)
 {
     switch (dtype) {
     case MRC_INT8: SCALE(int8_t, int64_t); break;
@@ -396,19 +386,18 @@ static void scale_aligned(void *dst, size_t n, mrc_dtype_t dtype,
     case MRC_FLOAT16: {
         uint16_t *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = mrc__float_to_half(mrc__half_to_float(d[i]) /
-                                      (float)divisor);
+            d[i] =
+                mrc__float_to_half(mrc__half_to_float(d[i]) / (float)divisor);
         break;
     }
     case MRC_BFLOAT16: {
         uint16_t *d = dst;
         for (size_t i = 0; i < n; i++)
-            d[i] = mrc__float_to_bf16(mrc__bf16_to_float(d[i]) /
-                                      (float)divisor);
+            d[i] =
+                mrc__float_to_bf16(mrc__bf16_to_float(d[i]) / (float)divisor);
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -467,13 +456,13 @@ mrc_dtype_t mrc__avg_wide_dtype(mrc_dtype_t dtype)
                : MRC_UINT64;
 }
 
-#define WIDEN(T)                                                             \
-    do {                                                                     \
-        T v;                                                                 \
-        for (size_t i = 0; i < n; i++) {                                     \
-            memcpy(&v, s + i * sizeof v, sizeof v);                          \
-            w[i] = v;                                                        \
-        }                                                                    \
+#define WIDEN(T)                                                               \
+    do {                                                                       \
+        T v;                                                                   \
+        for (size_t i = 0; i < n; i++) {                                       \
+            memcpy(&v, s + i * sizeof v, sizeof v);                            \
+            w[i] = v;                                                          \
+        }                                                                      \
     } while (0)
 
 void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype)
@@ -520,21 +509,20 @@ void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype)
         }
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
-#define NARROW(T)                                                            \
-    do {                                                                     \
-        for (size_t i = 0; i < n; i++) {                                     \
-            T v = (T)(w[i] / divisor);                                       \
-            memcpy(d + i * sizeof v, &v, sizeof v);                          \
-        }                                                                    \
+#define NARROW(T)                                                              \
+    do {                                                                       \
+        for (size_t i = 0; i < n; i++) {                                       \
+            T v = (T)(w[i] / divisor);                                         \
+            memcpy(d + i * sizeof v, &v, sizeof v);                            \
+        }                                                                      \
     } while (0)
 
-void mrc__avg_narrow(void *dst, const void *wide, size_t n,
-                     mrc_dtype_t dtype, int divisor)
+void mrc__avg_narrow(void *dst, const void *wide, size_t n, mrc_dtype_t dtype,
+                     int divisor)
 {
     unsigned char *d = dst;
     switch (dtype) {
@@ -562,8 +550,8 @@ void mrc__avg_narrow(void *dst, const void *wide, size_t n,
     case MRC_INT64: {
         const int64_t *w = wide;
         for (size_t i = 0; i < n; i++) {
-            mrc__i128 sum = (mrc__i128)w[2 * i] * ((mrc__i128)1 << 32) +
-                            w[2 * i + 1];
+            mrc__i128 sum =
+                (mrc__i128)w[2 * i] * ((mrc__i128)1 << 32) + w[2 * i + 1];
             int64_t v = (int64_t)(sum / divisor);
             memcpy(d + i * sizeof v, &v, sizeof v);
         }
@@ -579,7 +567,6 @@ void mrc__avg_narrow(void *dst, const void *wide, size_t n,
         break;
     }
 #endif
-    default:
-        break;
+    default: break;
     }
 }

@@ -37,8 +37,8 @@ void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor);
 int mrc__avg_words(mrc_dtype_t dtype);
 mrc_dtype_t mrc__avg_wide_dtype(mrc_dtype_t dtype);
 void mrc__avg_widen(void *wide, const void *src, size_t n, mrc_dtype_t dtype);
-void mrc__avg_narrow(void *dst, const void *wide, size_t n,
-                     mrc_dtype_t dtype, int divisor);
+void mrc__avg_narrow(void *dst, const void *wide, size_t n, mrc_dtype_t dtype,
+                     int divisor);
 
 /* IEEE binary16 and bfloat16 to and from float, rounding to nearest even
  * (NaN stays NaN). */

@@ -91,8 +91,8 @@ static double node_set(const mrc__sim_t *s)
 static double cache_share(const mrc__sim_t *s)
 {
     const mrc_profile_t *f = s->node.prof;
-    int nodes = s->node.per_host < s->p->num_nodes ? s->node.per_host
-                                                   : s->p->num_nodes;
+    int nodes =
+        s->node.per_host < s->p->num_nodes ? s->node.per_host : s->p->num_nodes;
     double set = node_set(s) * nodes;
     return set <= f->cache_bytes ? 1 : f->cache_bytes / set;
 }
@@ -103,8 +103,8 @@ static double cache_share(const mrc__sim_t *s)
 static double peer_rate(const mrc__sim_t *s)
 {
     const mrc_profile_t *f = s->node.prof;
-    double peer = f->peer_gbps_cache > 0 ? f->peer_gbps_cache
-                                         : f->copy_gbps_cache;
+    double peer =
+        f->peer_gbps_cache > 0 ? f->peer_gbps_cache : f->copy_gbps_cache;
     double set = node_set(s), own = f->private_cache_bytes;
     if (own <= 0 || set <= own)
         return peer;
@@ -155,8 +155,8 @@ static mrc_status_t node_channels(mrc__sim_t *s, int nn, int nh)
     m->first_node_chan = s->num_chan;
     m->first_host_chan = s->num_chan + nn;
     m->first_peer_chan = np ? s->num_chan + nn + nh : -1;
-    double shared = m->prof->memory_gbps_shared /
-                    (m->cached < 1 ? 1 - m->cached : 1);
+    double shared =
+        m->prof->memory_gbps_shared / (m->cached < 1 ? 1 - m->cached : 1);
     for (int i = 0; i < nn + nh + np; i++) {
         s->cap[s->num_chan + i] = i < nn        ? m->copy
                                   : i < nn + nh ? shared

@@ -154,7 +154,8 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
         if ((*st = mrc__sim_path_route(pp->s, op->peer, node, &route)) !=
                 MRC_OK ||
             (*st = mrc__sim_pipe_post(pp, route, MRC__SIM_WAKE, i, 0,
-                        (double)op->count * (double)pp->esize)) != MRC_OK)
+                                      (double)op->count * (double)pp->esize)) !=
+                MRC_OK)
             return -1;
         return 1;
     case MRC__SIGNAL:

@@ -61,8 +61,8 @@ typedef struct mrc__sim_pipe {
     mrc__sim_chain_t *chains;
     size_t esize;
     double now;
-    mrc__sim_flow_t *act; /* the flows in flight, compact */
-    mrc__sim_pmeta_t *meta;        /* beside them */
+    mrc__sim_flow_t *act;   /* the flows in flight, compact */
+    mrc__sim_pmeta_t *meta; /* beside them */
     int nact, cap_act, cap_meta;
     mrc__sim_arrival_t *heap; /* arrivals, by time */
     int nheap, cap_heap;
@@ -74,8 +74,8 @@ typedef struct mrc__sim_pipe {
     double *busy_from;    /* start of its current busy period */
     mrc__sim_acct_t *acct;
     int dirty;
-    mrc__msgmap_t flags; /* (node, -1, flag): w[0] = when it was set */
-    mrc__sim_pwait_t *waits;      /* WAITs whose flag is not set yet */
+    mrc__msgmap_t flags;     /* (node, -1, flag): w[0] = when it was set */
+    mrc__sim_pwait_t *waits; /* WAITs whose flag is not set yet */
     int nwaits, cap_waits;
     mrc__sim_pbar_t *bars; /* nodes at a barrier, and the counts */
     int nbars, cap_bars;

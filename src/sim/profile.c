@@ -57,8 +57,8 @@ static mrc_status_t unknown_fields(json_t *obj, const char *const *names,
 {
     const char *key = mrc__json_unknown_key(obj, names);
     if (key)
-        return mrc__error(MRC_ERR_INVALID_ARG, "unknown field \"%s\"%s%s",
-                          key, *where ? " in " : "", where);
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown field \"%s\"%s%s", key,
+                          *where ? " in " : "", where);
     return MRC_OK;
 }
 
@@ -222,16 +222,16 @@ static const struct number_field {
     double max;
     int optional;
 } number_fields[] = {
-    {"cache_bytes", offsetof(mrc_profile_t, cache_bytes), 0,
-     MAX_CACHE_BYTES, 0},
-    {"copy_gbps_cache", offsetof(mrc_profile_t, copy_gbps_cache), 0,
-     MAX_GBPS, 0},
-    {"copy_gbps_memory", offsetof(mrc_profile_t, copy_gbps_memory), 0,
-     MAX_GBPS, 0},
+    {"cache_bytes", offsetof(mrc_profile_t, cache_bytes), 0, MAX_CACHE_BYTES,
+     0},
+    {"copy_gbps_cache", offsetof(mrc_profile_t, copy_gbps_cache), 0, MAX_GBPS,
+     0},
+    {"copy_gbps_memory", offsetof(mrc_profile_t, copy_gbps_memory), 0, MAX_GBPS,
+     0},
     {"memory_gbps_shared", offsetof(mrc_profile_t, memory_gbps_shared), 0,
      MAX_GBPS, 0},
-    {"peer_gbps_cache", offsetof(mrc_profile_t, peer_gbps_cache), 1,
-     MAX_GBPS, 1},
+    {"peer_gbps_cache", offsetof(mrc_profile_t, peer_gbps_cache), 1, MAX_GBPS,
+     1},
     {"private_cache_bytes", offsetof(mrc_profile_t, private_cache_bytes), 1,
      MAX_CACHE_BYTES, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},

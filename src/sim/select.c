@@ -192,8 +192,7 @@ static int is_wait(int kind)
 /* One node's modelled time. */
 static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                               uint64_t whole, const mrc__cpu_cost_t *k,
-                              const mrc__cpu_cost_t *km, int depth,
-                              double *out)
+                              const mrc__cpu_cost_t *km, int depth, double *out)
 {
     mrc__plan_t plan;
     mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
@@ -492,8 +491,7 @@ static mrc_status_t say_why(const mrc__select_input_t *in, mrc_algo_t force,
                             int applies, int second, mrc__selection_t *out)
 {
     if (out->chosen == MRC_ALGO_AUTO && force != MRC_ALGO_AUTO) {
-        snprintf(out->reason, sizeof out->reason, "%s",
-                 out->cand[force].why);
+        snprintf(out->reason, sizeof out->reason, "%s", out->cand[force].why);
         return mrc__error(MRC_ERR_UNSUPPORTED, "family %s asked for: %s",
                           mrc_algo_name(force), out->cand[force].why);
     }

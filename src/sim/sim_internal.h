@@ -53,32 +53,32 @@ typedef struct mrc__sim_node {
     double cached;             /* the share of it in cache */
     double copy, reduce, peer; /* bytes per ns of one node alone */
     int first_node_chan, first_host_chan;
-    int first_peer_chan;       /* -1: peers' data at the copy rate */
-    int32_t *local_route;      /* [nodes]: the node's own memory work */
-    int32_t *copy_route;       /* [nodes]: a message it copies in */
-    int sync_route;            /* a flag or barrier within one host */
+    int first_peer_chan;  /* -1: peers' data at the copy rate */
+    int32_t *local_route; /* [nodes]: the node's own memory work */
+    int32_t *copy_route;  /* [nodes]: a message it copies in */
+    int sync_route;       /* a flag or barrier within one host */
 } mrc__sim_node_t;
 
 typedef struct mrc__sim {
     const mrc_program_t *p;
     const mrc_topo_t *t;
     int num_chan, num_phys;
-    int link_chan; /* channels below this are link directions */
-    double *cap; /* bytes per ns */
-    double *lat; /* ns */
-    int32_t *phys_base; /* [links]: first physical link of the entry */
+    int link_chan;            /* channels below this are link directions */
+    double *cap;              /* bytes per ns */
+    double *lat;              /* ns */
+    int32_t *phys_base;       /* [links]: first physical link of the entry */
     mrc__sim_route_t *routes; /* [num_entries]: node-stream -> its hop */
     int32_t *chan_pool, *phys_pool;
     int pool_len, chan_cap, phys_cap;
     /* Memory-semantic programs: routes beyond the program's (a GET's or a
      * WAIT's path from the peer, a group's barrier), found on demand. */
     int memory;
-    int num_routes, cap_routes;    /* routes[] holds num_routes entries */
-    mrc__msgmap_t paths;           /* (src, dst, 0): i[0] = its route */
-    mrc__graph_t graph;            /* the topology, for the search */
-    mrc__paths_t search;           /* the fewest hops from a node */
-    int32_t *hop_arcs;             /* [nodes]: a route's arc ids */
-    int32_t *group_route;          /* [groups]: its barrier's route, or -1 */
+    int num_routes, cap_routes; /* routes[] holds num_routes entries */
+    mrc__msgmap_t paths;        /* (src, dst, 0): i[0] = its route */
+    mrc__graph_t graph;         /* the topology, for the search */
+    mrc__paths_t search;        /* the fewest hops from a node */
+    int32_t *hop_arcs;          /* [nodes]: a route's arc ids */
+    int32_t *group_route;       /* [groups]: its barrier's route, or -1 */
     /* The program's port mask: the physical link of each port in use
      * (-1: none); the links a phase leaves idle are switched off. */
     int32_t *use_phys;
@@ -106,17 +106,15 @@ typedef mrc__cursor_t mrc__sim_chain_t;
 mrc_status_t mrc__sim_build(mrc__sim_t *s);
 mrc_status_t mrc__sim_build_mask(mrc__sim_t *s);
 void mrc__sim_free(mrc__sim_t *s);
-mrc_status_t mrc__sim_path_route(mrc__sim_t *s, int src, int dst,
-                                 int *route);
+mrc_status_t mrc__sim_path_route(mrc__sim_t *s, int src, int dst, int *route);
 mrc_status_t mrc__sim_barrier_route(mrc__sim_t *s, int g, int *route);
-mrc_status_t mrc__sim_signal_route(mrc__sim_t *s, int src, int dst,
-                                   int *route);
+mrc_status_t mrc__sim_signal_route(mrc__sim_t *s, int src, int dst, int *route);
 int mrc__sim_new_route(mrc__sim_t *s);
 int mrc__sim_route_hop(mrc__sim_t *s, int route, int chan, int phys);
 /* The flows of a node's op, at most two (a message, then the node's own
  * work on it): how many, or -1 on an error (*st). */
-int mrc__sim_op_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
-                     size_t esize, mrc__sim_flow_t f[2], mrc_status_t *st);
+int mrc__sim_op_flow(mrc__sim_t *s, int node, const mrc__op_t *op, size_t esize,
+                     mrc__sim_flow_t f[2], mrc_status_t *st);
 
 /* ---- the node model (node.c) ------------------------------------------ */
 
@@ -171,8 +169,8 @@ typedef struct mrc__sim_acct {
     double total_ns, move_j;
 } mrc__sim_acct_t;
 
-void mrc__sim_book_step(const mrc__sim_t *s, const mrc__sim_flow_t *fl,
-                        int nf, double start, double dur, double times,
+void mrc__sim_book_step(const mrc__sim_t *s, const mrc__sim_flow_t *fl, int nf,
+                        double start, double dur, double times,
                         mrc__sim_acct_t *a, int step, int group);
 void mrc__sim_figures(const mrc__sim_t *s, const mrc__sim_acct_t *a,
                       double watts, mrc_sim_result_t *r);
@@ -180,8 +178,8 @@ void mrc__sim_figures(const mrc__sim_t *s, const mrc__sim_acct_t *a,
 /* ---- the walks (bsp.c, pipelined.c) ----------------------------------- */
 
 mrc_status_t mrc__sim_run_lockstep(mrc__sim_t *s, mrc__sim_chain_t *chains,
-                                   int nchains, size_t esize,
-                                   mrc__sim_ws_t *w, mrc__sim_acct_t *a);
+                                   int nchains, size_t esize, mrc__sim_ws_t *w,
+                                   mrc__sim_acct_t *a);
 mrc_status_t mrc__sim_fast_bsp(const mrc__sim_t *s, mrc__sim_ws_t *w,
                                size_t esize, mrc__sim_acct_t *a);
 /* Whether BSP takes the fast walk (mrc__sim_fast, the group, exactness). */
@@ -191,8 +189,8 @@ mrc_status_t mrc__sim_run_bsp_groups(mrc__sim_t *s, mrc__sim_chain_t *chains,
                                      int nchains, size_t esize,
                                      mrc__sim_ws_t *ws, mrc__sim_acct_t *a);
 mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
-                                    int nchains, size_t esize,
-                                    mrc__sim_ws_t *w, mrc__sim_acct_t *a);
+                                    int nchains, size_t esize, mrc__sim_ws_t *w,
+                                    mrc__sim_acct_t *a);
 /* The pipelined walk of one node standing for a symmetric group: 1 if it
  * applies (*st its status), 0 and why not (*why) if it does not (the
  * caller then walks every node); s's routes are the walk's after it. */

@@ -18,8 +18,8 @@ mrc_status_t mrc__topo_builder_init(mrc__topo_builder_t *tb, long num_nodes,
     memset(tb, 0, sizeof *tb);
     if (num_nodes < 1 || num_nodes > MRC_TOPO_MAX_NODES)
         return mrc__error(MRC_ERR_INVALID_TOPOLOGY,
-                          "%ld nodes: a topology has 1 to %d nodes",
-                          num_nodes, MRC_TOPO_MAX_NODES);
+                          "%ld nodes: a topology has 1 to %d nodes", num_nodes,
+                          MRC_TOPO_MAX_NODES);
     tb->num_nodes = (int)num_nodes;
     tb->nodes = calloc((size_t)num_nodes, sizeof *tb->nodes);
     tb->name = mrc__strdup(name);
@@ -169,8 +169,8 @@ static mrc_status_t index_ports(mrc_topo_t *t)
     t->node_links = malloc(((size_t)t->num_links * 2 + 1) * sizeof(int));
     t->port_link = malloc(((size_t)t->num_physical * 2 + 1) * sizeof(int));
     int *fill = calloc((size_t)n, sizeof(int));
-    if (!t->node_link_off || !t->port_off || !t->node_links ||
-        !t->port_link || !fill) {
+    if (!t->node_link_off || !t->port_off || !t->node_links || !t->port_link ||
+        !fill) {
         free(fill);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory indexing ports");
     }
@@ -246,8 +246,7 @@ static mrc_status_t check_links(const mrc__topo_builder_t *tb,
     free(ports);
     if (st == MRC_OK && *physical > INT32_MAX / 2)
         st = mrc__error(MRC_ERR_INVALID_TOPOLOGY,
-                        "%lld physical links (too many)",
-                        (long long)*physical);
+                        "%lld physical links (too many)", (long long)*physical);
     return st;
 }
 

@@ -37,8 +37,9 @@ mrc_status_t mrc_topo_to_dot(const mrc_topo_t *t, char **dot)
     }
     for (int i = 0; i < t->num_links && !sb.failed; i++) {
         const mrc_link_t *l = &t->links[i];
-        mrc__sb_printf(&sb, "  n%d -- n%d [penwidth=%d, tooltip=\"%d x %g "
-                            "GB/s, %g ns\"",
+        mrc__sb_printf(&sb,
+                       "  n%d -- n%d [penwidth=%d, tooltip=\"%d x %g "
+                       "GB/s, %g ns\"",
                        l->a, l->b, 1 + l->count, l->count, l->bandwidth_gbps,
                        l->latency_ns);
         if (l->count > 1)

@@ -113,8 +113,7 @@ static mrc_status_t build_without(const mrc_topo_t *t,
     mrc_status_t st = mrc__topo_builder_init(&tb, t->num_nodes, name);
     if (st != MRC_OK)
         return st;
-    int *left = malloc((size_t)(num_pairs > 0 ? num_pairs : 1) *
-                       sizeof *left);
+    int *left = malloc((size_t)(num_pairs > 0 ? num_pairs : 1) * sizeof *left);
     if (!left) {
         mrc__topo_builder_free(&tb);
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");

@@ -11,7 +11,7 @@
 
 #include "topo_internal.h"
 
-#define TOPO_FORMAT "mrc-topology"
+#define TOPO_FORMAT  "mrc-topology"
 #define TOPO_VERSION 1
 enum { MAX_NAME = 256 };
 
@@ -34,14 +34,14 @@ static mrc_status_t get_int(json_t *obj, const char *key, const char *entry,
         return MRC_OK;
     }
     if (!json_is_integer(v))
-        return mrc__error(MRC_ERR_PARSE, "%s: \"%s\" must be an integer",
-                          entry, key);
+        return mrc__error(MRC_ERR_PARSE, "%s: \"%s\" must be an integer", entry,
+                          key);
     *out = json_integer_value(v);
     return MRC_OK;
 }
 
-static mrc_status_t get_number(json_t *obj, const char *key,
-                               const char *entry, double dflt, double *out)
+static mrc_status_t get_number(json_t *obj, const char *key, const char *entry,
+                               double dflt, double *out)
 {
     json_t *v = json_object_get(obj, key);
     if (!v) {
@@ -81,8 +81,8 @@ static mrc_status_t read_header(json_t *root)
     if (st != MRC_OK)
         return st;
     json_t *name = json_object_get(root, "name");
-    if (name && (!json_is_string(name) ||
-                 strlen(json_string_value(name)) >= MAX_NAME))
+    if (name &&
+        (!json_is_string(name) || strlen(json_string_value(name)) >= MAX_NAME))
         return mrc__error(MRC_ERR_PARSE,
                           "\"name\" must be a string of fewer than %d bytes",
                           MAX_NAME);
@@ -117,8 +117,10 @@ static mrc_status_t read_nodes(json_t *nodes, mrc__topo_builder_t *tb)
         json_t *node = json_array_get(nodes, i);
         long long id = 0;
         if (!json_is_object(node)) {
-            st = mrc__error(MRC_ERR_PARSE, "%s: must be an object with an "
-                            "\"id\"", entry);
+            st = mrc__error(MRC_ERR_PARSE,
+                            "%s: must be an object with an "
+                            "\"id\"",
+                            entry);
             break;
         }
         st = check_keys(node, known, entry);
@@ -181,15 +183,17 @@ static mrc_status_t read_links(json_t *links, mrc__topo_builder_t *tb)
         "a", "b", "count", "bandwidth_gbps", "latency_ns", NULL};
     size_t n = json_array_size(links);
     if (n > MRC_TOPO_MAX_LINKS)
-        return mrc__error(MRC_ERR_INVALID_TOPOLOGY,
-                          "%zu links (at most %d)", n, MRC_TOPO_MAX_LINKS);
+        return mrc__error(MRC_ERR_INVALID_TOPOLOGY, "%zu links (at most %d)", n,
+                          MRC_TOPO_MAX_LINKS);
     for (size_t i = 0; i < n; i++) {
         char entry[48];
         snprintf(entry, sizeof entry, "links[%zu]", i);
         json_t *link = json_array_get(links, i);
         if (!json_is_object(link))
-            return mrc__error(MRC_ERR_PARSE, "%s: must be an object with "
-                              "\"a\" and \"b\"", entry);
+            return mrc__error(MRC_ERR_PARSE,
+                              "%s: must be an object with "
+                              "\"a\" and \"b\"",
+                              entry);
         long long a = 0, b = 0, count = 1;
         double bw = 0, lat = 0;
         mrc_status_t st = check_keys(link, known, entry);
@@ -331,8 +335,9 @@ mrc_status_t mrc_topo_to_json(const mrc_topo_t *t, char **json)
     mrc__sb_puts(&sb, "  ],\n  \"links\": [\n");
     for (int i = 0; i < t->num_links && !sb.failed; i++) {
         const mrc_link_t *l = &t->links[i];
-        mrc__sb_printf(&sb, "    {\"a\": %d, \"b\": %d, \"count\": %d, "
-                            "\"bandwidth_gbps\": ",
+        mrc__sb_printf(&sb,
+                       "    {\"a\": %d, \"b\": %d, \"count\": %d, "
+                       "\"bandwidth_gbps\": ",
                        l->a, l->b, l->count);
         mrc__sb_double(&sb, l->bandwidth_gbps);
         mrc__sb_puts(&sb, ", \"latency_ns\": ");

@@ -61,8 +61,8 @@ static mrc_status_t parse_count(const char *spec,
 {
     if (*seen & (1 << i))
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "topology spec '%s': option '%s' given twice",
-                          spec, g->keys[i]);
+                          "topology spec '%s': option '%s' given twice", spec,
+                          g->keys[i]);
     if (mrc__parse_long(val, 1, MRC_TOPO_MAX_LINK_COUNT, &p->cnt[i]) != 0)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "topology spec '%s': %s=%s is not a number of "
@@ -204,7 +204,7 @@ mrc_status_t mrc_topo_generate(const char *spec, mrc_topo_t **out)
                           spec, g->usage);
 
     mrc__topo_gen_params_t p = {.bw = MRC_TOPO_DEFAULT_BANDWIDTH_GBPS,
-                      .lat = MRC_TOPO_DEFAULT_LATENCY_NS};
+                                .lat = MRC_TOPO_DEFAULT_LATENCY_NS};
     for (int i = 0; i < MRC__TOPO_GEN_MAX_KEYS; i++)
         p.cnt[i] = g->dflt[i];
     mrc_status_t st = parse_tokens(rest, spec, g, &p);

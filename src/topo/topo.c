@@ -80,13 +80,15 @@ int mrc_topo_node_links(const mrc_topo_t *t, int node, const int **links)
     return t->node_link_off[node + 1] - t->node_link_off[node];
 }
 
-mrc_status_t mrc_topo_port(const mrc_topo_t *t, int node, int port,
-                           int *link, int *peer, int *peer_port)
+mrc_status_t mrc_topo_port(const mrc_topo_t *t, int node, int port, int *link,
+                           int *peer, int *peer_port)
 {
     int nports = mrc_topo_num_ports(t, node);
     if (nports < 0)
-        return mrc__error(MRC_ERR_INVALID_ARG, "%s: no node %d (nodes are "
-                          "0..%d)", mrc_topo_name(t), node, t->num_nodes - 1);
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "%s: no node %d (nodes are "
+                          "0..%d)",
+                          mrc_topo_name(t), node, t->num_nodes - 1);
     if (port < 0 || port >= nports)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "%s: node %d has no port %d (ports are 0..%d)",
@@ -111,8 +113,7 @@ const char *mrc_topo_node_name(const mrc_topo_t *t, int node)
     return t->nodes[node].name;
 }
 
-int mrc_topo_node_position(const mrc_topo_t *t, int node, double *x,
-                           double *y)
+int mrc_topo_node_position(const mrc_topo_t *t, int node, double *x, double *y)
 {
     if (node < 0 || node >= t->num_nodes || !t->nodes[node].has_pos)
         return 0;

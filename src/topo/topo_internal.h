@@ -74,8 +74,8 @@ typedef struct mrc__topo_gen_params {
     long arg[MRC__TOPO_GEN_MAX_ARGS];
     int nargs;
     long cnt[MRC__TOPO_GEN_MAX_KEYS]; /* physical links per class, by key */
-    double bw;  /* GB/s per direction per physical link */
-    double lat; /* ns */
+    double bw;                        /* GB/s per direction per physical link */
+    double lat;                       /* ns */
 } mrc__topo_gen_params_t;
 
 typedef struct mrc__topo_generator {

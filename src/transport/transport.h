@@ -49,8 +49,8 @@ typedef struct mrc__call {
  * 31 of meta; 0 is the rings). */
 static inline mrc__call_t mrc__call_with_family(mrc__call_t c, int family)
 {
-    c.meta = (c.meta & ~((uint64_t)0xff << 24)) |
-             (uint64_t)(family & 0xff) << 24;
+    c.meta = (c.meta & ~((uint64_t)0xff << 24)) | (uint64_t)(family & 0xff)
+                                                      << 24;
     return c;
 }
 
@@ -60,10 +60,10 @@ static inline mrc__call_t mrc__call_make(mrc_collective_t coll, size_t count,
                                          mrc_dtype_t dtype, mrc_op_t op,
                                          int root)
 {
-    mrc__call_t c = {(uint64_t)count,
-                     (uint64_t)(coll & 0xff) | (uint64_t)(dtype & 0xff) << 8 |
-                         (uint64_t)(op & 0xff) << 16 |
-                         (uint64_t)(uint32_t)root << 32};
+    mrc__call_t c = {(uint64_t)count, (uint64_t)(coll & 0xff) |
+                                          (uint64_t)(dtype & 0xff) << 8 |
+                                          (uint64_t)(op & 0xff) << 16 |
+                                          (uint64_t)(uint32_t)root << 32};
     return c;
 }
 
@@ -93,8 +93,13 @@ void mrc__call_describe(mrc__call_t c, char *out, size_t size);
 
 /* Memory semantics: the buffers a peer can read, by the numbers the
  * program gives them (enum mrc__buffer). */
-enum mrc__mem_buf { MRC__MEM_SEND = 1, MRC__MEM_RECV, MRC__MEM_SCRATCH,
-                    MRC__MEM_WINDOW, MRC__MEM_BUFS };
+enum mrc__mem_buf {
+    MRC__MEM_SEND = 1,
+    MRC__MEM_RECV,
+    MRC__MEM_SCRATCH,
+    MRC__MEM_WINDOW,
+    MRC__MEM_BUFS
+};
 
 /* Flags a call may signal: the program's 0..15, barriers from 16. */
 enum { MRC__FLAGS = 32, MRC__BARRIER_FLAG = 16 };
@@ -155,8 +160,7 @@ typedef struct mrc__transport_ops {
      * signal: sets this rank's flag for this call. wait: MRC_OK once the
      * peer's flag is set for this call (or a later one), MRC_INPROGRESS
      * before; never blocks. */
-    mrc_status_t (*publish)(void *ctx, const mrc__exposure_t *x,
-                            void **window);
+    mrc_status_t (*publish)(void *ctx, const mrc__exposure_t *x, void **window);
     mrc_status_t (*get)(void *ctx, int peer, int buf, uint64_t off,
                         mrc__xfer_t *x);
     mrc_status_t (*signal)(void *ctx, int flag);
@@ -209,8 +213,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e);
  * of its buffers in flight), e calls idle(arg) now and then; NULL:
  * nothing. So that the MPI transport can let MPI progress without shm
  * knowing MPI. */
-void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
-                       void *arg);
+void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
 
 #endif /* MRC_TRANSPORT_H */

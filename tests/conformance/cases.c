@@ -166,11 +166,11 @@ static mrc_status_t drive(conform_t *c, op_t *ops, size_t n)
 }
 
 /* Calls fn until it says anything but MRC_INPROGRESS, or TIMEOUT_S. */
-#define POLL(c, st, expr)                                                  \
-    do {                                                                   \
-        double poll_end_ = now() + TIMEOUT_S;                              \
-        while (((st) = (expr)) == MRC_INPROGRESS && now() < poll_end_)     \
-            pause_rank(c);                                                 \
+#define POLL(c, st, expr)                                                      \
+    do {                                                                       \
+        double poll_end_ = now() + TIMEOUT_S;                                  \
+        while (((st) = (expr)) == MRC_INPROGRESS && now() < poll_end_)         \
+            pause_rank(c);                                                     \
     } while (0)
 
 /* A case's call failed on this rank: tell the transport, as the executor
@@ -204,9 +204,9 @@ typedef struct msg_kind {
 } msg_kind_t;
 
 static const msg_kind_t match_kinds[] = {
-    {0x907, MRC_INT32, 1001, 0},  {0x15, MRC_FLOAT32, 1001, 1},
-    {0x3000, MRC_INT32, 777, 1},  {0x2, MRC_INT32, 0, 0},
-    {0x41, MRC_INT8, 13, 0},      {0x800000001ull, MRC_FLOAT32, 0, 1},
+    {0x907, MRC_INT32, 1001, 0}, {0x15, MRC_FLOAT32, 1001, 1},
+    {0x3000, MRC_INT32, 777, 1}, {0x2, MRC_INT32, 0, 0},
+    {0x41, MRC_INT8, 13, 0},     {0x800000001ull, MRC_FLOAT32, 0, 1},
     {0x77, MRC_UINT8, 1, 0},
 };
 enum { MATCH_KINDS = sizeof match_kinds / sizeof *match_kinds };
@@ -278,8 +278,7 @@ static enum conform_result case_match(conform_t *c)
         res = fail(c, "out of memory");
         goto out;
     }
-    mrc__call_t call = mrc__call_make(MRC_ALLREDUCE, 1, MRC_INT32, MRC_SUM,
-                                      0);
+    mrc__call_t call = mrc__call_make(MRC_ALLREDUCE, 1, MRC_INT32, MRC_SUM, 0);
     mrc_status_t st = begin_ops(c, call, ops, 2 * MATCH_KINDS);
     if (st == MRC_OK)
         st = drive(c, ops, 2 * MATCH_KINDS);
@@ -331,15 +330,15 @@ static enum conform_result case_burst(conform_t *c)
     for (int i = 0; i < BURST; i++) {
         s[2 * i] = val(c->rank, i, 0);
         s[2 * i + 1] = val(c->rank, i, 1);
-        op_send(&ops[i], next, (uint64_t)(BURST - 1 - i), &s[2 * (BURST - 1 - i)],
-                2 * sizeof *s);
+        op_send(&ops[i], next, (uint64_t)(BURST - 1 - i),
+                &s[2 * (BURST - 1 - i)], 2 * sizeof *s);
         /* 331 is prime to BURST: a permutation of the tags */
         int k = (int)((unsigned)i * 331u % BURST);
         op_recv(&ops[BURST + i], prev, (uint64_t)k, &r[2 * k], NULL, 2,
                 MRC_INT32);
     }
-    mrc__call_t call = mrc__call_make(MRC_ALLGATHER, BURST, MRC_INT32,
-                                      MRC_SUM, 0);
+    mrc__call_t call =
+        mrc__call_make(MRC_ALLGATHER, BURST, MRC_INT32, MRC_SUM, 0);
     mrc_status_t st = begin_ops(c, call, ops, 2 * BURST);
     if (st == MRC_OK)
         st = drive(c, ops, 2 * BURST);
@@ -353,8 +352,8 @@ static enum conform_result case_burst(conform_t *c)
     }
     for (int k = 0; k < BURST; k++)
         if (r[2 * k] != val(prev, k, 0) || r[2 * k + 1] != val(prev, k, 1)) {
-            res = fail(c, "message %d of %d from rank %d: wrong data", k,
-                       BURST, prev);
+            res = fail(c, "message %d of %d from rank %d: wrong data", k, BURST,
+                       prev);
             break;
         }
 out:
@@ -388,8 +387,7 @@ static enum conform_result case_large(conform_t *c)
             ((int32_t *)l[k])[i] = loc(i);
         op_send(&ops[k], next, kinds[k].tag, s[k], bytes);
         op_recv(&ops[3 - k], prev, kinds[k].tag, r[k],
-                kinds[k].reduce ? l[k] : NULL, kinds[k].count,
-                kinds[k].dtype);
+                kinds[k].reduce ? l[k] : NULL, kinds[k].count, kinds[k].dtype);
     }
     mrc__call_t call = mrc__call_make(MRC_REDUCE_SCATTER, kinds[0].count,
                                       MRC_FLOAT32, MRC_SUM, 0);
@@ -440,8 +438,8 @@ static enum conform_result names_both_calls(conform_t *c, mrc_status_t st,
         return fail(c, "wanted MRC_ERR_INVALID_ARG, got %s: %s",
                     mrc_status_name(st), msg);
     if (!strstr(msg, a) || !strstr(msg, b))
-        return fail(c, "the message does not name both '%s' and '%s': %s", a,
-                    b, msg);
+        return fail(c, "the message does not name both '%s' and '%s': %s", a, b,
+                    msg);
     return CONFORM_PASS;
 }
 
@@ -462,14 +460,15 @@ static enum conform_result case_agree(conform_t *c)
         op_recv(&ops[peers + k], p, 5, &r[4 * p], NULL, 4, MRC_INT32);
         k++;
     }
-    mrc_status_t st = begin_ops(c, agree_call(c, c->rank), ops,
-                                (size_t)(2 * peers));
+    mrc_status_t st =
+        begin_ops(c, agree_call(c, c->rank), ops, (size_t)(2 * peers));
     if (st == MRC_OK)
         st = drive(c, ops, (size_t)(2 * peers));
     if (st == MRC_OK) {
         end_call(c);
-        res = fail(c, "the call completed on this rank although rank %d "
-                      "called differently",
+        res = fail(c,
+                   "the call completed on this rank although rank %d "
+                   "called differently",
                    c->n - 1);
         goto out;
     }
@@ -557,16 +556,18 @@ static enum conform_result read_peer(conform_t *c, int p, int j, size_t count,
         return call_failed(c, st, "get of a window");
     for (size_t i = 0; i < count - off; i++)
         if (dst[i] != mem_val(p, j, 2, i + off))
-            return fail(c, "call %d: window of rank %d at %zu: %d, not %d "
-                           "(an older call's?)",
+            return fail(c,
+                        "call %d: window of rank %d at %zu: %d, not %d "
+                        "(an older call's?)",
                         j, p, i + off, dst[i], mem_val(p, j, 2, i + off));
     xfer(&x, dst, local, count);
     if ((st = get(c, p, MRC__MEM_WINDOW, 0, &x)) != MRC_OK)
         return call_failed(c, st, "get of a window, reduced");
     for (size_t i = 0; i < count; i++)
         if (dst[i] != mem_val(p, j, 2, i) + loc(i))
-            return fail(c, "call %d: reduced get of rank %d's window: "
-                           "element %zu wrong",
+            return fail(c,
+                        "call %d: reduced get of rank %d's window: "
+                        "element %zu wrong",
                         j, p, i);
     for (int b = 0; b < 2; b++) {
         xfer(&x, dst, NULL, count);
@@ -575,8 +576,9 @@ static enum conform_result read_peer(conform_t *c, int p, int j, size_t count,
             return call_failed(c, st, "get by reference");
         for (size_t i = 0; i < count; i++)
             if (dst[i] != mem_val(p, j, b, i))
-                return fail(c, "call %d: rank %d's %s buffer by reference: "
-                               "element %zu wrong",
+                return fail(c,
+                            "call %d: rank %d's %s buffer by reference: "
+                            "element %zu wrong",
                             j, p, b ? "receive" : "send", i);
     }
     /* Outside: one element past the end, an offset past the end, more
@@ -596,10 +598,11 @@ static enum conform_result read_peer(conform_t *c, int p, int j, size_t count,
         xfer(&x, dst, NULL, bad[k].count);
         st = get(c, p, bad[k].buf, bad[k].off, &x);
         if (st == MRC_OK || st == MRC_INPROGRESS)
-            return fail(c, "a get of %zu bytes at %llu of rank %d's buffer "
-                           "%d (%zu bytes) was not refused: %s",
-                        x.bytes, (unsigned long long)bad[k].off, p,
-                        bad[k].buf, count * 4, mrc_status_name(st));
+            return fail(c,
+                        "a get of %zu bytes at %llu of rank %d's buffer "
+                        "%d (%zu bytes) was not refused: %s",
+                        x.bytes, (unsigned long long)bad[k].off, p, bad[k].buf,
+                        count * 4, mrc_status_name(st));
         for (size_t i = 0; i <= count; i++)
             if (dst[i] != -7)
                 return fail(c, "a refused get wrote element %zu", i);
@@ -631,8 +634,8 @@ static enum conform_result memory_call(conform_t *c, int j, int32_t *send,
     ex.window_bytes = count * 4;
     ex.members = members;
     ex.num_members = c->n;
-    mrc__call_t call = mrc__call_make(MRC_ALLREDUCE, count, MRC_INT32,
-                                      MRC_SUM, 0);
+    mrc__call_t call =
+        mrc__call_make(MRC_ALLREDUCE, count, MRC_INT32, MRC_SUM, 0);
     void *window = NULL;
     mrc_status_t st = t->begin(c->t.ctx, c->seq, &call, NULL, 0);
     if (st == MRC_OK)
@@ -651,8 +654,9 @@ static enum conform_result memory_call(conform_t *c, int j, int32_t *send,
         if (st != MRC_INPROGRESS) {
             if (t->cancel)
                 t->cancel(c->t.ctx, MRC_ERR_INTERNAL);
-            return fail(c, "call %d: wait on rank %d's flag before it was "
-                           "set: %s, not MRC_INPROGRESS",
+            return fail(c,
+                        "call %d: wait on rank %d's flag before it was "
+                        "set: %s, not MRC_INPROGRESS",
                         j, p, mrc_status_name(st));
         }
     }
@@ -770,8 +774,8 @@ static enum conform_result cancel_quitter(conform_t *c)
         op_send(&ops[p], p, 2, s, CANCEL_BYTES);
         op_recv(&ops[peers + p], p, 1, r + 64 * p, NULL, 16, MRC_INT32);
     }
-    mrc__call_t call = mrc__call_make(MRC_BROADCAST, CANCEL_BYTES, MRC_UINT8,
-                                      MRC_SUM, 0);
+    mrc__call_t call =
+        mrc__call_make(MRC_BROADCAST, CANCEL_BYTES, MRC_UINT8, MRC_SUM, 0);
     mrc_status_t st = begin_ops(c, call, ops, (size_t)(2 * peers));
     /* Post the sends (its receives it never posts), then give up at
      * once. */
@@ -820,8 +824,8 @@ static enum conform_result case_cancel(conform_t *c)
     op_recv(&ops[0], quitter, 2, big, NULL, CANCEL_BYTES, MRC_UINT8);
     op_recv(&ops[1], quitter, 3, never, NULL, 16, MRC_INT32);
     op_send(&ops[2], quitter, 1, s, 64);
-    mrc__call_t call = mrc__call_make(MRC_BROADCAST, CANCEL_BYTES, MRC_UINT8,
-                                      MRC_SUM, 0);
+    mrc__call_t call =
+        mrc__call_make(MRC_BROADCAST, CANCEL_BYTES, MRC_UINT8, MRC_SUM, 0);
     mrc_status_t st = begin_ops(c, call, ops, 3);
     /* The large receive starts late, most likely after the cancel (the
      * quitter cancels as soon as its sends are posted): it must then fail,
@@ -846,8 +850,7 @@ static enum conform_result case_cancel(conform_t *c)
         res = fail(c, "%s does not name rank %d: %s", mrc_status_name(st),
                    quitter, msg);
     /* What arrived before the cancel is the sender's, whole. */
-    for (size_t i = 0; res == CONFORM_PASS && ops[0].x.done &&
-                       i < CANCEL_BYTES;
+    for (size_t i = 0; res == CONFORM_PASS && ops[0].x.done && i < CANCEL_BYTES;
          i++)
         if (big[i] != (char)(i * 7))
             res = fail(c, "byte %zu of a completed receive is wrong", i);
@@ -863,12 +866,9 @@ out:
 /* ---- the list ---------------------------------------------------------- */
 
 const conform_case_t conform_cases[] = {
-    {"match", 2, 0, case_match},
-    {"burst", 2, 0, case_burst},
-    {"large", 2, 0, case_large},
-    {"memory", 2, 0, case_memory},
-    {"agree", 2, 1, case_agree},
-    {"memory-agree", 2, 1, case_memory_agree},
+    {"match", 2, 0, case_match},   {"burst", 2, 0, case_burst},
+    {"large", 2, 0, case_large},   {"memory", 2, 0, case_memory},
+    {"agree", 2, 1, case_agree},   {"memory-agree", 2, 1, case_memory_agree},
     {"cancel", 2, 1, case_cancel},
 };
 const int conform_num_cases = sizeof conform_cases / sizeof *conform_cases;
@@ -886,8 +886,7 @@ enum conform_result conform_run(conform_t *c, const conform_case_t *k)
     c->why[0] = '\0';
     enum conform_result res =
         c->n < k->min_ranks
-            ? (snprintf(c->why, sizeof c->why, "needs %d ranks",
-                        k->min_ranks),
+            ? (snprintf(c->why, sizeof c->why, "needs %d ranks", k->min_ranks),
                CONFORM_SKIP)
             : k->run(c);
     static const char *word[] = {"ok", "FAIL", "skip"};

@@ -59,8 +59,8 @@ static mrc_status_t shm_open_case(harness_t *h, int k, conform_t *c)
     /* One segment a case, under the job's name, so launch cleans up. */
     char name[64];
     snprintf(name, sizeof name, "%s-c%d", job, k);
-    st = mrc__shm_attach(h->n, h->rank, name,
-                         token && *token ? token : NULL, 30.0, &h->shm);
+    st = mrc__shm_attach(h->n, h->rank, name, token && *token ? token : NULL,
+                         30.0, &h->shm);
     if (st == MRC_OK)
         c->t = mrc__shm_transport(h->shm);
     return st;

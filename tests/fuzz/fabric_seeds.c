@@ -9,8 +9,8 @@
 #include "fabric_internal.h"
 #include "mrc/mrc.h"
 
-static int write_exchange(const char *path, const mrc_exchange_t *x,
-                          int tiles, int columns)
+static int write_exchange(const char *path, const mrc_exchange_t *x, int tiles,
+                          int columns)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -18,8 +18,8 @@ static int write_exchange(const char *path, const mrc_exchange_t *x,
     fprintf(f, "{\"tiles\": %d, \"columns\": %d, \"exchange\": [", tiles,
             columns);
     for (size_t i = 0; i < x->entries; i++) {
-        fprintf(f, "%s\n  {\"source\": %d, \"destinations\": [",
-                i ? "," : "", x->source[i]);
+        fprintf(f, "%s\n  {\"source\": %d, \"destinations\": [", i ? "," : "",
+                x->source[i]);
         for (size_t k = x->first[i]; k < x->first[i + 1]; k++)
             fprintf(f, "%s%d", k > x->first[i] ? ", " : "", x->dests[k]);
         fprintf(f, "], \"bytes\": %llu}", (unsigned long long)x->bytes[i]);
@@ -30,8 +30,8 @@ static int write_exchange(const char *path, const mrc_exchange_t *x,
 
 int main(int argc, char **argv)
 {
-    static const char *const patterns[] = {"neighbour", "broadcast",
-                                           "random", "all-to-all"};
+    static const char *const patterns[] = {"neighbour", "broadcast", "random",
+                                           "all-to-all"};
     static const int sizes[][3] = {{4, 2, 4}, {9, 3, 8}, {16, 4, 12}};
     if (argc != 2) {
         fprintf(stderr, "usage: fabric_seeds DIR\n");
@@ -41,14 +41,13 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
             mrc_exchange_t *x = NULL;
             char path[4096];
-            if (mrc_exchange_pattern(patterns[p], sizes[s][0], sizes[s][1],
-                                     1, (uint64_t)sizes[s][2],
-                                     &x) != MRC_OK) {
+            if (mrc_exchange_pattern(patterns[p], sizes[s][0], sizes[s][1], 1,
+                                     (uint64_t)sizes[s][2], &x) != MRC_OK) {
                 fprintf(stderr, "fabric_seeds: %s\n", mrc_last_error());
                 return 1;
             }
-            snprintf(path, sizeof path, "%s/%s-%d.json", argv[1],
-                     patterns[p], sizes[s][0]);
+            snprintf(path, sizeof path, "%s/%s-%d.json", argv[1], patterns[p],
+                     sizes[s][0]);
             int bad = write_exchange(path, x, sizes[s][0], sizes[s][1]);
             mrc_exchange_destroy(x);
             if (bad) {

@@ -27,9 +27,9 @@ static mrc_topo_t *topology_of(const uint8_t *data, size_t size)
     json_t *root = json_loadb((const char *)data, size, 0, NULL);
     json_t *jt = root ? json_object_get(root, "topology") : NULL;
     char *text = jt ? json_dumps(jt, 0) : NULL;
-    if (text && (mrc_topo_parse_json(text, strlen(text), "topo", &t) !=
-                     MRC_OK ||
-                 mrc_topo_num_nodes(t) > 64)) {
+    if (text &&
+        (mrc_topo_parse_json(text, strlen(text), "topo", &t) != MRC_OK ||
+         mrc_topo_num_nodes(t) > 64)) {
         mrc_topo_destroy(t);
         t = NULL;
     }
@@ -69,12 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *j1 = NULL, *j2 = NULL;
     if (mrc_embed_parse_json(t, (const char *)data, size, "fuzz", &e) ==
         MRC_OK) {
-        if (mrc_embed_verify(e) != MRC_OK || mrc_embed_to_json(e, &j1) !=
-                                                  MRC_OK ||
-            mrc_embed_parse_json(t, j1, strlen(j1), "again", &back) !=
-                MRC_OK ||
-            mrc_embed_to_json(back, &j2) != MRC_OK ||
-            !same_but_ports(j1, j2))
+        if (mrc_embed_verify(e) != MRC_OK ||
+            mrc_embed_to_json(e, &j1) != MRC_OK ||
+            mrc_embed_parse_json(t, j1, strlen(j1), "again", &back) != MRC_OK ||
+            mrc_embed_to_json(back, &j2) != MRC_OK || !same_but_ports(j1, j2))
             abort();
     } else if (e != NULL || mrc_last_error()[0] == '\0') {
         abort(); /* a refusal must leave no object and say why */

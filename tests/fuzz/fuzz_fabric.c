@@ -62,8 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     mrc_exchange_t *x = NULL;
     int tiles = 0, columns = 0;
-    if (mrc_exchange_parse_json((const char *)data, size, "fuzz", &x,
-                                &tiles, &columns) == MRC_OK) {
+    if (mrc_exchange_parse_json((const char *)data, size, "fuzz", &x, &tiles,
+                                &columns) == MRC_OK) {
         if (x == NULL)
             abort();
         run_small(x, tiles, columns);

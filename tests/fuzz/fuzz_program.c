@@ -68,8 +68,8 @@ static void try_load(const uint8_t *data, size_t size)
             abort();
         mrc_topo_destroy(topo);
         mrc__image_origin_free(&origin);
-    } else if (p != NULL || mrc_last_error()[0] == '\0' ||
-               origin.topology || origin.strategy || origin.source) {
+    } else if (p != NULL || mrc_last_error()[0] == '\0' || origin.topology ||
+               origin.strategy || origin.source) {
         abort(); /* a refusal must leave no object and say why */
     }
     mrc_free(listing);

@@ -60,11 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         spec[size] = '\0';
         /* Keep generated sizes small so the fuzzer stays fast (full:1730
          * has 1.5 million links, a JSON text of about 100 MB). */
-        if (strlen(spec) == size && !strpbrk(spec, "/") &&
-            small_sizes(spec) &&
+        if (strlen(spec) == size && !strpbrk(spec, "/") && small_sizes(spec) &&
             mrc_topo_generate(spec, &t) == MRC_OK) {
-            if (mrc_topo_num_nodes(t) <= 4096 &&
-                mrc_topo_num_links(t) <= 65536)
+            if (mrc_topo_num_nodes(t) <= 4096 && mrc_topo_num_links(t) <= 65536)
                 check_round_trip(t);
             mrc_topo_destroy(t);
         }

@@ -41,7 +41,6 @@
 /* 1: buffers start one byte past malloc's (sweep-odd). */
 static size_t odd;
 
-
 /* Cases MRC_ALGO's family does not apply to. */
 static long skipped;
 
@@ -64,8 +63,7 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     memset(a, 0xab, big * es + odd);
     memset(b, 0xcd, big * es + odd);
     char *send, *recv;
-    mrc__ref_place(c, in_place, count, es, r, a + odd, b + odd, &send,
-                   &recv);
+    mrc__ref_place(c, in_place, count, es, r, a + odd, b + odd, &send, &recv);
     mrc__ref_fill(send, c, count, r, n, d, op);
     mrc_status_t st = mrc__ref_call(c, send, recv, count, d, op, root, comm);
     if (st == MRC_ERR_UNSUPPORTED &&
@@ -108,14 +106,12 @@ static int sweep_keep(const sweep_case_t *c, void *ctx)
     if ((!c->reducing || odd) && op != MRC_SUM && !(odd && op == MRC_AVG))
         return 0;
     /* the large count on a sample of types and ops */
-    if (c->kind == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) &&
-        op != MRC_SUM)
+    if (c->kind == 4 && !(d == MRC_FLOAT32 || d == MRC_INT8) && op != MRC_SUM)
         return 0;
     /* 8 MiB of float32: allreduce blocks of 1 MiB or more, written around
      * the cache */
-    return !(c->kind == 5 &&
-             (c->coll != MRC_ALLREDUCE || d != MRC_FLOAT32 ||
-              (op != MRC_SUM && op != MRC_AVG)));
+    return !(c->kind == 5 && (c->coll != MRC_ALLREDUCE || d != MRC_FLOAT32 ||
+                              (op != MRC_SUM && op != MRC_AVG)));
 }
 
 /* One case of the sweep; the first failure stops it. */
@@ -124,8 +120,8 @@ static int sweep_case(const sweep_case_t *c, void *ctx)
     tally_t *t = ctx;
     int r = mrc_comm_rank(t->comm), n = mrc_comm_size(t->comm);
     int root = (c->kind + (int)c->dtype) % n;
-    long w = one_case(t->comm, c->coll, c->count, c->dtype, c->op,
-                      c->in_place, root);
+    long w = one_case(t->comm, c->coll, c->count, c->dtype, c->op, c->in_place,
+                      root);
     t->cases++;
     if (w < 0)
         t->failed++;
@@ -144,11 +140,14 @@ static int sweep_case(const sweep_case_t *c, void *ctx)
 static int sweep(mrc_comm_t *comm)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
-    const size_t counts[] = {0, 1, (size_t)n - 1 ? (size_t)n - 1 : 1, 1001,
-                             300007, ((size_t)1 << 21) + 5};
+    const size_t counts[] = {0,    1,      (size_t)n - 1 ? (size_t)n - 1 : 1,
+                             1001, 300007, ((size_t)1 << 21) + 5};
     tally_t t = {.comm = comm};
-    sweep_plan_t plan = {.counts = counts, .ncounts = 6, .keep = sweep_keep,
-                         .run = sweep_case, .ctx = &t};
+    sweep_plan_t plan = {.counts = counts,
+                         .ncounts = 6,
+                         .keep = sweep_keep,
+                         .run = sweep_case,
+                         .ctx = &t};
     sweep_cases(&plan);
     printf("rank %d of %d: %ld cases, %ld wrong elements, %ld failed, %ld "
            "skipped\n",
@@ -197,8 +196,7 @@ static int die(mrc_comm_t *comm, size_t count)
     printf("rank %d: %s after %.2f s: %s\n", r, mrc_status_name(st), secs,
            mrc_last_error());
     /* The communicator is poisoned: the next call fails at once. */
-    mrc_status_t again = mrc_allreduce(a, a, count, MRC_FLOAT32, MRC_SUM,
-                                       comm);
+    mrc_status_t again = mrc_allreduce(a, a, count, MRC_FLOAT32, MRC_SUM, comm);
     printf("rank %d: then %s: %s\n", r, mrc_status_name(again),
            mrc_last_error());
     free(a);
@@ -252,9 +250,10 @@ static int mismatch(mrc_comm_t *comm, const char *what)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]] | "
-                        "quick [...] | sweep-odd | die | "
-                        "die-small | mismatch WHAT\n");
+        fprintf(stderr,
+                "usage: shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]] | "
+                "quick [...] | sweep-odd | die | "
+                "die-small | mismatch WHAT\n");
         return 2;
     }
     int mis = strcmp(argv[1], "mismatch") == 0;
@@ -273,9 +272,7 @@ int main(int argc, char **argv)
         return 1;
     }
     odd = strcmp(argv[1], "sweep-odd") == 0;
-    int rc = mis                                 ? mismatch(comm, argc > 2
-                                                                  ? argv[2]
-                                                                  : "")
+    int rc = mis ? mismatch(comm, argc > 2 ? argv[2] : "")
              : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
              : strcmp(argv[1], "quick") == 0     ? quick(comm)

@@ -49,8 +49,8 @@ static size_t count_of(int kind, int n)
     case 0: return 0;
     case 1: return 1;
     case 2: return n > 1 ? (size_t)(n - 1) : 1; /* fewer than N */
-    case 3: return (size_t)(3 * n + 1);          /* not divisible */
-    default: return 20011;                       /* large: many chunks */
+    case 3: return (size_t)(3 * n + 1);         /* not divisible */
+    default: return 20011;                      /* large: many chunks */
     }
 }
 
@@ -64,14 +64,12 @@ static void note(worker_t *w, const char *fmt, ...)
     va_end(ap);
 }
 
-
 /* Under MRC_ALGO=hier, a group of n ranks that $MRC_HOSTS does not
  * split: the tests of one size skip it. */
 static int hier_skips(int n)
 {
     const char *a = getenv("MRC_ALGO"), *h = getenv("MRC_HOSTS");
-    return a && strcmp(a, "hier") == 0 && h && atoi(h) > 0 &&
-           n % atoi(h) != 0;
+    return a && strcmp(a, "hier") == 0 && h && atoi(h) > 0 && n % atoi(h) != 0;
 }
 
 static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
@@ -100,23 +98,18 @@ static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
         for (size_t j = 0; j < in_elems; j++)
             mrc__ref_store(a, j, d, mrc__ref_input(r, j, d, op));
         if (in_place)
-            recv = coll == MRC_REDUCE_SCATTER ? a + (size_t)r * count * es
-                                              : a;
+            recv = coll == MRC_REDUCE_SCATTER ? a + (size_t)r * count * es : a;
     }
     mrc_status_t st;
     switch (coll) {
-    case MRC_ALLREDUCE:
-        st = mrc_allreduce(send, recv, count, d, op, c);
-        break;
+    case MRC_ALLREDUCE: st = mrc_allreduce(send, recv, count, d, op, c); break;
     case MRC_REDUCE_SCATTER:
         st = mrc_reduce_scatter(send, recv, count, d, op, c);
         break;
-    case MRC_ALLGATHER:
-        st = mrc_allgather(send, recv, count, d, c);
-        break;
+    case MRC_ALLGATHER: st = mrc_allgather(send, recv, count, d, c); break;
     case MRC_REDUCE:
-        st = mrc_reduce(send, r == root || in_place ? recv : NULL, count, d,
-                        op, root, c);
+        st = mrc_reduce(send, r == root || in_place ? recv : NULL, count, d, op,
+                        root, c);
         break;
     default:
         st = mrc_broadcast(r == root ? send : NULL, recv, count, d, root, c);
@@ -155,16 +148,16 @@ static void run_case(worker_t *w, mrc_collective_t coll, size_t count,
                 goto done;
             mrc__ref_expect(want, j, n, d, op);
             break;
-        default:
-            mrc__ref_expect(want, j, n, d, op);
+        default: mrc__ref_expect(want, j, n, d, op);
         }
         if (memcmp((char *)recv + j * es, want, es) != 0) {
             w->wrong++;
-            note(w, "%s: %s %s %s count %zu%s root %d: rank %d element %zu "
-                    "wrong",
+            note(w,
+                 "%s: %s %s %s count %zu%s root %d: rank %d element %zu "
+                 "wrong",
                  w->sw->name, mrc_collective_name(coll), mrc_dtype_name(d),
-                 mrc_op_name(op), count, in_place ? " in place" : "", root,
-                 r, j);
+                 mrc_op_name(op), count, in_place ? " in place" : "", root, r,
+                 j);
         }
     }
 done:
@@ -203,8 +196,11 @@ static void *work(void *arg)
     size_t counts[5];
     for (int kind = 0; kind < 5; kind++)
         counts[kind] = count_of(kind, n);
-    sweep_plan_t plan = {.counts = counts, .ncounts = 5,
-                         .keep = keep_case, .run = work_case, .ctx = w};
+    sweep_plan_t plan = {.counts = counts,
+                         .ncounts = 5,
+                         .keep = keep_case,
+                         .run = work_case,
+                         .ctx = w};
     sweep_cases(&plan);
     return NULL;
 }
@@ -260,25 +256,40 @@ static void test_seed_topologies(void **state)
 {
     (void)state;
     const sweep_t sweeps[] = {
-        {"hcm8 hcm8 (3 rings)", {.topology = "hcm8", .strategy = "hcm8"}, 8,
-         1},
-        {"hcm8 hcm8 4+2+2", {.topology = "hcm8", .strategy = "hcm8",
-                             .groups = "4+2+2", .chunk_bytes = 512}, 8, 0},
-        {"hcm8 auto 2+2+2+2", {.topology = "hcm8", .groups = "2+2+2+2"}, 8,
+        {"hcm8 hcm8 (3 rings)", {.topology = "hcm8", .strategy = "hcm8"}, 8, 1},
+        {"hcm8 hcm8 4+2+2",
+         {.topology = "hcm8",
+          .strategy = "hcm8",
+          .groups = "4+2+2",
+          .chunk_bytes = 512},
+         8,
          0},
-        {"hcm8 auto (routed, one-way)", {.topology = "hcm8",
-                                         .chunk_bytes = 2048}, 8, 0},
-        {"torus-ladder:8 barley-twist", {.topology = "torus-ladder:8",
-                                         .strategy = "barley-twist"}, 8, 0},
-        {"ladder:8 ring-on-line", {.topology = "ladder:8",
-                                   .strategy = "ring-on-line",
-                                   .replica_size = 2}, 8, 0},
-        {"ladder:16 rung-ring-4", {.topology = "ladder:16",
-                                   .strategy = "rung-ring-4",
-                                   .replica_size = 4, .chunk_bytes = 256},
-         16, 0},
-        {"prism:3,3 prism-faces", {.topology = "prism:3,3",
-                                   .strategy = "prism-faces"}, 9, 0},
+        {"hcm8 auto 2+2+2+2", {.topology = "hcm8", .groups = "2+2+2+2"}, 8, 0},
+        {"hcm8 auto (routed, one-way)",
+         {.topology = "hcm8", .chunk_bytes = 2048},
+         8,
+         0},
+        {"torus-ladder:8 barley-twist",
+         {.topology = "torus-ladder:8", .strategy = "barley-twist"},
+         8,
+         0},
+        {"ladder:8 ring-on-line",
+         {.topology = "ladder:8",
+          .strategy = "ring-on-line",
+          .replica_size = 2},
+         8,
+         0},
+        {"ladder:16 rung-ring-4",
+         {.topology = "ladder:16",
+          .strategy = "rung-ring-4",
+          .replica_size = 4,
+          .chunk_bytes = 256},
+         16,
+         0},
+        {"prism:3,3 prism-faces",
+         {.topology = "prism:3,3", .strategy = "prism-faces"},
+         9,
+         0},
         {"torus2d:3,3 auto", {.topology = "torus2d:3,3"}, 9, 0},
     };
     for (size_t i = 0; i < sizeof sweeps / sizeof sweeps[0]; i++)
@@ -299,24 +310,21 @@ typedef struct ref_worker {
  * and checked; *bad gets the wrong elements. A family that MRC_ALGO
  * forces and that does not apply to the case (on `family_n` ranks) is
  * MRC_OK. */
-static mrc_status_t ref_case(const sweep_case_t *c, mrc_comm_t *comm,
-                             char *a, char *b, int root, int family_n,
-                             size_t *bad)
+static mrc_status_t ref_case(const sweep_case_t *c, mrc_comm_t *comm, char *a,
+                             char *b, int root, int family_n, size_t *bad)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     size_t es = mrc_dtype_size(c->dtype);
     char *send, *recv;
-    mrc__ref_place(c->coll, c->in_place, c->count, es, r, a, b, &send,
-                   &recv);
+    mrc__ref_place(c->coll, c->in_place, c->count, es, r, a, b, &send, &recv);
     mrc__ref_fill(send, c->coll, c->count, r, n, c->dtype, c->op);
     mrc_status_t st = mrc__ref_call(c->coll, send, recv, c->count, c->dtype,
                                     c->op, root, comm);
-    *bad = st == MRC_OK ? mrc__ref_check(recv, c->coll, c->count, r, n,
-                                         root, c->dtype, c->op)
+    *bad = st == MRC_OK ? mrc__ref_check(recv, c->coll, c->count, r, n, root,
+                                         c->dtype, c->op)
                         : 0;
     if (st == MRC_ERR_UNSUPPORTED &&
-        !mrc__ref_family_applies(c->coll, c->count, c->dtype, c->op,
-                                 family_n))
+        !mrc__ref_family_applies(c->coll, c->count, c->dtype, c->op, family_n))
         st = MRC_OK; /* not for the forced family */
     return st;
 }
@@ -345,10 +353,10 @@ static int avg_case(const sweep_case_t *c, void *ctx)
 
 static void *avg_work(void *arg)
 {
-    static const mrc_dtype_t ints[] = {MRC_INT8,  MRC_UINT8, MRC_INT32,
+    static const mrc_dtype_t ints[] = {MRC_INT8,   MRC_UINT8, MRC_INT32,
                                        MRC_UINT32, MRC_INT64, MRC_UINT64};
-    static const mrc_collective_t colls[] = {MRC_ALLREDUCE,
-                                             MRC_REDUCE_SCATTER, MRC_REDUCE};
+    static const mrc_collective_t colls[] = {MRC_ALLREDUCE, MRC_REDUCE_SCATTER,
+                                             MRC_REDUCE};
     static const size_t counts[] = {1, 11, 21};
     static const mrc_op_t avg[] = {MRC_AVG};
     ref_worker_t *w = arg;
@@ -361,11 +369,16 @@ static void *avg_work(void *arg)
         snprintf(w->first, sizeof w->first, "int8 avg of 100s gave %d: %s",
                  mean, mrc_last_error());
     }
-    sweep_plan_t plan = {.colls = colls, .ncolls = 3,
-                         .counts = counts, .ncounts = 3,
-                         .dtypes = ints, .ndtypes = 6,
-                         .ops = avg, .nops = 1,
-                         .run = avg_case, .ctx = w};
+    sweep_plan_t plan = {.colls = colls,
+                         .ncolls = 3,
+                         .counts = counts,
+                         .ncounts = 3,
+                         .dtypes = ints,
+                         .ndtypes = 6,
+                         .ops = avg,
+                         .nops = 1,
+                         .run = avg_case,
+                         .ctx = w};
     sweep_cases(&plan);
     return NULL;
 }
@@ -384,8 +397,7 @@ static void test_avg_integers_exact(void **state)
         assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
         for (int r = 0; r < n; r++) {
             w[r].comm = comms[r];
-            assert_int_equal(pthread_create(&th[r], NULL, avg_work, &w[r]),
-                             0);
+            assert_int_equal(pthread_create(&th[r], NULL, avg_work, &w[r]), 0);
         }
         for (int r = 0; r < n; r++)
             pthread_join(th[r], NULL);
@@ -423,8 +435,7 @@ static int odd_case(const sweep_case_t *c, void *ctx)
         snprintf(w->first, sizeof w->first,
                  "%s %s %s count %zu%s: %s, %zu wrong",
                  mrc_collective_name(c->coll), mrc_dtype_name(c->dtype),
-                 mrc_op_name(c->op), c->count,
-                 c->in_place ? " in place" : "",
+                 mrc_op_name(c->op), c->count, c->in_place ? " in place" : "",
                  st == MRC_OK ? "ok" : mrc_last_error(), bad);
     free(a);
     free(b);
@@ -434,8 +445,11 @@ static int odd_case(const sweep_case_t *c, void *ctx)
 static void *odd_work(void *arg)
 {
     static const size_t counts[] = {1, 7, 1500};
-    sweep_plan_t plan = {.counts = counts, .ncounts = 3, .keep = odd_keep,
-                         .run = odd_case, .ctx = arg};
+    sweep_plan_t plan = {.counts = counts,
+                         .ncounts = 3,
+                         .keep = odd_keep,
+                         .run = odd_case,
+                         .ctx = arg};
     sweep_cases(&plan);
     return NULL;
 }
@@ -488,26 +502,26 @@ static void *repeat_work(void *arg)
             send[i] = (int32_t)(r * 100 + it * 10 + (int)i);
             recv[i] = in_place ? send[i] : -1;
         }
-        mrc_status_t st =
-            mrc_allreduce(in_place ? recv : send, recv, count, MRC_INT32,
-                          MRC_SUM, w->comm);
+        mrc_status_t st = mrc_allreduce(in_place ? recv : send, recv, count,
+                                        MRC_INT32, MRC_SUM, w->comm);
         long bad = 0;
         for (size_t i = 0; st == MRC_OK && i < 8; i++) {
-            int32_t want = i < count ? (int32_t)(100 * n * (n - 1) / 2 +
-                                                 n * (it * 10 + (int)i))
-                                     : (in_place ? send[i] : -1);
+            int32_t want =
+                i < count
+                    ? (int32_t)(100 * n * (n - 1) / 2 + n * (it * 10 + (int)i))
+                    : (in_place ? send[i] : -1);
             bad += recv[i] != want;
         }
         /* A bad call between two good ones is refused, not run. */
-        if (it == 30 &&
-            mrc_allreduce(send, NULL, count, MRC_INT32, MRC_SUM, w->comm) !=
-                MRC_ERR_INVALID_ARG)
+        if (it == 30 && mrc_allreduce(send, NULL, count, MRC_INT32, MRC_SUM,
+                                      w->comm) != MRC_ERR_INVALID_ARG)
             bad++;
         w->failures += st != MRC_OK;
         w->wrong += bad;
         if ((st != MRC_OK || bad) && !w->first[0])
-            snprintf(w->first, sizeof w->first, "call %d count %zu%s: %s, %ld wrong",
-                     it, count, in_place ? " in place" : "",
+            snprintf(w->first, sizeof w->first,
+                     "call %d count %zu%s: %s, %ld wrong", it, count,
+                     in_place ? " in place" : "",
                      st == MRC_OK ? "ok" : mrc_last_error(), bad);
     }
     return NULL;
@@ -560,8 +574,7 @@ static void test_bad_arguments(void **state)
                "recvbuf is NULL");
     expect_bad(mrc_allreduce(buf, buf, 4, (mrc_dtype_t)77, MRC_SUM, c),
                "dtype 77");
-    expect_bad(mrc_allreduce(buf, buf, 4, MRC_FLOAT32, (mrc_op_t)9, c),
-               "op 9");
+    expect_bad(mrc_allreduce(buf, buf, 4, MRC_FLOAT32, (mrc_op_t)9, c), "op 9");
     expect_bad(mrc_allreduce(buf, buf + 1, 4, MRC_FLOAT32, MRC_SUM, c),
                "overlap but are not the in-place form");
     expect_bad(mrc_reduce_scatter(buf, buf, 4, MRC_FLOAT32, MRC_SUM, c),
@@ -618,8 +631,14 @@ static void test_bad_arguments(void **state)
 /* The last rank's call differs in one thing: its count, dtype, op, root,
  * or collective; or, with every rank averaging integers (which runs as a
  * sum of 64-bit words whatever the type), its dtype. */
-enum { DIFF_COUNT, DIFF_DTYPE, DIFF_OP, DIFF_ROOT, DIFF_COLLECTIVE,
-       DIFF_AVG_DTYPE };
+enum {
+    DIFF_COUNT,
+    DIFF_DTYPE,
+    DIFF_OP,
+    DIFF_ROOT,
+    DIFF_COLLECTIVE,
+    DIFF_AVG_DTYPE
+};
 
 typedef struct disagreeing {
     mrc_comm_t *comm;
@@ -645,8 +664,8 @@ static void *disagreeing_rank(void *arg)
     else if (d->diff == DIFF_COLLECTIVE && odd)
         d->st = mrc_reduce(a, b, count, dt, op, 0, c);
     else if (d->diff == DIFF_AVG_DTYPE)
-        d->st = mrc_allreduce(a, b, count, odd ? MRC_INT32 : MRC_INT8,
-                              MRC_AVG, c);
+        d->st =
+            mrc_allreduce(a, b, count, odd ? MRC_INT32 : MRC_INT8, MRC_AVG, c);
     else
         d->st = mrc_allreduce(a, b, count, dt, op, c);
     snprintf(d->msg, sizeof d->msg, "%s", mrc_last_error());
@@ -703,9 +722,8 @@ static void test_disagreeing_ranks(void **state)
                 d[r] = (disagreeing_t){.comm = comms[r],
                                        .diff = cases[k].diff,
                                        .count = cases[k].count};
-                assert_int_equal(pthread_create(&th[r], NULL,
-                                                disagreeing_rank, &d[r]),
-                                 0);
+                assert_int_equal(
+                    pthread_create(&th[r], NULL, disagreeing_rank, &d[r]), 0);
             }
             for (int r = 0; r < n; r++)
                 pthread_join(th[r], NULL);
@@ -718,9 +736,8 @@ static void test_disagreeing_ranks(void **state)
                              mrc_status_name(d[r].st), d[r].msg);
                 if (d[r].again != MRC_ERR_INVALID_ARG ||
                     !strstr(d[r].again_msg, "earlier call failed"))
-                    fail_msg("case %zu, rank %d of %d: then %s: '%s'", k, r,
-                             n, mrc_status_name(d[r].again),
-                             d[r].again_msg);
+                    fail_msg("case %zu, rank %d of %d: then %s: '%s'", k, r, n,
+                             mrc_status_name(d[r].again), d[r].again_msg);
                 mrc_comm_destroy(comms[r]);
             }
         }

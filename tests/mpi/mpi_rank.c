@@ -82,8 +82,7 @@ static int mpi_call(mrc_collective_t c, const void *s, void *r, int count,
     case MRC_ALLREDUCE: return PMPI_Allreduce(s, r, count, t, op, comm);
     case MRC_REDUCE_SCATTER:
         return PMPI_Reduce_scatter_block(s, r, count, t, op, comm);
-    case MRC_ALLGATHER:
-        return PMPI_Allgather(s, count, t, r, count, t, comm);
+    case MRC_ALLGATHER: return PMPI_Allgather(s, count, t, r, count, t, comm);
     case MRC_REDUCE: return PMPI_Reduce(s, r, count, t, op, root, comm);
     default: {
         int rank, size;
@@ -97,8 +96,7 @@ static int mpi_call(mrc_collective_t c, const void *s, void *r, int count,
 }
 
 static void api_case(mrc_comm_t *comm, MPI_Comm mcomm, mrc_collective_t c,
-                     size_t count, mrc_dtype_t d, mrc_op_t op, int ip,
-                     int root)
+                     size_t count, mrc_dtype_t d, mrc_op_t op, int ip, int root)
 {
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     size_t es = mrc_dtype_size(d);
@@ -120,8 +118,8 @@ static void api_case(mrc_comm_t *comm, MPI_Comm mcomm, mrc_collective_t c,
     cases++;
     char what[160];
     snprintf(what, sizeof what, "%s %s %s count %zu%s root %d",
-             mrc_collective_name(c), mrc_dtype_name(d), mrc_op_name(op),
-             count, ip ? " in place" : "", root);
+             mrc_collective_name(c), mrc_dtype_name(d), mrc_op_name(op), count,
+             ip ? " in place" : "", root);
     mrc_status_t st = mrc__ref_call(c, send, recv, count, d, op, root, comm);
     if (st == MRC_ERR_UNSUPPORTED && hier_mode &&
         (c == MRC_REDUCE_SCATTER || c == MRC_ALLGATHER) &&
@@ -194,8 +192,11 @@ static void api_sweep(mrc_comm_t *comm, MPI_Comm mcomm)
     int n = mrc_comm_size(comm);
     const size_t counts[] = {0, 1, (size_t)n + 2, 1001, 300007};
     api_comms_t ac = {comm, mcomm};
-    sweep_plan_t plan = {.counts = counts, .ncounts = 5, .keep = api_keep,
-                         .run = api_run, .ctx = &ac};
+    sweep_plan_t plan = {.counts = counts,
+                         .ncounts = 5,
+                         .keep = api_keep,
+                         .run = api_run,
+                         .ctx = &ac};
     sweep_cases(&plan);
 }
 
@@ -232,8 +233,8 @@ static int api(void)
     if (mrc_comm_init_mpi(MPI_COMM_WORLD, &bad, &comm) == MRC_OK ||
         !strstr(mrc_last_error(), "rank 0 failed"))
         failed++, report(rank, "a wrong topology was not refused by all");
-    printf("rank %d of %d: %ld cases, %ld wrong elements, %ld failed\n",
-           rank, size, cases, wrong, failed);
+    printf("rank %d of %d: %ld cases, %ld wrong elements, %ld failed\n", rank,
+           size, cases, wrong, failed);
     return wrong || failed;
 }
 
@@ -263,11 +264,20 @@ static int hier(void)
 
 /* ---- pmpi --------------------------------------------------------------- */
 
-enum { ALLREDUCE, RS_BLOCK, RS, RS_UNEQUAL, ALLGATHER, BCAST, REDUCE,
-       NUM_CALLS };
-static const char *call_name[] = {"Allreduce", "Reduce_scatter_block",
+enum {
+    ALLREDUCE,
+    RS_BLOCK,
+    RS,
+    RS_UNEQUAL,
+    ALLGATHER,
+    BCAST,
+    REDUCE,
+    NUM_CALLS
+};
+static const char *call_name[] = {"Allreduce",      "Reduce_scatter_block",
                                   "Reduce_scatter", "Reduce_scatter(unequal)",
-                                  "Allgather", "Bcast", "Reduce"};
+                                  "Allgather",      "Bcast",
+                                  "Reduce"};
 
 static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t)
 {
@@ -291,8 +301,8 @@ static int pcall(int pmpi, int which, const void *s, void *r, int block,
         return (pmpi ? PMPI_Allreduce : MPI_Allreduce)(s, r, block, t, op,
                                                        comm);
     case RS_BLOCK:
-        return (pmpi ? PMPI_Reduce_scatter_block : MPI_Reduce_scatter_block)(
-            s, r, block, t, op, comm);
+        return (pmpi ? PMPI_Reduce_scatter_block
+                     : MPI_Reduce_scatter_block)(s, r, block, t, op, comm);
     case RS:
     case RS_UNEQUAL:
         return (pmpi ? PMPI_Reduce_scatter : MPI_Reduce_scatter)(s, r, counts,
@@ -300,8 +310,7 @@ static int pcall(int pmpi, int which, const void *s, void *r, int block,
     case ALLGATHER:
         return (pmpi ? PMPI_Allgather : MPI_Allgather)(
             s, s == MPI_IN_PLACE ? 0 : block, t, r, block, t, comm);
-    case BCAST:
-        return (pmpi ? PMPI_Bcast : MPI_Bcast)(r, block, t, root, comm);
+    case BCAST: return (pmpi ? PMPI_Bcast : MPI_Bcast)(r, block, t, root, comm);
     default:
         return (pmpi ? PMPI_Reduce : MPI_Reduce)(s, r, block, t, op, root,
                                                  comm);
@@ -332,8 +341,7 @@ static void fill(void *buf, size_t bytes, MPI_Datatype t, int rank, int salt)
 }
 
 static void pmpi_case(MPI_Comm comm, int which, MPI_Datatype t,
-                      MPI_Datatype base, MPI_Op op, int block, int ip,
-                      int root)
+                      MPI_Datatype base, MPI_Op op, int block, int ip, int root)
 {
     int rank, n;
     MPI_Comm_rank(comm, &rank);
@@ -425,11 +433,20 @@ static void pmpi_sweep(MPI_Comm comm, MPI_Datatype contig, MPI_Datatype vec,
 {
     int n;
     MPI_Comm_size(comm, &n);
-    MPI_Datatype types[] = {MPI_FLOAT,  MPI_DOUBLE,       MPI_INT,
-                            MPI_UNSIGNED, MPI_LONG,       MPI_UNSIGNED_LONG,
-                            MPI_LONG_LONG, MPI_INT8_T,    MPI_UINT8_T,
-                            MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_SHORT,
-                            contig,     vec};
+    MPI_Datatype types[] = {MPI_FLOAT,
+                            MPI_DOUBLE,
+                            MPI_INT,
+                            MPI_UNSIGNED,
+                            MPI_LONG,
+                            MPI_UNSIGNED_LONG,
+                            MPI_LONG_LONG,
+                            MPI_INT8_T,
+                            MPI_UINT8_T,
+                            MPI_SIGNED_CHAR,
+                            MPI_UNSIGNED_CHAR,
+                            MPI_SHORT,
+                            contig,
+                            vec};
     MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND, user};
     const int blocks[] = {0, 1, 3, 1001, 70001};
     int nt = sizeof types / sizeof types[0], no = sizeof ops / sizeof ops[0];
@@ -445,14 +462,13 @@ static void pmpi_sweep(MPI_Comm comm, MPI_Datatype contig, MPI_Datatype vec,
                             continue;
                         /* MPI's own rules: BAND on integers only, the user
                          * op on floats, no reductions of vectors */
-                        int isfloat = t == MPI_FLOAT || t == MPI_DOUBLE ||
-                                      t == contig;
+                        int isfloat =
+                            t == MPI_FLOAT || t == MPI_DOUBLE || t == contig;
                         if (reducing && op == MPI_BAND && isfloat)
                             continue;
                         if (reducing && op == user && t != MPI_FLOAT)
                             continue;
-                        if (reducing && (t == vec || t == contig) &&
-                            op != user)
+                        if (reducing && (t == vec || t == contig) && op != user)
                             continue; /* MPI refuses these */
                         if (reducing && t == contig)
                             continue; /* the user op is for MPI_FLOAT */
@@ -463,8 +479,8 @@ static void pmpi_sweep(MPI_Comm comm, MPI_Datatype contig, MPI_Datatype vec,
                         int roots = which == REDUCE || which == BCAST ? n : 1;
                         for (int root = 0; root < roots; root++)
                             if (root == 0 || k == 2)
-                                pmpi_case(comm, which, t, t, op, blocks[k],
-                                          ip, root);
+                                pmpi_case(comm, which, t, t, op, blocks[k], ip,
+                                          root);
                     }
 }
 
@@ -522,8 +538,7 @@ static int big(void)
     size_t bytes = (size_t)unit * (size_t)count;
     int8_t *a = malloc(bytes), *b = malloc(bytes);
     if (!a || !b) {
-        fprintf(stderr, "rank %d: no memory for 2 x %zu bytes\n", rank,
-                bytes);
+        fprintf(stderr, "rank %d: no memory for 2 x %zu bytes\n", rank, bytes);
         return 1;
     }
     /* MPI_Bcast of a contiguous type of 2^16 int8 from the last rank, as
@@ -631,15 +646,15 @@ static void pair_fill(void *buf, int count, MPI_Datatype t, int rank, int salt)
         char *e = (char *)buf + (size_t)i * (size_t)extent;
         int v = (rank * 7 + i * 3 + salt) % 5, idx = rank * 100 + i;
 /* The value at the start, the index where C puts it after a T. */
-#define PAIR(T)                                                              \
-    do {                                                                     \
-        struct pair_##T {                                                    \
-            T v;                                                             \
-            int i;                                                           \
-        };                                                                   \
-        T x = (T)v;                                                          \
-        memcpy(e, &x, sizeof x);                                             \
-        memcpy(e + offsetof(struct pair_##T, i), &idx, sizeof idx);          \
+#define PAIR(T)                                                                \
+    do {                                                                       \
+        struct pair_##T {                                                      \
+            T v;                                                               \
+            int i;                                                             \
+        };                                                                     \
+        T x = (T)v;                                                            \
+        memcpy(e, &x, sizeof x);                                               \
+        memcpy(e + offsetof(struct pair_##T, i), &idx, sizeof idx);            \
     } while (0)
         typedef long double long_double;
         if (t == MPI_DOUBLE_INT)
@@ -1069,8 +1084,9 @@ int main(int argc, char **argv)
     else if (argc > 1 && strcmp(argv[1], "dies") == 0)
         rc = dies();
     else
-        fprintf(stderr, "usage: mpi_rank api | hier | pmpi | big | pairs | mixed | "
-                        "rsb | errors | fatal | progress | late | dies\n");
+        fprintf(stderr,
+                "usage: mpi_rank api | hier | pmpi | big | pairs | mixed | "
+                "rsb | errors | fatal | progress | late | dies\n");
     MPI_Finalize();
     return rc;
 }

@@ -29,8 +29,8 @@ static void read_lists(const sweep_plan_t *p, lists_t *l)
 
 /* Every dtype x op x in place or not of one collective and count; 1 if
  * the plan's callback stopped the sweep. */
-static int sweep_count(const sweep_plan_t *p, const lists_t *l,
-                       sweep_case_t *c, long *run)
+static int sweep_count(const sweep_plan_t *p, const lists_t *l, sweep_case_t *c,
+                       long *run)
 {
     for (int d = 0; d < l->ndtypes; d++)
         for (int o = 0; o < l->nops; o++)

@@ -58,8 +58,7 @@ typedef struct cal_check {
 /* The sweep against the profile's predictions, the table on stdout: on
  * threads in this process; on shm, P processes of this program started
  * as one job (cli_launch), each running cal_check_rank. A CLI status. */
-int cal_check(const char *cmd, const mrc_profile_t *prof,
-              const cal_check_t *o);
+int cal_check(const char *cmd, const mrc_profile_t *prof, const cal_check_t *o);
 /* The shm sweep (calibrate_check_shm.c): the header, then the job. */
 int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
                   const cal_check_t *o);
@@ -77,8 +76,7 @@ int cal_check_iters(size_t bytes, int quick);
  * o->runs loops of iters calls; sync(ctx, st) starts each loop with the
  * other ranks (and returns the status to go on with); t[r] gets loop
  * r's time per call (s). */
-mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters,
-                             int runs,
+mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters, int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t);
 /* The simulator's time (us) for the program of c's last call. */
@@ -99,8 +97,8 @@ void cal_table_init(cal_table_t *t, const cal_check_t *o,
 /* What was measured: transport, P, profile, host, load, runs. */
 void cal_table_head(const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
-void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
-                   double us, double pred);
+void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes, double us,
+                   double pred);
 void cal_table_end(const cal_table_t *t);
 
 /* Frees the buffers the single-node probes keep between them. */

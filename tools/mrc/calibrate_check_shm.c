@@ -41,9 +41,9 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
                               double *pred)
 {
     double t[CAL_CHECK_MAX_RUNS + 1] = {0};
-    mrc_status_t st =
-        cal_check_loops(c, bytes / sizeof(float), cal_check_iters(bytes, o->quick),
-                        o->runs, allreduce_sync, c, t);
+    mrc_status_t st = cal_check_loops(c, bytes / sizeof(float),
+                                      cal_check_iters(bytes, o->quick), o->runs,
+                                      allreduce_sync, c, t);
     if (st != MRC_OK)
         return st;
     /* Before the gather: it runs a program of its own. */

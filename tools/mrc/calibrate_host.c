@@ -44,9 +44,7 @@ static double cache_size(int index)
     char unit = 0;
     double b = 0;
     if (fscanf(f, "%lu%c", &v, &unit) >= 1)
-        b = (double)v * (unit == 'K'   ? 1024.0
-                         : unit == 'M' ? 1048576.0
-                                       : 1.0);
+        b = (double)v * (unit == 'K' ? 1024.0 : unit == 'M' ? 1048576.0 : 1.0);
     fclose(f);
     return b;
 }

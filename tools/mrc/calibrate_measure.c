@@ -91,11 +91,10 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
         recv[i] = 0;
     }
     mrc_status_t st =
-        send && recv ? call_loop(c, send, recv, pr->count, pr->iters,
-                                 pr->reps, out)
-                     : mrc__error(MRC_ERR_NO_MEMORY,
-                                  "calibrate: no memory for 2 x %zu floats",
-                                  pr->count);
+        send && recv
+            ? call_loop(c, send, recv, pr->count, pr->iters, pr->reps, out)
+            : mrc__error(MRC_ERR_NO_MEMORY,
+                         "calibrate: no memory for 2 x %zu floats", pr->count);
     free(send);
     free(recv);
     return st;
@@ -178,8 +177,8 @@ static mrc_status_t probe_threads(int ranks, const call_probe_t *pr,
     int started = 1;
     for (; started < ranks; started++) {
         peer[started] = (probe_rank_t){.comm = comms[started], .probe = pr};
-        if (pthread_create(&tid[started], NULL, probe_thread,
-                           &peer[started]) != 0)
+        if (pthread_create(&tid[started], NULL, probe_thread, &peer[started]) !=
+            0)
             break;
     }
     if (started < ranks) {
@@ -226,8 +225,7 @@ static void shm_rank(int ranks, int rank, const char *job,
 
 /* `ranks` processes of this program, joined as an shm job the way `mrc
  * launch` joins its ranks (a random job id, a private segment). */
-static mrc_status_t probe_shm(int ranks, const call_probe_t *pr,
-                              double *out)
+static mrc_status_t probe_shm(int ranks, const call_probe_t *pr, double *out)
 {
     unsigned char r[16];
     char job[64];
@@ -272,9 +270,8 @@ static mrc_status_t probe_allreduce(const char *transport, int ranks,
                                     const call_probe_t *pr, double *out)
 {
     if (ranks < 2 || ranks > MAX_PROBE_RANKS)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "calibrate: %d ranks (2..%d)", ranks,
-                          MAX_PROBE_RANKS);
+        return mrc__error(MRC_ERR_INVALID_ARG, "calibrate: %d ranks (2..%d)",
+                          ranks, MAX_PROBE_RANKS);
     if (strcmp(transport, "threads") == 0)
         return probe_threads(ranks, pr, out);
     if (strcmp(transport, "shm") == 0)
@@ -288,8 +285,7 @@ mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
 {
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     trips = trips < 1 ? 1 : trips;
-    call_probe_t pr = {.count = PROBE_COUNT, .iters = 2 * trips,
-                       .reps = reps};
+    call_probe_t pr = {.count = PROBE_COUNT, .iters = 2 * trips, .reps = reps};
     return probe_allreduce(transport, ranks, &pr, out);
 }
 
@@ -356,9 +352,8 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
  * allreduce of `count` floats on `ranks` nodes as measured (us): the
  * time falls as x grows, so a bisection over its logarithm. *clamped: a
  * measurement no x in range explains (x is then the bound). */
-static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo,
-                        double hi, int ranks, size_t count, double us,
-                        int *clamped)
+static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
+                        int ranks, size_t count, double us, int *clamped)
 {
     mrc_profile_t base = *p;
     double x0 = lo, x1 = hi;
@@ -404,8 +399,8 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
     if (st == MRC_OK)
-        st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
-                 pr.count, us, &clamped);
+        st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks, pr.count,
+                 us, &clamped);
     if (st != MRC_OK)
         return st;
     /* Between the two: how much of the host's working set the shared
@@ -457,9 +452,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         return MRC_ERR_INTERNAL;
     cal_tell(plan, 0.85, "messages");
     double msg = 0;
-    st =
-        cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
-                       3 * plan->reps, &msg);
+    st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
+                        3 * plan->reps, &msg);
     if (st != MRC_OK)
         return st;
     st = cal_set_costs(p, plan->ranks, sync, msg);

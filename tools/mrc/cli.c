@@ -33,10 +33,8 @@ int cli_fail(const char *cmd, mrc_status_t st)
     case MRC_ERR_NO_MEMORY:
     case MRC_ERR_INTERNAL:
     case MRC_ERR_TRANSPORT:
-    case MRC_ERR_TIMEOUT:
-        return CLI_FAIL;
-    default:
-        return CLI_USAGE;
+    case MRC_ERR_TIMEOUT: return CLI_FAIL;
+    default: return CLI_USAGE;
     }
 }
 
@@ -58,8 +56,8 @@ static const cli_opt_t *find_short(const cli_opt_t *opts, char c)
 }
 
 int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
-              const cli_opt_t *opts, const char **pos, int min_pos,
-              int max_pos, int *npos)
+              const cli_opt_t *opts, const char **pos, int min_pos, int max_pos,
+              int *npos)
 {
     int n = 0, only_pos = 0;
     for (int i = 0; i < argc; i++) {
@@ -94,8 +92,7 @@ int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
         }
         if (!inline_val) {
             if (i + 1 >= argc)
-                return cli_usage(cmd, topic, "option '%s' needs a value",
-                                 arg);
+                return cli_usage(cmd, topic, "option '%s' needs a value", arg);
             inline_val = argv[++i];
         }
         *o->value = inline_val;
@@ -129,8 +126,10 @@ int cli_take_values(const char *cmd, const char *topic, const char *name,
         else
             return cli_usage(cmd, topic, "option '%s' needs a value", arg);
         if (values->n >= CLI_MAX_VALUES)
-            return cli_usage(cmd, topic, "option '--%s' given more than %d "
-                             "times", name, CLI_MAX_VALUES);
+            return cli_usage(cmd, topic,
+                             "option '--%s' given more than %d "
+                             "times",
+                             name, CLI_MAX_VALUES);
         values->v[values->n++] = val;
     }
     for (; i < *argc; i++)
@@ -279,19 +278,23 @@ int cli_max_memory(const char *cmd, const char *topic, const char *value)
     if (!value)
         return CLI_OK;
     if (mrc__parse_size(value, &v) != 0 || v == 0)
-        return cli_usage(cmd, topic, "--max-memory '%s' is not a size (such "
-                         "as 8G)", value);
+        return cli_usage(cmd, topic,
+                         "--max-memory '%s' is not a size (such "
+                         "as 8G)",
+                         value);
     mrc__set_memory_limit(v);
     return CLI_OK;
 }
 
-int cli_hosts(const char *cmd, const char *topic, const char *value,
-              int dflt, int *out)
+int cli_hosts(const char *cmd, const char *topic, const char *value, int dflt,
+              int *out)
 {
     long v = dflt;
     if (value && mrc__parse_long(value, 1, MRC_TOPO_MAX_NODES, &v) != 0)
-        return cli_usage(cmd, topic, "--hosts '%s' is not a positive "
-                         "integer", value);
+        return cli_usage(cmd, topic,
+                         "--hosts '%s' is not a positive "
+                         "integer",
+                         value);
     *out = (int)v;
     return CLI_OK;
 }
@@ -312,9 +315,13 @@ int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
 {
     if (cc->algo != MRC_ALGO_AUTO)
         return CLI_OK;
-    mrc__select_input_t in = {.embedding = e, .topo = t, .cc = *cc,
-                              .group = -1, .transport = MRC__XPORT_LINKS,
-                              .memory_ok = 1, .ref_ok = 1};
+    mrc__select_input_t in = {.embedding = e,
+                              .topo = t,
+                              .cc = *cc,
+                              .group = -1,
+                              .transport = MRC__XPORT_LINKS,
+                              .memory_ok = 1,
+                              .ref_ok = 1};
     mrc__selection_t sel;
     mrc_status_t st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
     if (st != MRC_OK)
@@ -337,9 +344,10 @@ int cli_fail_links(const char *cmd, const cli_values_t *values,
         size_t n = strlen(values->v[i]);
         /* An empty value or one with ',' would read as other items. */
         if (n == 0 || strchr(values->v[i], ',') || len + n + 2 > ROOM) {
-            fprintf(stderr, "%s: --fail-link '%s': give one link A-B or "
-                    "A-B:K per --fail-link (see 'mrc help rings')\n", cmd,
-                    values->v[i]);
+            fprintf(stderr,
+                    "%s: --fail-link '%s': give one link A-B or "
+                    "A-B:K per --fail-link (see 'mrc help rings')\n",
+                    cmd, values->v[i]);
             return CLI_USAGE;
         }
         if (i > 0)
@@ -378,14 +386,17 @@ void cli_report_failed_links(FILE *out, const mrc_topo_t *t,
     if (ok_b)
         mrc_embed_figures(before, &fb);
     mrc_embed_figures(after, &fa);
-    fprintf(out, "failed links %s (%d of %d physical links left); "
-            "strategy %s: ", failed, mrc_topo_num_physical_links(t),
+    fprintf(out,
+            "failed links %s (%d of %d physical links left); "
+            "strategy %s: ",
+            failed, mrc_topo_num_physical_links(t),
             mrc_topo_num_physical_links(mrc_topo_intact(t)),
             ec->strategy ? ec->strategy : "auto");
     if (ok_b)
-        fprintf(out, "algbw %.2f GB/s, efficiency %.4f before; ",
-                fb.algbw_gbps, fb.efficiency);
-    fprintf(out, "algbw %.2f GB/s, efficiency %.4f after (of the bound "
+        fprintf(out, "algbw %.2f GB/s, efficiency %.4f before; ", fb.algbw_gbps,
+                fb.efficiency);
+    fprintf(out,
+            "algbw %.2f GB/s, efficiency %.4f after (of the bound "
             "without them, %.2f GB/s)\n",
             fa.algbw_gbps, fa.efficiency, fa.bound_gbps);
     mrc_embed_destroy(before);
@@ -393,8 +404,7 @@ void cli_report_failed_links(FILE *out, const mrc_topo_t *t,
 }
 
 int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
-                   mrc__image_origin_t *origin, double *load_ms,
-                   size_t *bytes)
+                   mrc__image_origin_t *origin, double *load_ms, size_t *bytes)
 {
     char *data = NULL;
     size_t len = 0;

@@ -45,8 +45,8 @@ int cli_take_values(const char *cmd, const char *topic, const char *name,
  * bad usage. `cmd` names the command in messages ("mrc topo show"), and
  * `topic` the help topic to point at. */
 int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
-              const cli_opt_t *opts, const char **pos, int min_pos,
-              int max_pos, int *npos);
+              const cli_opt_t *opts, const char **pos, int min_pos, int max_pos,
+              int *npos);
 
 /* Prints "CMD: <last error>" and returns the exit status for `st`. */
 int cli_fail(const char *cmd, mrc_status_t st);
@@ -82,8 +82,8 @@ int cli_max_memory(const char *cmd, const char *topic, const char *value);
 
 /* --hosts VALUE (NULL: not given, *out = dflt) as a count of hosts;
  * CLI_USAGE with a message if it is not a positive integer. */
-int cli_hosts(const char *cmd, const char *topic, const char *value,
-              int dflt, int *out);
+int cli_hosts(const char *cmd, const char *topic, const char *value, int dflt,
+              int *out);
 
 /* --fail-link A-B[:K] (repeatable): replaces *topo by a copy without
  * those links (mrc_topo_fail_links), destroying the old one; nothing when
@@ -143,8 +143,7 @@ int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
  * CLI status, with "CMD: FILE: <what is wrong>" (exit 2 for a missing,
  * unreadable, truncated, corrupted or inconsistent file). */
 int cli_load_image(const char *cmd, const char *path, mrc_program_t **p,
-                   mrc__image_origin_t *origin, double *load_ms,
-                   size_t *bytes);
+                   mrc__image_origin_t *origin, double *load_ms, size_t *bytes);
 
 /* cli_load_image and the topology the image carries (*t), for running
  * or simulating it; on failure nothing is left to free. */

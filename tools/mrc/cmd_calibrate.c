@@ -141,8 +141,8 @@ static int check_measure(const char *cmd, const char *transport,
 
 /* The probes, then the profile: written (-o), checked (--check), printed
  * as JSON or summed up. */
-static int measure(const char *cmd, cal_check_t *co, int quick,
-                   const char *out, int check)
+static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
+                   int check)
 {
     const char *transport = co->transport;
     int rc = CLI_OK;
@@ -220,10 +220,15 @@ int cmd_calibrate(int argc, char **argv)
                          CAL_CHECK_MAX_RUNS);
     if (check && strcmp(transport, "threads") != 0 &&
         strcmp(transport, "shm") != 0)
-        return cli_usage(cmd, "calibrate", "--check sweeps the threads or "
-                         "shm transport, not '%s'", transport);
-    cal_check_t co = {.transport = transport, .profile = given,
-                      .nranks = (int)p, .runs = (int)k, .quick = quick,
+        return cli_usage(cmd, "calibrate",
+                         "--check sweeps the threads or "
+                         "shm transport, not '%s'",
+                         transport);
+    cal_check_t co = {.transport = transport,
+                      .profile = given,
+                      .nranks = (int)p,
+                      .runs = (int)k,
+                      .quick = quick,
                       .json = json};
     if (as_rank)
         return cal_check_rank(cmd, &co);

@@ -107,8 +107,7 @@ static int report(const char *cmd, const mrc_program_t *p, const char *what,
     printf("  shared code   %d instructions (the same for every node)\n",
            info.code_instructions);
     printf("  tables        %zu bytes: %d nodes, %d groups, %d streams\n",
-           info.table_bytes, info.num_nodes, info.num_groups,
-           info.num_streams);
+           info.table_bytes, info.num_nodes, info.num_groups, info.num_streams);
     printf("  image         %zu bytes\n", info.image_bytes);
     if (compile_ms >= 0)
         printf("  compile       %.3f ms, check %.3f ms\n", compile_ms,
@@ -140,8 +139,8 @@ static int parse_node(const char *cmd, const char *value, int nodes,
         return cli_usage(cmd, "compile", "--node '%s' is not a node number",
                          value);
     if (k >= nodes)
-        return cli_usage(cmd, "compile", "--node %ld: %s has nodes 0 to %d",
-                         k, what, nodes - 1);
+        return cli_usage(cmd, "compile", "--node %ld: %s has nodes 0 to %d", k,
+                         what, nodes - 1);
     *out = (int)k;
     return CLI_OK;
 }
@@ -157,12 +156,12 @@ static void print_origin(const mrc__image_origin_t *o)
            o->strategy ? o->strategy : "?");
     if (o->efficiency >= 0)
         printf(", efficiency %.4f", o->efficiency);
-    printf("; topology %s\n", o->topology[0] == '{' ? "carried whole"
-                                                     : o->topology);
+    printf("; topology %s\n",
+           o->topology[0] == '{' ? "carried whole" : o->topology);
 }
 
-static int load_image(const char *cmd, const char *path, int json,
-                      int listing, const char *node)
+static int load_image(const char *cmd, const char *path, int json, int listing,
+                      const char *node)
 {
     mrc_program_t *p = NULL;
     mrc__image_origin_t origin;
@@ -187,9 +186,8 @@ static int load_image(const char *cmd, const char *path, int json,
 
 /* The image of p with where it came from (the topology, so that it can
  * be run and simulated as it is). */
-static mrc_status_t save_image(const mrc_program_t *p,
-                               const mrc_embedding_t *e, const char *spec,
-                               void **img, size_t *len)
+static mrc_status_t save_image(const mrc_program_t *p, const mrc_embedding_t *e,
+                               const char *spec, void **img, size_t *len)
 {
     char *topo = NULL;
     mrc_status_t st = mrc__image_topology_text(mrc_embed_topology(e), &topo);
@@ -200,8 +198,8 @@ static mrc_status_t save_image(const mrc_program_t *p,
     if (mrc_embed_figures(e, &fig) == MRC_OK && fig.efficiency >= 0 &&
         fig.efficiency <= 1)
         eff = fig.efficiency;
-    mrc__image_origin_t o = {topo, (char *)mrc_embed_strategy(e),
-                             (char *)spec, eff};
+    mrc__image_origin_t o = {topo, (char *)mrc_embed_strategy(e), (char *)spec,
+                             eff};
     st = mrc__program_save_origin(p, &o, img, len);
     free(topo);
     return st;
@@ -210,9 +208,8 @@ static mrc_status_t save_image(const mrc_program_t *p,
 /* Compiles SPEC (with its failed links) as cc says, checks the program,
  * writes its image (-o) and reports. */
 static int compile_spec(const char *cmd, const cli_stage_t *o,
-                        mrc_compile_config_t *cc, int replica,
-                        const char *spec, const char *out, const char *node,
-                        int listing)
+                        mrc_compile_config_t *cc, int replica, const char *spec,
+                        const char *out, const char *node, int listing)
 {
     int rc = CLI_OK, json = o->json;
     mrc_topo_t *t = NULL;
@@ -222,12 +219,10 @@ static int compile_spec(const char *cmd, const cli_stage_t *o,
     mrc_status_t st = mrc_topo_create(spec, &t);
     /* (a node out of range is bad usage, found before compiling) */
     if (st == MRC_OK && node &&
-        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), spec, &k)) !=
-            CLI_OK)
+        (rc = parse_node(cmd, node, mrc_topo_num_nodes(t), spec, &k)) != CLI_OK)
         goto done;
-    mrc_embed_config_t ec = {.strategy = o->strategy,
-                             .groups = o->groups,
-                             .replica_size = replica};
+    mrc_embed_config_t ec = {
+        .strategy = o->strategy, .groups = o->groups, .replica_size = replica};
     if (st == MRC_OK && (rc = cli_fail_links(cmd, &o->fails, &t, NULL)) != 0)
         goto done;
     if (st == MRC_OK)
@@ -258,8 +253,7 @@ static int compile_spec(const char *cmd, const cli_stage_t *o,
     }
     if (st == MRC_OK && rc == CLI_OK)
         rc = node ? node_listing(cmd, p, k, json)
-                  : report(cmd, p, spec, t1 - t0, t2 - t1, json, listing,
-                         len);
+                  : report(cmd, p, spec, t1 - t0, t2 - t1, json, listing, len);
     else if (st != MRC_OK)
         rc = cli_fail(cmd, st);
 done:
@@ -279,9 +273,9 @@ int cmd_compile(int argc, char **argv)
                              {"listing", 0, NULL, &listing},
                              {0}};
     cli_stage_t o;
-    int rc = cli_stage_parse(cmd, "compile", CLI_STAGE_COUNT | CLI_STAGE_OP |
-                                                 CLI_STAGE_ROOT |
-                                                 CLI_STAGE_CHUNK,
+    int rc = cli_stage_parse(cmd, "compile",
+                             CLI_STAGE_COUNT | CLI_STAGE_OP | CLI_STAGE_ROOT |
+                                 CLI_STAGE_CHUNK,
                              own, "rings", argc, argv, &o, pos, 0, 1, &npos);
     if (rc != CLI_OK)
         return rc;
@@ -290,8 +284,8 @@ int cmd_compile(int argc, char **argv)
     if (o.load) {
         static const char *const fixed[] = {
             "strategy", "groups", "replica-size", "collective", "count",
-            "dtype", "op", "root", "chunk", "algo", "hosts", "output",
-            "fail-link", NULL};
+            "dtype",    "op",     "root",         "chunk",      "algo",
+            "hosts",    "output", "fail-link",    NULL};
         if (npos)
             return cli_usage(cmd, "compile", "--load takes no SPEC");
         if ((rc = cli_stage_refuses(cmd, "compile", &o, fixed)) != CLI_OK)
@@ -317,8 +311,7 @@ int cmd_compile(int argc, char **argv)
         (rc = cli_stage_replica(cmd, "compile", &o, &rs)) != CLI_OK)
         return rc;
     if (o.root && mrc__parse_long(o.root, 0, MRC_TOPO_MAX_NODES, &rt))
-        return cli_usage(cmd, "compile", "--root '%s' is not a rank",
-                         o.root);
+        return cli_usage(cmd, "compile", "--root '%s' is not a rank", o.root);
     if ((rc = cli_hosts(cmd, "compile", o.hosts, 1, &cc.hosts)) != CLI_OK)
         return rc;
     cc.count = (size_t)n;

@@ -50,8 +50,7 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
            mrc_topo_name(in->topo), strategy, mrc__xport_name(in->transport));
     if (in->profile)
         printf("profile  %s (%s, %d ranks on %d cores)\n", profile,
-               in->profile->transport, in->profile->ranks,
-               in->profile->cores);
+               in->profile->transport, in->profile->ranks, in->profile->cores);
     printf("%-8s %12s %12s %8s %6s\n", "family", "time(us)", "busbw(GB/s)",
            "%bound", "code");
     for (int a = 0; a < MRC_NUM_ALGOS; a++) {
@@ -132,8 +131,7 @@ static void print_json(const mrc__select_input_t *in, const char *strategy,
  * profile's (else links), and a profile of another one is refused
  * naming the file. */
 static mrc_status_t transport_and_profile(const char *transport,
-                                          const char *path,
-                                          mrc_profile_t *prof,
+                                          const char *path, mrc_profile_t *prof,
                                           mrc__select_input_t *in)
 {
     mrc_status_t st;
@@ -154,8 +152,8 @@ static mrc_status_t transport_and_profile(const char *transport,
 
 /* The options of mrc explain, as given. */
 typedef struct explain_args {
-    const char *strategy, *groups, *replica, *coll, *size, *dtype, *op,
-        *root, *transport, *algo, *hosts, *profile;
+    const char *strategy, *groups, *replica, *coll, *size, *dtype, *op, *root,
+        *transport, *algo, *hosts, *profile;
     int json;
 } explain_args_t;
 
@@ -183,8 +181,7 @@ static int read_call(const char *cmd, const explain_args_t *x,
     long rt = 0;
     size_t es = mrc_dtype_size(in->cc.dtype);
     if (mrc__parse_size(x->size, bytes) || *bytes == 0)
-        return cli_usage(cmd, "explain", "--size '%s' is not a size",
-                         x->size);
+        return cli_usage(cmd, "explain", "--size '%s' is not a size", x->size);
     if (*bytes % es)
         return cli_usage(cmd, "explain",
                          "--size %llu is not a whole number "
@@ -217,8 +214,7 @@ static int explain_spec(const char *cmd, const explain_args_t *x,
     mrc_embedding_t *e = NULL;
     mrc_status_t st = mrc_topo_create(spec, &t);
     mrc_embed_config_t ec = {
-        .strategy = x->strategy, .groups = x->groups,
-        .replica_size = (int)rs};
+        .strategy = x->strategy, .groups = x->groups, .replica_size = (int)rs};
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);
     if (st != MRC_OK) {
@@ -270,8 +266,8 @@ int cmd_explain(int argc, char **argv)
         return cli_usage(cmd, "explain",
                          "--collective and --size are "
                          "required");
-    mrc__select_input_t in = {.group = -1, .memory_ok = 1, .ref_ok = 1,
-                               .want_times = 1};
+    mrc__select_input_t in = {
+        .group = -1, .memory_ok = 1, .ref_ok = 1, .want_times = 1};
     mrc_algo_t force = MRC_ALGO_AUTO;
     mrc_profile_t prof;
     uint64_t bytes = 0;

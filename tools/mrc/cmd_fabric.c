@@ -34,7 +34,8 @@ void help_fabric(void)
         "                all-to-all  every tile to every other tile\n"
         "                FILE.json   {\"tiles\": T, \"columns\": C,\n"
         "                             \"exchange\": [{\"source\": 0,\n"
-        "                             \"destinations\": [1, 2], \"bytes\": 8}]}\n"
+        "                             \"destinations\": [1, 2], \"bytes\": "
+        "8}]}\n"
         "                            (tiles, columns optional: the options\n"
         "                            win over the file; bytes default 4)\n"
         "--tiles         tiles on the chip (default 1472)\n"
@@ -78,28 +79,26 @@ static void print_json(const report_t *r)
     mrc__sb_init(&sb);
     mrc__sb_puts(&sb, "{\"pattern\": ");
     mrc__sb_json_string(&sb, r->pattern);
-    mrc__sb_printf(&sb,
-                   ", \"tiles\": %d, \"columns\": %d, \"rows\": %d, "
-                   "\"packet_bytes\": %d, \"packets\": %llu, "
-                   "\"deliveries\": %llu, \"delivered\": %llu, "
-                   "\"misdelivered\": %llu, \"late\": %llu, "
-                   "\"missed\": %llu, \"slipped\": %llu, \"cycles\": %lld, "
-                   "\"simulated_cycles\": %lld, "
-                   "\"lower_bound_cycles\": %lld, \"toggles\": %llu, "
-                   "\"toggles_ungated\": %llu, \"saved\": ",
-                   mrc_fabric_tiles(r->f), mrc_fabric_columns(r->f),
-                   mrc_fabric_rows(r->f), mrc_fabric_packet_bytes(r->f),
-                   (unsigned long long)r->info.packets,
-                   (unsigned long long)r->info.deliveries,
-                   (unsigned long long)r->sim.delivered,
-                   (unsigned long long)r->sim.misdelivered,
-                   (unsigned long long)r->sim.late,
-                   (unsigned long long)r->sim.missed,
-                   (unsigned long long)r->sim.slipped,
-                   (long long)r->info.cycles, (long long)r->sim.cycles,
-                   (long long)r->info.lower_bound_cycles,
-                   (unsigned long long)r->sim.toggles,
-                   (unsigned long long)r->sim.toggles_ungated);
+    mrc__sb_printf(
+        &sb,
+        ", \"tiles\": %d, \"columns\": %d, \"rows\": %d, "
+        "\"packet_bytes\": %d, \"packets\": %llu, "
+        "\"deliveries\": %llu, \"delivered\": %llu, "
+        "\"misdelivered\": %llu, \"late\": %llu, "
+        "\"missed\": %llu, \"slipped\": %llu, \"cycles\": %lld, "
+        "\"simulated_cycles\": %lld, "
+        "\"lower_bound_cycles\": %lld, \"toggles\": %llu, "
+        "\"toggles_ungated\": %llu, \"saved\": ",
+        mrc_fabric_tiles(r->f), mrc_fabric_columns(r->f), mrc_fabric_rows(r->f),
+        mrc_fabric_packet_bytes(r->f), (unsigned long long)r->info.packets,
+        (unsigned long long)r->info.deliveries,
+        (unsigned long long)r->sim.delivered,
+        (unsigned long long)r->sim.misdelivered,
+        (unsigned long long)r->sim.late, (unsigned long long)r->sim.missed,
+        (unsigned long long)r->sim.slipped, (long long)r->info.cycles,
+        (long long)r->sim.cycles, (long long)r->info.lower_bound_cycles,
+        (unsigned long long)r->sim.toggles,
+        (unsigned long long)r->sim.toggles_ungated);
     mrc__sb_double(&sb, saved(r));
     mrc__sb_puts(&sb, ", \"schedule_seconds\": ");
     mrc__sb_double(&sb, r->schedule_s);
@@ -130,9 +129,8 @@ static void print_table(const report_t *r)
            "missed (simulated %lld cycles in %.2f s)\n",
            (unsigned long long)r->sim.delivered,
            (unsigned long long)r->sim.misdelivered,
-           (unsigned long long)r->sim.late,
-           (unsigned long long)r->sim.missed, (long long)r->sim.cycles,
-           r->simulate_s);
+           (unsigned long long)r->sim.late, (unsigned long long)r->sim.missed,
+           (long long)r->sim.cycles, r->simulate_s);
     printf("toggles   %llu with direction flags, %llu without: %.1f%% "
            "saved\n",
            (unsigned long long)r->sim.toggles,
@@ -153,8 +151,7 @@ static int read_numbers(const char *cmd, fabric_args_t *a)
     if (a->tiles_s && mrc__parse_long(a->tiles_s, 1, 1 << 20, &a->tiles))
         return cli_usage(cmd, "fabric", "--tiles '%s' is not 1 to %d",
                          a->tiles_s, 1 << 20);
-    if (a->columns_s &&
-        mrc__parse_long(a->columns_s, 1, 1 << 20, &a->columns))
+    if (a->columns_s && mrc__parse_long(a->columns_s, 1, 1 << 20, &a->columns))
         return cli_usage(cmd, "fabric", "--columns '%s' is not 1 to %d",
                          a->columns_s, 1 << 20);
     if (a->packet_s && mrc__parse_long(a->packet_s, 1, 1 << 20, &a->packet))
@@ -167,8 +164,7 @@ static int read_numbers(const char *cmd, fabric_args_t *a)
                              a->seed_s);
         a->seed = (uint64_t)sd;
     }
-    if (a->bytes_s && (mrc__parse_size(a->bytes_s, &a->bytes) ||
-                       a->bytes == 0))
+    if (a->bytes_s && (mrc__parse_size(a->bytes_s, &a->bytes) || a->bytes == 0))
         return cli_usage(cmd, "fabric", "--bytes '%s' is not a size",
                          a->bytes_s);
     return CLI_OK;
@@ -176,8 +172,7 @@ static int read_numbers(const char *cmd, fabric_args_t *a)
 
 /* The exchange: a named pattern made for the fabric's size, or a file
  * (whose tiles and columns are the defaults). CLI status. */
-static int make_exchange(const char *cmd, fabric_args_t *a,
-                         mrc_exchange_t **x)
+static int make_exchange(const char *cmd, fabric_args_t *a, mrc_exchange_t **x)
 {
     mrc_status_t st = MRC_OK;
     if (mrc_exchange_is_pattern(a->pattern)) {
@@ -188,22 +183,20 @@ static int make_exchange(const char *cmd, fabric_args_t *a,
         st = mrc_fabric_create(&probe, &f);
         if (st == MRC_OK)
             st = mrc_exchange_pattern(
-                a->pattern, mrc_fabric_tiles(f), mrc_fabric_columns(f),
-                a->seed,
-                a->bytes ? a->bytes : (uint64_t)mrc_fabric_packet_bytes(f),
-                x);
+                a->pattern, mrc_fabric_tiles(f), mrc_fabric_columns(f), a->seed,
+                a->bytes ? a->bytes : (uint64_t)mrc_fabric_packet_bytes(f), x);
         mrc_fabric_destroy(f);
     } else {
         int ft = 0, fc = 0;
-        if (access(a->pattern, F_OK) != 0 &&
-            !cli_has_ext(a->pattern, ".json"))
+        if (access(a->pattern, F_OK) != 0 && !cli_has_ext(a->pattern, ".json"))
             return cli_usage(cmd, "fabric",
                              "unknown pattern '%s' (neighbour, broadcast, "
                              "random, all-to-all, or a JSON file)",
                              a->pattern);
         if (a->bytes_s || a->seed_s)
-            return cli_usage(cmd, "fabric", "--bytes and --seed are for the "
-                                            "named patterns, not a file");
+            return cli_usage(cmd, "fabric",
+                             "--bytes and --seed are for the "
+                             "named patterns, not a file");
         st = mrc_exchange_read(a->pattern, x, &ft, &fc);
         if (st == MRC_OK && !a->tiles)
             a->tiles = ft;
@@ -219,8 +212,7 @@ static int schedule_and_check(const char *cmd, const fabric_args_t *a,
                               const mrc_exchange_t *x, int json)
 {
     report_t r = {a->pattern, NULL, {0}, {0}, 0, 0};
-    mrc_fabric_config_t cfg = {(int)a->tiles, (int)a->columns,
-                               (int)a->packet};
+    mrc_fabric_config_t cfg = {(int)a->tiles, (int)a->columns, (int)a->packet};
     mrc_fabric_t *f = NULL;
     mrc_fabric_schedule_t *s = NULL;
     mrc_status_t st = mrc_fabric_create(&cfg, &f);

@@ -38,26 +38,25 @@ enum { LAUNCH_MAX_RANKS = 4096 };
 
 void help_launch(void)
 {
-    printf(
-        "usage: mrc launch -n N [--timeout S] [--grace S] -- PROGRAM "
-        "ARGS...\n"
-        "\n"
-        "Starts N processes of PROGRAM on this host as one job, each with\n"
-        "MRC_RANK (0..N-1), MRC_NRANKS (N) and MRC_JOB (a random job id;\n"
-        "mrc_comm_init_env reads them). Signals (INT, TERM, HUP, QUIT) are\n"
-        "passed to every rank. A rank that fails is reported by rank and\n"
-        "cause; the others get --grace seconds to finish (to report the\n"
-        "lost peer), then are stopped. Shared memory the job left behind\n"
-        "is removed when it ends.\n"
-        "\n"
-        "-n N        number of ranks (1..%d)\n"
-        "--timeout S stop the job after S seconds (default: none)\n"
-        "--grace S   time the survivors of a failed rank get (default:\n"
-        "            twice $MRC_TIMEOUT, else 120 s)\n"
-        "\n"
-        "Exit status: 0 when every rank exits 0; 1 when a rank fails, the\n"
-        "job times out or is stopped by a signal; 2 bad usage.\n",
-        LAUNCH_MAX_RANKS);
+    printf("usage: mrc launch -n N [--timeout S] [--grace S] -- PROGRAM "
+           "ARGS...\n"
+           "\n"
+           "Starts N processes of PROGRAM on this host as one job, each with\n"
+           "MRC_RANK (0..N-1), MRC_NRANKS (N) and MRC_JOB (a random job id;\n"
+           "mrc_comm_init_env reads them). Signals (INT, TERM, HUP, QUIT) are\n"
+           "passed to every rank. A rank that fails is reported by rank and\n"
+           "cause; the others get --grace seconds to finish (to report the\n"
+           "lost peer), then are stopped. Shared memory the job left behind\n"
+           "is removed when it ends.\n"
+           "\n"
+           "-n N        number of ranks (1..%d)\n"
+           "--timeout S stop the job after S seconds (default: none)\n"
+           "--grace S   time the survivors of a failed rank get (default:\n"
+           "            twice $MRC_TIMEOUT, else 120 s)\n"
+           "\n"
+           "Exit status: 0 when every rank exits 0; 1 when a rank fails, the\n"
+           "job times out or is stopped by a signal; 2 bad usage.\n",
+           LAUNCH_MAX_RANKS);
 }
 
 typedef struct rank_proc {
@@ -221,7 +220,7 @@ static int reap(rank_proc_t *ranks, int n, int *alive, int *first_failed,
             if (WIFSIGNALED(status))
                 fprintf(stderr,
                         CMD ": rank %d (pid %ld) was killed by signal %d "
-                        "(%s)\n",
+                            "(%s)\n",
                         r, (long)pid, WTERMSIG(status),
                         strsignal(WTERMSIG(status)));
             else
@@ -278,8 +277,9 @@ int cmd_launch(int argc, char **argv)
     if (n == 0)
         return cli_usage(CMD, "launch", "-n N is required");
     if (i + 1 >= argc)
-        return cli_usage(CMD, "launch", "no program: mrc launch -n N -- "
-                                        "PROGRAM ARGS...");
+        return cli_usage(CMD, "launch",
+                         "no program: mrc launch -n N -- "
+                         "PROGRAM ARGS...");
     return cli_launch(n, argv + i + 1, timeout, grace);
 }
 
@@ -290,7 +290,7 @@ typedef struct launch_job {
     rank_proc_t *ranks;
     char id[80]; /* the job id, then its token at id + 40 */
     sigset_t set, old;
-    int dog;     /* the watchdog's pipe, or -1 */
+    int dog; /* the watchdog's pipe, or -1 */
     pid_t dog_pid;
     int alive, first_failed, failures, got_signal;
     double timeout, grace, start, fail_at, stop_at;
@@ -336,9 +336,8 @@ static void start_ranks(launch_job_t *j, char **prog)
         rp->running = 1;
         setpgid(rp->pid, rp->pid); /* as the child does: no race */
         j->alive++;
-        if (j->dog >= 0 &&
-            write(j->dog, &rp->pid, sizeof rp->pid) !=
-                (ssize_t)sizeof rp->pid) {
+        if (j->dog >= 0 && write(j->dog, &rp->pid, sizeof rp->pid) !=
+                               (ssize_t)sizeof rp->pid) {
             close(j->dog); /* the watchdog is gone: nobody to tell */
             j->dog = -1;
         }
@@ -354,14 +353,16 @@ static void check_clock(launch_job_t *j, double t)
     int stop = 0;
     if (j->timeout > 0 && t - j->start >= j->timeout && !j->timed_out) {
         j->timed_out = 1;
-        fprintf(stderr, CMD ": timed out after %g s; stopping %d "
-                        "rank(s)\n",
+        fprintf(stderr,
+                CMD ": timed out after %g s; stopping %d "
+                    "rank(s)\n",
                 j->timeout, j->alive);
         stop = 1;
     }
     if (j->fail_at > 0 && t - j->fail_at >= j->grace && !j->stopping) {
-        fprintf(stderr, CMD ": %d rank(s) still running %g s after "
-                        "rank %d failed; stopping them\n",
+        fprintf(stderr,
+                CMD ": %d rank(s) still running %g s after "
+                    "rank %d failed; stopping them\n",
                 j->alive, j->grace, j->first_failed);
         stop = 1;
     }
@@ -384,8 +385,9 @@ static void take_signal(launch_job_t *j)
     if (sig <= 0 || sig == SIGCHLD)
         return;
     if (!j->got_signal)
-        fprintf(stderr, CMD ": got signal %d (%s); passing it to "
-                        "the ranks\n",
+        fprintf(stderr,
+                CMD ": got signal %d (%s); passing it to "
+                    "the ranks\n",
                 sig, strsignal(sig));
     j->got_signal = sig;
     signal_ranks(j->ranks, j->n, sig);
@@ -404,8 +406,8 @@ static void supervise(launch_job_t *j)
     if (j->failures)
         j->fail_at = j->start;
     while (j->alive > 0) {
-        j->failures += reap(j->ranks, j->n, &j->alive, &j->first_failed,
-                            j->stopping);
+        j->failures +=
+            reap(j->ranks, j->n, &j->alive, &j->first_failed, j->stopping);
         if (j->alive == 0)
             break;
         check_clock(j, now_s());
@@ -425,13 +427,15 @@ static int finish(launch_job_t *j)
         waitpid(j->dog_pid, NULL, 0);
     sigprocmask(SIG_SETMASK, &j->old, NULL);
     if (removed > 0)
-        fprintf(stderr, CMD ": removed %d shared-memory object(s) the job "
-                        "left behind\n",
+        fprintf(stderr,
+                CMD ": removed %d shared-memory object(s) the job "
+                    "left behind\n",
                 removed);
     int rc = CLI_OK;
     if (j->failures) {
-        fprintf(stderr, CMD ": %d of %d rank(s) failed; the first was rank "
-                        "%d\n",
+        fprintf(stderr,
+                CMD ": %d of %d rank(s) failed; the first was rank "
+                    "%d\n",
                 j->failures, j->n, j->first_failed);
         rc = CLI_FAIL;
     }

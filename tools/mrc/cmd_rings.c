@@ -48,7 +48,8 @@ void help_rings(void)
         "                   2+2+2+2, 4+2+2, or pairs over any double link,\n"
         "                   such as the counterparts 0,4+1,5+2,6+3,7\n"
         "\n"
-        "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, 6-7),\n"
+        "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, "
+        "6-7),\n"
         "                  or node lists (0,4+1,5+2,6+3,7: '+' between\n"
         "                  groups, ',' within one; a lone node is a group of\n"
         "                  one). A list's order is the group's rank order\n"
@@ -119,8 +120,8 @@ static void print_idle_physical(const mrc_embedding_t *e)
         if (k == 0)
             continue;
         if (with_idle++ < SHOWN)
-            printf("%s%d:%d/%d", shown++ ? " " : "; per node (idle/ports) ",
-                   u, k, mrc_topo_num_ports(t, u));
+            printf("%s%d:%d/%d", shown++ ? " " : "; per node (idle/ports) ", u,
+                   k, mrc_topo_num_ports(t, u));
     }
     printf(with_idle > shown ? " ... (%d nodes; --json lists them all)\n"
                              : "\n",
@@ -135,20 +136,21 @@ static void print_links(const mrc_embedding_t *e)
     for (int i = 0; i < nl; i++) {
         const mrc_link_t *l = mrc_topo_link(t, i);
         for (int d = 0; d < 2; d++) {
-            double x = mrc_embed_link_load(e, i, d) /
-                       (l->count * l->bandwidth_gbps);
+            double x =
+                mrc_embed_link_load(e, i, d) / (l->count * l->bandwidth_gbps);
             worst = x > worst ? x : worst;
         }
     }
     enum { SHOWN = 48 };
     printf("\nlink loads (bytes per byte of data; busy = share of the "
            "collective's time)\n");
-    printf("%6s %11s %5s  %9s %5s  %9s %5s\n", "link", "a-b", "count",
-           "a->b", "busy", "b->a", "busy");
+    printf("%6s %11s %5s  %9s %5s  %9s %5s\n", "link", "a-b", "count", "a->b",
+           "busy", "b->a", "busy");
     for (int i = 0; i < nl && i < SHOWN; i++) {
         const mrc_link_t *l = mrc_topo_link(t, i);
         double cap = l->count * l->bandwidth_gbps;
-        double ab = mrc_embed_link_load(e, i, 0), ba = mrc_embed_link_load(e, i, 1);
+        double ab = mrc_embed_link_load(e, i, 0),
+               ba = mrc_embed_link_load(e, i, 1);
         char ends[32];
         snprintf(ends, sizeof ends, "%d-%d", l->a, l->b);
         printf("%6d %11s %5d  %9.4f %4.0f%%  %9.4f %4.0f%%\n", i, ends,
@@ -176,9 +178,9 @@ static void print_embedding(const mrc_embedding_t *e)
 {
     const mrc_topo_t *t = mrc_embed_topology(e);
     int ng = mrc_embed_num_groups(e);
-    printf("topology %s, %d nodes; strategy %s; %d group%s\n",
-           mrc_topo_name(t), mrc_topo_num_nodes(t), mrc_embed_strategy(e),
-           ng, ng == 1 ? "" : "s");
+    printf("topology %s, %d nodes; strategy %s; %d group%s\n", mrc_topo_name(t),
+           mrc_topo_num_nodes(t), mrc_embed_strategy(e), ng,
+           ng == 1 ? "" : "s");
     for (int g = 0; g < ng; g++) {
         const int *nodes;
         int n = mrc_embed_group_nodes(e, g, &nodes);
@@ -257,16 +259,21 @@ int cmd_rings(int argc, char **argv)
         return rc;
     long rsize = 0;
     if (replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rsize))
-        return cli_usage(cmd, "rings", "--replica-size '%s' is not a "
-                         "positive integer", replica);
+        return cli_usage(cmd, "rings",
+                         "--replica-size '%s' is not a "
+                         "positive integer",
+                         replica);
     long rmax = 0;
     if (max_rings && mrc__parse_long(max_rings, 1, 1 << 20, &rmax))
-        return cli_usage(cmd, "rings", "--max-rings '%s' is not a positive "
-                         "integer", max_rings);
+        return cli_usage(cmd, "rings",
+                         "--max-rings '%s' is not a positive "
+                         "integer",
+                         max_rings);
     if (out && !cli_has_ext(out, ".svg") && !cli_has_ext(out, ".dot"))
         return cli_usage(cmd, "rings",
                          "cannot tell the format of '%s': name it *.svg or "
-                         "*.dot", out);
+                         "*.dot",
+                         out);
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
     mrc_status_t st = mrc_topo_create(pos[0], &t);

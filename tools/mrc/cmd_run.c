@@ -32,9 +32,12 @@ void help_run(void)
         "element exactly against a sequential reduction, and prints a row per\n"
         "strategy and collective, as nccl-tests does:\n"
         "  size (bytes of the largest buffer), count (its elements), type,\n"
-        "  redop, root, time (us per call), algbw = size / time, busbw = algbw\n"
-        "  x 2(n-1)/n for allreduce, (n-1)/n for reduce-scatter and allgather,\n"
-        "  1 for reduce and broadcast, #wrong, and the embedding's efficiency.\n"
+        "  redop, root, time (us per call), algbw = size / time, busbw = "
+        "algbw\n"
+        "  x 2(n-1)/n for allreduce, (n-1)/n for reduce-scatter and "
+        "allgather,\n"
+        "  1 for reduce and broadcast, #wrong, and the embedding's "
+        "efficiency.\n"
         "Defaults: --topology hcm8, every strategy that applies, every\n"
         "collective, --count 1M elements (per node; reduce-scatter and\n"
         "allgather blocks are count/n), float32, sum, 5 iterations after 1\n"
@@ -65,8 +68,8 @@ void help_run(void)
 
 /* Runs the row on all ranks and predicts it (--predict): 1 if the
  * prediction could not be had. A failed run leaves its error in error[]. */
-static int measure(const char *cmd, mrc_comm_t **comms, int nranks,
-                   row_t *row, char *error, size_t errlen)
+static int measure(const char *cmd, mrc_comm_t **comms, int nranks, row_t *row,
+                   char *error, size_t errlen)
 {
     if (run_row(comms, nranks, row, error, errlen) != 0) {
         row->failed = 1;
@@ -95,17 +98,20 @@ static int loaded_refusal(const char *cmd, const char *path,
 {
     int nranks = p->num_nodes;
     if (nranks > 256)
-        return cli_usage(cmd, "run", "%s has %d nodes: threads run at most "
-                         "256", path, nranks);
+        return cli_usage(cmd, "run",
+                         "%s has %d nodes: threads run at most "
+                         "256",
+                         path, nranks);
     /* The C API runs avg on integers as a sum of wider words (see
      * mrc__avg_words), never as such a program. */
     if (p->cfg.op == MRC_AVG && p->cfg.collective != MRC_ALLGATHER &&
-        p->cfg.collective != MRC_BROADCAST &&
-        mrc__avg_words(p->cfg.dtype) != 0)
-        return cli_usage(cmd, "run", "%s is an avg of %s, which the "
+        p->cfg.collective != MRC_BROADCAST && mrc__avg_words(p->cfg.dtype) != 0)
+        return cli_usage(cmd, "run",
+                         "%s is an avg of %s, which the "
                          "collectives run as a sum of 64-bit words, not as "
                          "this program; compile a sum (or a float type) to "
-                         "run it", path, mrc_dtype_name(p->cfg.dtype));
+                         "run it",
+                         path, mrc_dtype_name(p->cfg.dtype));
     mrc_status_t st = run_check_buffers(p->cfg.count, nranks, p->cfg.dtype);
     return st == MRC_OK ? CLI_OK : cli_fail(cmd, st);
 }
@@ -127,7 +133,8 @@ static int loaded_row(const char *cmd, mrc_comm_t **comms, int nranks,
         run_print_row(row);
     }
     return row->failed ? (row->unsupported ? CLI_USAGE : CLI_FAIL)
-                       : row->wrong > 0 || unpredicted ? CLI_FAIL : CLI_OK;
+           : row->wrong > 0 || unpredicted ? CLI_FAIL
+                                           : CLI_OK;
 }
 
 /* --load IMAGE: the image's program itself, on the topology it carries,
@@ -205,7 +212,8 @@ static int read_predict(const char *cmd, const char *predict, run_opts_t *r)
     /* The row is measured on threads: another transport's profile
      * would predict another run. */
     if (strcmp(r->profile.transport, "threads") != 0)
-        return cli_usage(cmd, "run", "--predict %s: a profile of the "
+        return cli_usage(cmd, "run",
+                         "--predict %s: a profile of the "
                          "%s transport; mrc run runs threads ('mrc "
                          "calibrate --transport threads')",
                          predict, r->profile.transport);
@@ -221,8 +229,8 @@ static int read_shape(const char *cmd, const char *iters, const char *warmup,
     const char *coll = o->coll ? o->coll : "all";
     o->count = o->count ? o->count : "1M";
     r->topology = r->topology ? r->topology : "hcm8";
-    mrc_status_t st = mrc_dtype_parse(o->dtype ? o->dtype : "float32",
-                                      &r->base.dtype);
+    mrc_status_t st =
+        mrc_dtype_parse(o->dtype ? o->dtype : "float32", &r->base.dtype);
     if (st == MRC_OK)
         st = mrc_op_parse(o->op ? o->op : "sum", &r->base.op);
     r->all = strcmp(coll, "all") == 0;
@@ -271,11 +279,10 @@ static void run_collectives(run_job_t *j, const char *name, double eff)
         row->rc = r->base;
         row->rc.coll = (mrc_collective_t)c;
         int block = c == MRC_REDUCE_SCATTER || c == MRC_ALLGATHER;
-        row->rc.count = block ? (size_t)r->count / (size_t)n
-                              : (size_t)r->count;
+        row->rc.count = block ? (size_t)r->count / (size_t)n : (size_t)r->count;
         char error[600] = "";
-        j->bad |= measure(j->cmd, j->comms, j->nranks, row, error,
-                          sizeof error);
+        j->bad |=
+            measure(j->cmd, j->comms, j->nranks, row, error, sizeof error);
         /* A failed call has no figures: its error, never a row. */
         if (!row->failed && !j->header) {
             run_print_header(r->base.predict != NULL);
@@ -297,8 +304,8 @@ static int run_strategy(run_job_t *j, const char *name)
 {
     const run_opts_t *r = j->r;
     const cli_stage_t *o = &r->o;
-    mrc_embed_config_t ec = {.strategy = name, .groups = o->groups,
-                             .replica_size = (int)r->replica};
+    mrc_embed_config_t ec = {
+        .strategy = name, .groups = o->groups, .replica_size = (int)r->replica};
     mrc_embedding_t *e = NULL;
     mrc_status_t st = mrc_embed_create(j->t, &ec, &e);
     if (st == MRC_ERR_NOT_APPLICABLE && !o->strategy)
@@ -309,8 +316,10 @@ static int run_strategy(run_job_t *j, const char *name)
     mrc_embed_figures(e, &fig);
     cli_report_failed_links(stderr, j->t, &ec);
     mrc_embed_destroy(e);
-    mrc_config_t cfg = {.topology = r->topology, .strategy = name,
-                        .groups = o->groups, .replica_size = (int)r->replica,
+    mrc_config_t cfg = {.topology = r->topology,
+                        .strategy = name,
+                        .groups = o->groups,
+                        .replica_size = (int)r->replica,
                         .chunk_bytes = (size_t)r->chunk,
                         .algo = o->algo,
                         .hosts = r->hosts,
@@ -343,8 +352,8 @@ static int run_strategies(run_job_t *j)
 }
 
 /* The topology with its failed links, for threads and the buffers. */
-static int open_topology(const char *cmd, const run_opts_t *r,
-                         mrc_topo_t **t, char *failed)
+static int open_topology(const char *cmd, const run_opts_t *r, mrc_topo_t **t,
+                         char *failed)
 {
     mrc_status_t st = mrc_topo_create(r->topology, t);
     if (st != MRC_OK)
@@ -354,8 +363,10 @@ static int open_topology(const char *cmd, const run_opts_t *r,
         return rc;
     int nranks = mrc_topo_num_nodes(*t);
     if (nranks > 256)
-        return cli_usage(cmd, "run", "%s has %d nodes: threads run at most "
-                         "256", r->topology, nranks);
+        return cli_usage(cmd, "run",
+                         "%s has %d nodes: threads run at most "
+                         "256",
+                         r->topology, nranks);
     /* Every rank holds two buffers of count x ranks elements (the largest
      * layout of any collective) and one more. */
     st = run_check_buffers(r->count, nranks, r->base.dtype);
@@ -372,7 +383,10 @@ static int run_job(const char *cmd, const run_opts_t *r)
         mrc_topo_destroy(t);
         return rc;
     }
-    run_job_t j = {.cmd = cmd, .r = r, .t = t, .failed = failed,
+    run_job_t j = {.cmd = cmd,
+                   .r = r,
+                   .t = t,
+                   .failed = failed,
                    .nranks = mrc_topo_num_nodes(t),
                    .header = r->o.json}; /* printed with the first row */
     j.comms = calloc((size_t)j.nranks, sizeof *j.comms);
@@ -416,8 +430,8 @@ int cmd_run(int argc, char **argv)
                              {"warmup", 0, &warmup, NULL},
                              {"predict", 0, &predict, NULL},
                              {0}};
-    int rc = cli_stage_parse(cmd, "run", CLI_STAGE_COUNT | CLI_STAGE_OP |
-                                             CLI_STAGE_CHUNK,
+    int rc = cli_stage_parse(cmd, "run",
+                             CLI_STAGE_COUNT | CLI_STAGE_OP | CLI_STAGE_CHUNK,
                              own, NULL, argc, argv, &r.o, pos, 0, 0, &npos);
     if (rc == CLI_OK)
         rc = read_predict(cmd, predict, &r);
@@ -425,9 +439,9 @@ int cmd_run(int argc, char **argv)
         return rc;
     if (r.o.load) {
         static const char *const fixed[] = {
-            "topology", "strategy", "groups", "replica-size", "collective",
-            "count", "dtype", "op", "chunk", "algo", "hosts", "fail-link",
-            NULL};
+            "topology", "strategy",  "groups", "replica-size", "collective",
+            "count",    "dtype",     "op",     "chunk",        "algo",
+            "hosts",    "fail-link", NULL};
         if ((rc = cli_stage_refuses(cmd, "run", &r.o, fixed)) != CLI_OK ||
             (rc = read_iters(cmd, iters, warmup, &r.base)) != CLI_OK)
             return rc;

@@ -15,7 +15,8 @@ void help_sim(void)
         "               --collective C --size BYTES [--dtype T]\n"
         "               [--mode bsp|pipelined]\n"
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
-        "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts H]\n"
+        "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts "
+        "H]\n"
         "               [--fail-link A-B[:K]]... [--profile FILE] [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
@@ -80,8 +81,8 @@ mrc_status_t sim_simulate(const sim_args_t *a, const mrc_topo_t *t,
                           const char *strategy, uint64_t size,
                           mrc_sim_result_t **out, int *rings)
 {
-    mrc_embed_config_t ec = {.strategy = strategy, .groups = a->groups,
-                             .replica_size = a->replica};
+    mrc_embed_config_t ec = {
+        .strategy = strategy, .groups = a->groups, .replica_size = a->replica};
     mrc_embedding_t *e = NULL;
     mrc_program_t *p = NULL;
     mrc_status_t st = mrc_embed_create(t, &ec, &e);
@@ -93,8 +94,12 @@ mrc_status_t sim_simulate(const sim_args_t *a, const mrc_topo_t *t,
                                .hosts = a->hosts};
     if (st == MRC_OK && cc.algo == MRC_ALGO_AUTO) {
         /* As `mrc explain` chooses on the links' model. */
-        mrc__select_input_t in = {.embedding = e, .topo = t, .cc = cc,
-                                  .group = -1, .memory_ok = 1, .ref_ok = 1};
+        mrc__select_input_t in = {.embedding = e,
+                                  .topo = t,
+                                  .cc = cc,
+                                  .group = -1,
+                                  .memory_ok = 1,
+                                  .ref_ok = 1};
         mrc__selection_t sel;
         st = mrc__select(&in, MRC_ALGO_AUTO, &sel, NULL);
         cc.algo = sel.chosen;
@@ -111,15 +116,14 @@ mrc_status_t sim_simulate(const sim_args_t *a, const mrc_topo_t *t,
 }
 
 static void print_one(const sim_args_t *a, const mrc_topo_t *t,
-                      const char *strategy, const mrc_sim_result_t *r,
-                      int json)
+                      const char *strategy, const mrc_sim_result_t *r, int json)
 {
     int idle = 0;
     double busiest = 0;
     for (int i = 0; i < 2 * r->num_links; i++) {
         idle += r->link_bytes[i] == 0;
-        busiest = r->link_utilisation[i] > busiest ? r->link_utilisation[i]
-                                                   : busiest;
+        busiest =
+            r->link_utilisation[i] > busiest ? r->link_utilisation[i] : busiest;
     }
     if (json) {
         char *topo = cli_json_quote(mrc_topo_name(t));
@@ -201,9 +205,9 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
                    "%.6f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
                    "\"bound_gbps\": %.6f, \"efficiency\": %.6f, "
                    "\"energy_j\": %.9g, \"energy_no_gating_j\": %.9g}",
-                   rows ? "," : "", names[i], rings, r->time_us,
-                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
-                   r->efficiency, r->energy_j, r->energy_no_gating_j);
+                   rows ? "," : "", names[i], rings, r->time_us, r->algbw_gbps,
+                   r->busbw_gbps, r->bound_gbps, r->efficiency, r->energy_j,
+                   r->energy_no_gating_j);
         else
             printf("%-16s %5d %12.3f %10.3f %10.3f %10.3f %8.4f %12.6g "
                    "%12.6g\n",
@@ -236,8 +240,8 @@ static int compare(const char *cmd, const sim_args_t *a, const mrc_topo_t *t,
                    "\"efficiency\": %.6f, \"energy_j\": %.9g, "
                    "\"energy_no_gating_j\": %.9g}",
                    rows ? "," : "", mrc_algo_name(b.algo), r->time_us,
-                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
-                   r->efficiency, r->energy_j, r->energy_no_gating_j);
+                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps, r->efficiency,
+                   r->energy_j, r->energy_no_gating_j);
         else
             printf("%-16s %5s %12.3f %10.3f %10.3f %10.3f %8.4f %12.6g "
                    "%12.6g\n",
@@ -271,8 +275,7 @@ static int sim_loaded(const char *cmd, const char *path, sim_args_t *a,
         a->coll = p->cfg.collective;
         a->dtype = p->cfg.dtype;
         a->size = (uint64_t)p->cfg.count * mrc_dtype_size(p->cfg.dtype);
-        print_one(a, t, origin.strategy ? origin.strategy : "(image)", r,
-                  json);
+        print_one(a, t, origin.strategy ? origin.strategy : "(image)", r, json);
     }
     mrc_sim_result_destroy(r);
     mrc_topo_destroy(t);
@@ -284,8 +287,8 @@ static int sim_loaded(const char *cmd, const char *path, sim_args_t *a,
 /* --workload: a step of compute and collectives; nothing is printed
  * until the whole step is simulated. */
 static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
-                    const mrc_embed_config_t *ec,
-                    const mrc_sim_config_t *cfg, int json)
+                    const mrc_embed_config_t *ec, const mrc_sim_config_t *cfg,
+                    int json)
 {
     mrc_workload_t *w = NULL;
     mrc_workload_result_t *r = NULL;
@@ -310,14 +313,15 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
                "\"distinct_collectives\": %d,\n \"ops\": [\n",
                topo, file, cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined",
                r->steps, r->step_us, r->total_us, r->compute_us, r->comm_us,
-               r->exposed_comm_us, r->energy_j, r->energy_no_gating_j,
-               ncoll, r->distinct_collectives);
+               r->exposed_comm_us, r->energy_j, r->energy_no_gating_j, ncoll,
+               r->distinct_collectives);
         free(topo);
         free(file);
         for (int i = 0; i < r->num_ops; i++) {
             char *id = cli_json_quote(r->ops[i].id);
             printf("  {\"id\": %s, \"kind\": \"%s\", \"start_us\": %.6f, "
-                   "\"end_us\": %.6f}%s\n", id,
+                   "\"end_us\": %.6f}%s\n",
+                   id,
                    r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
                                                           : "collective",
                    r->ops[i].start_us, r->ops[i].end_us,
@@ -327,20 +331,22 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
         printf(" ]}\n");
     } else {
         printf("workload %s on %s: %d ops: %d compute, %d collective (%d "
-               "distinct simulated), %s\n", path, mrc_topo_name(t),
-               r->num_ops, r->num_ops - ncoll, ncoll, r->distinct_collectives,
+               "distinct simulated), %s\n",
+               path, mrc_topo_name(t), r->num_ops, r->num_ops - ncoll, ncoll,
+               r->distinct_collectives,
                cfg->mode == MRC_SIM_BSP ? "bsp" : "pipelined");
-        printf("step     %.3f us (x %d steps: %.3f us)\n", r->step_us,
-               r->steps, r->total_us);
+        printf("step     %.3f us (x %d steps: %.3f us)\n", r->step_us, r->steps,
+               r->total_us);
         printf("compute  %.3f us   communication %.3f us\n", r->compute_us,
                r->comm_us);
         printf("exposed  %.3f us of communication not hidden behind "
-               "compute (%.1f%% of the step)\n", r->exposed_comm_us,
+               "compute (%.1f%% of the step)\n",
+               r->exposed_comm_us,
                r->step_us > 0 ? 100 * r->exposed_comm_us / r->step_us : 0);
         printf("energy   %.6g J a step with idle links off, %.6g J with "
-               "every link on\n", r->energy_j, r->energy_no_gating_j);
-        printf("%-24s %-10s %14s %14s\n", "op", "kind", "start(us)",
-               "end(us)");
+               "every link on\n",
+               r->energy_j, r->energy_no_gating_j);
+        printf("%-24s %-10s %14s %14s\n", "op", "kind", "start(us)", "end(us)");
         for (int i = 0; i < r->num_ops; i++)
             printf("%-24s %-10s %14.3f %14.3f\n", r->ops[i].id,
                    r->ops[i].kind == MRC_WORKLOAD_COMPUTE ? "compute"
@@ -355,8 +361,8 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
 /* mrc sim's own options, beside the group's. */
 typedef struct sim_opts {
     cli_stage_t o;
-    const char *mode, *chunks, *pj, *power, *wake, *sweep, *prefix,
-        *profile, *workload;
+    const char *mode, *chunks, *pj, *power, *wake, *sweep, *prefix, *profile,
+        *workload;
     int compare;
     mrc_profile_t prof; /* --profile's (a->cfg.profile points here) */
 } sim_opts_t;
@@ -369,11 +375,12 @@ static int check_presence(const char *cmd, const sim_opts_t *so, int npos)
     int rc = CLI_OK;
     if (o->load) {
         static const char *const fixed[] = {
-            "strategy", "groups", "replica-size", "collective", "size",
-            "dtype", "algo", "hosts", "sweep", "compare", "output",
-            "fail-link", "workload", NULL};
+            "strategy", "groups",    "replica-size", "collective", "size",
+            "dtype",    "algo",      "hosts",        "sweep",      "compare",
+            "output",   "fail-link", "workload",     NULL};
         if (npos)
-            return cli_usage(cmd, "sim", "--load takes no SPEC (the image "
+            return cli_usage(cmd, "sim",
+                             "--load takes no SPEC (the image "
                              "carries its topology)");
         if ((rc = cli_stage_refuses(cmd, "sim", o, fixed)) != CLI_OK)
             return rc;
@@ -381,12 +388,14 @@ static int check_presence(const char *cmd, const sim_opts_t *so, int npos)
         return cli_usage(cmd, "sim", "missing SPEC");
     }
     if (so->workload && (o->coll || o->size || so->sweep || so->compare))
-        return cli_usage(cmd, "sim", "--workload takes its collectives and "
-                                     "sizes from the file: no --collective, "
-                                     "--size, --sweep or --compare");
+        return cli_usage(cmd, "sim",
+                         "--workload takes its collectives and "
+                         "sizes from the file: no --collective, "
+                         "--size, --sweep or --compare");
     if (!o->load && !so->workload && (!o->coll || (!o->size && !so->sweep)))
-        return cli_usage(cmd, "sim", "--collective and --size (or --sweep) "
-                                     "are required");
+        return cli_usage(cmd, "sim",
+                         "--collective and --size (or --sweep) "
+                         "are required");
     return CLI_OK;
 }
 
@@ -398,20 +407,23 @@ static int read_sim_config(const char *cmd, sim_opts_t *so, sim_args_t *a)
     double e = 0, w = 0, u = 0;
     int pipelined = strcmp(so->mode, "pipelined") == 0;
     if (!pipelined && strcmp(so->mode, "bsp") != 0)
-        return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined",
-                         so->mode);
+        return cli_usage(cmd, "sim", "--mode '%s': bsp or pipelined", so->mode);
     const char *replica = so->o.replica;
     if ((replica && mrc__parse_long(replica, 1, MRC_TOPO_MAX_NODES, &rs)) ||
         (so->chunks && mrc__parse_long(so->chunks, 1, 1 << 20, &ck)) ||
         (so->pj && (mrc__parse_double(so->pj, &e) || e <= 0)) ||
         (so->power && (mrc__parse_double(so->power, &w) || w <= 0)) ||
         (so->wake && (mrc__parse_double(so->wake, &u) || u <= 0)))
-        return cli_usage(cmd, "sim", "a numeric option is not a positive "
-                                     "number");
+        return cli_usage(cmd, "sim",
+                         "a numeric option is not a positive "
+                         "number");
     a->replica = (int)rs;
-    a->cfg = (mrc_sim_config_t){
-        .mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
-        .pj_per_bit = e, .link_power_w = w, .wake_us = u, .chunks = (int)ck};
+    a->cfg =
+        (mrc_sim_config_t){.mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
+                           .pj_per_bit = e,
+                           .link_power_w = w,
+                           .wake_us = u,
+                           .chunks = (int)ck};
     if (so->profile) {
         mrc_status_t ps = mrc_profile_load(so->profile, &so->prof);
         if (ps != MRC_OK)
@@ -427,9 +439,8 @@ static int read_sim_args(const char *cmd, sim_opts_t *so, sim_args_t *a)
 {
     const cli_stage_t *o = &so->o;
     const char *dtype = o->dtype ? o->dtype : "float32";
-    mrc_status_t st = o->load || !o->coll
-                          ? MRC_OK
-                          : mrc_collective_parse(o->coll, &a->coll);
+    mrc_status_t st =
+        o->load || !o->coll ? MRC_OK : mrc_collective_parse(o->coll, &a->coll);
     if (st == MRC_OK)
         st = mrc_dtype_parse(dtype, &a->dtype);
     if (st != MRC_OK)
@@ -444,8 +455,7 @@ static int read_sim_args(const char *cmd, sim_opts_t *so, sim_args_t *a)
 
 /* SPEC (with its failed links): a workload, a sweep, the comparison, or
  * one simulation. */
-static int sim_spec(const char *cmd, const sim_opts_t *so,
-                    const sim_args_t *a)
+static int sim_spec(const char *cmd, const sim_opts_t *so, const sim_args_t *a)
 {
     const cli_stage_t *o = &so->o;
     mrc_topo_t *t = NULL;
@@ -457,15 +467,15 @@ static int sim_spec(const char *cmd, const sim_opts_t *so,
         mrc_topo_destroy(t);
         return rc;
     }
-    mrc_embed_config_t ec = {.strategy = o->strategy, .groups = o->groups,
+    mrc_embed_config_t ec = {.strategy = o->strategy,
+                             .groups = o->groups,
                              .replica_size = a->replica};
     if (!so->sweep && !so->compare && !so->workload)
         cli_report_failed_links(o->json ? stderr : stdout, t, &ec);
     if (so->workload) {
         rc = workload(cmd, so->workload, t, &ec, &a->cfg, o->json);
     } else if (so->sweep) {
-        rc = sim_sweep(cmd, a, t, so->sweep,
-                       so->prefix ? so->prefix : "sweep");
+        rc = sim_sweep(cmd, a, t, so->sweep, so->prefix ? so->prefix : "sweep");
     } else if (so->compare) {
         rc = compare(cmd, a, t, o->json);
     } else {
@@ -506,8 +516,10 @@ int cmd_sim(int argc, char **argv)
                              argv, &so.o, pos, 0, 1, &npos);
     if (rc == CLI_OK)
         rc = check_presence(cmd, &so, npos);
-    sim_args_t a = {.spec = pos[0], .strategy = so.o.strategy,
-                    .groups = so.o.groups, .algo = so.o.algo_family};
+    sim_args_t a = {.spec = pos[0],
+                    .strategy = so.o.strategy,
+                    .groups = so.o.groups,
+                    .algo = so.o.algo_family};
     if (rc == CLI_OK)
         rc = read_sim_args(cmd, &so, &a);
     if (rc != CLI_OK)

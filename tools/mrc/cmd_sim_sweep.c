@@ -30,8 +30,8 @@ typedef struct sweep {
 
 /* MIN:MAX into the first size and the number of sizes; the prefix must
  * leave room for its extensions. CLI status. */
-static int sweep_range(const char *cmd, const char *range,
-                       const char *prefix, size_t room, sweep_t *sw)
+static int sweep_range(const char *cmd, const char *range, const char *prefix,
+                       size_t room, sweep_t *sw)
 {
     uint64_t lo = 0, hi = 0;
     char buf[64];
@@ -54,8 +54,10 @@ static int sweep_range(const char *cmd, const char *range,
     for (uint64_t s = lo; s <= hi / 2 && s * 2 <= hi; s *= 2)
         nsizes++;
     if (nsizes > SWEEP_MAX_SIZES)
-        return cli_usage(cmd, "sim", "--sweep '%s' has %d sizes; at most %d "
-                         "(such as 1:1T)", range, nsizes, SWEEP_MAX_SIZES);
+        return cli_usage(cmd, "sim",
+                         "--sweep '%s' has %d sizes; at most %d "
+                         "(such as 1:1T)",
+                         range, nsizes, SWEEP_MAX_SIZES);
     sw->lo = lo;
     sw->nsizes = nsizes;
     return CLI_OK;
@@ -65,15 +67,17 @@ static int sweep_range(const char *cmd, const char *range,
 static void sweep_row(sweep_t *sw, const char *name, uint64_t size,
                       const mrc_sim_result_t *r)
 {
-    mrc__sb_printf(&sw->csv, "%s,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.9g,"
-                             "%.9g\n",
-                   name, (unsigned long long)size, r->time_us,
-                   r->algbw_gbps, r->busbw_gbps, r->bound_gbps,
-                   r->efficiency, r->energy_j, r->energy_no_gating_j);
-    mrc__sb_printf(&sw->js, "%s\n  {\"strategy\": \"%s\", \"bytes\": "
-                            "%llu, \"time_us\": %.6f, \"busbw_gbps\": "
-                            "%.6f, \"efficiency\": %.6f, \"energy_j\": "
-                            "%.9g, \"energy_no_gating_j\": %.9g}",
+    mrc__sb_printf(&sw->csv,
+                   "%s,%llu,%.6f,%.6f,%.6f,%.6f,%.6f,%.9g,"
+                   "%.9g\n",
+                   name, (unsigned long long)size, r->time_us, r->algbw_gbps,
+                   r->busbw_gbps, r->bound_gbps, r->efficiency, r->energy_j,
+                   r->energy_no_gating_j);
+    mrc__sb_printf(&sw->js,
+                   "%s\n  {\"strategy\": \"%s\", \"bytes\": "
+                   "%llu, \"time_us\": %.6f, \"busbw_gbps\": "
+                   "%.6f, \"efficiency\": %.6f, \"energy_j\": "
+                   "%.9g, \"energy_no_gating_j\": %.9g}",
                    sw->rows++ ? "," : "", name, (unsigned long long)size,
                    r->time_us, r->busbw_gbps, r->efficiency, r->energy_j,
                    r->energy_no_gating_j);
@@ -88,8 +92,8 @@ static mrc_status_t sweep_strategy(sweep_t *sw, const char *name)
         if (sw->tty) {
             int w = sw->total ? 40 * (sw->done + 1) / sw->total : 40;
             fprintf(stderr, "\r[%-40.*s] %d/%d %s %llu B   ", w,
-                    "########################################",
-                    sw->done + 1, sw->total, name, (unsigned long long)size);
+                    "########################################", sw->done + 1,
+                    sw->total, name, (unsigned long long)size);
         }
         mrc_sim_result_t *r = NULL;
         int rings = 0;
@@ -130,8 +134,8 @@ static mrc_status_t sweep_all(sweep_t *sw)
  * is in the script (the data is inline, the SVG comes back on gnuplot's
  * standard output into an outfile), and names reach it only as escaped
  * strings, with enhanced text off so that they show as they are. */
-static void sweep_plot(const sweep_t *sw, const char *csv_data,
-                       size_t csv_len, const char *path)
+static void sweep_plot(const sweep_t *sw, const char *csv_data, size_t csv_len,
+                       const char *path)
 {
     mrc__strbuf_t gp, title;
     mrc__sb_init(&gp);
@@ -164,8 +168,7 @@ static void sweep_plot(const sweep_t *sw, const char *csv_data,
 }
 
 /* PREFIX.csv and PREFIX.json, then the picture; takes the buffers. */
-static int sweep_write(sweep_t *sw, const char *prefix, char *path,
-                       size_t room)
+static int sweep_write(sweep_t *sw, const char *prefix, char *path, size_t room)
 {
     const char *cmd = sw->cmd;
     int rc = CLI_OK;
@@ -186,8 +189,7 @@ static int sweep_write(sweep_t *sw, const char *prefix, char *path,
         free(csv_data);
         return rc;
     }
-    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix,
-           sw->rows);
+    printf("wrote %s.csv and %s.json (%d rows)\n", prefix, prefix, sw->rows);
     snprintf(path, room, "%s.svg", prefix);
     sweep_plot(sw, csv_data, csv_len, path);
     free(csv_data);

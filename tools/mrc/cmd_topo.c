@@ -166,9 +166,8 @@ static int topo_show(int argc, char **argv)
     const char *cmd = "mrc topo show";
     const char *pos[1], *max_memory = NULL;
     int json = 0, npos = 0;
-    const cli_opt_t opts[] = {{"json", 0, NULL, &json},
-                              {"max-memory", 0, &max_memory, NULL},
-                              {0}};
+    const cli_opt_t opts[] = {
+        {"json", 0, NULL, &json}, {"max-memory", 0, &max_memory, NULL}, {0}};
     int rc = cli_parse(cmd, "topo", argc, argv, opts, pos, 1, 1, &npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, "topo", max_memory);

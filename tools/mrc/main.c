@@ -100,8 +100,9 @@ static int cmd_help(int argc, char **argv)
         help_calibrate();
         return CLI_OK;
     }
-    fprintf(stderr, "mrc help: no help on '%s' (topics: topo, rings, "
-                    "compile, run, sim, explain, calibrate, launch, fabric)\n",
+    fprintf(stderr,
+            "mrc help: no help on '%s' (topics: topo, rings, "
+            "compile, run, sim, explain, calibrate, launch, fabric)\n",
             argv[0]);
     return CLI_USAGE;
 }

@@ -47,15 +47,15 @@ static void build_table(cli_stage_t *s, unsigned which, const cli_opt_t *own)
 
 int cli_stage_parse(const char *cmd, const char *topic, unsigned which,
                     const cli_opt_t *own, const char *algo_default, int argc,
-                    char **argv, cli_stage_t *s, const char **pos,
-                    int min_pos, int max_pos, int *npos)
+                    char **argv, cli_stage_t *s, const char **pos, int min_pos,
+                    int max_pos, int *npos)
 {
     memset(s, 0, sizeof *s);
     build_table(s, which, own);
     int rc = cli_take_values(cmd, topic, "fail-link", &argc, argv, &s->fails);
     if (rc == CLI_OK)
-        rc = cli_parse(cmd, topic, argc, argv, s->table, pos, min_pos,
-                       max_pos, npos);
+        rc = cli_parse(cmd, topic, argc, argv, s->table, pos, min_pos, max_pos,
+                       npos);
     if (rc == CLI_OK)
         rc = cli_max_memory(cmd, topic, s->max_memory);
     if (rc == CLI_OK)
@@ -75,13 +75,15 @@ static int given(const cli_stage_t *s, const char *name)
     return 0;
 }
 
-int cli_stage_refuses(const char *cmd, const char *topic,
-                      const cli_stage_t *s, const char *const *names)
+int cli_stage_refuses(const char *cmd, const char *topic, const cli_stage_t *s,
+                      const char *const *names)
 {
     for (; *names; names++)
         if (given(s, *names))
-            return cli_usage(cmd, topic, "--%s with --load: the image "
-                             "fixes it (recompile to change it)", *names);
+            return cli_usage(cmd, topic,
+                             "--%s with --load: the image "
+                             "fixes it (recompile to change it)",
+                             *names);
     return CLI_OK;
 }
 
@@ -89,8 +91,7 @@ int cli_stage_count(const char *cmd, const char *topic, const cli_stage_t *s,
                     uint64_t *n)
 {
     if (mrc__parse_size(s->count, n) != 0)
-        return cli_usage(cmd, topic, "--count '%s' is not a count",
-                         s->count);
+        return cli_usage(cmd, topic, "--count '%s' is not a count", s->count);
     return CLI_OK;
 }
 
@@ -103,13 +104,15 @@ int cli_stage_chunk(const char *cmd, const char *topic, const cli_stage_t *s,
     return CLI_OK;
 }
 
-int cli_stage_replica(const char *cmd, const char *topic,
-                      const cli_stage_t *s, long *r)
+int cli_stage_replica(const char *cmd, const char *topic, const cli_stage_t *s,
+                      long *r)
 {
     *r = 0;
     if (s->replica &&
         mrc__parse_long(s->replica, 1, MRC_TOPO_MAX_NODES, r) != 0)
-        return cli_usage(cmd, topic, "--replica-size '%s' is not a "
-                         "positive integer", s->replica);
+        return cli_usage(cmd, topic,
+                         "--replica-size '%s' is not a "
+                         "positive integer",
+                         s->replica);
     return CLI_OK;
 }

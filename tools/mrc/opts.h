@@ -28,10 +28,10 @@ enum { CLI_STAGE_MAX_OPTS = 48 };
 
 typedef struct cli_stage {
     /* The words as given; NULL: not given. */
-    const char *strategy, *groups, *replica, *coll, *count, *size, *dtype,
-        *op, *root, *chunk, *algo, *hosts, *max_memory, *load;
+    const char *strategy, *groups, *replica, *coll, *count, *size, *dtype, *op,
+        *root, *chunk, *algo, *hosts, *max_memory, *load;
     int json;
-    cli_values_t fails;   /* --fail-link, in the order given */
+    cli_values_t fails;     /* --fail-link, in the order given */
     mrc_algo_t algo_family; /* --algo, or the command's default family */
     /* The group and the command's own options, as cli_parse reads them
      * (points into this struct: it must stay where it was parsed). */
@@ -46,14 +46,14 @@ typedef struct cli_stage {
  * with the message printed. */
 int cli_stage_parse(const char *cmd, const char *topic, unsigned which,
                     const cli_opt_t *own, const char *algo_default, int argc,
-                    char **argv, cli_stage_t *s, const char **pos,
-                    int min_pos, int max_pos, int *npos);
+                    char **argv, cli_stage_t *s, const char **pos, int min_pos,
+                    int max_pos, int *npos);
 
 /* With --load: CLI_USAGE naming the first option of `names` (ended by
  * NULL; the group's or the command's own, "fail-link" included) that was
  * given, since the image fixes it; else CLI_OK. */
-int cli_stage_refuses(const char *cmd, const char *topic,
-                      const cli_stage_t *s, const char *const *names);
+int cli_stage_refuses(const char *cmd, const char *topic, const cli_stage_t *s,
+                      const char *const *names);
 
 /* s->count as a count of elements into *n (the command sets a default
  * first if it has one); CLI_USAGE with a message if it is not one. */
@@ -67,7 +67,7 @@ int cli_stage_chunk(const char *cmd, const char *topic, const cli_stage_t *s,
 
 /* --replica-size into *r (0: not given); CLI_USAGE if it is not a
  * positive integer. */
-int cli_stage_replica(const char *cmd, const char *topic,
-                      const cli_stage_t *s, long *r);
+int cli_stage_replica(const char *cmd, const char *topic, const cli_stage_t *s,
+                      long *r);
 
 #endif /* MRC_CLI_OPTS_H */

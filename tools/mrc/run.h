@@ -29,7 +29,7 @@ typedef struct row {
     double time_us, algbw, busbw;
     size_t wrong;
     int failed;
-    int unsupported; /* a call refused the family asked for (--algo) */
+    int unsupported;     /* a call refused the family asked for (--algo) */
     double predicted_us; /* --predict: the simulator's time; 0: none */
 } row_t;
 

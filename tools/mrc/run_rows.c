@@ -59,13 +59,14 @@ static void *work(void *arg)
     char *send = NULL, *recv = NULL;
     /* cmd_run refused sizes that overflow; checked again all the same. */
     if (mrc__mul_size(rc->count, (size_t)n, &big) != 0 ||
-        mrc__add_size(big, 1, &big) != 0 ||
-        mrc__mul_size(big, es, &bytes) != 0)
+        mrc__add_size(big, 1, &big) != 0 || mrc__mul_size(big, es, &bytes) != 0)
         w->st = mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
                            rc->count);
     else if (!(send = malloc(bytes)) || !(recv = malloc(bytes)))
-        w->st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory for two "
-                           "buffers of %zu bytes", bytes);
+        w->st = mrc__error(MRC_ERR_NO_MEMORY,
+                           "out of memory for two "
+                           "buffers of %zu bytes",
+                           bytes);
     else
         w->st = MRC_OK;
     if (w->st == MRC_OK) {
@@ -82,15 +83,14 @@ static void *work(void *arg)
                               rc->op, rc->root, w->comm);
     }
     if (w->st == MRC_OK)
-        w->wrong = mrc__ref_check(recv, rc->coll, rc->count, rank, n,
-                                  rc->root, rc->dtype, rc->op);
+        w->wrong = mrc__ref_check(recv, rc->coll, rc->count, rank, n, rc->root,
+                                  rc->dtype, rc->op);
     else
         snprintf(w->error, sizeof w->error, "%s", mrc_last_error());
     free(send);
     free(recv);
     return NULL;
 }
-
 
 /* --predict: the simulator's time for the program the row's calls ran
  * (pipelined, as the executor runs chunks), with the profile's node
@@ -115,7 +115,7 @@ int run_predict(const char *cmd, const mrc_comm_t *c, row_t *row)
 
 /* Runs one collective on all ranks; fills the row. */
 int run_row(mrc_comm_t **comms, int nranks, row_t *row, char *error,
-                   size_t errlen)
+            size_t errlen)
 {
     shared_run_t sh;
     memset(&sh, 0, sizeof sh);
@@ -148,8 +148,8 @@ int run_row(mrc_comm_t **comms, int nranks, row_t *row, char *error,
     }
     int n = mrc_comm_size(comms[0]);
     size_t es = mrc_dtype_size(row->rc.dtype);
-    int block = row->rc.coll == MRC_REDUCE_SCATTER ||
-                row->rc.coll == MRC_ALLGATHER;
+    int block =
+        row->rc.coll == MRC_REDUCE_SCATTER || row->rc.coll == MRC_ALLGATHER;
     row->elems = row->rc.count * (block ? (size_t)n : 1);
     row->bytes = row->elems * es;
     double t = row->rc.iters > 0 ? (sh.t1 - sh.t0) / row->rc.iters : 0;
@@ -173,14 +173,13 @@ void run_print_header(int predict)
            "count", "type", "redop", "root", "time(us)", "algbw", "busbw",
            "#wrong", "strategy", "efficiency",
            predict ? "  collective    pred(us) pred/meas" : "");
-    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s\n", "(B)", "(elements)",
-           "", "", "", "", "(GB/s)", "(GB/s)", "");
+    printf("%12s %12s %8s %6s %5s %10s %8s %8s %7s\n", "(B)", "(elements)", "",
+           "", "", "", "(GB/s)", "(GB/s)", "");
 }
 
 void run_print_row(const row_t *r)
 {
-    int reducing = r->rc.coll != MRC_ALLGATHER &&
-                   r->rc.coll != MRC_BROADCAST;
+    int reducing = r->rc.coll != MRC_ALLGATHER && r->rc.coll != MRC_BROADCAST;
     int rooted = r->rc.coll == MRC_REDUCE || r->rc.coll == MRC_BROADCAST;
     char root[16], wrong[24];
     snprintf(root, sizeof root, "%d", r->rc.root);
@@ -188,24 +187,22 @@ void run_print_row(const row_t *r)
     printf("%12zu %12zu %8s %6s %5s %10.1f %8.2f %8.2f %7s  %-16s %.4f  %s",
            r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
            reducing ? mrc_op_name(r->rc.op) : "none", rooted ? root : "-1",
-           r->time_us, r->algbw, r->busbw,
-           r->failed ? "FAIL" : wrong, r->strategy, r->efficiency,
-           mrc_collective_name(r->rc.coll));
+           r->time_us, r->algbw, r->busbw, r->failed ? "FAIL" : wrong,
+           r->strategy, r->efficiency, mrc_collective_name(r->rc.coll));
     if (r->rc.predict)
-        printf("%*s %9.1f %9.3f", 12 - (int)strlen(mrc_collective_name(
-                                           r->rc.coll)),
-               "", r->predicted_us,
+        printf("%*s %9.1f %9.3f",
+               12 - (int)strlen(mrc_collective_name(r->rc.coll)), "",
+               r->predicted_us,
                r->time_us > 0 ? r->predicted_us / r->time_us : 0);
     printf("\n");
 }
 
 /* The rows as one JSON object. */
 void run_print_json(const char *topology, int nranks, const row_t *rows,
-                       int nrows)
+                    int nrows)
 {
     char *topo = cli_json_quote(topology);
-    printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo,
-           nranks);
+    printf("{\"topology\": %s, \"nodes\": %d, \"results\": [\n", topo, nranks);
     free(topo);
     for (int i = 0; i < nrows; i++) {
         const row_t *r = &rows[i];
@@ -215,10 +212,10 @@ void run_print_json(const char *topology, int nranks, const row_t *rows,
                "\"dtype\": \"%s\", \"op\": \"%s\", \"root\": %d, "
                "\"time_us\": %.3f, \"algbw_gbps\": %.4f, \"busbw_gbps\": "
                "%.4f, \"wrong\": %zu, \"ok\": %s",
-               strat, r->efficiency, mrc_collective_name(r->rc.coll),
-               r->bytes, r->elems, mrc_dtype_name(r->rc.dtype),
-               mrc_op_name(r->rc.op), r->rc.root, r->time_us, r->algbw,
-               r->busbw, r->wrong, r->failed ? "false" : "true");
+               strat, r->efficiency, mrc_collective_name(r->rc.coll), r->bytes,
+               r->elems, mrc_dtype_name(r->rc.dtype), mrc_op_name(r->rc.op),
+               r->rc.root, r->time_us, r->algbw, r->busbw, r->wrong,
+               r->failed ? "false" : "true");
         if (r->rc.predict)
             printf(", \"predicted_us\": %.3f, \"predicted_over_measured\": "
                    "%.4f",

@@ -30,7 +30,8 @@ static double avg_input(int r, size_t i, mrc_dtype_t d)
     case MRC_UINT8: hi = UINT8_MAX, lo = 0; break;
     case MRC_INT32: hi = INT32_MAX, lo = INT32_MIN; break;
     case MRC_UINT32: hi = UINT32_MAX, lo = 0; break;
-    case MRC_INT64: step = 1024, hi = ldexp(1, 63) - step, lo = -ldexp(1, 63);
+    case MRC_INT64:
+        step = 1024, hi = ldexp(1, 63) - step, lo = -ldexp(1, 63);
         break;
     default: step = 2048, hi = ldexp(1, 64) - step, lo = 0; break;
     }
@@ -58,10 +59,10 @@ double mrc__ref_input(int r, size_t i, mrc_dtype_t d, mrc_op_t op)
 
 /* Buffers may lie at any address (the tests pass odd ones): stores go
  * through memcpy. */
-#define STORE(T, x)                                                          \
-    do {                                                                     \
-        T t_ = (x);                                                          \
-        memcpy((char *)buf + i * sizeof t_, &t_, sizeof t_);                 \
+#define STORE(T, x)                                                            \
+    do {                                                                       \
+        T t_ = (x);                                                            \
+        memcpy((char *)buf + i * sizeof t_, &t_, sizeof t_);                   \
     } while (0)
 
 void mrc__ref_store(void *buf, size_t i, mrc_dtype_t d, double v)
@@ -175,8 +176,7 @@ size_t mrc__ref_check(const void *recvbuf, mrc_collective_t c, size_t count,
         case MRC_BROADCAST:
             mrc__ref_store(want, 0, d, mrc__ref_input(root, j, d, op));
             break;
-        default:
-            mrc__ref_expect(want, j, n, d, op);
+        default: mrc__ref_expect(want, j, n, d, op);
         }
         wrong += memcmp((const char *)recvbuf + j * es, want, es) != 0;
     }
@@ -192,12 +192,10 @@ mrc_status_t mrc__ref_call(mrc_collective_t c, const void *sendbuf,
         return mrc_allreduce(sendbuf, recvbuf, count, d, op, comm);
     case MRC_REDUCE_SCATTER:
         return mrc_reduce_scatter(sendbuf, recvbuf, count, d, op, comm);
-    case MRC_ALLGATHER:
-        return mrc_allgather(sendbuf, recvbuf, count, d, comm);
+    case MRC_ALLGATHER: return mrc_allgather(sendbuf, recvbuf, count, d, comm);
     case MRC_REDUCE:
         return mrc_reduce(sendbuf, recvbuf, count, d, op, root, comm);
-    default:
-        return mrc_broadcast(sendbuf, recvbuf, count, d, root, comm);
+    default: return mrc_broadcast(sendbuf, recvbuf, count, d, root, comm);
     }
 }
 
@@ -218,8 +216,8 @@ void mrc__ref_place(mrc_collective_t c, int in_place, size_t count,
     }
 }
 
-int mrc__ref_family_applies(mrc_collective_t coll, size_t count,
-                            mrc_dtype_t d, mrc_op_t op, int n)
+int mrc__ref_family_applies(mrc_collective_t coll, size_t count, mrc_dtype_t d,
+                            mrc_op_t op, int n)
 {
     mrc_algo_t a = MRC_ALGO_RINGS;
     const char *env = getenv("MRC_ALGO"), *hosts = getenv("MRC_HOSTS");
@@ -233,8 +231,11 @@ int mrc__ref_family_applies(mrc_collective_t coll, size_t count,
         d = MRC_INT64;
         op = MRC_SUM;
     }
-    mrc_compile_config_t cc = {.collective = coll, .count = count,
-                               .dtype = d, .op = op, .algo = a,
+    mrc_compile_config_t cc = {.collective = coll,
+                               .count = count,
+                               .dtype = d,
+                               .op = op,
+                               .algo = a,
                                .hosts = hosts ? atoi(hosts) : 1};
     return mrc__direct_applies(&cc, n) == MRC_OK;
 }

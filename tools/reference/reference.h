@@ -48,7 +48,7 @@ void mrc__ref_place(mrc_collective_t c, int in_place, size_t count,
  * for hier), whether the family does this call for a group of n: where
  * it does not, the call must fail as not applying (MRC_ERR_UNSUPPORTED),
  * and elsewhere run. 1 when no family is forced, or rings. */
-int mrc__ref_family_applies(mrc_collective_t coll, size_t count,
-                            mrc_dtype_t d, mrc_op_t op, int n);
+int mrc__ref_family_applies(mrc_collective_t coll, size_t count, mrc_dtype_t d,
+                            mrc_op_t op, int n);
 
 #endif /* MRC_REFERENCE_H */

@@ -45,10 +45,10 @@ typedef struct arrival {
 typedef struct flight {
     struct flight *next;
     mrc__xfer_t *x;
-    header_t h;           /* sends: the header, sent from here */
+    header_t h; /* sends: the header, sent from here */
     int nreqs;
     MPI_Request *reqs;
-    void *tmp;            /* receives that reduce: the data lands here */
+    void *tmp; /* receives that reduce: the data lands here */
 } flight_t;
 
 struct mrc__mpi_endpoint {
@@ -56,14 +56,14 @@ struct mrc__mpi_endpoint {
     int n, rank;
     int *local_of;
     int32_t *local_members; /* [n]: an exposure's members, renamed */
-    int remote; /* peers on other hosts: 0, and MPI is never polled */
+    int remote;       /* peers on other hosts: 0, and MPI is never polled */
     int thread_level; /* MPI's, for the idle probe */
     mrc__shm_endpoint_t *shm;
     mrc__transport_t shm_t;
     uint64_t seq;
-    mrc__call_t call; /* this rank's current call */
-    arrival_t *arrivals;   /* oldest first */
-    mrc__xfer_t **posted;  /* remote receives waiting for their message */
+    mrc__call_t call;     /* this rank's current call */
+    arrival_t *arrivals;  /* oldest first */
+    mrc__xfer_t **posted; /* remote receives waiting for their message */
     size_t num_posted, cap_posted;
     flight_t *flights;
 };
@@ -177,8 +177,8 @@ static mrc_status_t take_headers(mrc__mpi_endpoint_t *e, int *moved)
         int flag = 0;
         MPI_Message msg;
         MPI_Status s;
-        int rc = PMPI_Improbe(MPI_ANY_SOURCE, CTRL_TAG, e->comm, &flag, &msg,
-                              &s);
+        int rc =
+            PMPI_Improbe(MPI_ANY_SOURCE, CTRL_TAG, e->comm, &flag, &msg, &s);
         if (rc != MPI_SUCCESS)
             return mpi_failed(e, "MPI_Improbe", rc);
         if (!flag)
@@ -194,8 +194,7 @@ static mrc_status_t take_headers(mrc__mpi_endpoint_t *e, int *moved)
         }
         a->peer = s.MPI_SOURCE;
         a->pieces = pieces_of(a->h.bytes);
-        a->msgs = calloc((size_t)(a->pieces ? a->pieces : 1),
-                         sizeof *a->msgs);
+        a->msgs = calloc((size_t)(a->pieces ? a->pieces : 1), sizeof *a->msgs);
         if (!a->msgs) {
             free(a);
             return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
@@ -249,8 +248,7 @@ static mrc_status_t start_recv(mrc__mpi_endpoint_t *e, mrc__xfer_t *x,
                           x->bytes);
     flight_t *f = calloc(1, sizeof *f);
     if (!f)
-        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
-                          e->rank);
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
     f->x = x;
     f->nreqs = a->pieces;
     f->reqs = malloc((size_t)(a->pieces ? a->pieces : 1) * sizeof *f->reqs);
@@ -287,9 +285,9 @@ static mrc_status_t match(mrc__mpi_endpoint_t *e, int *moved)
     for (size_t i = 0; i < e->num_posted;) {
         mrc__xfer_t *x = e->posted[i];
         arrival_t **pp = &e->arrivals;
-        while (*pp && !((*pp)->peer == x->peer && (*pp)->h.tag == x->tag &&
-                        (*pp)->h.seq == x->priv[0] &&
-                        (*pp)->probed == (*pp)->pieces))
+        while (*pp &&
+               !((*pp)->peer == x->peer && (*pp)->h.tag == x->tag &&
+                 (*pp)->h.seq == x->priv[0] && (*pp)->probed == (*pp)->pieces))
             pp = &(*pp)->next;
         if (!*pp) {
             i++;
@@ -315,8 +313,8 @@ static mrc_status_t finish(mrc__mpi_endpoint_t *e, int *moved)
         flight_t *f = *pp;
         int flag = 1;
         if (f->nreqs) {
-            int rc = PMPI_Testall(f->nreqs, f->reqs, &flag,
-                                  MPI_STATUSES_IGNORE);
+            int rc =
+                PMPI_Testall(f->nreqs, f->reqs, &flag, MPI_STATUSES_IGNORE);
             if (rc != MPI_SUCCESS)
                 return mpi_failed(e, "MPI_Testall", rc);
         }
@@ -358,8 +356,7 @@ static int is_local(const mrc__mpi_endpoint_t *e, const mrc__xfer_t *x)
     return e->local_of[x->peer] >= 0;
 }
 
-static mrc_status_t mpi_begin(void *ctx, uint64_t seq,
-                              const mrc__call_t *call,
+static mrc_status_t mpi_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
                               const mrc__xfer_t *recvs, size_t n)
 {
     (void)recvs;
@@ -385,8 +382,7 @@ static mrc_status_t mpi_isend(void *ctx, const void *buf, mrc__xfer_t *x)
         f->reqs = malloc((size_t)(pieces + 1) * sizeof *f->reqs);
     if (!f || !f->reqs) {
         free(f);
-        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
-                          e->rank);
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
     }
     f->x = x;
     f->h = (header_t){e->seq, x->tag, x->bytes, e->call};
@@ -476,8 +472,7 @@ static mrc_status_t mpi_publish(void *ctx, const mrc__exposure_t *x,
 
 /* A peer's index in this host's segment, or an error for one elsewhere
  * (a program's get or wait reaches only this host's ranks). */
-static mrc_status_t local_peer(const mrc__mpi_endpoint_t *e, int peer,
-                               int *out)
+static mrc_status_t local_peer(const mrc__mpi_endpoint_t *e, int peer, int *out)
 {
     *out = peer >= 0 && peer < e->n ? e->local_of[peer] : -1;
     if (*out >= 0)
@@ -494,8 +489,7 @@ static mrc_status_t mpi_get(void *ctx, int peer, int buf, uint64_t off,
     mrc__mpi_endpoint_t *e = ctx;
     int lp;
     mrc_status_t st = local_peer(e, peer, &lp);
-    return st != MRC_OK ? st
-                        : e->shm_t.ops->get(e->shm_t.ctx, lp, buf, off, x);
+    return st != MRC_OK ? st : e->shm_t.ops->get(e->shm_t.ctx, lp, buf, off, x);
 }
 
 static mrc_status_t mpi_signal(void *ctx, int flag)
@@ -559,9 +553,7 @@ mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
     /* Ranks on several hosts in equal blocks with a segment on each have
      * the memory semantics between the ranks of a host (the hier
      * family's; a get of a rank on another host is refused). */
-    mrc__transport_t t = {e->shm && (!e->remote || host_memory)
-                              ? &mpi_local_ops
-                              : &mpi_ops,
-                          e};
+    mrc__transport_t t = {
+        e->shm && (!e->remote || host_memory) ? &mpi_local_ops : &mpi_ops, e};
     return t;
 }

@@ -77,12 +77,12 @@ mrc_status_t mrc__shm_check_peers(mrc__shm_endpoint_t *e)
  * stays): a disagreement between ranks a and b (b >= 0, their calls ca
  * and cb), or status st of rank a. */
 void mrc__shm_post_failure(mrc__shm_endpoint_t *e, mrc_status_t st, int a,
-                         int b, mrc__call_t ca, mrc__call_t cb)
+                           int b, mrc__call_t ca, mrc__call_t cb)
 {
     rank_post_t *p = post_at(e, e->rank);
     int32_t none = 0;
-    if (!__atomic_compare_exchange_n(&p->failed, &none, 1, 0,
-                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!__atomic_compare_exchange_n(&p->failed, &none, 1, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
         return;
     p->status = st;
     p->a = a;
@@ -95,7 +95,7 @@ void mrc__shm_post_failure(mrc__shm_endpoint_t *e, mrc_status_t st, int a,
 /* Ranks a and b called different collectives (or counts, ...): the
  * message, kept in this rank's post for the ranks waiting on it. */
 mrc_status_t mrc__shm_disagree(mrc__shm_endpoint_t *e, int a, mrc__call_t ca,
-                             int b, mrc__call_t cb)
+                               int b, mrc__call_t cb)
 {
     mrc__shm_post_failure(e, MRC_ERR_INVALID_ARG, a, b, ca, cb);
     return mrc__call_mismatch(a, ca, b, cb);

@@ -19,9 +19,8 @@
 
 /* ---- memory semantics --------------------------------------------------- */
 
-
 mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
-                                void **window)
+                              void **window)
 {
     mrc__shm_endpoint_t *e = ctx;
     uint64_t seq = e->seq;
@@ -36,12 +35,11 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
     for (int i = 0; seq >= 2 && i < x->num_members; i++) {
         int m = x->members[i];
         if (m < 0 || m >= e->n)
-            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d",
-                              e->rank, m);
+            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d", e->rank,
+                              m);
         if (m == e->rank || e->ended[m] >= seq - 1)
             continue;
-        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended,
-                                      __ATOMIC_ACQUIRE);
+        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended, __ATOMIC_ACQUIRE);
         if (e->ended[m] >= seq - 1)
             continue;
         mrc_status_t st = mrc__shm_waiting_on(e, m);
@@ -66,8 +64,7 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
  * `at`; x->nontemporal: written around the cache (no read for ownership; the
  * executor asks for it where the block is past the caches anyway: P=2,
  * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
-static void take(const mrc__xfer_t *x, const char *src, size_t at,
-                 size_t len)
+static void take(const mrc__xfer_t *x, const char *src, size_t at, size_t len)
 {
     char *dst = (char *)x->dst + at;
     size_t es = mrc_dtype_size(x->dtype);
@@ -86,8 +83,7 @@ static void take(const mrc__xfer_t *x, const char *src, size_t at,
 static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
                                 mrc__xfer_t *x)
 {
-    if (!e->bounce || !__atomic_load_n(&e->info[r].can_read,
-                                       __ATOMIC_ACQUIRE))
+    if (!e->bounce || !__atomic_load_n(&e->info[r].can_read, __ATOMIC_ACQUIRE))
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "rank %d cannot read rank %d's memory (the kernel "
                           "forbids cross-memory attach here): a program "
@@ -100,9 +96,9 @@ static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
     if (__atomic_load_n(&rp->revoked, __ATOMIC_ACQUIRE) == e->seq + 1) {
         st = mrc__shm_peer_failed(e, r);
         if (st == MRC_OK)
-            st = mrc__error(MRC_ERR_TRANSPORT,
-                            "rank %d: rank %d withdrew its buffers", e->rank,
-                            r);
+            st =
+                mrc__error(MRC_ERR_TRANSPORT,
+                           "rank %d: rank %d withdrew its buffers", e->rank, r);
     } else if (!x->local) {
         st = mrc__shm_read_peer(e, r, x->dst, addr, x->bytes);
     } else {
@@ -132,14 +128,13 @@ static void write_record(mrc__shm_endpoint_t *e, uint32_t flags)
 }
 
 mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
-                            mrc__xfer_t *x)
+                          mrc__xfer_t *x)
 {
     mrc__shm_endpoint_t *e = ctx;
     uint64_t seq = e->seq;
     if (peer < 0 || peer >= e->n || buf < 1 || buf >= MRC__MEM_BUFS)
-        return mrc__error(MRC_ERR_INTERNAL,
-                          "rank %d: no buffer %d of rank %d", e->rank, buf,
-                          peer);
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no buffer %d of rank %d",
+                          e->rank, buf, peer);
     if (peer == e->rank && e->pending) /* a get of its own before any */
         write_record(e, 0);            /* signal: the record first */
     const published_t *p = pub_at(e, peer, seq);
@@ -147,32 +142,31 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
         __builtin_prefetch(window_at(e, peer, seq) + off);
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
         mrc_status_t st = mrc__shm_peer_failed(e, peer);
-        return st != MRC_OK ? st
-                            : mrc__error(MRC_ERR_TRANSPORT,
-                                         "rank %d reads rank %d's memory, "
-                                         "which has not published its "
-                                         "buffers of call %llu",
-                                         e->rank, peer,
-                                         (unsigned long long)seq);
+        return st != MRC_OK
+                   ? st
+                   : mrc__error(MRC_ERR_TRANSPORT,
+                                "rank %d reads rank %d's memory, "
+                                "which has not published its "
+                                "buffers of call %llu",
+                                e->rank, peer, (unsigned long long)seq);
     }
     if (!mrc__call_same(p->call, e->call))
         return mrc__shm_disagree(e, peer, p->call, e->rank, e->call);
     const by_ref_t *ref = ref_at(e, peer, seq);
-    uint64_t size = buf == MRC__MEM_WINDOW ? p->window_bytes
-                                           : ref->bytes[buf - 1];
+    uint64_t size =
+        buf == MRC__MEM_WINDOW ? p->window_bytes : ref->bytes[buf - 1];
     if ((buf != MRC__MEM_WINDOW && !ref->addr[buf - 1]) || off > size ||
         x->bytes > size - off)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d reads %zu bytes at %llu of rank %d's "
                           "buffer %d, which holds %llu",
-                          e->rank, x->bytes, (unsigned long long)off, peer,
-                          buf, (unsigned long long)size);
+                          e->rank, x->bytes, (unsigned long long)off, peer, buf,
+                          (unsigned long long)size);
     mrc_status_t st = MRC_OK;
     if (buf == MRC__MEM_WINDOW)
         take(x, window_at(e, peer, seq) + off, 0, x->bytes);
     else if (peer == e->rank)
-        take(x, (const char *)(uintptr_t)ref->addr[buf - 1] + off, 0,
-             x->bytes);
+        take(x, (const char *)(uintptr_t)ref->addr[buf - 1] + off, 0, x->bytes);
     else
         st = read_pinned(e, peer, ref->addr[buf - 1] + off, x);
     if (st == MRC_OK)
@@ -198,8 +192,7 @@ mrc_status_t mrc__shm_signal(void *ctx, int flag)
                           "published its buffers",
                           e->rank, flag, (unsigned long long)e->seq);
     uint32_t bits = __atomic_load_n(&p->flags, __ATOMIC_RELAXED);
-    __atomic_store_n(&p->flags, bits | (uint32_t)1 << flag,
-                     __ATOMIC_RELEASE);
+    __atomic_store_n(&p->flags, bits | (uint32_t)1 << flag, __ATOMIC_RELEASE);
     return MRC_OK;
 }
 
@@ -242,4 +235,3 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
         st = mrc__shm_waiting_on(e, peer);
     return st != MRC_OK ? st : MRC_INPROGRESS;
 }
-

@@ -34,8 +34,7 @@ static int push(void ***list, size_t *n, size_t *cap, void *item)
 }
 
 /* Applies `len` bytes at `offset` of a message to its receive. */
-static void apply(mrc__xfer_t *x, uint64_t offset, const void *src,
-                  size_t len)
+static void apply(mrc__xfer_t *x, uint64_t offset, const void *src, size_t len)
 {
     size_t esize = mrc_dtype_size(x->dtype);
     char *dst = (char *)x->dst + offset;
@@ -90,8 +89,8 @@ static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
     return MRC_OK;
 }
 
-static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer,
-                                uint64_t seq, uint64_t tag, size_t *at)
+static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer, uint64_t seq,
+                                uint64_t tag, size_t *at)
 {
     for (size_t i = 0; i < e->num_recvs; i++) {
         mrc__xfer_t *x = e->recvs[i];
@@ -155,8 +154,8 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: a piece from rank %d runs past its "
                           "message (%llu + %u > %llu bytes)",
-                          e->rank, peer, (unsigned long long)s->offset,
-                          s->len, (unsigned long long)x->total);
+                          e->rank, peer, (unsigned long long)s->offset, s->len,
+                          (unsigned long long)x->total);
     memcpy(x->data + s->offset, data, s->len);
     x->got += s->len;
     return MRC_OK;
@@ -178,8 +177,7 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
             if (x && s->call != mrc__call_hash(e->call))
                 return mrc__shm_message_differs(e, p);
-            if (x && (s->total != x->bytes ||
-                      s->offset + s->len > x->bytes))
+            if (x && (s->total != x->bytes || s->offset + s->len > x->bytes))
                 return mrc__error(MRC_ERR_TRANSPORT,
                                   "rank %d: %llu bytes arrived from rank %d "
                                   "where %zu were expected",
@@ -309,8 +307,7 @@ mrc_status_t mrc__shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
     x->priv[2] = 0;
     x->priv[3] = 0;
     if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
-        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
-                          e->rank);
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
     x->posted = 1;
     int moved = 0;
     fill(e, &moved);
@@ -352,10 +349,8 @@ mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
             return st;
         break;
     }
-    if (!x->done &&
-        push((void ***)&e->recvs, &e->num_recvs, &e->cap_recvs, x))
-        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory",
-                          e->rank);
+    if (!x->done && push((void ***)&e->recvs, &e->num_recvs, &e->cap_recvs, x))
+        return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
     return MRC_OK;
 }
 
@@ -366,4 +361,3 @@ mrc_status_t mrc__shm_test(void *ctx, mrc__xfer_t *x)
         return MRC_OK;
     return progress(e);
 }
-

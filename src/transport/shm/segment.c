@@ -43,7 +43,6 @@ static size_t pick_slot_bytes(int n)
     return s & ~(size_t)63;
 }
 
-
 /* ---- attaching -------------------------------------------------------- */
 
 /* Whether the segment open on fd can be this job's: a regular object of
@@ -56,8 +55,8 @@ static mrc_status_t check_segment(const mrc__shm_endpoint_t *e, int fd,
     struct stat sb;
     if (fstat(fd, &sb) != 0)
         return mrc__error(MRC_ERR_TRANSPORT,
-                          "rank %d: cannot stat shared memory %s: %s",
-                          e->rank, e->name, strerror(errno));
+                          "rank %d: cannot stat shared memory %s: %s", e->rank,
+                          e->name, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: shared memory %s is not a regular "
@@ -68,8 +67,7 @@ static mrc_status_t check_segment(const mrc__shm_endpoint_t *e, int fd,
                           "rank %d: shared memory %s belongs to uid %ld, not "
                           "to this user (uid %ld): another user made it "
                           "first; refused",
-                          e->rank, e->name, (long)sb.st_uid,
-                          (long)geteuid());
+                          e->rank, e->name, (long)sb.st_uid, (long)geteuid());
     /* Rank 0 sets the mode before the size: until it has a size, the
      * mode may still be the umask's. */
     if (sb.st_size == 0)
@@ -83,8 +81,7 @@ static mrc_status_t check_segment(const mrc__shm_endpoint_t *e, int fd,
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d: shared memory %s is %lld bytes, not the "
                           "%zu of a job of %d ranks: not this job's; refused",
-                          e->rank, e->name, (long long)sb.st_size, bytes,
-                          e->n);
+                          e->rank, e->name, (long long)sb.st_size, bytes, e->n);
     return MRC_OK;
 }
 
@@ -190,7 +187,7 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
 
 /* Reads `bytes` at `addr` in rank p's memory. */
 mrc_status_t mrc__shm_read_peer(mrc__shm_endpoint_t *e, int p, void *dst,
-                              uint64_t addr, size_t bytes)
+                                uint64_t addr, size_t bytes)
 {
     while (bytes > 0) {
         struct iovec l = {dst, bytes}, r = {(void *)(uintptr_t)addr, bytes};
@@ -319,13 +316,11 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              mrc__shm_endpoint_t **out)
 {
     *out = NULL;
-    if ((size_t)nranks * sizeof(rank_info_t) + sizeof(header_t) >
-        HEADER_BYTES)
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "shared memory takes at most %zu ranks, not %d",
-                          (HEADER_BYTES - sizeof(header_t)) /
-                              sizeof(rank_info_t),
-                          nranks);
+    if ((size_t)nranks * sizeof(rank_info_t) + sizeof(header_t) > HEADER_BYTES)
+        return mrc__error(
+            MRC_ERR_INVALID_ARG,
+            "shared memory takes at most %zu ranks, not %d",
+            (HEADER_BYTES - sizeof(header_t)) / sizeof(rank_info_t), nranks);
     mrc__shm_endpoint_t *e = calloc(1, sizeof *e);
     if (!e)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -386,4 +381,3 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     free(e->recvs);
     free(e);
 }
-

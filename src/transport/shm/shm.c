@@ -77,8 +77,7 @@
 
 /* ---- the transport operations ----------------------------------------- */
 
-static mrc_status_t shm_begin(void *ctx, uint64_t seq,
-                              const mrc__call_t *call,
+static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
                               const mrc__xfer_t *recvs, size_t n)
 {
     (void)recvs;
@@ -173,8 +172,7 @@ static const mrc__transport_ops_t shm_ops = {
     .reads_buffers = mrc__shm_reads_buffers,
 };
 
-void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *),
-                       void *arg)
+void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg)
 {
     e->on_idle = idle;
     e->on_idle_arg = arg;

@@ -33,16 +33,16 @@ enum {
 /* The channels of a job share this budget (sparse until used: only ring
  * neighbours touch theirs), within per-slot limits. */
 #define CHANNEL_BUDGET ((size_t)512 << 20)
-#define SLOT_MAX ((size_t)128 << 10)
-#define SLOT_MIN ((size_t)4 << 10)
+#define SLOT_MAX       ((size_t)128 << 10)
+#define SLOT_MIN       ((size_t)4 << 10)
 
 typedef struct header {
     uint64_t magic; /* written last by rank 0 (release) */
     int32_t n;
     int32_t attached; /* atomic */
     uint64_t slot_bytes;
-    int32_t ready;    /* atomic: ranks past the rendezvous probe */
-    int32_t lost;     /* atomic: 1 + the first rank seen gone, or 0 */
+    int32_t ready; /* atomic: ranks past the rendezvous probe */
+    int32_t lost;  /* atomic: 1 + the first rank seen gone, or 0 */
     uint32_t version;
     char token[TOKEN_BYTES]; /* the job's, from the launcher (or zeros) */
     /* then, for each rank: its pid (0 before attaching, -pid once left
@@ -56,7 +56,6 @@ typedef struct rank_info {
     uint64_t probe;
 } rank_info_t;
 
-
 typedef struct slot {
     int32_t full; /* atomic: 0 empty (sender's), 1 full (receiver's) */
     uint32_t len;
@@ -64,7 +63,7 @@ typedef struct slot {
     uint64_t addr;  /* rendezvous: the data in the sender's memory */
     uint32_t token; /* rendezvous: the sender's completion flag */
     uint32_t rdv;
-    uint64_t call;  /* mrc__call_hash of the sender's call */
+    uint64_t call; /* mrc__call_hash of the sender's call */
 } slot_t;
 
 /* A rendezvous completion flag: the receiver moves a POSTED one to
@@ -91,9 +90,9 @@ struct mrc__shm_endpoint {
     size_t bytes;
     size_t slot_bytes;
     header_t *hdr;
-    rank_info_t *info;      /* [n] */
-    int32_t *tokens;        /* [n][TOKENS] completion flags */
-    uint32_t *free_tokens;  /* this rank's unused tokens */
+    rank_info_t *info;     /* [n] */
+    int32_t *tokens;       /* [n][TOKENS] completion flags */
+    uint32_t *free_tokens; /* this rank's unused tokens */
     int num_free;
     char *bounce;
     uint64_t seq;
@@ -102,7 +101,7 @@ struct mrc__shm_endpoint {
     unsigned *recv_slot; /* [n]: next slot of channel peer -> rank */
     mrc__xfer_t **sends; /* posted, not yet wholly copied in, FIFO */
     size_t num_sends, cap_sends;
-    mrc__xfer_t **rdvs;  /* rendezvous sends out, not yet read */
+    mrc__xfer_t **rdvs; /* rendezvous sends out, not yet read */
     size_t num_rdvs, cap_rdvs;
     mrc__xfer_t **recvs; /* posted, not yet done */
     size_t num_recvs, cap_recvs;
@@ -112,12 +111,12 @@ struct mrc__shm_endpoint {
     double last_check;
     mrc_status_t lost; /* sticky once a peer is gone */
     int joined;        /* this rank's pid is in the header */
-    uint64_t nth;        /* calls begun, by either path */
-    mrc__call_t now;     /* the one in progress */
+    uint64_t nth;      /* calls begun, by either path */
+    mrc__call_t now;   /* the one in progress */
     double last_post_check;
     char token[TOKEN_BYTES];
-    int all_read;       /* every rank can read every other's memory */
-    uint64_t *ended;    /* [n]: each rank's `ended` as last seen */
+    int all_read;            /* every rank can read every other's memory */
+    uint64_t *ended;         /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
     /* Where the parts of the segment start (set_layout): found once, as
@@ -131,7 +130,6 @@ struct mrc__shm_endpoint {
     int pending;
     uint32_t pending_window;
 };
-
 
 static inline double mrc__shm_now(void)
 {
@@ -180,8 +178,7 @@ static inline size_t windows_bytes(int n)
 
 static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
-    return e->windows +
-           ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
+    return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
 static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
@@ -206,8 +203,8 @@ _Static_assert(sizeof(published_t) == RECORD_BYTES,
                "the record is the first 32 bytes of an area");
 _Static_assert(MRC__FLAGS <= 32, "a record's flags are 32 bits");
 
-static inline published_t * pub_at(const mrc__shm_endpoint_t *e, int r,
-                           uint64_t seq)
+static inline published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
+                                  uint64_t seq)
 {
     return (published_t *)area_at(e, r, seq);
 }
@@ -222,7 +219,8 @@ typedef struct by_ref {
 } by_ref_t;
 _Static_assert(sizeof(by_ref_t) <= 64, "the addresses fit one line");
 
-static inline by_ref_t * ref_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+static inline by_ref_t *ref_at(const mrc__shm_endpoint_t *e, int r,
+                               uint64_t seq)
 {
     return (by_ref_t *)(area_at(e, r, seq) + 64 + e->win_max);
 }
@@ -246,13 +244,13 @@ typedef struct rank_post {
     char pad2[16];
     uint64_t ended; /* atomic: seq + 1 of the last call ended */
     char pad3[56];
-    int32_t readers;  /* atomic: peers inside a get of this rank's buffers */
+    int32_t readers; /* atomic: peers inside a get of this rank's buffers */
     int32_t unused;
     uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
     char pad4[48];
 } rank_post_t;
 
-static inline rank_post_t * post_at(const mrc__shm_endpoint_t *e, int r)
+static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
 {
     return (rank_post_t *)e->posts + r;
 }
@@ -267,7 +265,7 @@ static inline size_t channels_at(int n)
 }
 
 static inline char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
-                     unsigned k)
+                            unsigned k)
 {
     size_t stride = SLOT_HEADER + e->slot_bytes;
     size_t chan = ((size_t)from * (size_t)e->n + (size_t)to) * SLOTS;

@@ -52,7 +52,7 @@ typedef struct slot {
 } slot_t;
 
 typedef struct table {
-    uint64_t stamp; /* seq + 1 of the call it serves (atomic) */
+    uint64_t stamp;   /* seq + 1 of the call it serves (atomic) */
     mrc__call_t call; /* the receiver's call, set before the stamp */
     size_t n, cap;
     rkey_t *keys;
@@ -191,8 +191,7 @@ static int load_call(const table_t *t, uint64_t seq, mrc__call_t *out)
     return __atomic_load_n(&t->stamp, __ATOMIC_RELAXED) == seq + 1;
 }
 
-static mrc_status_t th_begin(void *vctx, uint64_t seq,
-                             const mrc__call_t *call,
+static mrc_status_t th_begin(void *vctx, uint64_t seq, const mrc__call_t *call,
                              const mrc__xfer_t *recvs, size_t n)
 {
     ctx_t *c = vctx;
@@ -253,7 +252,7 @@ static mrc_status_t th_isend(void *vctx, const void *buf, mrc__xfer_t *x)
     if (!load_call(t, seq, &theirs)) /* rewritten since: not there yet */
         return MRC_INPROGRESS;
     if (!mrc__call_same(theirs, me->call)) {
-        failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, x->peer, me->call,
+        failure_t why = {0,     MRC_ERR_INVALID_ARG, c->rank, x->peer, me->call,
                          theirs};
         set_failed(c, &why);
         return failure_error(&why, c->rank);
@@ -263,8 +262,8 @@ static mrc_status_t th_isend(void *vctx, const void *buf, mrc__xfer_t *x)
         mrc__xfer_t **q = realloc(c->sends, cap * sizeof *q);
         if (!q)
             return mrc__error(MRC_ERR_NO_MEMORY,
-                              "rank %d: out of memory for %zu sends",
-                              c->rank, cap);
+                              "rank %d: out of memory for %zu sends", c->rank,
+                              cap);
         c->sends = q;
         c->cap_sends = cap;
     }
@@ -358,8 +357,8 @@ static mrc_status_t th_publish(void *vctx, const mrc__exposure_t *x,
     /* The window of call seq - 2 may be read until its readers end it. */
     for (int i = 0; seq >= 2 && i < x->num_members; i++) {
         int m = x->members[i];
-        if (m == c->rank || __atomic_load_n(&c->f->ranks[m].ended,
-                                            __ATOMIC_ACQUIRE) >= seq - 1)
+        if (m == c->rank ||
+            __atomic_load_n(&c->f->ranks[m].ended, __ATOMIC_ACQUIRE) >= seq - 1)
             continue;
         mrc_status_t st = peer_failed(c, m);
         return st != MRC_OK ? st : MRC_INPROGRESS;
@@ -406,8 +405,7 @@ static mrc_status_t same_call(ctx_t *c, int peer)
     mrc__call_t theirs;
     if (!load_call(t, me->seq, &theirs) || mrc__call_same(theirs, me->call))
         return MRC_OK; /* a peer ahead compared with us in its turn */
-    failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, peer, me->call,
-                     theirs};
+    failure_t why = {0, MRC_ERR_INVALID_ARG, c->rank, peer, me->call, theirs};
     set_failed(c, &why);
     return failure_error(&why, c->rank);
 }
@@ -438,9 +436,8 @@ static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
     ctx_t *c = vctx;
     rank_state_t *me = &c->f->ranks[c->rank];
     if (peer < 0 || peer >= c->f->n || buf < 1 || buf >= MRC__MEM_BUFS)
-        return mrc__error(MRC_ERR_INTERNAL,
-                          "rank %d: no buffer %d of rank %d", c->rank, buf,
-                          peer);
+        return mrc__error(MRC_ERR_INTERNAL, "rank %d: no buffer %d of rank %d",
+                          c->rank, buf, peer);
     rank_state_t *r = &c->f->ranks[peer];
     uint64_t seq = me->seq;
     const published_t *p = &r->pub[seq & 1];
@@ -449,21 +446,20 @@ static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
         return st;
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
         st = peer_failed(c, peer);
-        return st != MRC_OK ? st
-                            : mrc__error(MRC_ERR_TRANSPORT,
-                                         "rank %d reads rank %d's memory, "
-                                         "which has not published its "
-                                         "buffers of call %llu",
-                                         c->rank, peer,
-                                         (unsigned long long)seq);
+        return st != MRC_OK
+                   ? st
+                   : mrc__error(MRC_ERR_TRANSPORT,
+                                "rank %d reads rank %d's memory, "
+                                "which has not published its "
+                                "buffers of call %llu",
+                                c->rank, peer, (unsigned long long)seq);
     }
-    if (!p->buf[buf] || off > p->bytes[buf] ||
-        x->bytes > p->bytes[buf] - off)
+    if (!p->buf[buf] || off > p->bytes[buf] || x->bytes > p->bytes[buf] - off)
         return mrc__error(MRC_ERR_TRANSPORT,
                           "rank %d reads %zu bytes at %llu of rank %d's "
                           "buffer %d, which holds %zu",
-                          c->rank, x->bytes, (unsigned long long)off, peer,
-                          buf, p->bytes[buf]);
+                          c->rank, x->bytes, (unsigned long long)off, peer, buf,
+                          p->bytes[buf]);
     /* Pinned while it reads: a peer that fails waits for us to finish,
      * and after it has revoked the call no read starts. */
     __atomic_add_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);

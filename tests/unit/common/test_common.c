@@ -27,10 +27,10 @@ static void test_status_strings(void **state)
                         "unknown status");
     assert_string_equal(mrc_status_name((mrc_status_t)42), "MRC_UNKNOWN");
     /* Every error is negative and has its own string. */
-#define CHECK_(name, value, msg)                                             \
-    if ((value) != 0 && (value) != 1)                                        \
-        assert_true((value) < 0);                                            \
-    assert_string_equal(mrc_status_string(MRC_##name), msg);                 \
+#define CHECK_(name, value, msg)                                               \
+    if ((value) != 0 && (value) != 1)                                          \
+        assert_true((value) < 0);                                              \
+    assert_string_equal(mrc_status_string(MRC_##name), msg);                   \
     assert_string_equal(mrc_status_name(MRC_##name), "MRC_" #name);
     MRC_STATUS_MAP(CHECK_)
 #undef CHECK_
@@ -75,8 +75,9 @@ static void test_error_prefix_truncates(void **state)
 static void test_strbuf_double_round_trips(void **state)
 {
     (void)state;
-    const double values[] = {0, 32, -7, 0.1, 1.0 / 3, 6.02e23, 1e-300,
-                             123456.789, 2.5, 9007199254740993.0};
+    const double values[] = {
+        0,       32,     -7,         0.1, 1.0 / 3,
+        6.02e23, 1e-300, 123456.789, 2.5, 9007199254740993.0};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         mrc__strbuf_t sb;
         mrc__sb_init(&sb);
@@ -124,8 +125,7 @@ static void test_parse_long(void **state)
     assert_int_equal(mrc__parse_long("", 0, 100, &v), -1);
     assert_int_equal(mrc__parse_long("4x", 0, 100, &v), -1);
     assert_int_equal(mrc__parse_long("101", 0, 100, &v), -1);
-    assert_int_equal(mrc__parse_long("99999999999999999999", 0, 100, &v),
-                     -1);
+    assert_int_equal(mrc__parse_long("99999999999999999999", 0, 100, &v), -1);
     assert_int_equal(mrc__parse_long(NULL, 0, 100, &v), -1);
 }
 
@@ -178,8 +178,7 @@ static void test_checked_arithmetic(void **state)
     assert_int_equal(mrc__add_size(SIZE_MAX - 1, 1, &z), 0);
     assert_true(z == SIZE_MAX);
     assert_int_equal(mrc__add_size(SIZE_MAX, 1, &z), -1);
-    assert_int_equal(mrc__mul_u64(UINT64_C(1) << 32, UINT64_C(1) << 31, &u),
-                     0);
+    assert_int_equal(mrc__mul_u64(UINT64_C(1) << 32, UINT64_C(1) << 31, &u), 0);
     assert_true(u == UINT64_C(1) << 63);
     assert_int_equal(mrc__mul_u64(UINT64_C(1) << 32, UINT64_C(1) << 32, &u),
                      -1);
@@ -194,8 +193,7 @@ static void test_format_bytes(void **state)
     char b[32];
     assert_string_equal(mrc__format_bytes(512, b, sizeof b), "512 bytes");
     assert_string_equal(mrc__format_bytes(1536, b, sizeof b), "1.5 KiB");
-    assert_string_equal(mrc__format_bytes(64ull << 20, b, sizeof b),
-                        "64 MiB");
+    assert_string_equal(mrc__format_bytes(64ull << 20, b, sizeof b), "64 MiB");
     assert_string_equal(mrc__format_bytes(10240ull << 30, b, sizeof b),
                         "10240 GiB");
     assert_string_equal(mrc__format_bytes(UINT64_MAX, b, sizeof b),
@@ -244,24 +242,20 @@ static void test_read_file_refuses(void **state)
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/fifo", dir);
     assert_int_equal(mkfifo(path, 0600), 0);
-    assert_int_equal(mrc__read_file(path, 0, &data, &len),
-                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc__read_file(path, 0, &data, &len), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "fifo is not a regular file"));
     unlink(path);
-    assert_int_equal(mrc__read_file(dir, 0, &data, &len),
-                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc__read_file(dir, 0, &data, &len), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "is not a regular file"));
     assert_int_equal(mrc__read_file("/dev/zero", 0, &data, &len),
                      MRC_ERR_INVALID_ARG);
-    assert_string_equal(mrc_last_error(),
-                        "/dev/zero is not a regular file");
+    assert_string_equal(mrc_last_error(), "/dev/zero is not a regular file");
     snprintf(path, sizeof path, "%s/big", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs("0123456789", f);
     fclose(f);
-    assert_int_equal(mrc__read_file(path, 9, &data, &len),
-                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc__read_file(path, 9, &data, &len), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "big is 10 bytes, larger than "
                                              "the 9 bytes limit"));
     assert_null(data);

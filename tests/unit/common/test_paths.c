@@ -69,8 +69,8 @@ static void test_fewest_arcs_first_found(void **state)
 static void test_least_length(void **state)
 {
     (void)state;
-    static const int arcs[][2] = {{0, 1}, {0, 2}, {1, 2}, {2, 3},
-                                  {0, 4}, {4, 3}};
+    static const int arcs[][2] = {{0, 1}, {0, 2}, {1, 2},
+                                  {2, 3}, {0, 4}, {4, 3}};
     const double len[] = {1, 5, 1, 1, 2, 1};
     fixture_t f;
     make_graph(&f, 5, arcs, 6);

@@ -25,14 +25,12 @@ static mrc_topo_t *topo(const char *spec)
 static mrc_embedding_t *embed(const mrc_topo_t *t, const char *strategy,
                               const char *groups, int replica)
 {
-    mrc_embed_config_t cfg = {.strategy = strategy,
-                              .groups = groups,
-                              .replica_size = replica};
+    mrc_embed_config_t cfg = {
+        .strategy = strategy, .groups = groups, .replica_size = replica};
     mrc_embedding_t *e = NULL;
     mrc_status_t st = mrc_embed_create(t, &cfg, &e);
     if (st != MRC_OK)
-        fail_msg("%s on %s: %s", strategy, mrc_topo_name(t),
-                 mrc_last_error());
+        fail_msg("%s on %s: %s", strategy, mrc_topo_name(t), mrc_last_error());
     assert_int_equal(mrc_embed_verify(e), MRC_OK);
     return e;
 }
@@ -64,9 +62,8 @@ static void check_rings(const mrc_embedding_t *e)
                 assert_int_equal(h->to, ring->nodes[(i + 1) % n]);
                 for (int s = 0; s + 1 < h->route_len; s++) {
                     int peer = -1, pp = -1;
-                    assert_int_equal(mrc_topo_port(t, h->route[s],
-                                                   h->ports[s], NULL, &peer,
-                                                   &pp),
+                    assert_int_equal(mrc_topo_port(t, h->route[s], h->ports[s],
+                                                   NULL, &peer, &pp),
                                      MRC_OK);
                     assert_int_equal(peer, h->route[s + 1]);
                     assert_int_equal(pp, h->in_ports[s]);
@@ -85,14 +82,13 @@ static void expect_refusal(const char *spec, const char *strategy,
                            const char *groups, int replica, const char *says)
 {
     mrc_topo_t *t = topo(spec);
-    mrc_embed_config_t cfg = {.strategy = strategy,
-                              .groups = groups,
-                              .replica_size = replica};
+    mrc_embed_config_t cfg = {
+        .strategy = strategy, .groups = groups, .replica_size = replica};
     mrc_embedding_t *e = (mrc_embedding_t *)(uintptr_t)1;
     mrc_status_t st = mrc_embed_create(t, &cfg, &e);
     if (st == MRC_OK || !strstr(mrc_last_error(), says))
-        fail_msg("%s on %s: status %d, '%s' (wanted '%s')", strategy, spec,
-                 st, mrc_last_error(), says);
+        fail_msg("%s on %s: status %d, '%s' (wanted '%s')", strategy, spec, st,
+                 mrc_last_error(), says);
     assert_null(e);
     mrc_topo_destroy(t);
 }
@@ -275,8 +271,7 @@ static void test_refusals(void **state)
     expect_refusal("ladder:8", "barley-twist", NULL, 0, "needs GCL's torus");
     expect_refusal("prism-torus:3,4", "prism-faces", NULL, 0,
                    "needs two endmost layers");
-    expect_refusal("torus-ladder:6", "barley-twist", NULL, 0,
-                   "divisible by 4");
+    expect_refusal("torus-ladder:6", "barley-twist", NULL, 0, "divisible by 4");
     expect_refusal("torus-ladder:12", "prism-faces", NULL, 0,
                    "needs a triangular prism");
     expect_refusal("prism:4,3", "prism-faces", NULL, 0, "prism:3,L");
@@ -291,8 +286,9 @@ static void test_refusals(void **state)
     expect_refusal("ladder:8", "rung-ring-8", NULL, 0, "at least 16");
     expect_refusal("ladder:12", "rung-ring-8", NULL, 0, "multiple of 8");
     expect_refusal("ring:8", "peripheral-ring", NULL, 0, "ladder");
-    expect_refusal("ring:8", "ring", NULL, 3, "replica size 3 does not "
-                                              "divide the 8 nodes");
+    expect_refusal("ring:8", "ring", NULL, 3,
+                   "replica size 3 does not "
+                   "divide the 8 nodes");
     expect_refusal("ladder:8", "peripheral-ring", NULL, 2,
                    "replica size 1, not 2");
     expect_refusal("ladder:8", "ring-on-line", "4+4", 0, "--replica-size");
@@ -357,72 +353,87 @@ static void test_verifier(void **state)
     (void)state;
     mrc_topo_t *t = topo("ring:4");
     mrc_embedding_t *e = NULL;
-    assert_int_equal(parse(t, "[{\"nodes\": [0,1,2,3], \"rings\": "
-                              "[{\"nodes\": [0,1,2,3]}]}]",
+    assert_int_equal(parse(t,
+                           "[{\"nodes\": [0,1,2,3], \"rings\": "
+                           "[{\"nodes\": [0,1,2,3]}]}]",
                            &e),
                      MRC_OK);
     assert_true(fabs(efficiency(e) - 1) < 1e-12);
     mrc_embed_destroy(e);
     /* A routed hop written out in full. */
-    assert_int_equal(parse(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                              "[0,2,1,3], \"bidirectional\": false, "
-                              "\"hops\": [{\"route\": [0,1,2]}, {}, "
-                              "{\"route\": [1,2,3]}, {}]}]}]",
+    assert_int_equal(parse(t,
+                           "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                           "[0,2,1,3], \"bidirectional\": false, "
+                           "\"hops\": [{\"route\": [0,1,2]}, {}, "
+                           "{\"route\": [1,2,3]}, {}]}]}]",
                            &e),
                      MRC_OK);
     mrc_embed_destroy(e);
 
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,1,3]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,1,3]}]}]",
                   "group 0, ring 0: visits node 1 twice");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2]}]}]",
                   "group 0, ring 0: visits 3 nodes but its group has 4");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,2,1,3]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,2,1,3]}]}]",
                   "group 0, ring 0, hop 0: no link joins nodes 0 and 2");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"hops\": [{\"route\": [0,3,2]}, {}, {}, "
-                     "{}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"hops\": [{\"route\": [0,3,2]}, {}, {}, "
+                  "{}]}]}]",
                   "group 0, ring 0, hop 0: route must lead from node 0 to "
                   "node 1");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"hops\": [{\"route\": [0,1,0,1]}, {}, {}, "
-                     "{}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"hops\": [{\"route\": [0,1,0,1]}, {}, {}, "
+                  "{}]}]}]",
                   "route passes node 0 twice");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"hops\": [{\"from\": 1}, {}, {}, {}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"hops\": [{\"from\": 1}, {}, {}, {}]}]}]",
                   "hop 0: must go from node 0 to node 1");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"hops\": [{}, {}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"hops\": [{}, {}]}]}]",
                   "array of 4 hops");
-    expect_broken(t, "[{\"nodes\": [0,1], \"rings\": [{\"nodes\": [0,1]}]}, "
-                     "{\"nodes\": [1,2,3], \"rings\": [{\"nodes\": [1,2,3], "
-                     "\"hops\": [{}, {}, {\"route\": [3,0,1]}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1], \"rings\": [{\"nodes\": [0,1]}]}, "
+                  "{\"nodes\": [1,2,3], \"rings\": [{\"nodes\": [1,2,3], "
+                  "\"hops\": [{}, {}, {\"route\": [3,0,1]}]}]}]",
                   "group 1: node 1 is already in group 0");
-    expect_broken(t, "[{\"nodes\": [0,1,2,9], \"rings\": [{\"nodes\": "
-                     "[0,1,2,9]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,9], \"rings\": [{\"nodes\": "
+                  "[0,1,2,9]}]}]",
                   "group 0: names node 9 (nodes are 0..3)");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"share\": 0.5}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"share\": 0.5}]}]",
                   "group 0: ring shares sum to 0.5, not 1");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"share\": 0}, {\"nodes\": [0,1,2,3]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"share\": 0}, {\"nodes\": [0,1,2,3]}]}]",
                   "group 0, ring 0: share 0 must be in (0, 1]");
     expect_broken(t, "[{\"nodes\": [0,1,2,3]}]", "group 0: has no ring");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"hops\": [{\"route\": [0,1], \"links\": "
-                     "[2]}, {}, {}, {}]}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"hops\": [{\"route\": [0,1], \"links\": "
+                  "[2]}, {}, {}, {}]}]}]",
                   "link entry 2 does not join nodes 0 and 1");
-    expect_broken(t, "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
-                     "[0,1,2,3], \"bidirectional\": 1}]}]",
+    expect_broken(t,
+                  "[{\"nodes\": [0,1,2,3], \"rings\": [{\"nodes\": "
+                  "[0,1,2,3], \"bidirectional\": 1}]}]",
                   "\"bidirectional\" must be true or false");
     expect_broken(t, "[]", "\"groups\" must be a non-empty array");
     expect_broken(t, "[{\"nodes\": \"all\"}]", "must be an array of node ids");
     mrc_embedding_t *x = NULL;
-    assert_int_equal(mrc_embed_parse_json(t, "{\"groups\": [", 12, "r.json",
-                                          &x),
-                     MRC_ERR_PARSE);
+    assert_int_equal(
+        mrc_embed_parse_json(t, "{\"groups\": [", 12, "r.json", &x),
+        MRC_ERR_PARSE);
     assert_non_null(strstr(mrc_last_error(), "r.json:1:"));
     mrc_topo_destroy(t);
 }
@@ -453,9 +464,8 @@ static void test_json_round_trip(void **state)
         assert_true(json_is_integer(json_object_get(h0, "from")));
         json_decref(root);
         /* Read back: the same rings, the same figures. */
-        assert_int_equal(mrc_embed_parse_json(t, json, strlen(json), "rt",
-                                              &back),
-                         MRC_OK);
+        assert_int_equal(
+            mrc_embed_parse_json(t, json, strlen(json), "rt", &back), MRC_OK);
         assert_true(fabs(efficiency(back) - efficiency(e)) < 1e-12);
         for (int l = 0; l < mrc_topo_num_links(t); l++)
             for (int d = 0; d < 2; d++)
@@ -498,10 +508,10 @@ static void test_auto_beats_named(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mrc_topo_t *t = topo(cases[i].spec);
-        mrc_embedding_t *named = embed(t, cases[i].strategy, cases[i].groups,
-                                       cases[i].replica);
-        mrc_embedding_t *a = embed(t, "auto", cases[i].groups,
-                                   cases[i].replica);
+        mrc_embedding_t *named =
+            embed(t, cases[i].strategy, cases[i].groups, cases[i].replica);
+        mrc_embedding_t *a =
+            embed(t, "auto", cases[i].groups, cases[i].replica);
         check_rings(a);
         if (efficiency(a) < efficiency(named) - 1e-9)
             fail_msg("auto %.6f < %s %.6f on %s", efficiency(a),
@@ -511,9 +521,9 @@ static void test_auto_beats_named(void **state)
         mrc_topo_destroy(t);
     }
     /* Where the optimum is known. */
-    const char *bound_reached[] = {"hcm8", "torus-ladder:8", "torus2d:3,5",
-                                   "torus2d:32,32", "ladder:1024",
-                                   "torus2d:16,64", "full:5"};
+    const char *bound_reached[] = {
+        "hcm8",        "torus-ladder:8", "torus2d:3,5", "torus2d:32,32",
+        "ladder:1024", "torus2d:16,64",  "full:5"};
     for (int i = 0; i < 7; i++) {
         mrc_topo_t *t = topo(bound_reached[i]);
         mrc_embedding_t *a = embed(t, "auto", NULL, 0);
@@ -545,16 +555,16 @@ static void test_auto_random_multigraphs(void **state)
         int n = 2 + below(8), m = 0;
         mrc_link_t links[64];
         for (int v = 1; v < n; v++)
-            links[m++] = (mrc_link_t){below(v), v, 1 + below(2),
-                                      (double)(10 * (1 + below(4))), 100,
-                                      0, 0};
+            links[m++] = (mrc_link_t){
+                below(v), v, 1 + below(2), (double)(10 * (1 + below(4))), 100,
+                0,        0};
         int extra = below(2 * n);
         for (int k = 0; k < extra && m < 64; k++) {
             int a = below(n), b = below(n);
             if (a != b)
-                links[m++] = (mrc_link_t){a, b, 1 + below(3),
-                                          (double)(10 * (1 + below(4))), 50,
-                                          0, 0};
+                links[m++] = (mrc_link_t){
+                    a, b, 1 + below(3), (double)(10 * (1 + below(4))), 50,
+                    0, 0};
         }
         mrc_topo_t *t = NULL;
         assert_int_equal(mrc_topo_from_links(n, links, m, &t), MRC_OK);
@@ -587,9 +597,12 @@ static void test_auto_large(void **state)
     static const struct {
         const char *spec;
         double eff;
-    } cases[] = {{"torus2d:32,32", 1},         {"torus2d:31,33", 1},
-                 {"ladder:1024", 1},           {"ring:1024", 1},
-                 {"torus-ladder:1024", 44.0 / 45}, {"prism:3,200", 0.5}};
+    } cases[] = {{"torus2d:32,32", 1},
+                 {"torus2d:31,33", 1},
+                 {"ladder:1024", 1},
+                 {"ring:1024", 1},
+                 {"torus-ladder:1024", 44.0 / 45},
+                 {"prism:3,200", 0.5}};
     for (int i = 0; i < 6; i++) {
         mrc_topo_t *t = topo(cases[i].spec);
         mrc_embedding_t *a = embed(t, "auto", NULL, 0);

@@ -46,13 +46,13 @@ typedef struct fake {
     int tests_of[MAX_XFERS];
     uint8_t is_send[MAX_XFERS];
     int num_pending;
-    int signalled;          /* flags set by this node */
-    int waited[MAX_PEERS];  /* waits that succeeded, per peer */
-    int misses[MAX_PEERS];  /* waits refused in a row, per peer */
+    int signalled;         /* flags set by this node */
+    int waited[MAX_PEERS]; /* waits that succeeded, per peer */
+    int misses[MAX_PEERS]; /* waits refused in a row, per peer */
     int get_order[MAX_PEERS * 4];
     int num_gets;
-    int early_get;          /* a get of a peer not yet waited for */
-    int after_end;          /* a call after end */
+    int early_get; /* a get of a peer not yet waited for */
+    int after_end; /* a call after end */
     float window[MAX_COUNT];
 } fake_t;
 
@@ -242,8 +242,8 @@ static const mrc__transport_ops_t fake_p2p_ops = {
     .cancel = f_cancel,
 };
 
-static mrc_program_t *compile(const char *spec, mrc_algo_t algo,
-                              size_t count, mrc_op_t op, size_t chunk)
+static mrc_program_t *compile(const char *spec, mrc_algo_t algo, size_t count,
+                              mrc_op_t op, size_t chunk)
 {
     mrc_topo_t *t = NULL;
     mrc_embedding_t *e = NULL;
@@ -295,8 +295,8 @@ static mrc_status_t run_once(const mrc_program_t *p, fake_t *f,
         memcpy(out, send, f->count * sizeof(float));
     f->recvbuf = (const char *)out;
     mrc__transport_t t = {ops, f};
-    mrc_status_t st = mrc__exec_run(&x, &t, NULL, 1, in_place ? out : send,
-                                    out, NULL, timeout_s);
+    mrc_status_t st = mrc__exec_run(&x, &t, NULL, 1, in_place ? out : send, out,
+                                    NULL, timeout_s);
     mrc__exec_release(&x);
     return st;
 }
@@ -316,19 +316,20 @@ static void test_ring_exact(void **state)
         size_t count = counts[ci];
         fill(in, 2, count);
         for (int chunk = 0; chunk < 2; chunk++) {
-            mrc_program_t *p = compile("ring:2", MRC_ALGO_RINGS, count,
-                                       MRC_SUM, chunk ? 256 : 0);
+            mrc_program_t *p = compile("ring:2", MRC_ALGO_RINGS, count, MRC_SUM,
+                                       chunk ? 256 : 0);
             for (int node = 0; node < 2; node++)
                 for (int di = 0; di < 3; di++)
                     for (int ip = 0; ip < 2; ip++) {
-                        fake_t f = {.node = node, .nodes = 2,
-                                    .count = count, .delay = delays[di]};
+                        fake_t f = {.node = node,
+                                    .nodes = 2,
+                                    .count = count,
+                                    .delay = delays[di]};
                         f.input[0] = in[0];
                         f.input[1] = in[1];
                         float out[MAX_COUNT];
                         assert_int_equal(
-                            run_once(p, &f, &fake_ops, ip, out, 10),
-                            MRC_OK);
+                            run_once(p, &f, &fake_ops, ip, out, 10), MRC_OK);
                         for (size_t i = 0; i < count; i++)
                             if (out[i] != in[0][i] + in[1][i])
                                 fail_msg("count %zu chunk %d node %d delay "
@@ -383,14 +384,16 @@ static void test_ring_transport_error(void **state)
     static float in[MAX_PEERS][MAX_COUNT];
     fill(in, 2, 64);
     mrc_program_t *p = compile("ring:2", MRC_ALGO_RINGS, 64, MRC_SUM, 0);
-    fake_t f = {.node = 0, .nodes = 2, .count = 64, .delay = 3,
+    fake_t f = {.node = 0,
+                .nodes = 2,
+                .count = 64,
+                .delay = 3,
                 .test_fails = MRC_ERR_TRANSPORT};
     f.input[0] = in[0];
     f.input[1] = in[1];
     float out[MAX_COUNT];
     double t0 = now_s();
-    assert_int_equal(run_once(p, &f, &fake_ops, 0, out, 10),
-                     MRC_ERR_TRANSPORT);
+    assert_int_equal(run_once(p, &f, &fake_ops, 0, out, 10), MRC_ERR_TRANSPORT);
     assert_true(now_s() - t0 < 5);
     assert_non_null(strstr(mrc_last_error(), "the fake's test fails"));
     assert_int_equal(f.cancels, 1);
@@ -419,18 +422,19 @@ static void test_direct1_exact(void **state)
             for (int node = 0; node < 3; node++)
                 for (int misses = 0; misses < 3; misses += 2)
                     for (int ip = 0; ip < 2; ip++) {
-                        fake_t f = {.node = node, .nodes = 3,
-                                    .count = count, .wait_misses = misses,
+                        fake_t f = {.node = node,
+                                    .nodes = 3,
+                                    .count = count,
+                                    .wait_misses = misses,
                                     .publish_misses = misses};
                         for (int r = 0; r < 3; r++)
                             f.input[r] = in[r];
                         float out[MAX_COUNT];
                         assert_int_equal(
-                            run_once(p, &f, &fake_ops, ip, out, 10),
-                            MRC_OK);
+                            run_once(p, &f, &fake_ops, ip, out, 10), MRC_OK);
                         for (size_t i = 0; i < count; i++) {
-                            float want = max ? in[2][i]
-                                             : in[0][i] + in[1][i] + in[2][i];
+                            float want =
+                                max ? in[2][i] : in[0][i] + in[1][i] + in[2][i];
                             if (out[i] != want)
                                 fail_msg("count %zu node %d%s%s: element "
                                          "%zu is %g, not %g",
@@ -468,8 +472,7 @@ static void test_direct1_timeout(void **state)
         f.input[r] = in[r];
     float out[MAX_COUNT];
     double t0 = now_s();
-    assert_int_equal(run_once(p, &f, &fake_ops, 0, out, 0.2),
-                     MRC_ERR_TIMEOUT);
+    assert_int_equal(run_once(p, &f, &fake_ops, 0, out, 0.2), MRC_ERR_TIMEOUT);
     double dt = now_s() - t0;
     assert_true(dt >= 0.2 && dt < 5);
     if (!strstr(mrc_last_error(), "waiting for a flag of node 1"))

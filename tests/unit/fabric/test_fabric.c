@@ -300,9 +300,9 @@ static void test_random_exchanges(void **state)
                     dests[n++] = d;
             }
             if (n > 0)
-                assert_int_equal(mrc_exchange_add(x, src, dests, n,
-                                                  1 + (seed >> 50) % 13),
-                                 MRC_OK);
+                assert_int_equal(
+                    mrc_exchange_add(x, src, dests, n, 1 + (seed >> 50) % 13),
+                    MRC_OK);
         }
         mrc_fabric_schedule_t *s = schedule(f, x);
         mrc_fabric_schedule_info_t info;
@@ -397,8 +397,7 @@ static void test_patterns(void **state)
                      MRC_OK);
     assert_int_equal(mrc_exchange_entries(x), 90);
     mrc_exchange_destroy(x);
-    assert_int_equal(mrc_exchange_pattern("random", 10, 3, 5, 4, &x),
-                     MRC_OK);
+    assert_int_equal(mrc_exchange_pattern("random", 10, 3, 5, 4, &x), MRC_OK);
     assert_int_equal(mrc_exchange_entries(x), 80);
     mrc_exchange_destroy(x);
     assert_int_equal(mrc_exchange_pattern("neighbour", 10, 3, 0, 4, &x),
@@ -426,8 +425,7 @@ static void test_bad_input(void **state)
     int d[] = {3, 5, 3};
     assert_int_equal(mrc_exchange_add(x, 1, d, 3, 4), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "destination 3 appears twice"));
-    assert_int_equal(mrc_exchange_add(x, 5, d + 1, 1, 4),
-                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc_exchange_add(x, 5, d + 1, 1, 4), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "tile 5 sends to itself"));
     assert_int_equal(mrc_exchange_add(x, 1, d, 0, 4), MRC_ERR_INVALID_ARG);
     assert_int_equal(mrc_exchange_add(x, 1, d, 1, 0), MRC_ERR_INVALID_ARG);
@@ -445,8 +443,7 @@ static void test_bad_input(void **state)
     mrc_fabric_destroy(f);
 }
 
-static mrc_status_t parse(const char *text, mrc_exchange_t **x, int *t,
-                          int *c)
+static mrc_status_t parse(const char *text, mrc_exchange_t **x, int *t, int *c)
 {
     return mrc_exchange_parse_json(text, strlen(text), "ex.json", x, t, c);
 }
@@ -499,8 +496,8 @@ static void test_json(void **state)
         assert_null(x);
         if (!strstr(mrc_last_error(), bad[i].error) ||
             !strstr(mrc_last_error(), "ex.json"))
-            fail_msg("%s: got '%s', want '%s'", bad[i].text,
-                     mrc_last_error(), bad[i].error);
+            fail_msg("%s: got '%s', want '%s'", bad[i].text, mrc_last_error(),
+                     bad[i].error);
     }
     assert_int_equal(mrc_exchange_read("/nonexistent/ex.json", &x, &t, &c),
                      MRC_ERR_IO);

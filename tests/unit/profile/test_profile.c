@@ -342,10 +342,9 @@ static void test_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_optional_peer), cmocka_unit_test(test_bad_fields),
-        cmocka_unit_test(test_bad_text),   cmocka_unit_test(test_load),
-        cmocka_unit_test(test_env),
+        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_optional_peer),
+        cmocka_unit_test(test_bad_fields), cmocka_unit_test(test_bad_text),
+        cmocka_unit_test(test_load),       cmocka_unit_test(test_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,9 +26,12 @@ static mrc_status_t compile_hosts(const char *spec, const char *groups,
     if (mrc_topo_create(spec, &t) != MRC_OK ||
         mrc_embed_create(t, &ec, &e) != MRC_OK)
         fail_msg("%s: %s", spec, mrc_last_error());
-    mrc_compile_config_t cc = {.collective = c, .count = count,
-                               .dtype = MRC_FLOAT32, .op = MRC_SUM,
-                               .root = root, .algo = algo,
+    mrc_compile_config_t cc = {.collective = c,
+                               .count = count,
+                               .dtype = MRC_FLOAT32,
+                               .op = MRC_SUM,
+                               .root = root,
+                               .algo = algo,
                                .hosts = hosts};
     mrc_status_t st = mrc_program_compile(e, &cc, p);
     mrc_embed_destroy(e);
@@ -37,8 +40,8 @@ static mrc_status_t compile_hosts(const char *spec, const char *groups,
 }
 
 static mrc_status_t compile(const char *spec, const char *groups,
-                            mrc_algo_t algo, mrc_collective_t c,
-                            size_t count, int root, mrc_program_t **p)
+                            mrc_algo_t algo, mrc_collective_t c, size_t count,
+                            int root, mrc_program_t **p)
 {
     return compile_hosts(spec, groups, algo, c, count, root, 1, p);
 }
@@ -70,9 +73,9 @@ static void test_families_proven(void **state)
                 for (size_t ci = 0; ci < 6; ci++) {
                     mrc_program_t *p = NULL;
                     int root = n > 2 ? 2 : n - 1;
-                    mrc_status_t st = compile(spec, groups, (mrc_algo_t)a,
-                                              (mrc_collective_t)c,
-                                              counts[ci], root, &p);
+                    mrc_status_t st =
+                        compile(spec, groups, (mrc_algo_t)a,
+                                (mrc_collective_t)c, counts[ci], root, &p);
                     int big = counts[ci] == (1 << 20);
                     int copy_only = a == MRC_ALGO_DIRECT1 && big &&
                                     (c == MRC_ALLREDUCE || c == MRC_REDUCE ||
@@ -109,8 +112,8 @@ static void test_code_length_constant(void **state)
         const char *specs[] = {"ring:2", "ring:9", "ring:16"};
         for (int i = 0; i < 3; i++) {
             mrc_program_t *p = NULL;
-            if (compile(specs[i], NULL, (mrc_algo_t)a, MRC_ALLREDUCE, 100,
-                        0, &p) != MRC_OK)
+            if (compile(specs[i], NULL, (mrc_algo_t)a, MRC_ALLREDUCE, 100, 0,
+                        &p) != MRC_OK)
                 fail_msg("%s: %s", specs[i], mrc_last_error());
             if (len >= 0)
                 assert_int_equal(p->code_len, len);
@@ -144,7 +147,8 @@ static void image_keeps(const mrc_program_t *p)
     assert_int_equal(q->cfg.algo, p->cfg.algo);
     assert_int_equal(q->cfg.hosts, p->cfg.hosts);
     assert_int_equal(q->code_len, p->code_len);
-    assert_memory_equal(q->code, p->code, (size_t)p->code_len * sizeof *p->code);
+    assert_memory_equal(q->code, p->code,
+                        (size_t)p->code_len * sizeof *p->code);
     mrc_free(img);
     mrc_program_destroy(q);
 }
@@ -155,9 +159,9 @@ static void test_listing_and_image(void **state)
 {
     (void)state;
     mrc_program_t *p = NULL;
-    assert_int_equal(compile("ring:5", NULL, MRC_ALGO_DIRECT2, MRC_REDUCE,
-                             1 << 20, 3, &p),
-                     MRC_OK);
+    assert_int_equal(
+        compile("ring:5", NULL, MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20, 3, &p),
+        MRC_OK);
     const char *want[] = {"expose all of sendbuf by reference",
                           "get    frag (pos) mod N of sendbuf at node (rel + "
                           "s + 1) mod N from the root into scratch",
@@ -172,9 +176,9 @@ static void test_groups(void **state)
 {
     (void)state;
     mrc_program_t *p = NULL;
-    assert_int_equal(compile("hcm8", "4+2+2", MRC_ALGO_DIRECT2,
-                             MRC_ALLREDUCE, 999, 0, &p),
-                     MRC_OK);
+    assert_int_equal(
+        compile("hcm8", "4+2+2", MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 999, 0, &p),
+        MRC_OK);
     assert_int_equal(p->num_groups, 3);
     assert_int_equal(p->num_streams, 3);
     mrc_program_destroy(p);
@@ -224,37 +228,37 @@ static void test_checker_catches(void **state)
 {
     (void)state;
     /* No wait before the gets: the input is read before it is there. */
-    expect_refused(MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100, 4,
-                   index_of(MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100,
-                            MRC__OP_WAIT, 0),
-                   "before node");
+    expect_refused(
+        MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100, 4,
+        index_of(MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 100, MRC__OP_WAIT, 0),
+        "before node");
     /* No signal: the peers wait for ever. */
-    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100, 4,
-                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100,
-                            MRC__OP_SIGNAL, 1),
-                   "deadlock");
+    expect_refused(
+        MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100, 4,
+        index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 100, MRC__OP_SIGNAL, 1),
+        "deadlock");
     /* By reference, without the final barrier: a node leaves while its
      * buffers are read. */
-    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
-                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20,
-                            MRC__OP_BARRIER, 0),
-                   "leave");
+    expect_refused(
+        MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
+        index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, MRC__OP_BARRIER, 0),
+        "leave");
     /* By reference, the second wait gone: in place, a node overwrites
      * its input block before its owner has read it. */
-    expect_refused(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
-                   index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20,
-                            MRC__OP_WAIT, 1),
-                   "node");
+    expect_refused(
+        MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, 4,
+        index_of(MRC_ALGO_DIRECT2, MRC_ALLREDUCE, 1 << 20, MRC__OP_WAIT, 1),
+        "node");
     /* The root's release gone from reduce by reference. */
-    expect_refused(MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20, 4,
-                   index_of(MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20,
-                            MRC__OP_WAIT, 2),
-                   "leave");
+    expect_refused(
+        MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20, 4,
+        index_of(MRC_ALGO_DIRECT2, MRC_REDUCE, 1 << 20, MRC__OP_WAIT, 2),
+        "leave");
     /* An expose gone: the gets read a window nobody wrote. */
-    expect_refused(MRC_ALGO_DIRECT2, MRC_BROADCAST, 100, 4,
-                   index_of(MRC_ALGO_DIRECT2, MRC_BROADCAST, 100,
-                            MRC__OP_EXPOSE, 1),
-                   "window");
+    expect_refused(
+        MRC_ALGO_DIRECT2, MRC_BROADCAST, 100, 4,
+        index_of(MRC_ALGO_DIRECT2, MRC_BROADCAST, 100, MRC__OP_EXPOSE, 1),
+        "window");
 }
 
 /* hier: every group of 1..16 on every count of hosts that splits it
@@ -272,7 +276,7 @@ static void test_hier_proven(void **state)
         for (int h = 1; h <= n + 1; h++)
             for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
                 for (size_t ci = 0; ci < 6; ci++)
-                    for (int root = 0; root < n; root += n > 4 ? 3 : 1) {
+                    for (int root = 0; root<n; root += n> 4 ? 3 : 1) {
                         mrc_program_t *p = NULL;
                         mrc_status_t st = compile_hosts(
                             spec, groups, MRC_ALGO_HIER, (mrc_collective_t)c,
@@ -285,8 +289,8 @@ static void test_hier_proven(void **state)
                             break;
                         }
                         if (st != MRC_OK)
-                            fail_msg("%s on %d hosts, %s %zu root %d: %s",
-                                     spec, h,
+                            fail_msg("%s on %d hosts, %s %zu root %d: %s", spec,
+                                     h,
                                      mrc_collective_name((mrc_collective_t)c),
                                      counts[ci], root, mrc_last_error());
                         assert_int_equal(mrc__program_has_memory_ops(p), 1);
@@ -302,8 +306,8 @@ static void hier_refused(size_t count, int op, int nth, int view,
                          const char *what)
 {
     mrc_program_t *p = NULL;
-    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER,
-                                   MRC_ALLREDUCE, count, 0, 2, &p),
+    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER, MRC_ALLREDUCE,
+                                   count, 0, 2, &p),
                      MRC_OK);
     int drop = -1;
     for (int i = 0; i < p->code_len && drop < 0; i++)
@@ -349,8 +353,8 @@ static void test_hier_checker_catches(void **state)
     /* avg scaled after the fragment went round (the scale moved to the
      * end): the sender writes what its receiver may still be reading. */
     mrc_program_t *p = NULL;
-    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER,
-                                   MRC_ALLREDUCE, 1001, 0, 2, &p),
+    assert_int_equal(compile_hosts("ring:8", NULL, MRC_ALGO_HIER, MRC_ALLREDUCE,
+                                   1001, 0, 2, &p),
                      MRC_OK);
     p->cfg.op = MRC_AVG;
     int s = find(p, MRC__OP_SCALE, 0);
@@ -370,14 +374,14 @@ static void test_hier_listing_and_image(void **state)
 {
     (void)state;
     mrc_program_t *p = NULL, *q = NULL;
-    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER,
-                                   MRC_BROADCAST, 100, 4, 3, &p),
+    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER, MRC_BROADCAST,
+                                   100, 4, 3, &p),
                      MRC_OK);
     const char *want[] = {"on 3 hosts", "[leaders] recv", "[host] get"};
     /* by places: its own view and fragments */
     mrc_program_t *big = NULL;
-    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER,
-                                   MRC_ALLREDUCE, 100000, 0, 3, &big),
+    assert_int_equal(compile_hosts("ring:6", NULL, MRC_ALGO_HIER, MRC_ALLREDUCE,
+                                   100000, 0, 3, &big),
                      MRC_OK);
     assert_int_equal(big->addressing, MRC__ADDR_CELLS);
     const char *want_big[] = {"[place] send", "the slice cut in L blocks"};
@@ -391,9 +395,9 @@ static void test_hier_listing_and_image(void **state)
     size_t len = 0;
     /* A view in another family's image is refused on load. */
     mrc_program_t *r = NULL;
-    assert_int_equal(compile("ring:4", NULL, MRC_ALGO_DIRECT1, MRC_ALLREDUCE,
-                             10, 0, &r),
-                     MRC_OK);
+    assert_int_equal(
+        compile("ring:4", NULL, MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 10, 0, &r),
+        MRC_OK);
     r->code[0].view = MRC__VIEW_HOST;
     assert_int_equal(mrc_program_save(r, &img, &len), MRC_OK);
     assert_int_equal(mrc_program_load(img, len, &q), MRC_ERR_INVALID_PROGRAM);

@@ -23,8 +23,10 @@ static mrc_program_t *compile(const char *spec, const char *strategy,
     if (mrc_topo_create(spec, &t) != MRC_OK ||
         mrc_embed_create(t, &ec, &e) != MRC_OK)
         fail_msg("%s: %s", spec, mrc_last_error());
-    mrc_compile_config_t cc = {.collective = c, .count = count,
-                               .dtype = MRC_FLOAT32, .op = MRC_SUM,
+    mrc_compile_config_t cc = {.collective = c,
+                               .count = count,
+                               .dtype = MRC_FLOAT32,
+                               .op = MRC_SUM,
                                .root = root};
     if (mrc_program_compile(e, &cc, &p) != MRC_OK)
         fail_msg("%s %s: %s", spec, mrc_collective_name(c), mrc_last_error());
@@ -43,27 +45,25 @@ static void test_plan_bound(void **state)
     const uint64_t chunks[] = {0, 1, 3, 64};
     for (size_t si = 0; si < 3; si++)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
-            mrc_program_t *p = compile(specs[si], "auto",
-                                       (mrc_collective_t)c, 1001, 1);
+            mrc_program_t *p =
+                compile(specs[si], "auto", (mrc_collective_t)c, 1001, 1);
             for (size_t ki = 0; ki < 4; ki++)
                 for (int u = 0; u < p->num_nodes; u++) {
                     uint64_t chains = 0, ops = 0;
-                    mrc__plan_bound(p, p->nodes[u].group, chunks[ki],
-                                    &chains, &ops);
+                    mrc__plan_bound(p, p->nodes[u].group, chunks[ki], &chains,
+                                    &ops);
                     mrc__plan_t plan;
-                    assert_int_equal(mrc__plan_build(p, u, chunks[ki], 0,
-                                                     &plan),
-                                     MRC_OK);
+                    assert_int_equal(
+                        mrc__plan_build(p, u, chunks[ki], 0, &plan), MRC_OK);
                     if ((uint64_t)plan.num_chains > chains ||
                         (uint64_t)plan.num_ops > ops)
-                        fail_msg("%s %s chunk %llu node %d: %d chains, %d "
-                                 "ops; bound %llu, %llu",
-                                 specs[si],
-                                 mrc_collective_name((mrc_collective_t)c),
-                                 (unsigned long long)chunks[ki], u,
-                                 plan.num_chains, plan.num_ops,
-                                 (unsigned long long)chains,
-                                 (unsigned long long)ops);
+                        fail_msg(
+                            "%s %s chunk %llu node %d: %d chains, %d "
+                            "ops; bound %llu, %llu",
+                            specs[si], mrc_collective_name((mrc_collective_t)c),
+                            (unsigned long long)chunks[ki], u, plan.num_chains,
+                            plan.num_ops, (unsigned long long)chains,
+                            (unsigned long long)ops);
                     mrc__plan_free(&plan);
                 }
             mrc_program_destroy(p);
@@ -75,11 +75,11 @@ static void test_code_length_constant(void **state)
     (void)state;
     for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
         int len = -1;
-        const char *specs[] = {"ring:2", "ring:8", "ring:64", "ring:512",
-                               "torus2d:8,8", "hcm8"};
+        const char *specs[] = {"ring:2",   "ring:8",      "ring:64",
+                               "ring:512", "torus2d:8,8", "hcm8"};
         for (int i = 0; i < 6; i++) {
-            mrc_program_t *p = compile(specs[i], "auto", (mrc_collective_t)c,
-                                       1000, 1);
+            mrc_program_t *p =
+                compile(specs[i], "auto", (mrc_collective_t)c, 1000, 1);
             mrc_program_info_t info;
             assert_int_equal(mrc_program_info(p, &info), MRC_OK);
             if (len < 0)
@@ -111,8 +111,8 @@ static void test_image_round_trip(void **state)
 {
     (void)state;
     for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
-        mrc_program_t *p = compile("prism:3,3", "prism-faces",
-                                   (mrc_collective_t)c, 777, 2);
+        mrc_program_t *p =
+            compile("prism:3,3", "prism-faces", (mrc_collective_t)c, 777, 2);
         void *img = NULL, *img2 = NULL;
         size_t len = 0, len2 = 0;
         assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
@@ -147,8 +147,7 @@ static void test_refused_images(void **state)
     mrc_program_t *q = (mrc_program_t *)(uintptr_t)1;
     /* Every truncation. */
     for (size_t n = 0; n < len; n++) {
-        assert_int_equal(mrc_program_load(img, n, &q),
-                         MRC_ERR_INVALID_PROGRAM);
+        assert_int_equal(mrc_program_load(img, n, &q), MRC_ERR_INVALID_PROGRAM);
         assert_null(q);
     }
     /* Every single flipped byte: the checksum or the header catches it. */
@@ -177,11 +176,9 @@ static void test_refused_images(void **state)
     assert_true(refused > 0);
     memcpy(copy, img, len);
     copy[8] = 9; /* version */
-    assert_int_equal(mrc_program_load(copy, len, &q),
-                     MRC_ERR_INVALID_PROGRAM);
+    assert_int_equal(mrc_program_load(copy, len, &q), MRC_ERR_INVALID_PROGRAM);
     assert_non_null(strstr(mrc_last_error(), "version 9"));
-    assert_int_equal(mrc_program_load("not an image at all, no magic", 30,
-                                      &q),
+    assert_int_equal(mrc_program_load("not an image at all, no magic", 30, &q),
                      MRC_ERR_INVALID_PROGRAM);
     assert_non_null(strstr(mrc_last_error(), "not an mrc program image"));
     free(copy);
@@ -276,8 +273,7 @@ static void test_checker_refuses_broken(void **state)
     /* A node that sends to the wrong neighbour: its table disagrees with
      * the ring order (checked at every size, before the code). */
     p = compile("ring:5", "ring", MRC_ALLREDUCE, 1000, 0);
-    mrc__node_stream_t *ns =
-        (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
+    mrc__node_stream_t *ns = (mrc__node_stream_t *)mrc__node_stream(p, 2, 0);
     ns->next = 0;
     expect_broken(p, "disagrees with the ring order");
     mrc_program_destroy(p);
@@ -342,8 +338,8 @@ static mrc_program_t *compile_rs(const char *spec, const char *strategy,
     if (mrc_topo_create(spec, &t) != MRC_OK ||
         mrc_embed_create(t, &ec, &e) != MRC_OK)
         fail_msg("%s: %s", spec, mrc_last_error());
-    mrc_compile_config_t cc = {.collective = c, .count = count,
-                               .dtype = MRC_FLOAT32, .op = MRC_SUM};
+    mrc_compile_config_t cc = {
+        .collective = c, .count = count, .dtype = MRC_FLOAT32, .op = MRC_SUM};
     if (mrc_program_compile(e, &cc, &p) != MRC_OK)
         fail_msg("%s %s: %s", spec, mrc_collective_name(c), mrc_last_error());
     mrc_embed_destroy(e);
@@ -370,9 +366,9 @@ static void test_relays(void **state)
     };
     for (size_t ci = 0; ci < 2; ci++)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
-            mrc_program_t *p = compile_rs(cases[ci].spec, cases[ci].strategy,
-                                          cases[ci].rs, (mrc_collective_t)c,
-                                          1001);
+            mrc_program_t *p =
+                compile_rs(cases[ci].spec, cases[ci].strategy, cases[ci].rs,
+                           (mrc_collective_t)c, 1001);
             int32_t *first = NULL;
             mrc__relay_t *list = NULL;
             assert_int_equal(mrc__relay_index(p, &first, &list), MRC_OK);
@@ -390,8 +386,7 @@ static void test_relays(void **state)
                     continue;
                 fwds++;
                 assert_true(op->count > 0 && op->count <= 100);
-                seen |= op->from == cases[ci].from &&
-                        op->peer == cases[ci].to;
+                seen |= op->from == cases[ci].from && op->peer == cases[ci].to;
             }
             assert_true(fwds > 0);
             /* (A chain from the root does not use the hop into it.) */
@@ -422,8 +417,8 @@ static void test_relays(void **state)
 static void test_port_mask(void **state)
 {
     (void)state;
-    mrc_program_t *p = compile_rs("ladder:8", "ring-on-line", 2,
-                                  MRC_ALLREDUCE, 1000);
+    mrc_program_t *p =
+        compile_rs("ladder:8", "ring-on-line", 2, MRC_ALLREDUCE, 1000);
     assert_int_equal(mrc__port_mask_ready(p), MRC_OK);
     assert_int_equal(p->num_port_phases, 1);
     assert_int_equal(p->port_phases[0].first_step, 0);

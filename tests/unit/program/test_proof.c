@@ -22,11 +22,15 @@ typedef struct prog_case {
 } prog_case_t;
 
 static const prog_case_t cases[] = {
-    {"ring:2", "ring", 0},          {"ring:5", "ring", 0},
-    {"ring:8", "auto", 0},          {"torus2d:3,3", "auto", 0},
-    {"hcm8", "hcm8", 0},            {"torus-ladder:8", "barley-twist", 0},
+    {"ring:2", "ring", 0},
+    {"ring:5", "ring", 0},
+    {"ring:8", "auto", 0},
+    {"torus2d:3,3", "auto", 0},
+    {"hcm8", "hcm8", 0},
+    {"torus-ladder:8", "barley-twist", 0},
     {"ladder:8", "ring-on-line", 2}, /* routed hops */
-    {"prism:3,4", "prism-faces", 0}, {"hcm8", "auto", 0},
+    {"prism:3,4", "prism-faces", 0},
+    {"hcm8", "auto", 0},
 };
 enum { NUM_CASES = sizeof cases / sizeof cases[0] };
 
@@ -41,8 +45,8 @@ static mrc_program_t *compile(const prog_case_t *pc, mrc_collective_t c,
     if (mrc_topo_create(pc->spec, &t) != MRC_OK ||
         mrc_embed_create(t, &ec, &e) != MRC_OK)
         fail_msg("%s: %s", pc->spec, mrc_last_error());
-    mrc_compile_config_t cc = {.collective = c, .count = count,
-                               .dtype = MRC_FLOAT32, .op = MRC_AVG};
+    mrc_compile_config_t cc = {
+        .collective = c, .count = count, .dtype = MRC_FLOAT32, .op = MRC_AVG};
     if (mrc_program_compile(e, &cc, &p) != MRC_OK)
         fail_msg("%s %s: %s", pc->spec, mrc_collective_name(c),
                  mrc_last_error());
@@ -82,14 +86,15 @@ static int mutate(mrc__insn_t *in, int m)
     case 1: in->frag_const--; return 1;
     case 2: in->frag_step = (int8_t)(in->frag_step ? 0 : -1); return 1;
     case 3: in->frag_step++; return 1;
-    case 4: in->buf_a = in->buf_a == MRC__BUF_RECV ? MRC__BUF_SCRATCH
-                                                  : MRC__BUF_RECV;
+    case 4:
+        in->buf_a =
+            in->buf_a == MRC__BUF_RECV ? MRC__BUF_SCRATCH : MRC__BUF_RECV;
         return 1;
-    case 5: in->buf_b = in->buf_b == MRC__BUF_SEND ? MRC__BUF_RECV
-                                                  : MRC__BUF_SEND;
+    case 5:
+        in->buf_b = in->buf_b == MRC__BUF_SEND ? MRC__BUF_RECV : MRC__BUF_SEND;
         return 1;
-    case 6: in->local = in->local == MRC__BUF_NONE ? MRC__BUF_SEND
-                                                  : MRC__BUF_NONE;
+    case 6:
+        in->local = in->local == MRC__BUF_NONE ? MRC__BUF_SEND : MRC__BUF_NONE;
         return 1;
     case 7: return in->op == MRC__OP_LOOP ? (in->loop_extra++, 1) : 0;
     case 8: return in->op == MRC__OP_LOOP ? (in->loop_extra--, 1) : 0;
@@ -117,8 +122,7 @@ static void test_symbolic_agrees_with_run(void **state)
                 assert_true(mrc__symbolic_applies(p));
                 if (symbolic(p) != MRC_OK || full_run(p) != MRC_OK)
                     fail_msg("%s %s: %s", cases[ci].spec,
-                             mrc_collective_name(colls[c]),
-                             mrc_last_error());
+                             mrc_collective_name(colls[c]), mrc_last_error());
                 int whole = counts[ki] >= 1000;
                 for (int i = 0; i < p->code_len; i++)
                     for (int m = 0; m < NUM_MUTATIONS; m++) {
@@ -141,9 +145,8 @@ static void test_symbolic_agrees_with_run(void **state)
                                      "mutation %d: symbolic %d (%s), run "
                                      "%d (%s)",
                                      cases[ci].spec,
-                                     mrc_collective_name(colls[c]),
-                                     counts[ki], i, m, sym, why, run,
-                                     mrc_last_error());
+                                     mrc_collective_name(colls[c]), counts[ki],
+                                     i, m, sym, why, run, mrc_last_error());
                         p->code[i] = keep;
                     }
                 mrc_program_destroy(p);
@@ -181,17 +184,15 @@ static void test_port_mask_from_node_zero(void **state)
     for (int ci = 0; ci < NUM_CASES; ci++)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
             for (int ki = 0; ki < 3; ki++) {
-                mrc_program_t *p = compile(&cases[ci], (mrc_collective_t)c,
-                                           counts[ki]);
-                mrc_program_t *q = compile(&cases[ci], (mrc_collective_t)c,
-                                           counts[ki]);
+                mrc_program_t *p =
+                    compile(&cases[ci], (mrc_collective_t)c, counts[ki]);
+                mrc_program_t *q =
+                    compile(&cases[ci], (mrc_collective_t)c, counts[ki]);
                 assert_int_equal(mrc__port_mask_build(p), MRC_OK);
                 assert_int_equal(mrc__port_mask_build_walk(q), MRC_OK);
                 char what[128];
-                snprintf(what, sizeof what, "%s %s count %zu",
-                         cases[ci].spec,
-                         mrc_collective_name((mrc_collective_t)c),
-                         counts[ki]);
+                snprintf(what, sizeof what, "%s %s count %zu", cases[ci].spec,
+                         mrc_collective_name((mrc_collective_t)c), counts[ki]);
                 assert_same_mask(p, q, what);
                 mrc_program_destroy(p);
                 mrc_program_destroy(q);

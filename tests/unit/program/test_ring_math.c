@@ -37,10 +37,10 @@ static void test_next_prev(void **state)
     (void)state;
     for (int n = 1; n <= MAX_N; n++)
         for (int pos = 0; pos < n; pos++) {
-            assert_int_equal(mrc__ring_next(pos, n), pos == n - 1 ? 0
-                                                                  : pos + 1);
-            assert_int_equal(mrc__ring_prev(pos, n), pos == 0 ? n - 1
-                                                              : pos - 1);
+            assert_int_equal(mrc__ring_next(pos, n),
+                             pos == n - 1 ? 0 : pos + 1);
+            assert_int_equal(mrc__ring_prev(pos, n),
+                             pos == 0 ? n - 1 : pos - 1);
             assert_int_equal(mrc__ring_prev(mrc__ring_next(pos, n), n), pos);
         }
 }
@@ -152,8 +152,7 @@ static void test_pred_bound(void **state)
     (void)state;
     for (int n = 1; n <= MAX_N; n++)
         for (int arg = -n; arg < n; arg++)
-            assert_int_equal(mrc__pred_bound(arg, n), arg < 0 ? n + arg
-                                                              : arg);
+            assert_int_equal(mrc__pred_bound(arg, n), arg < 0 ? n + arg : arg);
 }
 
 static void test_ceil_log2(void **state)
@@ -209,11 +208,11 @@ static void test_tree(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mod),          cmocka_unit_test(test_next_prev),
-        cmocka_unit_test(test_affine),       cmocka_unit_test(test_directions),
-        cmocka_unit_test(test_route_index),  cmocka_unit_test(test_split),
-        cmocka_unit_test(test_block_place),  cmocka_unit_test(test_pred_bound),
-        cmocka_unit_test(test_ceil_log2),    cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_mod),         cmocka_unit_test(test_next_prev),
+        cmocka_unit_test(test_affine),      cmocka_unit_test(test_directions),
+        cmocka_unit_test(test_route_index), cmocka_unit_test(test_split),
+        cmocka_unit_test(test_block_place), cmocka_unit_test(test_pred_bound),
+        cmocka_unit_test(test_ceil_log2),   cmocka_unit_test(test_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

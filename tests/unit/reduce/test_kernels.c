@@ -17,11 +17,11 @@ static void test_half(void **state)
     static const struct {
         float f;
         uint16_t h;
-    } exact[] = {{0.0f, 0x0000},    {-0.0f, 0x8000}, {1.0f, 0x3c00},
-                 {-2.0f, 0xc000},   {0.5f, 0x3800},  {65504.0f, 0x7bff},
+    } exact[] = {{0.0f, 0x0000},          {-0.0f, 0x8000}, {1.0f, 0x3c00},
+                 {-2.0f, 0xc000},         {0.5f, 0x3800},  {65504.0f, 0x7bff},
                  {6.1035156e-5f, 0x0400}, /* smallest normal */
                  {5.9604645e-8f, 0x0001}, /* smallest subnormal */
-                 {1024.0f, 0x6400}, {3.0f, 0x4200}};
+                 {1024.0f, 0x6400},       {3.0f, 0x4200}};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
         assert_int_equal(mrc__float_to_half(exact[i].f), exact[i].h);
         assert_true(mrc__half_to_float(exact[i].h) == exact[i].f);
@@ -86,8 +86,12 @@ static void put(void *buf, size_t i, mrc_dtype_t d, double v)
     case MRC_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
     case MRC_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
     case MRC_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-    case MRC_FLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_half((float)v); break;
-    case MRC_BFLOAT16: ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v); break;
+    case MRC_FLOAT16:
+        ((uint16_t *)buf)[i] = mrc__float_to_half((float)v);
+        break;
+    case MRC_BFLOAT16:
+        ((uint16_t *)buf)[i] = mrc__float_to_bf16((float)v);
+        break;
     case MRC_FLOAT32: ((float *)buf)[i] = (float)v; break;
     default: ((double *)buf)[i] = v; break;
     }
@@ -109,7 +113,8 @@ static void test_reduce_all(void **state)
                 }
                 mrc__reduce(out, a, b, n, (mrc_dtype_t)d, (mrc_op_t)op);
                 for (size_t i = 0; i < n; i++) {
-                    double x = (double)(i % 7) + 1, y = (double)((i * 3) % 5) + 1;
+                    double x = (double)(i % 7) + 1,
+                           y = (double)((i * 3) % 5) + 1;
                     double want = op == MRC_PROD  ? x * y
                                   : op == MRC_MIN ? (x < y ? x : y)
                                   : op == MRC_MAX ? (x > y ? x : y)
@@ -159,12 +164,11 @@ __extension__ typedef __int128 i128;
 static void test_avg_words(void **state)
 {
     (void)state;
-    static const mrc_dtype_t ints[] = {MRC_INT8,  MRC_UINT8, MRC_INT32,
+    static const mrc_dtype_t ints[] = {MRC_INT8,   MRC_UINT8, MRC_INT32,
                                        MRC_UINT32, MRC_INT64, MRC_UINT64};
     static const i128 lim[][2] = {
-        {INT8_MIN, INT8_MAX},   {0, UINT8_MAX},
-        {INT32_MIN, INT32_MAX}, {0, UINT32_MAX},
-        {INT64_MIN, INT64_MAX}, {0, (i128)UINT64_MAX}};
+        {INT8_MIN, INT8_MAX}, {0, UINT8_MAX},         {INT32_MIN, INT32_MAX},
+        {0, UINT32_MAX},      {INT64_MIN, INT64_MAX}, {0, (i128)UINT64_MAX}};
     enum { N = 9, K = 5 };
     for (int ti = 0; ti < 6; ti++) {
         mrc_dtype_t d = ints[ti];
@@ -178,11 +182,10 @@ static void test_avg_words(void **state)
             for (int r = 0; r < k; r++)
                 for (int i = 0; i < N; i++) {
                     /* the limits, one off them, and small values */
-                    i128 v = (i + r) % 3 == 0   ? lim[ti][1] - (i % 2)
-                             : (i + r) % 3 == 1 ? lim[ti][0] + (i % 2)
-                                                : (i128)(lim[ti][0] < 0
-                                                             ? -r - i
-                                                             : r + i);
+                    i128 v = (i + r) % 3 == 0 ? lim[ti][1] - (i % 2)
+                             : (i + r) % 3 == 1
+                                 ? lim[ti][0] + (i % 2)
+                                 : (i128)(lim[ti][0] < 0 ? -r - i : r + i);
                     uint64_t bits = (uint64_t)v;
                     memcpy(in[r] + 1 + (size_t)i * es, &bits, es); /* LE */
                     total[i] += v;

@@ -217,8 +217,7 @@ static void test_profile(void **state)
     f.in.profile = &fast;
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &b, NULL), MRC_OK);
     f.in.profile = NULL;
-    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &builtin, NULL),
-                     MRC_OK);
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &builtin, NULL), MRC_OK);
     assert_fastest(&a);
     int timed = 0;
     for (int i = 0; i < MRC_NUM_ALGOS; i++) {
@@ -247,8 +246,8 @@ static void test_profile(void **state)
     assert_int_equal(mrc__cpu_cost_tier(&k, 1 << 20), 0);
     assert_int_equal(mrc__cpu_cost_tier(&k, (1 << 20) + 1), 2);
     /* Not measured (int8 max): the copy rate. */
-    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS,
-                                              MRC_INT8, MRC_MAX, 1, &k),
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS, MRC_INT8,
+                                              MRC_MAX, 1, &k),
                      MRC_OK);
     assert_true(k.reduce_gbps[0] == 8 && k.copy_gbps[2] == 8);
 

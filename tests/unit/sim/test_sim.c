@@ -21,8 +21,8 @@ typedef struct setup {
     mrc_program_t *p;
 } setup_t;
 
-static setup_t make(const char *spec, const char *strategy,
-                    mrc_collective_t c, size_t count, mrc_dtype_t d)
+static setup_t make(const char *spec, const char *strategy, mrc_collective_t c,
+                    size_t count, mrc_dtype_t d)
 {
     setup_t s = {0};
     mrc_embed_config_t ec = {.strategy = strategy};
@@ -79,13 +79,13 @@ static void test_closed_forms(void **state)
             for (int a = 0; a < 3; a++) {
                 int N = ns[i];
                 char spec[64];
-                snprintf(spec, sizeof spec, "ring:%d,bw=%g,lat=%g", N,
-                         bws[b], lats[a]);
+                snprintf(spec, sizeof spec, "ring:%d,bw=%g,lat=%g", N, bws[b],
+                         lats[a]);
                 /* float32, count divisible by 2N: every fragment equal */
                 size_t count = (size_t)(2 * N) * 1000 * (size_t)(b + 1);
                 double S = 4.0 * (double)count, B = bws[b], A = lats[a];
-                setup_t s = make(spec, "ring", MRC_ALLREDUCE, count,
-                                 MRC_FLOAT32);
+                setup_t s =
+                    make(spec, "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
                 mrc_sim_result_t *r = sim(&s, 1);
                 expect_close(r->time_us * 1e3,
                              2.0 * (N - 1) * (A + S / (2.0 * N * B)),
@@ -119,8 +119,7 @@ static void test_conservation(void **state)
     const char *specs[] = {"hcm8", "torus-ladder:8", "prism:3,3",
                            "torus2d:4,4"};
     for (int i = 0; i < 4; i++) {
-        setup_t s = make(specs[i], "auto", MRC_ALLREDUCE, 100000,
-                         MRC_FLOAT32);
+        setup_t s = make(specs[i], "auto", MRC_ALLREDUCE, 100000, MRC_FLOAT32);
         mrc_sim_result_t *r = sim(&s, 0);
         double sum = 0;
         for (int l = 0; l < r->num_links; l++) {
@@ -129,8 +128,8 @@ static void test_conservation(void **state)
                 sum += r->link_bytes[2 * l + d];
                 assert_true(r->link_utilisation[2 * l + d] <= 1 + 1e-9);
                 assert_true(r->link_bytes[2 * l + d] <=
-                            link->count * link->bandwidth_gbps *
-                                    r->time_us * 1e3 * (1 + 1e-9));
+                            link->count * link->bandwidth_gbps * r->time_us *
+                                1e3 * (1 + 1e-9));
             }
         }
         expect_close(sum, r->bytes_moved, "bytes moved");
@@ -160,8 +159,7 @@ static void test_energy_gating(void **state)
     mrc_sim_result_destroy(r);
     drop(&idle);
 
-    setup_t ring = make("ring:8", "ring", MRC_ALLREDUCE, 1 << 20,
-                        MRC_FLOAT32);
+    setup_t ring = make("ring:8", "ring", MRC_ALLREDUCE, 1 << 20, MRC_FLOAT32);
     r = sim(&ring, 0);
     /* Every link busy in every step: nothing to switch off. */
     expect_close(r->energy_j, r->energy_no_gating_j, "nothing saved");
@@ -177,8 +175,8 @@ static void test_energy_gating(void **state)
 static void test_pipelined(void **state)
 {
     (void)state;
-    setup_t r4 = make("ring:4,bw=2,lat=100", "ring", MRC_ALLREDUCE, 16000,
-                      MRC_FLOAT32);
+    setup_t r4 =
+        make("ring:4,bw=2,lat=100", "ring", MRC_ALLREDUCE, 16000, MRC_FLOAT32);
     mrc_sim_result_t *r = sim_mode(&r4, 1, MRC_SIM_PIPELINED);
     expect_close(r->time_us * 1e3, 6 * (100 + 64000.0 / 16), "pipelined");
     mrc_sim_result_destroy(r);
@@ -220,9 +218,8 @@ static void test_fast_path(void **state)
     for (int i = 0; i < 3; i++)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
             for (int chunks = 0; chunks <= 4; chunks += 4) {
-                setup_t s = make(specs[i][0], specs[i][1],
-                                 (mrc_collective_t)c, 16 * 4096,
-                                 MRC_FLOAT32);
+                setup_t s = make(specs[i][0], specs[i][1], (mrc_collective_t)c,
+                                 16 * 4096, MRC_FLOAT32);
                 mrc__sim_fast = MRC__SIM_FAST_NEVER;
                 mrc_sim_result_t *full = sim(&s, chunks);
                 mrc__sim_fast = MRC__SIM_FAST_ALWAYS;
@@ -232,8 +229,8 @@ static void test_fast_path(void **state)
                 assert_int_equal(fast->steps, full->steps);
                 expect_close(fast->bytes_moved, full->bytes_moved, "bytes");
                 expect_close(fast->energy_j, full->energy_j, "energy");
-                expect_close(fast->energy_no_gating_j,
-                             full->energy_no_gating_j, "energy, no gating");
+                expect_close(fast->energy_no_gating_j, full->energy_no_gating_j,
+                             "energy, no gating");
                 for (int l = 0; l < 2 * full->num_links; l++)
                     expect_close(fast->link_bytes[l], full->link_bytes[l],
                                  "link bytes");
@@ -256,8 +253,7 @@ static void test_independent_groups(void **state)
     assert_int_equal(mrc_topo_create("hcm8", &topo), MRC_OK);
     for (int gi = 0; gi < 3; gi++)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++) {
-            mrc_embed_config_t ec = {.strategy = "hcm8",
-                                     .groups = groups[gi]};
+            mrc_embed_config_t ec = {.strategy = "hcm8", .groups = groups[gi]};
             mrc_compile_config_t cc = {.collective = (mrc_collective_t)c,
                                        .count = 3 * 100003,
                                        .dtype = MRC_FLOAT32};
@@ -273,14 +269,13 @@ static void test_independent_groups(void **state)
                 assert_int_equal(mrc_sim_run(whole, topo, &sc, &all), MRC_OK);
                 double slowest = 0, bytes = 0, energy = 0;
                 int steps = 0;
-                double *links = calloc(2 * (size_t)all->num_links,
-                                       sizeof *links);
+                double *links =
+                    calloc(2 * (size_t)all->num_links, sizeof *links);
                 assert_non_null(links);
                 for (int g = 0; g < ng; g++) {
                     mrc_program_t *one = NULL;
                     mrc_sim_result_t *r = NULL;
-                    if (mrc__program_compile_group(e, &cc, g, &one) !=
-                            MRC_OK ||
+                    if (mrc__program_compile_group(e, &cc, g, &one) != MRC_OK ||
                         mrc_sim_run(one, topo, &sc, &r) != MRC_OK)
                         fail_msg("group %d: %s", g, mrc_last_error());
                     slowest = fmax(slowest, r->time_us);
@@ -317,8 +312,8 @@ static int make_algo(setup_t *s, const char *spec, const char *groups,
 {
     memset(s, 0, sizeof *s);
     mrc_embed_config_t ec = {.groups = groups};
-    mrc_compile_config_t cc = {.collective = c, .count = count,
-                               .dtype = MRC_FLOAT32, .algo = algo};
+    mrc_compile_config_t cc = {
+        .collective = c, .count = count, .dtype = MRC_FLOAT32, .algo = algo};
     if (mrc_topo_create(spec, &s->topo) != MRC_OK ||
         mrc_embed_create(s->topo, &ec, &s->e) != MRC_OK)
         fail_msg("%s: %s", spec, mrc_last_error());
@@ -364,8 +359,8 @@ static void test_memory_conservation(void **state)
         for (int c = 0; c < MRC_NUM_COLLECTIVES; c++)
             for (int k = 0; k < 2; k++) {
                 setup_t s;
-                if (make_algo(&s, "ring:5", NULL, algos[a],
-                              (mrc_collective_t)c, counts[k])) {
+                if (make_algo(&s, "ring:5", NULL, algos[a], (mrc_collective_t)c,
+                              counts[k])) {
                     drop(&s);
                     continue;
                 }
@@ -482,8 +477,8 @@ static void test_energy_from_mask(void **state)
     mrc_embedding_t *e = NULL;
     mrc_program_t *p = NULL;
     mrc_embed_config_t ec = {.strategy = "ring-on-line", .replica_size = 2};
-    mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE, .count = 1 << 16,
-                               .dtype = MRC_FLOAT32};
+    mrc_compile_config_t cc = {
+        .collective = MRC_ALLREDUCE, .count = 1 << 16, .dtype = MRC_FLOAT32};
     assert_int_equal(mrc_topo_create("ladder:8", &t), MRC_OK);
     assert_int_equal(mrc_embed_create(t, &ec, &e), MRC_OK);
     assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
@@ -507,8 +502,8 @@ static void test_energy_from_mask(void **state)
             continue; /* pipelined runs book links by their messages */
         /* Node 0 said to use its rung port too (port 0: link 0-1). */
         mrc__port_use_t *u = p->port_uses;
-        mrc__port_use_t *grown = malloc(((size_t)p->num_port_uses + 1) *
-                                        sizeof *grown);
+        mrc__port_use_t *grown =
+            malloc(((size_t)p->num_port_uses + 1) * sizeof *grown);
         assert_non_null(grown);
         grown[0] = (mrc__port_use_t){0, 0};
         memcpy(grown + 1, u, (size_t)p->num_port_uses * sizeof *u);
@@ -535,8 +530,8 @@ static void test_energy_from_mask(void **state)
 /* A hand-made profile: one host of `per` nodes, copies at C GB/s in
  * cache and Cm beyond, the host's memory M, float32 sums at R (both
  * regimes), message_us m, sync_us y. */
-static mrc_profile_t profile(int per, double C, double Cm, double M,
-                             double R, double m, double y)
+static mrc_profile_t profile(int per, double C, double Cm, double M, double R,
+                             double m, double y)
 {
     mrc_profile_t f = {.version = MRC_PROFILE_VERSION,
                        .ranks = per,
@@ -584,9 +579,9 @@ static void test_node_closed_form(void **state)
                 mrc_profile_t f = profile(N, C, 1, 1, R, m, 0);
                 size_t count = (size_t)(2 * N) * 1000;
                 double S = 4.0 * (double)count;
-                setup_t s = make(i ? "ring:4,bw=3,lat=700"
-                                   : "ring:2,bw=3,lat=700",
-                                 "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+                setup_t s =
+                    make(i ? "ring:4,bw=3,lat=700" : "ring:2,bw=3,lat=700",
+                         "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
                 mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
                 double want = 2.0 * (N - 1) * (m * 1e3 + S / (N * C)) +
                               (N - 1) * S / N * fmax(0, 1 / R - 1 / C);
@@ -622,8 +617,7 @@ static void test_node_memory_sharing(void **state)
         mrc_sim_result_destroy(r);
     }
     drop(&b);
-    setup_t g = make("ring:2", "ring", MRC_ALLGATHER, count / 2,
-                     MRC_FLOAT32);
+    setup_t g = make("ring:2", "ring", MRC_ALLGATHER, count / 2, MRC_FLOAT32);
     mrc_sim_result_t *r = sim_profile(&g, MRC_SIM_BSP, &shared);
     double two = r->time_us * 1e3 - m * 1e3;
     mrc_sim_result_destroy(r);
@@ -681,8 +675,8 @@ static void test_node_blend(void **state)
 static void test_node_profile_null(void **state)
 {
     (void)state;
-    setup_t s = make("ring:2,bw=3,lat=700", "ring", MRC_ALLREDUCE, 4000,
-                     MRC_FLOAT32);
+    setup_t s =
+        make("ring:2,bw=3,lat=700", "ring", MRC_ALLREDUCE, 4000, MRC_FLOAT32);
     double S = 16000, link = 2.0 * (700 + S / (2.0 * 2 * 3));
     mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, NULL);
     expect_close(r->time_us * 1e3, link, "no profile");

@@ -228,37 +228,18 @@ static void test_step(void **state)
     mrc_topo_t *t = NULL;
     assert_int_equal(mrc_topo_create("ring:4", &t), MRC_OK);
     double ar = one_allreduce(t);
-    mrc_workload_t
-        *w =
-            parse(
-                HEAD
-                "\"steps\": 3, \"ops\": [" COMPUTE("fwd", "100") "}, " COMPUTE("b2", "50") ", \"deps\": [\"fwd\"]}, " COLL(
-                    "ar2", "\"allreduce\", \"size\": \"1M\", \"deps\": "
-                           "[\"b2\"]") "}, " COMPUTE("b1", "50") ", \"deps\": "
-                                                                 "[\"b2\"]},"
-                                                                 " " COLL("ar1",
-                                                                          "\"al"
-                                                                          "lred"
-                                                                          "uce"
-                                                                          "\", "
-                                                                          "\"si"
-                                                                          "ze\""
-                                                                          ": "
-                                                                          "1048"
-                                                                          "576,"
-                                                                          " \"d"
-                                                                          "type"
-                                                                          "\": "
-                                                                          "\"fl"
-                                                                          "oat3"
-                                                                          "2\","
-                                                                          " \"d"
-                                                                          "eps"
-                                                                          "\": "
-                                                                          "[\"b"
-                                                                          "1\""
-                                                                          "]") "}, " COLL("ag",
-                                                                                          "\"allgather\", \"size\": 4096, \"deps\": [\"b1\"]") "}]}");
+    /* A workload written out op by op, one a line. */
+    /* clang-format off */
+    mrc_workload_t *w = parse(
+        HEAD "\"steps\": 3, \"ops\": ["
+        COMPUTE("fwd", "100") "}, "
+        COMPUTE("b2", "50") ", \"deps\": [\"fwd\"]}, "
+        COLL("ar2", "\"allreduce\", \"size\": \"1M\", \"deps\": [\"b2\"]") "}, "
+        COMPUTE("b1", "50") ", \"deps\": [\"b2\"]}, "
+        COLL("ar1", "\"allreduce\", \"size\": 1048576, \"dtype\": \"float32\", "
+                    "\"deps\": [\"b1\"]") "}, "
+        COLL("ag", "\"allgather\", \"size\": 4096, \"deps\": [\"b1\"]") "}]}");
+    /* clang-format on */
     mrc_embed_config_t ec = {0};
     mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP};
     mrc_workload_result_t *r = NULL;

@@ -83,8 +83,8 @@ static void expect_refusal(const char *spec, const char *links,
     mrc_topo_t *r = (mrc_topo_t *)(uintptr_t)1;
     mrc_status_t st = mrc_topo_fail_links(t, links, &r);
     if (st == MRC_OK || !strstr(mrc_last_error(), says))
-        fail_msg("%s without '%s': status %d, '%s' (wanted '%s')", spec,
-                 links, st, mrc_last_error(), says);
+        fail_msg("%s without '%s': status %d, '%s' (wanted '%s')", spec, links,
+                 st, mrc_last_error(), says);
     assert_null(r);
     mrc_topo_destroy(t);
 }
@@ -100,16 +100,19 @@ static void test_refusals(void **state)
     expect_refusal("hcm8", "0:1-2", "expected A-B");
     expect_refusal("hcm8", "3-3", "two different nodes");
     expect_refusal("hcm8", "0-5", "no link joins nodes 0 and 5");
-    expect_refusal("hcm8", "0-1:3", "'3' is not a count of links from 1 "
-                                    "to the 2");
+    expect_refusal("hcm8", "0-1:3",
+                   "'3' is not a count of links from 1 "
+                   "to the 2");
     expect_refusal("hcm8", "0-1:0", "'0' is not a count");
     expect_refusal("hcm8", "0-1:x", "'x' is not a count");
     expect_refusal("hcm8", "0-1,,2-3", "expected A-B");
-    expect_refusal("hcm8", "0-1:2,1-0:1", "1 more of the 2 links between "
-                                          "nodes 1 and 0, of which 2 "
-                                          "already failed");
-    expect_refusal("hcm8", "0-1,0-1", "all 2 links between nodes 0 and 1 "
-                                      "failed already");
+    expect_refusal("hcm8", "0-1:2,1-0:1",
+                   "1 more of the 2 links between "
+                   "nodes 1 and 0, of which 2 "
+                   "already failed");
+    expect_refusal("hcm8", "0-1,0-1",
+                   "all 2 links between nodes 0 and 1 "
+                   "failed already");
     expect_refusal("ring:8", "0-1,4-5", "disconnected");
     expect_refusal("ring:8", "", "no links");
 }
@@ -147,10 +150,9 @@ static void test_strategies_degrade(void **state)
 
     /* 0-2 is a single link that the third ring needs. */
     r = without(t, "0-2");
-    assert_int_equal(embed(r, "hcm8", NULL, &after),
-                     MRC_ERR_NOT_APPLICABLE);
-    assert_non_null(strstr(mrc_last_error(),
-                           "hcm8 needs the link between nodes 0 and 2"));
+    assert_int_equal(embed(r, "hcm8", NULL, &after), MRC_ERR_NOT_APPLICABLE);
+    assert_non_null(
+        strstr(mrc_last_error(), "hcm8 needs the link between nodes 0 and 2"));
     assert_int_equal(embed(r, "auto", NULL, &after), MRC_OK);
     assert_true(after.efficiency > 1 - 1e-9);
     /* ring routes round it by design. */
@@ -180,8 +182,7 @@ static void test_strategies_degrade(void **state)
     char *json = NULL;
     assert_int_equal(mrc_topo_to_json(r, &json), MRC_OK);
     mrc_topo_t *file = NULL;
-    assert_int_equal(mrc_topo_parse_json(json, strlen(json), "f.json",
-                                         &file),
+    assert_int_equal(mrc_topo_parse_json(json, strlen(json), "f.json", &file),
                      MRC_OK);
     mrc_free(json);
     assert_ptr_equal(mrc_topo_intact(file), file);

@@ -44,8 +44,7 @@ static void check_ports(const mrc_topo_t *t)
         total += np;
         for (int p = 0; p < np; p++) {
             int link = -1, peer = -1, pp = -1, back = -1, bp = -1, bl = -1;
-            assert_int_equal(mrc_topo_port(t, u, p, &link, &peer, &pp),
-                             MRC_OK);
+            assert_int_equal(mrc_topo_port(t, u, p, &link, &peer, &pp), MRC_OK);
             assert_int_not_equal(peer, u);
             assert_int_equal(mrc_topo_port(t, peer, pp, &bl, &back, &bp),
                              MRC_OK);
@@ -409,8 +408,8 @@ static void test_bad_specs(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mrc_topo_t *t = (mrc_topo_t *)(uintptr_t)1;
         mrc_status_t st = mrc_topo_generate(cases[i].spec, &t);
-        if (st != MRC_ERR_INVALID_ARG || !strstr(mrc_last_error(),
-                                                 cases[i].says))
+        if (st != MRC_ERR_INVALID_ARG ||
+            !strstr(mrc_last_error(), cases[i].says))
             fail_msg("spec '%s': status %d, message '%s' (wanted '%s')",
                      cases[i].spec, st, mrc_last_error(), cases[i].says);
         assert_null(t);
@@ -462,12 +461,17 @@ static void test_from_links_validation(void **state)
         mrc_link_t links[6];
         const char *says;
     } cases[] = {
-        {3, 2, {{0, 1, 1, 1, 0, 0, 0}, {1, 7, 1, 1, 0, 0, 0}},
+        {3,
+         2,
+         {{0, 1, 1, 1, 0, 0, 0}, {1, 7, 1, 1, 0, 0, 0}},
          "links[1]: unknown node 7"},
-        {3, 2, {{0, 1, 1, 1, 0, 0, 0}, {-1, 2, 1, 1, 0, 0, 0}},
+        {3,
+         2,
+         {{0, 1, 1, 1, 0, 0, 0}, {-1, 2, 1, 1, 0, 0, 0}},
          "links[1]: unknown node -1"},
-        {3, 3, {{0, 1, 1, 1, 0, 0, 0}, {1, 2, 1, 1, 0, 0, 0},
-                {2, 2, 1, 1, 0, 0, 0}},
+        {3,
+         3,
+         {{0, 1, 1, 1, 0, 0, 0}, {1, 2, 1, 1, 0, 0, 0}, {2, 2, 1, 1, 0, 0, 0}},
          "links[2]: self-loop on node 2"},
         {2, 1, {{0, 1, 0, 1, 0, 0, 0}}, "links[0]: count 0"},
         {2, 1, {{0, 1, 2000, 1, 0, 0, 0}}, "links[0]: count 2000"},
@@ -476,12 +480,18 @@ static void test_from_links_validation(void **state)
         {2, 1, {{0, 1, 1, 1e7, 0, 0, 0}}, "bandwidth_gbps 1e+07"},
         {2, 1, {{0, 1, 1, 1, -1, 0, 0}}, "links[0]: latency_ns -1"},
         {2, 1, {{0, 1, 1, 1, 1e13, 0, 0}}, "latency_ns 1e+13"},
-        {4, 2, {{0, 1, 1, 1, 0, 0, 0}, {2, 3, 1, 1, 0, 0, 0}},
+        {4,
+         2,
+         {{0, 1, 1, 1, 0, 0, 0}, {2, 3, 1, 1, 0, 0, 0}},
          "disconnected: node 2 cannot be reached from node 0"},
         {3, 0, {{0}}, "disconnected"},
-        {2, 5, {{0, 1, 1024, 1, 0, 0, 0}, {0, 1, 1024, 1, 0, 0, 0},
-                {0, 1, 1024, 1, 0, 0, 0}, {0, 1, 1024, 1, 0, 0, 0},
-                {0, 1, 1024, 1, 0, 0, 0}},
+        {2,
+         5,
+         {{0, 1, 1024, 1, 0, 0, 0},
+          {0, 1, 1024, 1, 0, 0, 0},
+          {0, 1, 1024, 1, 0, 0, 0},
+          {0, 1, 1024, 1, 0, 0, 0},
+          {0, 1, 1024, 1, 0, 0, 0}},
          "links[4]: node 0 has more than 4096 ports"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -490,8 +500,8 @@ static void test_from_links_validation(void **state)
                                               cases[i].nlinks, &t);
         if (st != MRC_ERR_INVALID_TOPOLOGY ||
             !strstr(mrc_last_error(), cases[i].says))
-            fail_msg("case %zu: status %d, message '%s' (wanted '%s')", i,
-                     st, mrc_last_error(), cases[i].says);
+            fail_msg("case %zu: status %d, message '%s' (wanted '%s')", i, st,
+                     mrc_last_error(), cases[i].says);
         assert_null(t);
     }
     mrc_link_t nan_bw = L(0, 1, 1, NAN, 0);
@@ -500,8 +510,7 @@ static void test_from_links_validation(void **state)
                      MRC_ERR_INVALID_TOPOLOGY);
     assert_int_equal(mrc_topo_from_links(0, NULL, 0, &t),
                      MRC_ERR_INVALID_TOPOLOGY);
-    assert_int_equal(mrc_topo_from_links(2, NULL, 1, &t),
-                     MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc_topo_from_links(2, NULL, 1, &t), MRC_ERR_INVALID_ARG);
     assert_int_equal(mrc_topo_from_links(MRC_TOPO_MAX_NODES + 1, NULL, 0, &t),
                      MRC_ERR_INVALID_TOPOLOGY);
     assert_non_null(strstr(mrc_last_error(), "1048577 nodes"));

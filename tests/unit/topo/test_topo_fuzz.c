@@ -73,10 +73,10 @@ static void buf_splice(buf_t *b, size_t at, size_t del, const char *ins,
 }
 
 static const char *const tokens[] = {
-    "-1",   "0",      "1",   "4097",  "1e308", "99999999999999999999",
-    "0.5",  "1048577", "2",  "\"x\"", "null",  "[]",
-    "{}",   "true",   "\"a\"", "\"b\"", "\"count\"", "\"id\"",
-    "1024", "-0",     "7",   ",",     "}",     "]"};
+    "-1",   "0",       "1",     "4097",  "1e308",     "99999999999999999999",
+    "0.5",  "1048577", "2",     "\"x\"", "null",      "[]",
+    "{}",   "true",    "\"a\"", "\"b\"", "\"count\"", "\"id\"",
+    "1024", "-0",      "7",     ",",     "}",         "]"};
 
 static void mutate(buf_t *b)
 {
@@ -195,24 +195,25 @@ static void test_mutated_files(void **state)
 static void test_random_specs(void **state)
 {
     (void)state;
-    const char *names[] = {"ring", "line", "full", "ladder", "torus-ladder",
-                           "torus2d", "prism", "hcm8", "rung", ""};
-    const char *args[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "12",
-                          "16", "33", "1048577", "4294967296", "-1", "",
-                          "bw=2", "lat=0", "bw=-1", "bw=x", "lat=1e99",
-                          "x=1", "bw=1e-300"};
+    const char *names[] = {"ring",    "line",  "full", "ladder", "torus-ladder",
+                           "torus2d", "prism", "hcm8", "rung",   ""};
+    const char *args[] = {"0",        "1",    "2",        "3",          "4",
+                          "5",        "6",    "7",        "8",          "12",
+                          "16",       "33",   "1048577",  "4294967296", "-1",
+                          "",         "bw=2", "lat=0",    "bw=-1",      "bw=x",
+                          "lat=1e99", "x=1",  "bw=1e-300"};
     int n = iterations(6000), accepted = 0, refused = 0;
     for (int it = 0; it < n; it++) {
         char spec[200];
-        size_t len = (size_t)snprintf(
-            spec, sizeof spec, "%s",
-            names[below(sizeof names / sizeof names[0])]);
+        size_t len =
+            (size_t)snprintf(spec, sizeof spec, "%s",
+                             names[below(sizeof names / sizeof names[0])]);
         int nargs = (int)below(5);
         for (int k = 0; k < nargs && len < sizeof spec - 40; k++)
-            len += (size_t)snprintf(
-                spec + len, sizeof spec - len, "%s%s",
-                k == 0 ? (below(8) ? ":" : ",") : (below(10) ? "," : ":"),
-                args[below(sizeof args / sizeof args[0])]);
+            len += (size_t)snprintf(spec + len, sizeof spec - len, "%s%s",
+                                    k == 0 ? (below(8) ? ":" : ",")
+                                           : (below(10) ? "," : ":"),
+                                    args[below(sizeof args / sizeof args[0])]);
         mrc_topo_t *t = (mrc_topo_t *)(uintptr_t)1;
         mrc_status_t st = mrc_topo_generate(spec, &t);
         if (st == MRC_OK) {

@@ -40,9 +40,8 @@ static void assert_same_topology(const mrc_topo_t *x, const mrc_topo_t *y)
         int p2 = mrc_topo_node_position(y, u, &x2, &y2);
         assert_int_equal(p1, p2);
         assert_true(x1 == x2 && y1 == y2);
-        const char *n1 = mrc_topo_node_name(x, u), *n2 =
-                                                        mrc_topo_node_name(y,
-                                                                           u);
+        const char *n1 = mrc_topo_node_name(x, u),
+                   *n2 = mrc_topo_node_name(y, u);
         assert_true((n1 == NULL) == (n2 == NULL));
         if (n1)
             assert_string_equal(n1, n2);
@@ -91,8 +90,7 @@ static void test_round_trip_file_with_names_and_odd_numbers(void **state)
                      MRC_OK);
     /* Defaults fill the fields a link leaves out. */
     assert_int_equal(mrc_topo_link(t, 0)->count, 1);
-    assert_true(mrc_topo_link(t, 0)->latency_ns ==
-                MRC_TOPO_DEFAULT_LATENCY_NS);
+    assert_true(mrc_topo_link(t, 0)->latency_ns == MRC_TOPO_DEFAULT_LATENCY_NS);
     assert_true(mrc_topo_link(t, 1)->bandwidth_gbps == 1e-3);
     assert_string_equal(mrc_topo_node_name(t, 1), "chip \"B\"");
     assert_string_equal(mrc_topo_name(t), "f.json"); /* no "name": origin */
@@ -104,8 +102,7 @@ static void test_round_trip_file_with_names_and_odd_numbers(void **state)
     assert_int_equal(mrc_topo_save(t, path), MRC_OK);
     assert_int_equal(mrc_topo_create(path, &back), MRC_OK);
     assert_int_equal(mrc_topo_num_nodes(back), 3);
-    assert_true(mrc_topo_link(back, 0)->bandwidth_gbps ==
-                0.30000000000000004);
+    assert_true(mrc_topo_link(back, 0)->bandwidth_gbps == 0.30000000000000004);
     char *j1 = to_json(t), *j2 = to_json(back);
     assert_string_equal(j1, j2);
     free(j1);
@@ -169,8 +166,8 @@ static void test_refusals(void **state)
                    "nodes[0]: \"name\" must be a string");
     expect_refusal("\"nodes\": [{\"id\": 0, \"x\": 3}], \"links\": []}", P,
                    "nodes[0]: \"x\" and \"y\" must both be numbers");
-    expect_refusal("\"nodes\": [{\"id\": 0, \"colour\": 3}], \"links\": []}",
-                   P, "nodes[0]: unknown key \"colour\"");
+    expect_refusal("\"nodes\": [{\"id\": 0, \"colour\": 3}], \"links\": []}", P,
+                   "nodes[0]: unknown key \"colour\"");
 
     snprintf(body, sizeof body, "%s\"links\": {}}", two);
     expect_refusal(body, P, "missing \"links\"");
@@ -213,8 +210,7 @@ static void test_refusals(void **state)
              two);
     expect_refusal(body, T, "latency_ns 1e+300");
     snprintf(body, sizeof body,
-             "%s\"links\": [{\"a\": 0, \"b\": 1, \"bandwith_gbps\": 5}]}",
-             two);
+             "%s\"links\": [{\"a\": 0, \"b\": 1, \"bandwith_gbps\": 5}]}", two);
     expect_refusal(body, P, "links[0]: unknown key \"bandwith_gbps\"");
     expect_refusal("\"nodes\": [{\"id\": 0}, {\"id\": 1}, {\"id\": 2}], "
                    "\"links\": [{\"a\": 0, \"b\": 1}]}",
@@ -240,15 +236,16 @@ static void test_syntax_and_header(void **state)
 {
     (void)state;
     /* A syntax error names line and column. */
-    expect_text_refusal("{\n  \"format\": \"mrc-topology\",\n  \"version\" 1\n}",
-                        "t.json:3:");
+    expect_text_refusal(
+        "{\n  \"format\": \"mrc-topology\",\n  \"version\" 1\n}", "t.json:3:");
     expect_text_refusal("{\"format\": \"mrc-topology\"", "JSON syntax error");
     expect_text_refusal("", "t.json:");
     expect_text_refusal("[]", "top level must be a JSON object");
     expect_text_refusal("{\"version\": 1}", "\"format\" must be");
     expect_text_refusal("{\"format\": \"other\", \"version\": 1}",
                         "not an mrc topology file");
-    expect_text_refusal("{\"format\": \"mrc-topology\"}", "missing \"version\"");
+    expect_text_refusal("{\"format\": \"mrc-topology\"}",
+                        "missing \"version\"");
     expect_text_refusal("{\"format\": \"mrc-topology\", \"version\": 2}",
                         "\"version\" 2 is not supported");
     expect_text_refusal("{\"format\": \"mrc-topology\", \"version\": 1, "
@@ -259,8 +256,7 @@ static void test_syntax_and_header(void **state)
                         "JSON syntax error");
 
     mrc_topo_t *t = NULL;
-    assert_int_equal(mrc_topo_load("/nonexistent/dir/t.json", &t),
-                     MRC_ERR_IO);
+    assert_int_equal(mrc_topo_load("/nonexistent/dir/t.json", &t), MRC_ERR_IO);
     assert_non_null(strstr(mrc_last_error(), "/nonexistent/dir/t.json"));
     assert_int_equal(mrc_topo_create("missing.json", &t), MRC_ERR_IO);
     assert_int_equal(mrc_topo_parse_json(NULL, 0, NULL, &t),
@@ -275,8 +271,7 @@ static void test_single_node_file(void **state)
                        "\"name\": \"solo\", \"nodes\": [{\"id\": 0}], "
                        "\"links\": []}";
     mrc_topo_t *t = NULL;
-    assert_int_equal(mrc_topo_parse_json(text, strlen(text), NULL, &t),
-                     MRC_OK);
+    assert_int_equal(mrc_topo_parse_json(text, strlen(text), NULL, &t), MRC_OK);
     assert_string_equal(mrc_topo_name(t), "solo");
     assert_int_equal(mrc_topo_num_ports(t, 0), 0);
     mrc_topo_destroy(t);
