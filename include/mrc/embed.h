@@ -148,6 +148,10 @@ MRC_EXTERN mrc_status_t mrc_embed_to_dot(const mrc_embedding_t *e, char **dot);
 /* The names of the strategies, NULL-terminated. */
 MRC_EXTERN const char *const *mrc_embed_strategies(void);
 
+/* What strategy `name` does and where it applies, in a few lines apart
+ * by '\n' (as `mrc help rings` prints it); NULL for an unknown name. */
+MRC_EXTERN const char *mrc_embed_strategy_about(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

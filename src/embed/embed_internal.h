@@ -127,23 +127,46 @@ typedef mrc_status_t (*mrc__strategy_fn)(const mrc_embed_config_t *cfg,
 
 /* X(name, function): the named strategies, in the order
  * mrc_embed_strategies lists them (and auto tries them). The one list from
- * which the functions' declarations, the lookup table and the list of
- * names are generated; a new strategy is a line here and its function.
- * auto is auto.c, ring and the seeds' prism-faces and hcm8 strategies.c,
- * GCL's ladder strategies gcl.c. */
+ * which the functions' declarations, the lookup table, the list of
+ * names and what `mrc help rings` says of each are generated; a new strategy is
+ * a line here and its function. auto is auto.c, ring and the seeds' prism-faces
+ * and hcm8 strategies.c, GCL's ladder strategies gcl.c. */
 #define MRC__STRATEGY_MAP(X)                                                   \
-    X("auto", mrc__strategy_auto)                                              \
-    X("ring", mrc__strategy_ring)                                              \
-    X("peripheral-ring", mrc__strategy_peripheral_ring)                        \
-    X("barley-twist", mrc__strategy_barley_twist)                              \
-    X("ring-on-line", mrc__strategy_ring_on_line)                              \
-    X("rung-ring-2", mrc__strategy_rung_ring_2)                                \
-    X("rung-ring-4", mrc__strategy_rung_ring_4)                                \
-    X("rung-ring-8", mrc__strategy_rung_ring_8)                                \
-    X("prism-faces", mrc__strategy_prism_faces)                                \
-    X("hcm8", mrc__strategy_hcm8)
+    X("auto", mrc__strategy_auto,                                              \
+      "any topology, any groups: the best rings found by\n"                    \
+      "an exact search (small groups), a construction or\n"                    \
+      "any named strategy below (the default)")                                \
+    X("ring", mrc__strategy_ring,                                              \
+      "one bidirectional ring per group in its order\n"                        \
+      "(hops without a link routed on shortest paths)")                        \
+    X("peripheral-ring", mrc__strategy_peripheral_ring,                        \
+      "GCL, replica size 1, ladder or torus: up one column,\n"                 \
+      "down the other")                                                        \
+    X("barley-twist", mrc__strategy_barley_twist,                              \
+      "GCL, replica size 1, torus only: two rings that\n"                      \
+      "zig-zag so that every link is used (repeated\n"                         \
+      "over parallel links: gcl-torus:N)")                                     \
+    X("ring-on-line", mrc__strategy_ring_on_line,                              \
+      "GCL, replica size 2, ladder: a ring on each column\n"                   \
+      "line, hops forwarded through the skipped node")                         \
+    X("rung-ring-2", mrc__strategy_rung_ring_2,                                \
+      "GCL, replica size 2, torus: rings straight up a\n"                      \
+      "column, wrapping round")                                                \
+    X("rung-ring-4", mrc__strategy_rung_ring_4,                                \
+      "GCL, replica size 4: rings straight up a column\n"                      \
+      "(wrapping round on a torus)")                                           \
+    X("rung-ring-8", mrc__strategy_rung_ring_8,                                \
+      "GCL, replica size 8: rings straight up a column\n"                      \
+      "(wrapping round on a torus)")                                           \
+    X("prism-faces", mrc__strategy_prism_faces,                                \
+      "stacked prism, prism:3,L: one ring per face,\n"                         \
+      "returning along the opposite edge")                                     \
+    X("hcm8", mrc__strategy_hcm8,                                              \
+      "hybrid mesh: --groups 8 (3 rings), 4+4 (2 rings each),\n"               \
+      "2+2+2+2, 4+2+2, or pairs over any double link,\n"                       \
+      "such as the counterparts 0,4+1,5+2,6+3,7")
 
-#define MRC__STRATEGY_DECLARE_(name, fn)                                       \
+#define MRC__STRATEGY_DECLARE_(name, fn, about)                                \
     mrc_status_t fn(const mrc_embed_config_t *cfg, mrc__embed_builder_t *b);
 MRC__STRATEGY_MAP(MRC__STRATEGY_DECLARE_)
 #undef MRC__STRATEGY_DECLARE_

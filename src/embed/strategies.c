@@ -304,8 +304,9 @@ mrc_status_t mrc__strategy_hcm8_optimum(const mrc_embed_config_t *cfg,
 static const struct {
     const char *name;
     mrc__strategy_fn fn;
+    const char *about; /* lines apart by '\n' */
 } strategies[] = {
-#define MRC__STRATEGY_ENTRY_(name, fn) {name, fn},
+#define MRC__STRATEGY_ENTRY_(name, fn, about) {name, fn, about},
     MRC__STRATEGY_MAP(MRC__STRATEGY_ENTRY_)
 #undef MRC__STRATEGY_ENTRY_
 };
@@ -320,10 +321,18 @@ mrc__strategy_fn mrc__strategy_find(const char *name)
     return NULL;
 }
 
+const char *mrc_embed_strategy_about(const char *name)
+{
+    for (int i = 0; name && i < NUM_STRATEGIES; i++)
+        if (strcmp(name, strategies[i].name) == 0)
+            return strategies[i].about;
+    return NULL;
+}
+
 const char *const *mrc_embed_strategies(void)
 {
     static const char *const names[] = {
-#define MRC__STRATEGY_NAME_(name, fn) name,
+#define MRC__STRATEGY_NAME_(name, fn, about) name,
         MRC__STRATEGY_MAP(MRC__STRATEGY_NAME_)
 #undef MRC__STRATEGY_NAME_
             NULL};

@@ -5,6 +5,21 @@
 
 #include "cli.h"
 
+/* Each strategy and what it does, from the library's one list. */
+static void print_strategies(void)
+{
+    for (const char *const *n = mrc_embed_strategies(); *n; n++) {
+        const char *about = mrc_embed_strategy_about(*n);
+        printf("  %-16s ", *n);
+        for (const char *c = about; *c; c++) {
+            putchar(*c);
+            if (*c == '\n')
+                printf("  %-16s ", "");
+        }
+        putchar('\n');
+    }
+}
+
 void help_rings(void)
 {
     printf(
@@ -23,30 +38,9 @@ void help_rings(void)
         "              direction with every group running at once\n"
         "  efficiency  algbw / bound\n"
         "\n"
-        "strategies:\n"
-        "  auto             any topology, any groups: the best rings found by\n"
-        "                   an exact search (small groups), a construction or\n"
-        "                   any named strategy below (the default)\n"
-        "  ring             one bidirectional ring per group in its order\n"
-        "                   (hops without a link routed on shortest paths)\n"
-        "  peripheral-ring  GCL, replica size 1, ladder or torus: up one "
-        "column,\n"
-        "                   down the other\n"
-        "  barley-twist     GCL, replica size 1, torus only: two rings that\n"
-        "                   zig-zag so that every link is used (repeated\n"
-        "                   over parallel links: gcl-torus:N)\n"
-        "  ring-on-line     GCL, replica size 2, ladder: a ring on each "
-        "column\n"
-        "                   line, hops forwarded through the skipped node\n"
-        "  rung-ring-2/4/8  GCL, replica size 2 (torus), 4 or 8: rings "
-        "straight\n"
-        "                   up a column, wrapping round on a torus\n"
-        "  prism-faces      stacked prism, prism:3,L: one ring per face,\n"
-        "                   returning along the opposite edge\n"
-        "  hcm8             hybrid mesh: --groups 8 (3 rings), 4+4 (2 rings "
-        "each),\n"
-        "                   2+2+2+2, 4+2+2, or pairs over any double link,\n"
-        "                   such as the counterparts 0,4+1,5+2,6+3,7\n"
+        "strategies:\n");
+    print_strategies();
+    printf(
         "\n"
         "--groups A+B+...  groups of consecutive nodes (4+2+2: 0-3, 4-5, "
         "6-7),\n"

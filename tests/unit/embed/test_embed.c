@@ -790,10 +790,34 @@ static void test_auto_closed_forms(void **state)
     }
 }
 
+/* Every strategy says what it does (the CLI's help prints the library's
+ * one list), each in a few short lines; an unknown name has nothing. */
+static void test_strategy_about(void **state)
+{
+    (void)state;
+    int n = 0;
+    for (const char *const *s = mrc_embed_strategies(); *s; s++, n++) {
+        const char *about = mrc_embed_strategy_about(*s);
+        if (!about || !*about)
+            fail_msg("strategy %s says nothing of itself", *s);
+        for (const char *line = about; line;) {
+            const char *end = strchr(line, '\n');
+            size_t len = end ? (size_t)(end - line) : strlen(line);
+            if (len == 0 || len > 60)
+                fail_msg("strategy %s: a line of %zu characters", *s, len);
+            line = end ? end + 1 : NULL;
+        }
+    }
+    assert_int_equal(n, 10);
+    assert_null(mrc_embed_strategy_about("twist"));
+    assert_null(mrc_embed_strategy_about(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring_strategy),
+        cmocka_unit_test(test_strategy_about),
         cmocka_unit_test(test_gcl_strategies),
         cmocka_unit_test(test_prism_faces),
         cmocka_unit_test(test_hcm8),
