@@ -306,6 +306,32 @@ typedef struct ref_worker {
     char first[256];
 } ref_worker_t;
 
+/* n ranks (communicators over threads from cfg), each running work on
+ * its ref_worker_t (rank_work); fails naming the first rank that saw a wrong
+ * element or a failure. */
+static void run_ref_workers(int n, const mrc_config_t *cfg,
+                            void *(*rank_work)(void *))
+{
+    enum { MAX = 8 };
+    mrc_comm_t *comms[MAX];
+    ref_worker_t w[MAX];
+    pthread_t th[MAX];
+    assert_true(n <= MAX);
+    memset(w, 0, sizeof w);
+    assert_int_equal(mrc_comm_init_all(comms, n, cfg), MRC_OK);
+    for (int r = 0; r < n; r++) {
+        w[r].comm = comms[r];
+        assert_int_equal(pthread_create(&th[r], NULL, rank_work, &w[r]), 0);
+    }
+    for (int r = 0; r < n; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < n; r++) {
+        mrc_comm_destroy(comms[r]);
+        if (w[r].wrong || w[r].failures)
+            fail_msg("rank %d: %s", r, w[r].first);
+    }
+}
+
 /* Case c on a and b as mrc__ref_place lays them out: filled, called
  * and checked; *bad gets the wrong elements. A family that MRC_ALGO
  * forces and that does not apply to the case (on `family_n` ranks) is
@@ -389,23 +415,8 @@ static void test_avg_integers_exact(void **state)
     for (int n = 2; n <= 5; n++) {
         if (hier_skips(n))
             continue;
-        mrc_comm_t *comms[5];
         mrc_config_t cfg = {.timeout_s = 20};
-        ref_worker_t w[5];
-        pthread_t th[5];
-        memset(w, 0, sizeof w);
-        assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
-        for (int r = 0; r < n; r++) {
-            w[r].comm = comms[r];
-            assert_int_equal(pthread_create(&th[r], NULL, avg_work, &w[r]), 0);
-        }
-        for (int r = 0; r < n; r++)
-            pthread_join(th[r], NULL);
-        for (int r = 0; r < n; r++) {
-            mrc_comm_destroy(comms[r]);
-            if (w[r].wrong || w[r].failures)
-                fail_msg("rank %d: %s", r, w[r].first);
-        }
+        run_ref_workers(n, &cfg, avg_work);
     }
 }
 
@@ -457,24 +468,8 @@ static void *odd_work(void *arg)
 static void test_misaligned_buffers(void **state)
 {
     (void)state;
-    enum { N = 3 };
-    mrc_comm_t *comms[N];
     mrc_config_t cfg = {.timeout_s = 20, .chunk_bytes = 1024};
-    ref_worker_t w[N];
-    pthread_t th[N];
-    memset(w, 0, sizeof w);
-    assert_int_equal(mrc_comm_init_all(comms, N, &cfg), MRC_OK);
-    for (int r = 0; r < N; r++) {
-        w[r].comm = comms[r];
-        assert_int_equal(pthread_create(&th[r], NULL, odd_work, &w[r]), 0);
-    }
-    for (int r = 0; r < N; r++)
-        pthread_join(th[r], NULL);
-    for (int r = 0; r < N; r++) {
-        mrc_comm_destroy(comms[r]);
-        if (w[r].wrong || w[r].failures)
-            fail_msg("rank %d: %s", r, w[r].first);
-    }
+    run_ref_workers(3, &cfg, odd_work);
 }
 
 /* ---- calls repeated on the same buffers ---------------------------------- */
@@ -484,15 +479,9 @@ static void test_misaligned_buffers(void **state)
  * straight to its plan. New data each time, the count changed under the
  * same pointers, the in-place form of the same buffer, and a bad call in
  * between must each still be seen. */
-typedef struct repeat_worker {
-    mrc_comm_t *comm;
-    long wrong, failures;
-    char first[256];
-} repeat_worker_t;
-
 static void *repeat_work(void *arg)
 {
-    repeat_worker_t *w = arg;
+    ref_worker_t *w = arg;
     int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
     int32_t send[8], recv[8];
     for (int it = 0; it < 60; it++) {
@@ -530,24 +519,8 @@ static void *repeat_work(void *arg)
 static void test_repeated_calls(void **state)
 {
     (void)state;
-    enum { N = 4 }; /* (hier splits 4 ranks over its 2 hosts) */
-    mrc_comm_t *comms[N];
     mrc_config_t cfg = {.timeout_s = 20};
-    repeat_worker_t w[N];
-    pthread_t th[N];
-    memset(w, 0, sizeof w);
-    assert_int_equal(mrc_comm_init_all(comms, N, &cfg), MRC_OK);
-    for (int r = 0; r < N; r++) {
-        w[r].comm = comms[r];
-        assert_int_equal(pthread_create(&th[r], NULL, repeat_work, &w[r]), 0);
-    }
-    for (int r = 0; r < N; r++)
-        pthread_join(th[r], NULL);
-    for (int r = 0; r < N; r++) {
-        mrc_comm_destroy(comms[r]);
-        if (w[r].wrong || w[r].failures)
-            fail_msg("rank %d: %s", r, w[r].first);
-    }
+    run_ref_workers(4, &cfg, repeat_work); /* hier: 4 ranks on 2 hosts */
 }
 
 static void expect_bad(mrc_status_t st, const char *says)

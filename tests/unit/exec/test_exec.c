@@ -351,28 +351,37 @@ static void test_ring_exact(void **state)
     }
 }
 
-/* A receive that never comes: the run gives up after the timeout (not
- * much later, and not before), names where it waited, and cancels. */
+/* Node `node` of program p on `nodes` nodes, over a fake whose peers
+ * never come: the run gives up after the 0.2 s timeout (not much later,
+ * and not before), says `says`, and cancels with the timeout (never
+ * ending the call); *f is left as the run left it. */
+static void expect_timeout(const mrc_program_t *p, int nodes, int node,
+                           size_t count, const char *says, fake_t *f)
+{
+    static float in[MAX_PEERS][MAX_COUNT];
+    fill(in, nodes, count);
+    *f = (fake_t){.node = node, .nodes = nodes, .count = count, .never = 1};
+    for (int r = 0; r < nodes; r++)
+        f->input[r] = in[r];
+    float out[MAX_COUNT];
+    double t0 = now_s();
+    assert_int_equal(run_once(p, f, &fake_ops, 0, out, 0.2), MRC_ERR_TIMEOUT);
+    double dt = now_s() - t0;
+    assert_true(dt >= 0.2 && dt < 5);
+    if (!strstr(mrc_last_error(), says))
+        fail_msg("the timeout says: %s", mrc_last_error());
+    assert_int_equal(f->cancels, 1);
+    assert_int_equal(f->cancel_st, MRC_ERR_TIMEOUT);
+    assert_int_equal(f->ends, 0);
+}
+
+/* A receive that never comes: the timeout names where the node waited. */
 static void test_ring_timeout(void **state)
 {
     (void)state;
-    static float in[MAX_PEERS][MAX_COUNT];
-    fill(in, 2, 64);
     mrc_program_t *p = compile("ring:2", MRC_ALGO_RINGS, 64, MRC_SUM, 0);
-    fake_t f = {.node = 1, .nodes = 2, .count = 64, .never = 1};
-    f.input[0] = in[0];
-    f.input[1] = in[1];
-    float out[MAX_COUNT];
-    double t0 = now_s();
-    mrc_status_t st = run_once(p, &f, &fake_ops, 0, out, 0.2);
-    double dt = now_s() - t0;
-    assert_int_equal(st, MRC_ERR_TIMEOUT);
-    assert_true(dt >= 0.2 && dt < 5);
-    if (!strstr(mrc_last_error(), "node 1 timed out after 0.2 s at stream"))
-        fail_msg("the timeout says: %s", mrc_last_error());
-    assert_int_equal(f.cancels, 1);
-    assert_int_equal(f.cancel_st, MRC_ERR_TIMEOUT);
-    assert_int_equal(f.ends, 0);
+    fake_t f;
+    expect_timeout(p, 2, 1, 64, "node 1 timed out after 0.2 s at stream", &f);
     mrc_program_destroy(p);
 }
 
@@ -459,25 +468,13 @@ static void test_direct1_exact(void **state)
     }
 }
 
-/* A flag that never comes: the timeout names the wait and its peer, and
- * the run cancels. */
+/* A flag that never comes: the timeout names the wait and its peer. */
 static void test_direct1_timeout(void **state)
 {
     (void)state;
-    static float in[MAX_PEERS][MAX_COUNT];
-    fill(in, 3, 8);
     mrc_program_t *p = compile("ring:3", MRC_ALGO_DIRECT1, 8, MRC_SUM, 0);
-    fake_t f = {.node = 0, .nodes = 3, .count = 8, .never = 1};
-    for (int r = 0; r < 3; r++)
-        f.input[r] = in[r];
-    float out[MAX_COUNT];
-    double t0 = now_s();
-    assert_int_equal(run_once(p, &f, &fake_ops, 0, out, 0.2), MRC_ERR_TIMEOUT);
-    double dt = now_s() - t0;
-    assert_true(dt >= 0.2 && dt < 5);
-    if (!strstr(mrc_last_error(), "waiting for a flag of node 1"))
-        fail_msg("the timeout says: %s", mrc_last_error());
-    assert_int_equal(f.cancels, 1);
+    fake_t f;
+    expect_timeout(p, 3, 0, 8, "waiting for a flag of node 1", &f);
     assert_int_equal(f.gets, 1); /* its own input only */
     mrc_program_destroy(p);
 }
