@@ -55,6 +55,20 @@ static const cli_opt_t *find_short(const cli_opt_t *opts, char c)
     return NULL;
 }
 
+void cli_progress(int only_if_piped, const char *fmt, ...)
+{
+    if (!isatty(2) || (only_if_piped && isatty(1)))
+        return;
+    fputs("\r\033[K", stderr); /* back to the start, line cleared */
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+    }
+    fflush(stderr);
+}
+
 int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
               const cli_opt_t *opts, const char **pos, int min_pos, int max_pos,
               int *npos)

@@ -51,6 +51,12 @@ int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
 /* Prints "CMD: <last error>" and returns the exit status for `st`. */
 int cli_fail(const char *cmd, mrc_status_t st);
 
+/* A progress line for long work, on stderr when it is a terminal (and
+ * `only_if_piped`: only while stdout is not one, so that it never cuts
+ * into a table being printed there): rewritten in place; NULL clears it. */
+void cli_progress(int only_if_piped, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Prints "CMD: <message> (see 'mrc help TOPIC')" and returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *topic, const char *fmt, ...)
     MRC_PRINTF(3, 4);

@@ -219,13 +219,19 @@ static int schedule_and_check(const char *cmd, const fabric_args_t *a,
     int rc;
     r.f = f;
     double t0 = now_s();
-    if (st == MRC_OK)
+    if (st == MRC_OK) {
+        cli_progress(0, "mrc fabric: scheduling %zu transfers",
+                     mrc_exchange_entries(x));
         st = mrc_fabric_schedule(f, x, &s);
+    }
     double t1 = now_s();
     if (st == MRC_OK) {
         mrc_fabric_schedule_info(s, &r.info);
+        cli_progress(0, "mrc fabric: simulating %llu packets",
+                     (unsigned long long)r.info.packets);
         st = mrc_fabric_simulate(f, s, &r.sim);
     }
+    cli_progress(0, NULL);
     r.schedule_s = t1 - t0;
     r.simulate_s = now_s() - t1;
     if (st != MRC_OK) {

@@ -339,15 +339,23 @@ static int run_strategies(run_job_t *j)
 {
     const char *strategy = j->r->o.strategy;
     const char *const *names = mrc_embed_strategies();
+    int n = 0;
+    while (names[n])
+        n++;
     for (int si = 0; names[si] && !j->bad; si++) {
         if (strategy && si > 0)
             break;
+        if (!strategy) /* the table goes elsewhere: say how far it is */
+            cli_progress(1, "mrc run: strategy %d of %d, %s", si + 1, n,
+                         names[si]);
         int rc = run_strategy(j, strategy ? strategy : names[si]);
         if (rc != CLI_OK && rc != 1) {
             j->bad = 1;
+            cli_progress(1, NULL);
             return rc;
         }
     }
+    cli_progress(1, NULL);
     return CLI_OK;
 }
 
