@@ -111,8 +111,7 @@
         {.op = END, .view = H},                                                \
         {.op = SIGNAL, .pred = EQ, .flag = 3, .view = H},                      \
     {                                                                          \
-        .op = WAIT, .pred = IN, .pred_lo = 1, .pred_hi = -1, ROOT, .flag = 3,  \
-        .view = H                                                              \
+        .op = WAIT, NOT_ROOT, ROOT, .flag = 3, .view = H                       \
     }
 
 /* The rings' allreduce in view v (the leaders, or a place's nodes), in

@@ -62,4 +62,7 @@ enum {
 #define RANK_S .peer_pos = 0, .peer_step = 1, .peer_const = 0
 #define ROOT   .peer_pos = 0, .peer_step = 0, .peer_const = 0
 
+/* The predicate of every node but the root (rel = 1 .. N - 1). */
+#define NOT_ROOT .pred = IN, .pred_lo = 1, .pred_hi = -1
+
 #endif /* MRC_PROGRAM_TEMPLATE_H */
