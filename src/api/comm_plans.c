@@ -16,13 +16,14 @@
 /* The profile for the selector's model x: the communicator's own, which
  * was measured on its transport, under the model's name (MPI ranks of
  * one host are modelled as shm). */
-static const mrc_profile_t *profile_for(const shared_t *s, mrc__xport_t x,
-                                        mrc_profile_t *copy)
+static const mrc_profile_t *
+profile_for(const shared_t *s, mrc__sim_transport_t x, mrc_profile_t *copy)
 {
     if (!s->profile)
         return NULL;
     *copy = *s->profile;
-    snprintf(copy->transport, sizeof copy->transport, "%s", mrc__xport_name(x));
+    snprintf(copy->transport, sizeof copy->transport, "%s",
+             mrc__sim_transport_name(x));
     return copy;
 }
 
@@ -59,8 +60,8 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         /* MPI ranks all on one host run over its shared-memory endpoint
          * (and have its memory semantics): modelled as shm. */
         .transport = refused == NULL && is_mpi && !between
-                         ? MRC__XPORT_SHM
-                         : mrc__xport_of(c->transport.ops->name),
+                         ? MRC__SIM_TRANSPORT_SHM
+                         : mrc__sim_transport_of(c->transport.ops->name),
         .memory_ok = refused == NULL && !between,
         .host_memory_ok = refused == NULL,
         .no_memory_why = between ? NULL : refused,

@@ -12,8 +12,8 @@
  * intact topology joins u and v, what is left does not. */
 static int lost(const mrc_topo_t *t, int u, int v)
 {
-    return mrc__links_between(t, u, v) == 0 &&
-           mrc__links_between(mrc_topo_intact(t), u, v) > 0;
+    return mrc__embed_links_between(t, u, v) == 0 &&
+           mrc__embed_links_between(mrc_topo_intact(t), u, v) > 0;
 }
 
 /* A named strategy states its rings on the intact shape of the topology

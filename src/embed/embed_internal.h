@@ -85,7 +85,7 @@ mrc_status_t mrc__embed_groups(const mrc_topo_t *topo,
                                mrc__embed_builder_t *b);
 
 /* Physical links between u and v (all entries). */
-int mrc__links_between(const mrc_topo_t *topo, int u, int v);
+int mrc__embed_links_between(const mrc_topo_t *topo, int u, int v);
 /* Is link entry `li` a link between u and v? */
 int mrc__embed_link_joins(const mrc_topo_t *topo, int li, int u, int v);
 
@@ -97,15 +97,15 @@ mrc_status_t mrc__embed_compute_loads(mrc_embedding_t *e);
  * 2k+1, columns join 2k to 2k+2 and 2k+1 to 2k+3; a torus also joins the
  * top rung back to rung 0. Extra links do not matter. */
 enum mrc__ladder { MRC__NOT_LADDER, MRC__MESH, MRC__TORUS };
-enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *topo);
+enum mrc__ladder mrc__embed_ladder_kind(const mrc_topo_t *topo);
 
 /* GCL ring orders on a ladder of n nodes (m = n/2 rungs):
  * the peripheral ring turned to rungs k and k+1: up the left column from
  * rung k+1 round to rung k, across, down the right column back to rung
  * k+1 (k = m-1 is GCL's peripheral-ring, the other way round); and the
  * barley-twist ring of stream 0 or 1 (sideways, then up). */
-void mrc__peripheral_order(int n, int k, int *order);
-void mrc__barley_twist_order(int n, int stream, int *order);
+void mrc__embed_peripheral_order(int n, int k, int *order);
+void mrc__embed_barley_twist_order(int n, int stream, int *order);
 
 /* What the strategies share (strategies.c): a refusal naming what the
  * topology lacks; a ring of group g in the given order, each hop without
@@ -185,7 +185,7 @@ mrc_status_t mrc__strategy_hcm8_optimum(const mrc_embed_config_t *cfg,
                                         mrc__embed_builder_t *b);
 /* Two link-disjoint Hamiltonian rings of the X x Y torus (X, Y >= 3) as
  * node orders; 0 on success. */
-int mrc__torus_rings(int X, int Y, int *ring_a, int *ring_b);
+int mrc__embed_torus_rings(int X, int Y, int *ring_a, int *ring_b);
 
 /* Looks up a named strategy (auto included); NULL if unknown. */
 mrc__strategy_fn mrc__strategy_find(const char *name);

@@ -25,24 +25,24 @@
 
 #include "embed_internal.h"
 
-enum mrc__ladder mrc__ladder_kind(const mrc_topo_t *t)
+enum mrc__ladder mrc__embed_ladder_kind(const mrc_topo_t *t)
 {
     int n = mrc_topo_num_nodes(t);
     if (n < 4 || n % 2 != 0)
         return MRC__NOT_LADDER;
     for (int k = 0; k < n / 2; k++)
-        if (mrc__links_between(t, 2 * k, 2 * k + 1) < 1)
+        if (mrc__embed_links_between(t, 2 * k, 2 * k + 1) < 1)
             return MRC__NOT_LADDER;
     for (int u = 0; u + 2 < n; u++)
-        if (mrc__links_between(t, u, u + 2) < 1)
+        if (mrc__embed_links_between(t, u, u + 2) < 1)
             return MRC__NOT_LADDER;
     if (n == 4) /* two rungs: the loop-back doubles the column links */
-        return mrc__links_between(t, 0, 2) >= 2 &&
-                       mrc__links_between(t, 1, 3) >= 2
+        return mrc__embed_links_between(t, 0, 2) >= 2 &&
+                       mrc__embed_links_between(t, 1, 3) >= 2
                    ? MRC__TORUS
                    : MRC__MESH;
-    return mrc__links_between(t, n - 2, 0) >= 1 &&
-                   mrc__links_between(t, n - 1, 1) >= 1
+    return mrc__embed_links_between(t, n - 2, 0) >= 1 &&
+                   mrc__embed_links_between(t, n - 1, 1) >= 1
                ? MRC__TORUS
                : MRC__MESH;
 }
@@ -70,7 +70,7 @@ mrc_status_t mrc__strategy_peripheral_ring(const mrc_embed_config_t *cfg,
                                            mrc__embed_builder_t *b)
 {
     const char *name = "peripheral-ring";
-    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) == MRC__NOT_LADDER)
+    if (mrc__embed_ladder_kind(mrc_topo_intact(b->topo)) == MRC__NOT_LADDER)
         return mrc__embed_not_applicable(
             name, b->topo,
             "it needs GCL's ladder (mesh) or torus "
@@ -85,7 +85,7 @@ mrc_status_t mrc__strategy_peripheral_ring(const mrc_embed_config_t *cfg,
     int *order = malloc((size_t)n * sizeof *order);
     if (!order)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    mrc__peripheral_order(n, n / 2 - 1, order);
+    mrc__embed_peripheral_order(n, n / 2 - 1, order);
     for (int i = 1, j = n - 1; i < j; i++, j--) {
         int x = order[i];
         order[i] = order[j];
@@ -96,7 +96,7 @@ mrc_status_t mrc__strategy_peripheral_ring(const mrc_embed_config_t *cfg,
     return st;
 }
 
-void mrc__peripheral_order(int n, int k, int *order)
+void mrc__embed_peripheral_order(int n, int k, int *order)
 {
     int m = n / 2, at = 0;
     for (int i = 1; i <= m; i++)
@@ -105,7 +105,7 @@ void mrc__peripheral_order(int n, int k, int *order)
         order[at++] = 2 * ((k - i + m) % m) + 1;
 }
 
-void mrc__barley_twist_order(int n, int stream, int *order)
+void mrc__embed_barley_twist_order(int n, int stream, int *order)
 {
     int next = stream, k = 0;
     for (int duo = 0; duo < n / 2; duo++) {
@@ -125,8 +125,8 @@ void mrc__barley_twist_order(int n, int stream, int *order)
 static int barley_twist_copies(const mrc_topo_t *t)
 {
     int n = mrc_topo_num_nodes(t);
-    int rung = mrc__links_between(t, 0, 1);
-    int col = mrc__links_between(t, 0, 2) / (n == 4 ? 2 : 1);
+    int rung = mrc__embed_links_between(t, 0, 1);
+    int col = mrc__embed_links_between(t, 0, 2) / (n == 4 ? 2 : 1);
     int m = (rung + 1) / 2 > col ? (rung + 1) / 2 : col;
     return m < 1 ? 1 : m > 8 ? 8 : m;
 }
@@ -160,7 +160,7 @@ mrc_status_t mrc__strategy_barley_twist(const mrc_embed_config_t *cfg,
 {
     const char *name = "barley-twist";
     int n = mrc_topo_num_nodes(b->topo);
-    if (mrc__ladder_kind(mrc_topo_intact(b->topo)) != MRC__TORUS)
+    if (mrc__embed_ladder_kind(mrc_topo_intact(b->topo)) != MRC__TORUS)
         return mrc__embed_not_applicable(
             name, b->topo,
             "it needs GCL's torus (torus-ladder:N), whose "
@@ -176,7 +176,7 @@ mrc_status_t mrc__strategy_barley_twist(const mrc_embed_config_t *cfg,
     if (!order)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int k = 0; k < 2 * copies && st == MRC_OK; k++) {
-        mrc__barley_twist_order(n, k % 2, order);
+        mrc__embed_barley_twist_order(n, k % 2, order);
         st = mrc__embed_add_routed_ring(b, 0, order, n, 1, 0.5 / copies);
     }
     free(order);
@@ -207,7 +207,7 @@ mrc_status_t mrc__strategy_ring_on_line(const mrc_embed_config_t *cfg,
                                         mrc__embed_builder_t *b)
 {
     const char *name = "ring-on-line";
-    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
+    enum mrc__ladder kind = mrc__embed_ladder_kind(mrc_topo_intact(b->topo));
     if (kind == MRC__NOT_LADDER)
         return mrc__embed_not_applicable(name, b->topo,
                                          "it needs GCL's ladder (ladder:N)");
@@ -285,7 +285,7 @@ static mrc_status_t rung_ring(const mrc_embed_config_t *cfg,
 {
     char name[32];
     snprintf(name, sizeof name, "rung-ring-%d", R);
-    enum mrc__ladder kind = mrc__ladder_kind(mrc_topo_intact(b->topo));
+    enum mrc__ladder kind = mrc__embed_ladder_kind(mrc_topo_intact(b->topo));
     int n = mrc_topo_num_nodes(b->topo);
     if (kind == MRC__NOT_LADDER)
         return mrc__embed_not_applicable(

@@ -8,7 +8,7 @@
 #include "embed_internal.h"
 #include "search.h"
 
-int mrc__links_between(const mrc_topo_t *topo, int u, int v)
+int mrc__embed_links_between(const mrc_topo_t *topo, int u, int v)
 {
     const int *links;
     int n = mrc_topo_node_links(topo, u, &links), sum = 0;

@@ -37,7 +37,7 @@ mrc_status_t mrc__embed_add_routed_ring(mrc__embed_builder_t *b, int g,
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < n && st == MRC_OK; i++) {
         int u = order[i], v = order[(i + 1) % n];
-        if (mrc__links_between(b->topo, u, v) > 0)
+        if (mrc__embed_links_between(b->topo, u, v) > 0)
             continue;
         if (!route) {
             route = malloc((size_t)mrc_topo_num_nodes(b->topo) * sizeof *route);
@@ -106,10 +106,10 @@ static int is_prism3(const mrc_topo_t *t, int *layers)
     int L = n / 3;
     for (int l = 0; l < L; l++)
         for (int k = 0; k < 3; k++) {
-            if (mrc__links_between(t, 3 * l + k, 3 * l + (k + 1) % 3) < 1)
+            if (mrc__embed_links_between(t, 3 * l + k, 3 * l + (k + 1) % 3) < 1)
                 return 0;
             if (l + 1 < L &&
-                mrc__links_between(t, 3 * l + k, 3 * (l + 1) + k) < 1)
+                mrc__embed_links_between(t, 3 * l + k, 3 * (l + 1) + k) < 1)
                 return 0;
         }
     *layers = L;
@@ -137,7 +137,7 @@ mrc_status_t mrc__strategy_prism_faces(const mrc_embed_config_t *cfg,
             "endmost ones (prism:3,L with L >= 3)");
     /* Claim 1's paths run from one endmost layer to the other; a ring of
      * layers (prism-torus, claim 5 before a layer is cut) has none. */
-    if (mrc__links_between(b->topo, 0, 3 * (L - 1)) > 0)
+    if (mrc__embed_links_between(b->topo, 0, 3 * (L - 1)) > 0)
         return mrc__embed_not_applicable(
             name, b->topo,
             "it needs two endmost layers, and layers 0 "
@@ -184,9 +184,9 @@ static int is_hcm8(const mrc_topo_t *t)
         return 0;
     for (int u = 0; u < 8; u++) {
         int base = u / 4 * 4, i = u % 4;
-        if (mrc__links_between(t, u, base + (i + 1) % 4) < 1 ||
-            mrc__links_between(t, u, base + (i + 2) % 4) < 1 ||
-            mrc__links_between(t, u, (u + 4) % 8) < 1)
+        if (mrc__embed_links_between(t, u, base + (i + 1) % 4) < 1 ||
+            mrc__embed_links_between(t, u, base + (i + 2) % 4) < 1 ||
+            mrc__embed_links_between(t, u, (u + 4) % 8) < 1)
             return 0;
     }
     return 1;

@@ -110,7 +110,7 @@ static int switch_square(factors_t *f, int u)
 }
 
 /* Builds the two rings; 0 on success, -1 if the switches got stuck. */
-int mrc__torus_rings(int X, int Y, int *ring_a, int *ring_b)
+int mrc__embed_torus_rings(int X, int Y, int *ring_a, int *ring_b)
 {
     factors_t f = {X, Y, X * Y, NULL, NULL, NULL, 0};
     int rc = -1;
@@ -176,8 +176,8 @@ static int is_torus2d(const mrc_topo_t *t, int X, int Y)
     for (int y = 0; y < Y; y++)
         for (int x = 0; x < X; x++) {
             int u = y * X + x;
-            if (mrc__links_between(t, u, y * X + (x + 1) % X) < 1 ||
-                mrc__links_between(t, u, ((y + 1) % Y) * X + x) < 1)
+            if (mrc__embed_links_between(t, u, y * X + (x + 1) % X) < 1 ||
+                mrc__embed_links_between(t, u, ((y + 1) % Y) * X + x) < 1)
                 return 0;
         }
     return 1;
@@ -226,7 +226,7 @@ mrc_status_t mrc__strategy_torus(const mrc_embed_config_t *cfg,
         if (st == MRC_OK) {
             int two = cfg && cfg->max_rings == 1
                           ? 0
-                          : mrc__torus_rings(X, Y, r1, r2) == 0;
+                          : mrc__embed_torus_rings(X, Y, r1, r2) == 0;
             if (two) {
                 if (mrc__embed_builder_add_ring(b, 0, r1, n, 1, 0.5) < 0 ||
                     mrc__embed_builder_add_ring(b, 0, r2, n, 1, 0.5) < 0)
@@ -277,7 +277,7 @@ mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
     const mrc_topo_t *t = b->topo;
     int n = mrc_topo_num_nodes(t), m = n / 2;
     if ((cfg && ((cfg->groups && cfg->groups[0]) || cfg->replica_size > 1)) ||
-        mrc__ladder_kind(t) != MRC__TORUS || n % 4 != 0 || m < 4)
+        mrc__embed_ladder_kind(t) != MRC__TORUS || n % 4 != 0 || m < 4)
         return MRC_ERR_NOT_APPLICABLE;
     int q = m / 2 < MAX_ROTATIONS ? m / 2 : MAX_ROTATIONS;
     if (cfg && cfg->max_rings > 0 && cfg->max_rings - 2 < q)
@@ -296,12 +296,12 @@ mrc_status_t mrc__strategy_torus_ladder(const mrc_embed_config_t *cfg,
     if (mrc__embed_builder_add_group(b, order, n) < 0)
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     for (int stream = 0; stream < 2 && st == MRC_OK; stream++) {
-        mrc__barley_twist_order(n, stream, order);
+        mrc__embed_barley_twist_order(n, stream, order);
         if (mrc__embed_builder_add_ring(b, 0, order, n, 1, zshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }
     for (int j = 0; j < q && st == MRC_OK; j++) {
-        mrc__peripheral_order(n, j * (m / q), order);
+        mrc__embed_peripheral_order(n, j * (m / q), order);
         if (mrc__embed_builder_add_ring(b, 0, order, n, 1, pshare) < 0)
             st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     }

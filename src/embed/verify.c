@@ -50,7 +50,7 @@ static mrc_status_t check_hop(const mrc_topo_t *t, const mrc_hop_t *h, int g,
     }
     for (int s = 0; s + 1 < h->route_len; s++) {
         int u = h->route[s], v = h->route[s + 1];
-        if (mrc__links_between(t, u, v) == 0) {
+        if (mrc__embed_links_between(t, u, v) == 0) {
             snprintf(msg, sizeof msg, "no link joins nodes %d and %d", u, v);
             return bad(g, r, i, msg);
         }

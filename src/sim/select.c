@@ -46,24 +46,24 @@
  * shared memory on one host (0.5 us at 8 bytes, docs/performance.md),
  * doubled for a network between hosts. */
 #define CPU_RATES .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
-static const mrc__cpu_cost_t cpu_costs[MRC__NUM_XPORTS] = {
-    [MRC__XPORT_LINKS] = {0},
-    [MRC__XPORT_THREADS] = {.sync_us = 0.3,
-                            .op_us = 0.05,
-                            CPU_RATES,
-                            .send_copies = 0},
+static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
+    [MRC__SIM_TRANSPORT_LINKS] = {0},
+    [MRC__SIM_TRANSPORT_THREADS] = {.sync_us = 0.3,
+                                    .op_us = 0.05,
+                                    CPU_RATES,
+                                    .send_copies = 0},
     /* A send through the segment goes a slot at a time, and the
      * receiver's copy out of a slot waits for the sender's copy into it:
      * counted twice (the rings at P = 2 took 84-92 us at 512 KiB where
      * direct2 took 44.5, whatever the chunk; issue 13's measurement). */
-    [MRC__XPORT_SHM] = {.sync_us = 0.3,
-                        .op_us = 0.05,
-                        CPU_RATES,
-                        .send_copies = 2},
-    [MRC__XPORT_MPI] = {.sync_us = 1.0,
-                        .op_us = 0.2,
-                        CPU_RATES,
-                        .send_copies = 1},
+    [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
+                                .op_us = 0.05,
+                                CPU_RATES,
+                                .send_copies = 2},
+    [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
+                                .op_us = 0.2,
+                                CPU_RATES,
+                                .send_copies = 1},
 };
 
 int mrc__cpu_tier(uint64_t bytes)
@@ -83,19 +83,20 @@ int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes)
     return mrc__cpu_tier(bytes);
 }
 
-static const char *const xport_names[MRC__NUM_XPORTS] = {"links", "threads",
-                                                         "shm", "mpi"};
+static const char *const transport_names[MRC__SIM_NUM_TRANSPORTS] = {
+    "links", "threads", "shm", "mpi"};
 
-const char *mrc__xport_name(mrc__xport_t x)
+const char *mrc__sim_transport_name(mrc__sim_transport_t x)
 {
-    return (unsigned)x < MRC__NUM_XPORTS ? xport_names[x] : "?";
+    return (unsigned)x < MRC__SIM_NUM_TRANSPORTS ? transport_names[x] : "?";
 }
 
-mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out)
+mrc_status_t mrc__sim_transport_parse(const char *name,
+                                      mrc__sim_transport_t *out)
 {
-    for (int i = 0; name && i < MRC__NUM_XPORTS; i++)
-        if (strcmp(name, xport_names[i]) == 0) {
-            *out = (mrc__xport_t)i;
+    for (int i = 0; name && i < MRC__SIM_NUM_TRANSPORTS; i++)
+        if (strcmp(name, transport_names[i]) == 0) {
+            *out = (mrc__sim_transport_t)i;
             return MRC_OK;
         }
     return mrc__error(MRC_ERR_INVALID_ARG,
@@ -103,25 +104,29 @@ mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out)
                       name ? name : "(null)");
 }
 
-mrc__xport_t mrc__xport_of(const char *transport_name)
+mrc__sim_transport_t mrc__sim_transport_of(const char *transport_name)
 {
-    mrc__xport_t x = MRC__XPORT_THREADS;
-    if (transport_name && mrc__xport_parse(transport_name, &x) != MRC_OK)
-        x = MRC__XPORT_THREADS;
+    mrc__sim_transport_t x = MRC__SIM_TRANSPORT_THREADS;
+    if (transport_name &&
+        mrc__sim_transport_parse(transport_name, &x) != MRC_OK)
+        x = MRC__SIM_TRANSPORT_THREADS;
     return x;
 }
 
-const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x)
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__sim_transport_t x)
 {
-    return &cpu_costs[(unsigned)x < MRC__NUM_XPORTS ? x : MRC__XPORT_THREADS];
+    return &cpu_costs[(unsigned)x < MRC__SIM_NUM_TRANSPORTS
+                          ? x
+                          : MRC__SIM_TRANSPORT_THREADS];
 }
 
 /* Beyond cache the ranks that share a memory system share its
  * bandwidth: all of a call's ranks on threads and shm (one host), the
  * ranks of a host on MPI. */
-static double memory_share(const mrc_profile_t *pr, mrc__xport_t x, int n)
+static double memory_share(const mrc_profile_t *pr, mrc__sim_transport_t x,
+                           int n)
 {
-    int sharing = x == MRC__XPORT_MPI && pr->nodes_per_memory < n
+    int sharing = x == MRC__SIM_TRANSPORT_MPI && pr->nodes_per_memory < n
                       ? pr->nodes_per_memory
                       : n;
     sharing = sharing > 1 ? sharing : 1;
@@ -129,22 +134,22 @@ static double memory_share(const mrc_profile_t *pr, mrc__xport_t x, int n)
     return each < pr->copy_gbps_memory ? each / pr->copy_gbps_memory : 1;
 }
 
-mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr, mrc__xport_t x,
-                                      mrc_dtype_t dtype, mrc_op_t op, int n,
-                                      mrc__cpu_cost_t *out)
+mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
+                                      mrc__sim_transport_t x, mrc_dtype_t dtype,
+                                      mrc_op_t op, int n, mrc__cpu_cost_t *out)
 {
-    if (x == MRC__XPORT_LINKS)
+    if (x == MRC__SIM_TRANSPORT_LINKS)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "a profile describes a CPU transport (%s), not "
                           "the topology's links",
                           pr->transport);
-    if (strcmp(pr->transport, mrc__xport_name(x)) != 0)
+    if (strcmp(pr->transport, mrc__sim_transport_name(x)) != 0)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "the profile was measured on the %s transport, "
                           "not %s (measure it with 'mrc calibrate "
                           "--transport %s')",
-                          pr->transport, mrc__xport_name(x),
-                          mrc__xport_name(x));
+                          pr->transport, mrc__sim_transport_name(x),
+                          mrc__sim_transport_name(x));
     /* What a send copies is the transport's, not the host's. */
     *out = *mrc__cpu_cost(x);
     out->sync_us = pr->sync_us;
@@ -285,13 +290,14 @@ static int largest_group(const mrc_program_t *p)
 }
 
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
-                           mrc__xport_t x, double *time_us)
+                           mrc__sim_transport_t x, double *time_us)
 {
     return mrc__cpu_time_profile(p, topo, x, NULL, time_us);
 }
 
 mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
-                                   const mrc_topo_t *topo, mrc__xport_t x,
+                                   const mrc_topo_t *topo,
+                                   mrc__sim_transport_t x,
                                    const mrc_profile_t *profile,
                                    double *time_us)
 {
@@ -300,8 +306,8 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
      * memory's costs, whatever carries the messages between hosts (with
      * a profile: the host's, which it measured). */
     const mrc__cpu_cost_t *km =
-        p->cfg.algo == MRC_ALGO_HIER && x == MRC__XPORT_MPI
-            ? mrc__cpu_cost(MRC__XPORT_SHM)
+        p->cfg.algo == MRC_ALGO_HIER && x == MRC__SIM_TRANSPORT_MPI
+            ? mrc__cpu_cost(MRC__SIM_TRANSPORT_SHM)
             : k;
     mrc__cpu_cost_t kp;
     *time_us = 0;
@@ -347,7 +353,7 @@ static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
         data *= n;
     double algbw = c->time_us > 0 ? data / (c->time_us * 1e3) : 0;
     c->busbw_gbps = algbw * mrc__busbw_factor(p->cfg.collective, n);
-    if (in->transport != MRC__XPORT_LINKS) {
+    if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
         /* The CPU's bound: the share of the data a node must move, at
          * the copy bandwidth. */
         double share = mrc__busbw_factor(p->cfg.collective, n);
@@ -373,7 +379,7 @@ static int needs_memory(mrc_algo_t a)
 static const char *transport_refuses(const mrc__select_input_t *in,
                                      mrc_algo_t a)
 {
-    if (a == MRC_ALGO_HIER && in->transport != MRC__XPORT_LINKS &&
+    if (a == MRC_ALGO_HIER && in->transport != MRC__SIM_TRANSPORT_LINKS &&
         !in->memory_ok && !in->host_memory_ok)
         return "needs memory semantics within each host (expose/get), "
                "which this transport does not offer there (one rank a "
@@ -381,7 +387,7 @@ static const char *transport_refuses(const mrc__select_input_t *in,
                "or tree)";
     if (!needs_memory(a))
         return NULL;
-    if (!in->memory_ok && in->transport == MRC__XPORT_MPI)
+    if (!in->memory_ok && in->transport == MRC__SIM_TRANSPORT_MPI)
         return "needs memory semantics (expose/get), and the mpi "
                "transport between hosts is point-to-point";
     if (!in->memory_ok)
@@ -459,7 +465,7 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
                                    mrc_program_t **p, mrc__candidate_t *c)
 {
     mrc_status_t st;
-    if (in->transport == MRC__XPORT_LINKS) {
+    if (in->transport == MRC__SIM_TRANSPORT_LINKS) {
         mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
         mrc_sim_result_t *r = NULL;
         st = mrc__select_sim(*p, in->topo, &sc, &r);
@@ -508,11 +514,11 @@ static mrc_status_t say_why(const mrc__select_input_t *in, mrc_algo_t force,
     else if (applies == 1)
         snprintf(out->reason, sizeof out->reason,
                  "the only family that applies on the %s model",
-                 mrc__xport_name(in->transport));
+                 mrc__sim_transport_name(in->transport));
     else
         snprintf(out->reason, sizeof out->reason,
                  "fastest of %d on the %s model: %.3f us, next %s %.3f us",
-                 applies, mrc__xport_name(in->transport), w->time_us,
+                 applies, mrc__sim_transport_name(in->transport), w->time_us,
                  mrc_algo_name((mrc_algo_t)second), out->cand[second].time_us);
     return MRC_OK;
 }

@@ -15,19 +15,20 @@
 #include "mrc/topo.h"
 
 /* What moves the data, as the cost model sees it. */
-typedef enum mrc__xport {
-    MRC__XPORT_LINKS,   /* the topology's links: the simulator's model */
-    MRC__XPORT_THREADS, /* ranks as threads of one process */
-    MRC__XPORT_SHM,     /* processes of one host over a shared segment */
-    MRC__XPORT_MPI,     /* MPI point-to-point (across hosts) */
-    MRC__NUM_XPORTS
-} mrc__xport_t;
+typedef enum mrc__sim_transport {
+    MRC__SIM_TRANSPORT_LINKS, /* the topology's links: the simulator's model */
+    MRC__SIM_TRANSPORT_THREADS, /* ranks as threads of one process */
+    MRC__SIM_TRANSPORT_SHM, /* processes of one host over a shared segment */
+    MRC__SIM_TRANSPORT_MPI, /* MPI point-to-point (across hosts) */
+    MRC__SIM_NUM_TRANSPORTS
+} mrc__sim_transport_t;
 
-const char *mrc__xport_name(mrc__xport_t x);
+const char *mrc__sim_transport_name(mrc__sim_transport_t x);
 /* "links", "threads", "shm" or "mpi"; MRC_ERR_INVALID_ARG naming them. */
-mrc_status_t mrc__xport_parse(const char *name, mrc__xport_t *out);
+mrc_status_t mrc__sim_transport_parse(const char *name,
+                                      mrc__sim_transport_t *out);
 /* The kind of a transport by its ops' name ("threads", "shm", "mpi"). */
-mrc__xport_t mrc__xport_of(const char *transport_name);
+mrc__sim_transport_t mrc__sim_transport_of(const char *transport_name);
 
 /* Where a node's vector lives, by its bytes: the core's own caches, the
  * shared last-level cache, or memory. The copy and reduction rates
@@ -52,7 +53,7 @@ typedef struct mrc__cpu_cost {
 /* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
 int mrc__cpu_tier(uint64_t bytes);
 
-const mrc__cpu_cost_t *mrc__cpu_cost(mrc__xport_t x);
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__sim_transport_t x);
 
 /* The tier of a vector of `bytes` under k (its cache_bytes, if any). */
 int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes);
@@ -64,9 +65,9 @@ int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes);
  * share it. MRC_ERR_INVALID_ARG when the profile was measured on another
  * transport (or x is the links' model, which a profile does not
  * describe). */
-mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr, mrc__xport_t x,
-                                      mrc_dtype_t dtype, mrc_op_t op, int n,
-                                      mrc__cpu_cost_t *out);
+mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
+                                      mrc__sim_transport_t x, mrc_dtype_t dtype,
+                                      mrc_op_t op, int n, mrc__cpu_cost_t *out);
 
 typedef struct mrc__candidate {
     mrc_algo_t algo;
@@ -91,7 +92,7 @@ typedef struct mrc__select_input {
     const mrc_topo_t *topo;
     mrc_compile_config_t cc; /* algo is ignored */
     int group;               /* the group to compile; -1: every group */
-    mrc__xport_t transport;
+    mrc__sim_transport_t transport;
     /* 0 when the runtime cannot run expose/get programs (the families
      * direct1 and direct2) over this transport, with `no_memory_why`
      * saying why. */
@@ -130,10 +131,11 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
  * (the program's, or NULL to skip it) gives the dependency depth of
  * send/receive programs through the simulator's BSP steps. */
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
-                           mrc__xport_t x, double *time_us);
+                           mrc__sim_transport_t x, double *time_us);
 /* The same with a profile's figures (NULL: the built-in ones). */
 mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
-                                   const mrc_topo_t *topo, mrc__xport_t x,
+                                   const mrc_topo_t *topo,
+                                   mrc__sim_transport_t x,
                                    const mrc_profile_t *profile,
                                    double *time_us);
 

@@ -29,7 +29,8 @@ void mrc_workload_result_destroy(mrc_workload_result_t *r)
     free(r);
 }
 
-static int same_collective(const mrc__wl_op_t *a, const mrc__wl_op_t *b)
+static int same_collective(const mrc__workload_op_t *a,
+                           const mrc__workload_op_t *b)
 {
     return a->coll == b->coll && a->size == b->size && a->dtype == b->dtype &&
            a->op == b->op && a->root == b->root && a->replica == b->replica &&
@@ -40,7 +41,8 @@ static int same_collective(const mrc__wl_op_t *a, const mrc__wl_op_t *b)
 
 /* One collective as `mrc sim` runs it: embedding, the family (the
  * selector's on the links' model for auto), program, simulation. */
-static mrc_status_t sim_collective(const mrc__wl_op_t *o, const mrc_topo_t *t,
+static mrc_status_t sim_collective(const mrc__workload_op_t *o,
+                                   const mrc_topo_t *t,
                                    const mrc_embed_config_t *ec0,
                                    const mrc_sim_config_t *cfg,
                                    mrc_sim_result_t **out)
@@ -85,7 +87,7 @@ static mrc_status_t sim_collective(const mrc__wl_op_t *o, const mrc_topo_t *t,
 static mrc_status_t
 time_collectives(const mrc_workload_t *w, const mrc_topo_t *t,
                  const mrc_embed_config_t *ec, const mrc_sim_config_t *cfg,
-                 mrc__wl_task_t *tasks, mrc_workload_result_t *r)
+                 mrc__workload_task_t *tasks, mrc_workload_result_t *r)
 {
     /* first[k]: the first op of the k-th distinct collective. */
     int *first = malloc((size_t)w->num_ops * sizeof *first);
@@ -94,7 +96,7 @@ time_collectives(const mrc_workload_t *w, const mrc_topo_t *t,
                                       : mrc__error(MRC_ERR_NO_MEMORY,
                                                    "workload: out of memory");
     for (int i = 0; st == MRC_OK && i < w->num_ops; i++) {
-        const mrc__wl_op_t *o = &w->ops[i];
+        const mrc__workload_op_t *o = &w->ops[i];
         if (o->kind != MRC_WORKLOAD_COLLECTIVE)
             continue;
         int j = i;
@@ -180,14 +182,14 @@ static mrc_status_t exposed(const mrc_workload_result_t *r, double *out)
         t[2 * n + k] = m[2 * k];
         t[3 * n + k] = m[2 * k + 1];
     }
-    *out = mrc__wl_uncovered(t, t + n, nc, t + 2 * n, t + 3 * n, nm);
+    *out = mrc__workload_uncovered(t, t + n, nc, t + 2 * n, t + 3 * n, nm);
     free(t);
     free(v);
     return MRC_OK;
 }
 
 static mrc_status_t fill_result(const mrc_workload_t *w,
-                                const mrc__wl_task_t *tasks,
+                                const mrc__workload_task_t *tasks,
                                 const double *start, const double *end,
                                 mrc_workload_result_t *r)
 {
@@ -225,7 +227,7 @@ mrc_status_t mrc_sim_workload(const mrc_workload_t *w, const mrc_topo_t *t,
                                                "embedding and simulator "
                                                "config are needed");
     mrc_workload_result_t *r = calloc(1, sizeof *r);
-    mrc__wl_task_t *tasks = mrc__wl_tasks(w);
+    mrc__workload_task_t *tasks = mrc__workload_tasks(w);
     double *times = malloc((size_t)w->num_ops * 2 * sizeof *times);
     mrc_status_t st =
         r && tasks && times
@@ -234,7 +236,8 @@ mrc_status_t mrc_sim_workload(const mrc_workload_t *w, const mrc_topo_t *t,
     if (st == MRC_OK)
         st = time_collectives(w, t, ec, cfg, tasks, r);
     if (st == MRC_OK)
-        st = mrc__wl_schedule(tasks, w->num_ops, times, times + w->num_ops);
+        st = mrc__workload_schedule(tasks, w->num_ops, times,
+                                    times + w->num_ops);
     if (st == MRC_OK)
         st = fill_result(w, tasks, times, times + w->num_ops, r);
     if (st == MRC_OK)

@@ -21,7 +21,7 @@ enum { WL_MAX_OPS = 1 << 20, WL_MAX_STEPS = 1 << 30 };
 #define WL_MAX_DURATION_US 8.64e10
 
 /* One op as read, before and after its dependencies are resolved. */
-typedef struct mrc__wl_op {
+typedef struct mrc__workload_op {
     char *id;
     mrc_workload_kind_t kind;
     double duration_us; /* compute */
@@ -36,31 +36,31 @@ typedef struct mrc__wl_op {
     int num_deps;
     int *deps;      /* indices, once resolved */
     char **dep_ids; /* as written, until resolved */
-} mrc__wl_op_t;
+} mrc__workload_op_t;
 
 struct mrc_workload {
     int steps;
     int num_ops;
-    mrc__wl_op_t *ops;
+    mrc__workload_op_t *ops;
 };
 
 /* Room for n ops in w->ops (zeroed). */
-mrc_status_t mrc__wl_alloc_ops(mrc_workload_t *w, size_t n);
+mrc_status_t mrc__workload_alloc_ops(mrc_workload_t *w, size_t n);
 
 /* Reads the nodes of a Chakra execution trace as JSON (workload_chakra.c)
  * into w's ops, dependencies by id, not yet resolved. */
-mrc_status_t mrc__wl_read_chakra(const char *text, size_t len,
-                                 mrc_workload_t *w);
+mrc_status_t mrc__workload_read_chakra(const char *text, size_t len,
+                                       mrc_workload_t *w);
 
 /* The streams: compute, and the network (one collective at a time). */
 enum { MRC__WL_COMPUTE = 0, MRC__WL_COMM = 1, MRC__WL_STREAMS = 2 };
 
-typedef struct mrc__wl_task {
+typedef struct mrc__workload_task {
     int stream;         /* MRC__WL_COMPUTE or MRC__WL_COMM */
     double duration_us; /* >= 0 */
     int num_deps;
     const int *deps; /* indices of tasks that must end first */
-} mrc__wl_task_t;
+} mrc__workload_task_t;
 
 /* Plays the tasks on their streams: a task is ready when its last
  * dependency ends; a free stream takes its ready tasks in the order they
@@ -68,22 +68,24 @@ typedef struct mrc__wl_task {
  * on a stream when it can. Fills start[] and end[] (n each).
  * MRC_ERR_INVALID_ARG if the dependencies hold a cycle (some tasks never
  * become ready). */
-mrc_status_t mrc__wl_schedule(const mrc__wl_task_t *tasks, int n, double *start,
-                              double *end);
+mrc_status_t mrc__workload_schedule(const mrc__workload_task_t *tasks, int n,
+                                    double *start, double *end);
 
 /* The workload's ops as tasks (durations of collectives left 0; deps
  * resolved); free(). NULL if out of memory. */
-mrc__wl_task_t *mrc__wl_tasks(const mrc_workload_t *w);
+mrc__workload_task_t *mrc__workload_tasks(const mrc_workload_t *w);
 
 /* Looks for a dependency cycle: 0 if none; otherwise its length, with
  * the tasks of one cycle in cycle[] (in dependency order: each depends
  * on the next, the last on the first). cycle[] holds n entries. */
-int mrc__wl_find_cycle(const mrc__wl_task_t *tasks, int n, int *cycle);
+int mrc__workload_find_cycle(const mrc__workload_task_t *tasks, int n,
+                             int *cycle);
 
 /* The time in [0, inf) covered by intervals of b but not of a, where
  * each list holds disjoint intervals sorted by start: what of the
  * communication (b) no compute (a) hides. */
-double mrc__wl_uncovered(const double *a_start, const double *a_end, int na,
-                         const double *b_start, const double *b_end, int nb);
+double mrc__workload_uncovered(const double *a_start, const double *a_end,
+                               int na, const double *b_start,
+                               const double *b_end, int nb);
 
 #endif /* MRC_SIM_WORKLOAD_H */

@@ -69,7 +69,7 @@ static int pb_attr(json_t *node, const char *name, uint64_t *out)
 }
 
 static mrc_status_t chakra_deps(json_t *node, const char *entry,
-                                mrc__wl_op_t *op)
+                                mrc__workload_op_t *op)
 {
     json_t *lists[2] = {pb_get(node, "ctrlDeps", "ctrl_deps"),
                         pb_get(node, "dataDeps", "data_deps")};
@@ -113,7 +113,7 @@ static int chakra_collective(uint64_t type)
 }
 
 static mrc_status_t chakra_comm(json_t *node, const char *entry,
-                                mrc__wl_op_t *op)
+                                mrc__workload_op_t *op)
 {
     uint64_t type, size;
     if (pb_attr(node, "comm_type", &type) || chakra_collective(type) < 0)
@@ -138,7 +138,7 @@ static mrc_status_t chakra_comm(json_t *node, const char *entry,
 }
 
 static mrc_status_t read_chakra_node(json_t *node, size_t index,
-                                     mrc__wl_op_t *op)
+                                     mrc__workload_op_t *op)
 {
     char entry[64];
     uint64_t id, dur = 0;
@@ -213,8 +213,8 @@ static mrc_status_t chakra_nodes(const char *text, size_t len, json_t *nodes)
     return MRC_OK;
 }
 
-mrc_status_t mrc__wl_read_chakra(const char *text, size_t len,
-                                 mrc_workload_t *w)
+mrc_status_t mrc__workload_read_chakra(const char *text, size_t len,
+                                       mrc_workload_t *w)
 {
     json_t *nodes = json_array();
     mrc_status_t st = nodes ? chakra_nodes(text, len, nodes)
@@ -231,7 +231,7 @@ mrc_status_t mrc__wl_read_chakra(const char *text, size_t len,
                             "trace (no node with an \"id\")");
     w->steps = 1;
     if (st == MRC_OK)
-        st = mrc__wl_alloc_ops(w, n);
+        st = mrc__workload_alloc_ops(w, n);
     for (size_t i = 0; st == MRC_OK && i < n; i++) {
         w->num_ops = (int)i + 1;
         st = read_chakra_node(json_array_get(nodes, i), i, &w->ops[i]);

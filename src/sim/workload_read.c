@@ -18,7 +18,7 @@ void mrc_workload_destroy(mrc_workload_t *w)
     if (!w)
         return;
     for (int i = 0; i < w->num_ops; i++) {
-        mrc__wl_op_t *o = &w->ops[i];
+        mrc__workload_op_t *o = &w->ops[i];
         for (int d = 0; o->dep_ids && d < o->num_deps; d++)
             free(o->dep_ids[d]);
         free(o->dep_ids);
@@ -115,7 +115,8 @@ static mrc_status_t get_size(json_t *o, const char *entry, uint64_t *out)
 }
 
 /* "deps": an array of ids (strings). */
-static mrc_status_t get_deps(json_t *o, const char *entry, mrc__wl_op_t *op)
+static mrc_status_t get_deps(json_t *o, const char *entry,
+                             mrc__workload_op_t *op)
 {
     json_t *v = json_object_get(o, "deps");
     if (!v)
@@ -143,7 +144,8 @@ static mrc_status_t get_deps(json_t *o, const char *entry, mrc__wl_op_t *op)
     return MRC_OK;
 }
 
-static mrc_status_t read_compute(json_t *o, const char *entry, mrc__wl_op_t *op)
+static mrc_status_t read_compute(json_t *o, const char *entry,
+                                 mrc__workload_op_t *op)
 {
     static const char *const known[] = {"id", "kind", "duration_us", "deps",
                                         NULL};
@@ -166,7 +168,7 @@ static mrc_status_t read_compute(json_t *o, const char *entry, mrc__wl_op_t *op)
 /* Fields that only some collectives take are refused on the others, so
  * that a root given to an allreduce is not ignored without a word. */
 static mrc_status_t check_applies(json_t *o, const char *entry,
-                                  const mrc__wl_op_t *op)
+                                  const mrc__workload_op_t *op)
 {
     int reduces = op->coll == MRC_ALLREDUCE || op->coll == MRC_REDUCE ||
                   op->coll == MRC_REDUCE_SCATTER;
@@ -195,7 +197,8 @@ static mrc_status_t check_applies(json_t *o, const char *entry,
     return MRC_OK;
 }
 
-static mrc_status_t read_groups(json_t *o, const char *entry, mrc__wl_op_t *op)
+static mrc_status_t read_groups(json_t *o, const char *entry,
+                                mrc__workload_op_t *op)
 {
     json_t *g = json_object_get(o, "groups");
     json_t *r = json_object_get(o, "replica_size");
@@ -225,7 +228,7 @@ static mrc_status_t read_groups(json_t *o, const char *entry, mrc__wl_op_t *op)
 }
 
 static mrc_status_t read_collective(json_t *o, const char *entry,
-                                    mrc__wl_op_t *op)
+                                    mrc__workload_op_t *op)
 {
     static const char *const known[] = {
         "id",   "kind",   "collective",   "size", "dtype", "op",
@@ -255,7 +258,7 @@ static mrc_status_t read_collective(json_t *o, const char *entry,
     return st;
 }
 
-static mrc_status_t read_op(json_t *o, size_t index, mrc__wl_op_t *op)
+static mrc_status_t read_op(json_t *o, size_t index, mrc__workload_op_t *op)
 {
     char entry[96];
     snprintf(entry, sizeof entry, "ops[%zu]", index);
@@ -328,7 +331,7 @@ static mrc_status_t read_header(json_t *root, int *steps)
     return MRC_OK;
 }
 
-mrc_status_t mrc__wl_alloc_ops(mrc_workload_t *w, size_t n)
+mrc_status_t mrc__workload_alloc_ops(mrc_workload_t *w, size_t n)
 {
     w->ops = calloc(n, sizeof *w->ops);
     if (!w->ops)
@@ -341,7 +344,7 @@ static mrc_status_t read_mrc(json_t *root, mrc_workload_t *w)
     mrc_status_t st = read_header(root, &w->steps);
     json_t *ops = json_object_get(root, "ops");
     if (st == MRC_OK)
-        st = mrc__wl_alloc_ops(w, json_array_size(ops));
+        st = mrc__workload_alloc_ops(w, json_array_size(ops));
     for (size_t i = 0; st == MRC_OK && i < json_array_size(ops); i++) {
         w->num_ops = (int)i + 1;
         st = read_op(json_array_get(ops, i), i, &w->ops[i]);
@@ -372,7 +375,7 @@ static int find_id(const wl_key_t *keys, int n, const char *id)
 static mrc_status_t resolve_deps(mrc_workload_t *w, const wl_key_t *keys)
 {
     for (int i = 0; i < w->num_ops; i++) {
-        mrc__wl_op_t *o = &w->ops[i];
+        mrc__workload_op_t *o = &w->ops[i];
         o->deps =
             malloc((o->num_deps ? (size_t)o->num_deps : 1) * sizeof *o->deps);
         if (!o->deps)
@@ -420,13 +423,13 @@ static mrc_status_t resolve(mrc_workload_t *w)
 }
 
 /* The ops as tasks (workload.h). */
-mrc__wl_task_t *mrc__wl_tasks(const mrc_workload_t *w)
+mrc__workload_task_t *mrc__workload_tasks(const mrc_workload_t *w)
 {
     size_t n = w->num_ops > 0 ? (size_t)w->num_ops : 1;
-    mrc__wl_task_t *t = calloc(n, sizeof *t);
+    mrc__workload_task_t *t = calloc(n, sizeof *t);
     for (int i = 0; t && i < w->num_ops; i++) {
-        const mrc__wl_op_t *o = &w->ops[i];
-        t[i] = (mrc__wl_task_t){
+        const mrc__workload_op_t *o = &w->ops[i];
+        t[i] = (mrc__workload_task_t){
             .stream = o->kind == MRC_WORKLOAD_COMPUTE ? MRC__WL_COMPUTE
                                                       : MRC__WL_COMM,
             .duration_us = o->kind == MRC_WORKLOAD_COMPUTE ? o->duration_us : 0,
@@ -439,10 +442,10 @@ mrc__wl_task_t *mrc__wl_tasks(const mrc_workload_t *w)
 /* A cycle named op by op: "a -> b -> a" (each waits for the next). */
 static mrc_status_t check_cycles(const mrc_workload_t *w, int *cycle)
 {
-    mrc__wl_task_t *t = mrc__wl_tasks(w);
+    mrc__workload_task_t *t = mrc__workload_tasks(w);
     if (!t)
         return mrc__error(MRC_ERR_NO_MEMORY, "workload: out of memory");
-    int len = mrc__wl_find_cycle(t, w->num_ops, cycle);
+    int len = mrc__workload_find_cycle(t, w->num_ops, cycle);
     free(t);
     if (len == 0)
         return MRC_OK;
@@ -474,7 +477,7 @@ static mrc_status_t read_any(const char *text, size_t len, mrc_workload_t *w)
                                         json_object_get(root, "ops"));
     mrc_status_t st;
     if (!mine) {
-        st = mrc__wl_read_chakra(text, len, w);
+        st = mrc__workload_read_chakra(text, len, w);
     } else {
         size_t pos = (size_t)jerr.position;
         while (pos < len && strchr(" \t\r\n", text[pos]))

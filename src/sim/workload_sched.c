@@ -16,8 +16,8 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* dependents of each task in CSR form: first[i] .. first[i + 1]. */
-static mrc_status_t dependents(const mrc__wl_task_t *t, int n, int **first,
-                               int **list)
+static mrc_status_t dependents(const mrc__workload_task_t *t, int n,
+                               int **first, int **list)
 {
     size_t total = 0;
     for (int i = 0; i < n; i++)
@@ -53,7 +53,7 @@ typedef struct wl_sched {
 } wl_sched_t;
 
 /* Queues the tasks that became ready at one instant, lowest index first. */
-static void enqueue(wl_sched_t *s, const mrc__wl_task_t *t, int nfresh)
+static void enqueue(wl_sched_t *s, const mrc__workload_task_t *t, int nfresh)
 {
     qsort(s->fresh, (size_t)nfresh, sizeof *s->fresh, cmp_int);
     for (int k = 0; k < nfresh; k++) {
@@ -63,8 +63,8 @@ static void enqueue(wl_sched_t *s, const mrc__wl_task_t *t, int nfresh)
 }
 
 /* Ends every running task that ends at `now`; returns how many. */
-static int finish(wl_sched_t *s, const mrc__wl_task_t *t, const double *end,
-                  double now)
+static int finish(wl_sched_t *s, const mrc__workload_task_t *t,
+                  const double *end, double now)
 {
     int nfresh = 0, done = 0;
     for (int st = 0; st < MRC__WL_STREAMS; st++) {
@@ -81,7 +81,7 @@ static int finish(wl_sched_t *s, const mrc__wl_task_t *t, const double *end,
     return done;
 }
 
-static mrc_status_t play(wl_sched_t *s, const mrc__wl_task_t *t, int n,
+static mrc_status_t play(wl_sched_t *s, const mrc__workload_task_t *t, int n,
                          double *start, double *end)
 {
     int nfresh = 0, done = 0;
@@ -117,8 +117,8 @@ static mrc_status_t play(wl_sched_t *s, const mrc__wl_task_t *t, int n,
     return MRC_OK;
 }
 
-mrc_status_t mrc__wl_schedule(const mrc__wl_task_t *tasks, int n, double *start,
-                              double *end)
+mrc_status_t mrc__workload_schedule(const mrc__workload_task_t *tasks, int n,
+                                    double *start, double *end)
 {
     wl_sched_t s = {.running = {-1, -1}};
     mrc_status_t st = MRC_OK;
@@ -147,7 +147,7 @@ mrc_status_t mrc__wl_schedule(const mrc__wl_task_t *tasks, int n, double *start,
  * million ops would overflow the stack): colour 1 on the path, 2 done.
  * A dependency on a task on the path closes a cycle, read back from the
  * path. */
-int mrc__wl_find_cycle(const mrc__wl_task_t *t, int n, int *cycle)
+int mrc__workload_find_cycle(const mrc__workload_task_t *t, int n, int *cycle)
 {
     char *colour = calloc((size_t)n, 1);
     int *path = malloc((size_t)n * sizeof *path);
@@ -187,8 +187,8 @@ int mrc__wl_find_cycle(const mrc__wl_task_t *t, int n, int *cycle)
     return len;
 }
 
-double mrc__wl_uncovered(const double *as, const double *ae, int na,
-                         const double *bs, const double *be, int nb)
+double mrc__workload_uncovered(const double *as, const double *ae, int na,
+                               const double *bs, const double *be, int nb)
 {
     double total = 0;
     int j = 0;

@@ -333,7 +333,7 @@ int cli_resolve_algo(const char *cmd, const mrc_embedding_t *e,
                               .topo = t,
                               .cc = *cc,
                               .group = -1,
-                              .transport = MRC__XPORT_LINKS,
+                              .transport = MRC__SIM_TRANSPORT_LINKS,
                               .memory_ok = 1,
                               .ref_ok = 1};
     mrc__selection_t sel;

@@ -47,7 +47,8 @@ static void print_text(const mrc__select_input_t *in, const char *strategy,
            "transport %s\n",
            mrc_collective_name(cc->collective), (unsigned long long)size,
            mrc_dtype_name(cc->dtype), mrc_op_name(cc->op),
-           mrc_topo_name(in->topo), strategy, mrc__xport_name(in->transport));
+           mrc_topo_name(in->topo), strategy,
+           mrc__sim_transport_name(in->transport));
     if (in->profile)
         printf("profile  %s (%s, %d ranks on %d cores)\n", profile,
                in->profile->transport, in->profile->ranks, in->profile->cores);
@@ -87,7 +88,7 @@ static void print_json(const mrc__select_input_t *in, const char *strategy,
                    "\"chosen\": \"%s\", \"reason\": ",
                    mrc_collective_name(cc->collective),
                    (unsigned long long)size, mrc_dtype_name(cc->dtype),
-                   mrc_op_name(cc->op), mrc__xport_name(in->transport),
+                   mrc_op_name(cc->op), mrc__sim_transport_name(in->transport),
                    mrc_algo_name(sel->chosen));
     mrc__sb_json_string(&sb, sel->reason);
     if (profile) {
@@ -141,7 +142,8 @@ static mrc_status_t transport_and_profile(const char *transport,
         in->profile = prof;
         transport = transport ? transport : prof->transport;
     }
-    st = mrc__xport_parse(transport ? transport : "links", &in->transport);
+    st = mrc__sim_transport_parse(transport ? transport : "links",
+                                  &in->transport);
     mrc__cpu_cost_t k;
     if (st == MRC_OK && path &&
         (st = mrc__cpu_cost_of_profile(prof, in->transport, in->cc.dtype,
@@ -173,7 +175,7 @@ static int read_call(const char *cmd, const explain_args_t *x,
         st = transport_and_profile(x->transport, x->profile, prof, in);
     /* --transport mpi models MPI between hosts: point-to-point only (MPI
      * ranks of one host run over shared memory: --transport shm). */
-    in->memory_ok = in->transport != MRC__XPORT_MPI;
+    in->memory_ok = in->transport != MRC__SIM_TRANSPORT_MPI;
     if (st == MRC_OK && x->algo)
         st = mrc_algo_parse(x->algo, force);
     if (st != MRC_OK)

@@ -21,7 +21,7 @@ typedef struct fixture {
 } fixture_t;
 
 static void make(fixture_t *f, const char *spec, mrc_collective_t c,
-                 size_t count, mrc__xport_t x)
+                 size_t count, mrc__sim_transport_t x)
 {
     memset(f, 0, sizeof *f);
     mrc_embed_config_t ec = {0};
@@ -34,7 +34,7 @@ static void make(fixture_t *f, const char *spec, mrc_collective_t c,
         .cc = {.collective = c, .count = count, .dtype = MRC_FLOAT32},
         .group = -1,
         .transport = x,
-        .memory_ok = x != MRC__XPORT_MPI,
+        .memory_ok = x != MRC__SIM_TRANSPORT_MPI,
         .ref_ok = 1};
 }
 
@@ -66,7 +66,7 @@ static void test_shm_small_and_large(void **state)
     fixture_t f;
     mrc__selection_t s;
     mrc_program_t *p = NULL;
-    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__XPORT_SHM); /* 256 B */
+    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__SIM_TRANSPORT_SHM); /* 256 B */
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, &p), MRC_OK);
     assert_fastest(&s);
     assert_int_equal(s.chosen, MRC_ALGO_DIRECT1);
@@ -88,14 +88,14 @@ static void test_no_memory(void **state)
     (void)state;
     fixture_t f;
     mrc__selection_t s;
-    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__XPORT_MPI);
+    make(&f, "ring:4", MRC_ALLREDUCE, 64, MRC__SIM_TRANSPORT_MPI);
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
     assert_fastest(&s);
     assert_true(s.chosen != MRC_ALGO_DIRECT1 && s.chosen != MRC_ALGO_DIRECT2);
     assert_int_equal(s.cand[MRC_ALGO_RINGS].status, MRC_OK);
     assert_int_equal(s.cand[MRC_ALGO_DIRECT1].status, MRC_ERR_UNSUPPORTED);
     assert_non_null(strstr(s.cand[MRC_ALGO_DIRECT1].why, "point-to-point"));
-    f.in.transport = MRC__XPORT_THREADS;
+    f.in.transport = MRC__SIM_TRANSPORT_THREADS;
     f.in.memory_ok = 0;
     f.in.no_memory_why = "cannot, for this test";
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
@@ -111,7 +111,7 @@ static void test_forced(void **state)
     fixture_t f;
     mrc__selection_t s;
     mrc_program_t *p = NULL;
-    make(&f, "ring:5", MRC_ALLGATHER, 3, MRC__XPORT_SHM);
+    make(&f, "ring:5", MRC_ALLGATHER, 3, MRC__SIM_TRANSPORT_SHM);
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_DIRECT2, &s, &p),
                      MRC_ERR_UNSUPPORTED);
     assert_null(p);
@@ -132,7 +132,7 @@ static void test_links(void **state)
     (void)state;
     fixture_t f;
     mrc__selection_t s;
-    make(&f, "hcm8", MRC_ALLREDUCE, 1 << 20, MRC__XPORT_LINKS);
+    make(&f, "hcm8", MRC_ALLREDUCE, 1 << 20, MRC__SIM_TRANSPORT_LINKS);
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
     assert_fastest(&s);
     const mrc__candidate_t *r = &s.cand[MRC_ALGO_RINGS];
@@ -151,11 +151,11 @@ static void test_edges(void **state)
     (void)state;
     fixture_t f;
     mrc__selection_t s;
-    make(&f, "line:1", MRC_REDUCE, 5, MRC__XPORT_THREADS);
+    make(&f, "line:1", MRC_REDUCE, 5, MRC__SIM_TRANSPORT_THREADS);
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
     assert_fastest(&s);
     drop(&f);
-    make(&f, "ring:3", MRC_BROADCAST, 0, MRC__XPORT_SHM);
+    make(&f, "ring:3", MRC_BROADCAST, 0, MRC__SIM_TRANSPORT_SHM);
     f.in.cc.root = 2;
     assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
     assert_fastest(&s);
@@ -165,13 +165,14 @@ static void test_edges(void **state)
 static void test_pieces(void **state)
 {
     (void)state;
-    mrc__xport_t x;
-    assert_int_equal(mrc__xport_parse("shm", &x), MRC_OK);
-    assert_int_equal(x, MRC__XPORT_SHM);
-    assert_int_equal(mrc__xport_parse("tcp", &x), MRC_ERR_INVALID_ARG);
+    mrc__sim_transport_t x;
+    assert_int_equal(mrc__sim_transport_parse("shm", &x), MRC_OK);
+    assert_int_equal(x, MRC__SIM_TRANSPORT_SHM);
+    assert_int_equal(mrc__sim_transport_parse("tcp", &x), MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "'tcp'"));
-    assert_int_equal(mrc__xport_of("mpi"), MRC__XPORT_MPI);
-    assert_int_equal(mrc__xport_of("unknown"), MRC__XPORT_THREADS);
+    assert_int_equal(mrc__sim_transport_of("mpi"), MRC__SIM_TRANSPORT_MPI);
+    assert_int_equal(mrc__sim_transport_of("unknown"),
+                     MRC__SIM_TRANSPORT_THREADS);
     assert_int_equal(mrc__cpu_tier(4096), 0);
     assert_int_equal(mrc__cpu_tier((uint64_t)1 << 20), 1);
     assert_int_equal(mrc__cpu_tier((uint64_t)64 << 20), 2);
@@ -208,7 +209,7 @@ static void test_profile(void **state)
 {
     (void)state;
     fixture_t f;
-    make(&f, "ring:4", MRC_ALLREDUCE, (size_t)1 << 20, MRC__XPORT_SHM);
+    make(&f, "ring:4", MRC_ALLREDUCE, (size_t)1 << 20, MRC__SIM_TRANSPORT_SHM);
     f.in.want_times = 1;
     mrc_profile_t slow = flat_profile("shm", 2), fast = flat_profile("shm", 4);
     mrc__selection_t a, b, builtin;
@@ -237,7 +238,7 @@ static void test_profile(void **state)
     pr.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 6;
     pr.message_us = 0.5;
     pr.sync_us = 0.25;
-    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS,
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__SIM_TRANSPORT_THREADS,
                                               MRC_FLOAT32, MRC_SUM, 4, &k),
                      MRC_OK);
     assert_true(k.copy_gbps[0] == 8 && k.copy_gbps[2] == 2);
@@ -246,8 +247,8 @@ static void test_profile(void **state)
     assert_int_equal(mrc__cpu_cost_tier(&k, 1 << 20), 0);
     assert_int_equal(mrc__cpu_cost_tier(&k, (1 << 20) + 1), 2);
     /* Not measured (int8 max): the copy rate. */
-    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_THREADS, MRC_INT8,
-                                              MRC_MAX, 1, &k),
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__SIM_TRANSPORT_THREADS,
+                                              MRC_INT8, MRC_MAX, 1, &k),
                      MRC_OK);
     assert_true(k.reduce_gbps[0] == 8 && k.copy_gbps[2] == 8);
 
@@ -256,7 +257,7 @@ static void test_profile(void **state)
                      MRC_ERR_INVALID_ARG);
     assert_non_null(strstr(mrc_last_error(), "measured on the threads "
                                              "transport, not shm"));
-    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__XPORT_LINKS,
+    assert_int_equal(mrc__cpu_cost_of_profile(&pr, MRC__SIM_TRANSPORT_LINKS,
                                               MRC_FLOAT32, MRC_SUM, 4, &k),
                      MRC_ERR_INVALID_ARG);
     drop(&f);

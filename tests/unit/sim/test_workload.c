@@ -17,9 +17,10 @@
 
 enum { C = MRC__WL_COMPUTE, N = MRC__WL_COMM };
 
-static void schedule(const mrc__wl_task_t *t, int n, double *start, double *end)
+static void schedule(const mrc__workload_task_t *t, int n, double *start,
+                     double *end)
 {
-    if (mrc__wl_schedule(t, n, start, end) != MRC_OK)
+    if (mrc__workload_schedule(t, n, start, end) != MRC_OK)
         fail_msg("%s", mrc_last_error());
 }
 
@@ -28,7 +29,8 @@ static void test_chain(void **state)
 {
     (void)state;
     static const int da[] = {0}, db[] = {1};
-    const mrc__wl_task_t t[] = {{C, 10, 0, NULL}, {N, 5, 1, da}, {C, 3, 1, db}};
+    const mrc__workload_task_t t[] = {
+        {C, 10, 0, NULL}, {N, 5, 1, da}, {C, 3, 1, db}};
     double s[3], e[3];
     schedule(t, 3, s, e);
     assert_true(s[0] == 0 && e[0] == 10);
@@ -42,7 +44,7 @@ static void test_fork_join(void **state)
 {
     (void)state;
     static const int da[] = {0}, dj[] = {1, 2};
-    const mrc__wl_task_t t[] = {
+    const mrc__workload_task_t t[] = {
         {C, 10, 0, NULL}, {C, 4, 1, da}, {N, 6, 1, da}, {C, 2, 2, dj}};
     double s[4], e[4];
     schedule(t, 4, s, e);
@@ -60,9 +62,9 @@ static void test_overlap(void **state)
     (void)state;
     static const int d_fwd[] = {0}, d_b2[] = {1}, d_b1[] = {3},
                      d_opt[] = {2, 4};
-    const mrc__wl_task_t t[] = {{C, 100, 0, NULL}, {C, 50, 1, d_fwd},
-                                {N, 40, 1, d_b2},  {C, 50, 1, d_b2},
-                                {N, 40, 1, d_b1},  {C, 10, 2, d_opt}};
+    const mrc__workload_task_t t[] = {{C, 100, 0, NULL}, {C, 50, 1, d_fwd},
+                                      {N, 40, 1, d_b2},  {C, 50, 1, d_b2},
+                                      {N, 40, 1, d_b1},  {C, 10, 2, d_opt}};
     double s[6], e[6];
     schedule(t, 6, s, e);
     const double want_s[] = {0, 100, 150, 150, 200, 240};
@@ -74,7 +76,7 @@ static void test_overlap(void **state)
     /* Exposed: the network's intervals less what compute covers. */
     const double cs[] = {0, 100, 150, 240}, ce[] = {100, 150, 200, 250};
     const double ns[] = {150, 200}, ne[] = {190, 240};
-    assert_true(mrc__wl_uncovered(cs, ce, 4, ns, ne, 2) == 40);
+    assert_true(mrc__workload_uncovered(cs, ce, 4, ns, ne, 2) == 40);
 }
 
 /* A free stream takes ready ops in the order they became ready, not in
@@ -84,11 +86,11 @@ static void test_ready_order(void **state)
 {
     (void)state;
     static const int da[] = {0};
-    const mrc__wl_task_t t[] = {{C, 10, 0, NULL},
-                                {N, 5, 1, da},
-                                {N, 20, 0, NULL},
-                                {N, 1, 1, da},
-                                {N, 2, 1, da}};
+    const mrc__workload_task_t t[] = {{C, 10, 0, NULL},
+                                      {N, 5, 1, da},
+                                      {N, 20, 0, NULL},
+                                      {N, 1, 1, da},
+                                      {N, 2, 1, da}};
     double s[5], e[5];
     schedule(t, 5, s, e);
     assert_true(s[2] == 0 && e[2] == 20);
@@ -100,17 +102,20 @@ static void test_cycle(void **state)
 {
     (void)state;
     static const int d0[] = {2}, d1[] = {0}, d2[] = {1};
-    const mrc__wl_task_t t[] = {{C, 1, 0, NULL}, {C, 1, 1, d1}, {C, 1, 1, d2}};
-    const mrc__wl_task_t loop[] = {{C, 1, 1, d0}, {C, 1, 1, d1}, {N, 1, 1, d2}};
+    const mrc__workload_task_t t[] = {
+        {C, 1, 0, NULL}, {C, 1, 1, d1}, {C, 1, 1, d2}};
+    const mrc__workload_task_t loop[] = {
+        {C, 1, 1, d0}, {C, 1, 1, d1}, {N, 1, 1, d2}};
     int cycle[3];
     double s[3], e[3];
-    assert_int_equal(mrc__wl_find_cycle(t, 3, cycle), 0);
-    assert_int_equal(mrc__wl_find_cycle(loop, 3, cycle), 3);
+    assert_int_equal(mrc__workload_find_cycle(t, 3, cycle), 0);
+    assert_int_equal(mrc__workload_find_cycle(loop, 3, cycle), 3);
     /* Each waits for the next: 0 on 2, 2 on 1, 1 on 0. */
     assert_int_equal(cycle[0], 0);
     assert_int_equal(cycle[1], 2);
     assert_int_equal(cycle[2], 1);
-    assert_int_equal(mrc__wl_schedule(loop, 3, s, e), MRC_ERR_INVALID_ARG);
+    assert_int_equal(mrc__workload_schedule(loop, 3, s, e),
+                     MRC_ERR_INVALID_ARG);
 }
 
 #define HEAD "{\"format\": \"mrc-workload\", \"version\": 1, "
