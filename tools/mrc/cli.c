@@ -69,6 +69,15 @@ void cli_progress(int only_if_piped, const char *fmt, ...)
     fflush(stderr);
 }
 
+const char *cli_progress_bar(double done, char *out, size_t size)
+{
+    enum { WIDTH = 30 };
+    int fill = (int)((done < 0 ? 0 : done > 1 ? 1 : done) * WIDTH + 0.5);
+    snprintf(out, size, "[%.*s%*s]", fill, "##############################",
+             WIDTH - fill, "");
+    return out;
+}
+
 int cli_parse(const char *cmd, const char *topic, int argc, char **argv,
               const cli_opt_t *opts, const char **pos, int min_pos, int max_pos,
               int *npos)

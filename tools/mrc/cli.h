@@ -56,6 +56,9 @@ int cli_fail(const char *cmd, mrc_status_t st);
  * into a table being printed there): rewritten in place; NULL clears it. */
 void cli_progress(int only_if_piped, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* The bar of a progress line at `done` (0..1) of its work, as
+ * "[#####     ]" in out (room for 33 bytes). */
+const char *cli_progress_bar(double done, char *out, size_t size);
 
 /* Prints "CMD: <message> (see 'mrc help TOPIC')" and returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *topic, const char *fmt, ...)

@@ -65,18 +65,18 @@ void help_calibrate(void)
            "A progress bar goes to stderr when it is a terminal.\n");
 }
 
-/* The progress bar: redrawn in place on a terminal, nothing otherwise. */
+/* The progress bar: redrawn in place on a terminal (cli_progress), and
+ * cleared once the work is done. */
 static void bar(void *ctx, double done, const char *what)
 {
     (void)ctx;
-    enum { WIDTH = 30 };
-    int fill = (int)(done * WIDTH + 0.5);
-    fprintf(stderr, "\rcalibrate [%.*s%*s] %3d%% %-12s", fill,
-            "##############################", WIDTH - fill, "",
-            (int)(done * 100 + 0.5), what);
+    char b[40];
     if (done >= 1)
-        fputc('\n', stderr);
-    fflush(stderr);
+        cli_progress(0, NULL);
+    else
+        cli_progress(0, "calibrate %s %3d%% %-12s",
+                     cli_progress_bar(done, b, sizeof b),
+                     (int)(done * 100 + 0.5), what);
 }
 
 static void summary(const mrc_profile_t *p, const char *path)

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_sim.h"
@@ -25,7 +24,7 @@ typedef struct sweep {
     mrc__strbuf_t csv, js;
     char *strategies[16]; /* those with a row, for the picture */
     int nstrat, rows;
-    int tty, total, done; /* the progress line */
+    int total, done; /* the progress line */
 } sweep_t;
 
 /* MIN:MAX into the first size and the number of sizes; the prefix must
@@ -89,12 +88,12 @@ static mrc_status_t sweep_strategy(sweep_t *sw, const char *name)
     int any = 0;
     uint64_t size = sw->lo;
     for (int k = 0; k < sw->nsizes; k++, size *= 2, sw->done++) {
-        if (sw->tty) {
-            int w = sw->total ? 40 * (sw->done + 1) / sw->total : 40;
-            fprintf(stderr, "\r[%-40.*s] %d/%d %s %llu B   ", w,
-                    "########################################", sw->done + 1,
-                    sw->total, name, (unsigned long long)size);
-        }
+        char b[40];
+        cli_progress(
+            0, "%s %d/%d %s %llu B",
+            cli_progress_bar(sw->total ? (double)(sw->done + 1) / sw->total : 1,
+                             b, sizeof b),
+            sw->done + 1, sw->total, name, (unsigned long long)size);
         mrc_sim_result_t *r = NULL;
         int rings = 0;
         mrc_status_t st = sim_simulate(sw->a, sw->t, name, size, &r, &rings);
@@ -117,7 +116,6 @@ static mrc_status_t sweep_all(sweep_t *sw)
 {
     const char *const *names = mrc_embed_strategies();
     const char *only = sw->a->strategy;
-    sw->tty = isatty(STDERR_FILENO);
     for (int i = 0; names[i]; i++)
         sw->total += !only || strcmp(only, names[i]) == 0;
     sw->total *= sw->nsizes;
@@ -125,8 +123,7 @@ static mrc_status_t sweep_all(sweep_t *sw)
     for (int i = 0; names[i] && st == MRC_OK; i++)
         if (!only || strcmp(only, names[i]) == 0)
             st = sweep_strategy(sw, names[i]);
-    if (sw->tty)
-        fprintf(stderr, "\n");
+    cli_progress(0, NULL);
     return st;
 }
 
