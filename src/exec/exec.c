@@ -133,14 +133,14 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
                         double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
-    memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
     x->cursor[0] = 0;
     /* Nobody to tell the ports (the CPU transports, no trace): no mask
      * is handed over in this call. */
     x->ports_until =
         t->ops->ports || mrc__log_level() >= MRC__LOG_TRACE ? 0 : INT32_MAX;
     if (!x->straight) { /* the chains' bookkeeping, which a straight run
-                            has not */
+                            has not (it clears its transfers itself) */
+        memset(x->xfers, 0, (size_t)pl->num_ops * sizeof *x->xfers);
         if (x->num_fwds)
             memset(x->fwd_sends, 0, x->num_fwds * sizeof *x->fwd_sends);
         memset(x->cursor, 0, (size_t)pl->num_chains * sizeof *x->cursor);

@@ -46,8 +46,13 @@ typedef struct mrc__exec {
      * or relays), as the direct families' plans are: run straight through
      * (run_chain), without the bookkeeping of chains and sends. */
     int straight;
+    /* A straight plan's gets' transfers are filled for these buffers
+     * (sendbuf, recvbuf, scratch): a call on the same ones reuses them. */
+    int gets_filled;
+    const void *filled_buf[3];
     mrc__exposure_t exposure;
-    char *win; /* this call's window (from the transport) */
+    int by_ref; /* the program exposes buffers by reference */
+    char *win;  /* this call's window (from the transport) */
     /* Relays (FWD ops: this node forwards another node's routed hop).
      * Each receives into one of its chain's two slots of relay memory
      * and sends from it; the slot is taken again only once the send

@@ -20,6 +20,37 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
  * from which a reduction is written around the caches. */
 enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 1 << 20 };
 
+/* The transfer of a get: what the transport reads into where. */
+static void fill_get(const mrc__exec_t *x, const mrc__op_t *op, mrc__xfer_t *xf,
+                     const void *sb, void *rb, void *xb)
+{
+    mrc_op_t cfg_op = x->program->cfg.op;
+    xf->peer = op->peer;
+    xf->count = op->count;
+    xf->bytes = op->count * x->elem;
+    xf->dtype = x->program->cfg.dtype;
+    xf->op = cfg_op == MRC_AVG ? MRC_SUM : cfg_op;
+    xf->dst = mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem;
+    xf->local = op->local ? mrc__exec_buffer(op->local, sb, rb, xb) +
+                                op->local_off * x->elem
+                          : NULL;
+    /* A reduction of a block past the caches is written around them, as
+     * are large copies. */
+    xf->nontemporal =
+        op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
+}
+
+/* An expose: by copy into this call's window (by reference, the
+ * buffer is already published). */
+static void expose(const mrc__exec_t *x, const mrc__op_t *op, const void *sb,
+                   void *rb, void *xb)
+{
+    if (!op->ref)
+        memcpy(x->win + op->dst_off * x->elem,
+               mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+               op->count * x->elem);
+}
+
 /* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
  * (a flag, a barrier, a get the transport cannot do yet). A barrier is
  * this rank's flag and a wait on every member's, in rank order; xf
@@ -30,31 +61,10 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
 {
     const mrc__transport_ops_t *o = t->ops;
     switch (op->kind) {
-    case MRC__EXPOSE:
-        if (!op->ref)
-            memcpy(x->win + op->dst_off * x->elem,
-                   mrc__exec_buffer(op->src, sb, rb, xb) +
-                       op->src_off * x->elem,
-                   op->count * x->elem);
-        return MRC_OK;
-    case MRC__GET: {
-        mrc_op_t rop =
-            x->program->cfg.op == MRC_AVG ? MRC_SUM : x->program->cfg.op;
-        xf->peer = op->peer;
-        xf->count = op->count;
-        xf->bytes = op->count * x->elem;
-        xf->dtype = x->program->cfg.dtype;
-        xf->op = rop;
-        xf->dst = mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem;
-        xf->local = op->local ? mrc__exec_buffer(op->local, sb, rb, xb) +
-                                    op->local_off * x->elem
-                              : NULL;
-        /* A reduction of a block past the caches is written around
-         * them, as are large copies. */
-        xf->nontemporal =
-            op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
+    case MRC__EXPOSE: expose(x, op, sb, rb, xb); return MRC_OK;
+    case MRC__GET:
+        fill_get(x, op, xf, sb, rb, xb);
         return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
-    }
     case MRC__SIGNAL: return o->signal(t->ctx, op->flag);
     case MRC__WAIT: return o->wait(t->ctx, op->peer, op->flag);
     default: { /* MRC__BARRIER */
@@ -162,9 +172,14 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
                           "the %s transport cannot read peers' memory, "
                           "which %s needs",
                           t->ops->name, mrc_algo_name(x->program->cfg.algo));
-    x->exposure.buf[MRC__MEM_SEND] = sendbuf;
-    x->exposure.buf[MRC__MEM_RECV] = recvbuf;
-    x->exposure.buf[MRC__MEM_SCRATCH] = scratch;
+    /* Buffers only where the program exposes some by reference: none
+     * is read by reference otherwise, and the transport need not publish
+     * their addresses. */
+    if (x->by_ref) {
+        x->exposure.buf[MRC__MEM_SEND] = sendbuf;
+        x->exposure.buf[MRC__MEM_RECV] = recvbuf;
+        x->exposure.buf[MRC__MEM_SCRATCH] = scratch;
+    }
     void *w = NULL;
     double start = 0;
     for (unsigned spin = 0;; spin++) {
@@ -189,8 +204,37 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
-/* Op i of a straight plan, but a run of gets: a local op, or a memory
- * op (MRC_INPROGRESS while it waits). */
+/* A straight plan's transfers at the start of a call: each one's state
+ * cleared, and the gets' transfers filled for these buffers. A call on
+ * the buffers of the last one finds them filled (a small call's gets
+ * are most of its bookkeeping otherwise); a tiled run rewrites its
+ * transfers tile by tile, and they are filled again at the next call. */
+static void reset_straight(mrc__exec_t *x, const void *sb, void *rb, void *xb)
+{
+    const mrc__plan_t *pl = &x->plan;
+    int fill = !x->gets_filled || x->filled_buf[0] != sb ||
+               x->filled_buf[1] != rb || x->filled_buf[2] != xb;
+    for (int i = 0; i < pl->num_ops; i++) {
+        mrc__xfer_t *xf = &x->xfers[i];
+        int kind = pl->ops[i].kind;
+        if (kind == MRC__WAIT) { /* a tiled run marks the waits it saw */
+            xf->done = 0;
+        } else if (kind == MRC__GET || kind == MRC__BARRIER) {
+            xf->done = 0;
+            xf->posted = 0;
+            memset(xf->priv, 0, sizeof xf->priv);
+            if (fill && kind == MRC__GET)
+                fill_get(x, &pl->ops[i], xf, sb, rb, xb);
+        }
+    }
+    x->gets_filled = 1;
+    x->filled_buf[0] = sb;
+    x->filled_buf[1] = rb;
+    x->filled_buf[2] = xb;
+}
+
+/* Op i of a straight plan that neither waits, gets nor exposes: a local
+ * op or a barrier (MRC_INPROGRESS while the barrier waits). */
 static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
                                 int i, const void *sb, void *rb, void *xb)
 {
@@ -211,6 +255,72 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
+/* A get of this node's own window: the window is this process's memory
+ * (the executor wrote it), so the get is a local copy or reduction into
+ * the transfer's destination, without the transport's look at its own
+ * record (on a small call, a node's own get and wait came to a sixth of
+ * its instructions). */
+static void own_get(mrc__xfer_t *xf, const char *src)
+{
+    if (xf->local)
+        (xf->nontemporal ? mrc__reduce_nontemporal : mrc__reduce)(
+            xf->dst, xf->local, src, xf->count, xf->dtype, xf->op);
+    else if (xf->nontemporal)
+        mrc__copy_nontemporal(xf->dst, src, xf->bytes);
+    else
+        memmove(xf->dst, src, xf->bytes);
+    xf->done = 1;
+}
+
+/* Op i of a straight plan, a get: a run of gets tiled (of blocks worth
+ * it), else the get alone, its transfer filled at the call's start.
+ * *done: the ops taken. */
+static mrc_status_t straight_get(mrc__exec_t *x, const mrc__transport_t *t,
+                                 int i, const void *sb, void *rb, void *xb,
+                                 int *done)
+{
+    const mrc__op_t *op = &x->plan.ops[i];
+    mrc_status_t st = MRC_OK;
+    *done = 1;
+    if (op->count * x->elem >= 2 * (size_t)GET_TILE && op->local) {
+        int n = mrc__exec_get_run(x, t, i, x->plan.num_ops, sb, rb, xb, &st);
+        if (n != 0)
+            x->gets_filled = 0; /* its tiles rewrote the transfers */
+        if (st != MRC_OK || n < 0)
+            return st != MRC_OK ? st : MRC_INPROGRESS;
+        if (n > 0) {
+            *done = n;
+            return MRC_OK;
+        }
+    }
+    if (op->peer == x->plan.node && op->src == MRC__MEM_WINDOW) {
+        own_get(&x->xfers[i], x->win + op->src_off * x->elem);
+        return MRC_OK;
+    }
+    return t->ops->get(t->ctx, op->peer, op->src, op->src_off * x->elem,
+                       &x->xfers[i]);
+}
+
+/* Waits on the spot for op i, a wait whose flag was not there at the
+ * first look: the look is then a load and a pause, and the flag is seen
+ * sooner once it comes (a small call's time is mostly this wait). */
+static mrc_status_t straight_wait(mrc__exec_t *x, const mrc__transport_t *t,
+                                  int i, double timeout_s)
+{
+    const mrc__op_t *op = &x->plan.ops[i];
+    size_t idle = 0;
+    double start = 0;
+    mrc_status_t st;
+    x->cursor[0] = i; /* for the timeout's message */
+    do {
+        st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+        if (st != MRC_OK)
+            return st;
+        st = t->ops->wait(t->ctx, op->peer, op->flag);
+    } while (st == MRC_INPROGRESS);
+    return st;
+}
+
 /* A straight plan (x->straight: one chain of local and memory ops, as a
  * direct family's), after begin and publish: each op in turn, waiting on
  * the spot for the one that cannot go yet. The same ops as advance runs,
@@ -221,51 +331,58 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
                                     double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
+    const mrc__transport_ops_t *o = t->ops;
     double start = 0;
     size_t idle = 0;
-    mrc_status_t st;
+    int reset = 0;
     for (int i = 0; i < pl->num_ops;) {
         const mrc__op_t *op = &pl->ops[i];
         if (op->step >= x->ports_until) /* a look costs less without */
             mrc__exec_hand_ports(x, t, op->step);
-        int done = 0;
-        st = MRC_OK;
-        /* A run of gets (of blocks worth tiling), or 0: one alone. */
-        if (op->kind == MRC__GET && op->local &&
-            op->count * x->elem >= 2 * (size_t)GET_TILE) {
-            done = mrc__exec_get_run(x, t, i, pl->num_ops, sb, rb, xb, &st);
-            if (st == MRC_OK && done < 0)
-                st = MRC_INPROGRESS;
+        /* The transfers are cleared at the first op that uses them, not
+         * at the start: after the call's first signal, while the peers
+         * catch up, instead of before it, where it delays them. */
+        if (!reset && op->kind != MRC__EXPOSE && op->kind != MRC__SIGNAL &&
+            op->kind != MRC__COPY && op->kind != MRC__SCALE) {
+            reset_straight(x, sb, rb, xb);
+            reset = 1;
         }
-        if (st == MRC_OK && done == 0) {
-            done = 1;
-            st = straight_op(x, t, i, sb, rb, xb);
+        int done = 1;
+        mrc_status_t st;
+        switch (op->kind) {
+        case MRC__WAIT:
+            if (op->peer == pl->node) { /* its own flag, signalled before */
+                st = MRC_OK;
+                break;
+            }
+            st = o->wait(t->ctx, op->peer, op->flag);
+            if (st == MRC_INPROGRESS)
+                st = straight_wait(x, t, i, timeout_s);
+            break;
+        case MRC__GET: st = straight_get(x, t, i, sb, rb, xb, &done); break;
+        case MRC__SIGNAL: st = o->signal(t->ctx, op->flag); break;
+        case MRC__EXPOSE:
+            expose(x, op, sb, rb, xb);
+            st = MRC_OK;
+            break;
+        default: st = straight_op(x, t, i, sb, rb, xb); break;
         }
-        /* A flag not yet set is looked at again on the spot, without the
-         * way back through the op's dispatch: the look is then a load and
-         * a pause, and the flag is seen sooner once it comes (a small
-         * call's time is mostly this wait). */
-        if (st == MRC_INPROGRESS && op->kind == MRC__WAIT) {
-            do {
-                st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start,
-                                       timeout_s);
-                if (st != MRC_OK)
-                    return st;
-                st = t->ops->wait(t->ctx, op->peer, op->flag);
-            } while (st == MRC_INPROGRESS);
-        }
-        if (st == MRC_INPROGRESS) {
+        if (st == MRC_INPROGRESS) { /* a get or a barrier not yet */
+            x->cursor[0] = i;
             st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start,
                                    timeout_s);
             if (st != MRC_OK)
                 return st;
             continue;
         }
-        if (st != MRC_OK)
+        if (st != MRC_OK) {
+            x->cursor[0] = i;
             return st;
-        x->cursor[0] = i += done;
+        }
+        i += done;
         idle = 0;
         start = 0; /* the timeout counts time without progress */
     }
-    return t->ops->end(t->ctx);
+    x->cursor[0] = pl->num_ops;
+    return o->end(t->ctx);
 }

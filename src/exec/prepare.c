@@ -325,6 +325,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     x->memory = mrc__program_has_memory_ops(p);
     if (x->memory && g >= 0)
         plan_exposure(x, &p->groups[g], se, re, xe);
+    x->by_ref = x->memory && mrc__program_exposes_by_ref(p);
     list_transfers(x);
     return MRC_OK;
 }

@@ -19,6 +19,9 @@
 
 /* ---- memory semantics --------------------------------------------------- */
 
+/* The bytes of a peer's window a wait that sees its flag fetches ahead. */
+enum { WAIT_PREFETCH = 512 };
+
 mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
                               void **window)
 {
@@ -48,11 +51,17 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
     /* The buffers' addresses go to the address line now (read only by
      * a get by reference, after the record says they are there); the
      * record itself at the first signal (write_record). */
-    by_ref_t *ref = ref_at(e, e->rank, seq);
-    for (int b = 1; b < MRC__MEM_BUFS; b++) {
-        int by_ref = b != MRC__MEM_WINDOW && x->buf[b];
-        ref->addr[b - 1] = by_ref ? (uint64_t)(uintptr_t)x->buf[b] : 0;
-        ref->bytes[b - 1] = by_ref ? x->bytes[b] : 0;
+    int any = 0;
+    for (int b = 1; b < MRC__MEM_BUFS; b++)
+        any |= b != MRC__MEM_WINDOW && x->buf[b];
+    if (any || e->ref_set[seq & 1]) {
+        by_ref_t *ref = ref_at(e, e->rank, seq);
+        for (int b = 1; b < MRC__MEM_BUFS; b++) {
+            int by_ref = b != MRC__MEM_WINDOW && x->buf[b];
+            ref->addr[b - 1] = by_ref ? (uint64_t)(uintptr_t)x->buf[b] : 0;
+            ref->bytes[b - 1] = by_ref ? x->bytes[b] : 0;
+        }
+        e->ref_set[seq & 1] = (uint8_t)any;
     }
     e->pending_window = (uint32_t)x->window_bytes;
     e->pending = 1;
@@ -212,8 +221,15 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) == e->seq + 1 &&
         (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) >> flag & 1)) {
         /* What the get after a wait reads next, fetched alongside (each
-         * line a peer's core wrote costs a transfer between cores). */
-        __builtin_prefetch(window_at(e, peer, e->seq));
+         * line a peer's core wrote costs a transfer between cores): the
+         * window's lines after the record's, up to WAIT_PREFETCH bytes (a
+         * 64-byte call's window spills into the next line; a larger
+         * window is streamed by the get). */
+        const char *w = window_at(e, peer, e->seq);
+        size_t n =
+            p->window_bytes < WAIT_PREFETCH ? p->window_bytes : WAIT_PREFETCH;
+        for (size_t at = 64 - WINDOW_AT; at < n; at += 64)
+            __builtin_prefetch(w + at);
         /* A peer that set a flag of this call has begun it, so it has
          * ended the one before: the next publish need not read its
          * `ended` line (one transfer between cores less a call). */

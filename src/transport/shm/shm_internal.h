@@ -129,6 +129,10 @@ struct mrc__shm_endpoint {
      * while they poll costs a transfer between cores. */
     int pending;
     uint32_t pending_window;
+    /* The address line of each parity holds an address (a call that
+     * published buffers by reference): a call with none clears it once,
+     * not at every call. */
+    uint8_t ref_set[2];
 };
 
 static inline double mrc__shm_now(void)
@@ -169,7 +173,7 @@ static inline size_t window_max(int n)
 
 /* An area past its window: the record before it (RECORD_BYTES) and the
  * line of addresses after it, 64-byte aligned. */
-enum { AREA_EXTRA = 128, RECORD_BYTES = 32 };
+enum { AREA_EXTRA = 128, RECORD_BYTES = 32, WINDOW_AT = RECORD_BYTES };
 
 static inline size_t windows_bytes(int n)
 {
@@ -183,7 +187,7 @@ static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 
 static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
-    return area_at(e, r, seq) + RECORD_BYTES;
+    return area_at(e, r, seq) + WINDOW_AT;
 }
 
 /* What a rank published for a call, by its parity (the start of its
