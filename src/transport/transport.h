@@ -215,5 +215,12 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e);
  * knowing MPI. */
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
+/* The same operations under another name (what the communicator reports
+ * and its cost model and profile go by), and calling the endpoint's idle
+ * while the executor waits: an MPI job whose ranks are all on this host
+ * runs on its segment directly, without a layer that only hands each
+ * operation on. */
+mrc__transport_t mrc__shm_transport_named(mrc__shm_endpoint_t *e,
+                                          const char *name);
 
 #endif /* MRC_TRANSPORT_H */

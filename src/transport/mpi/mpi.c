@@ -448,11 +448,11 @@ static mrc_status_t mpi_end(void *ctx)
     return e->shm ? e->shm_t.ops->end(e->shm_t.ctx) : MRC_OK;
 }
 
-/* Memory semantics: through the shared-memory endpoint, when every rank
- * is on this host (the transport has none otherwise: mrc__mpi_transport
- * gives the table without them). Every rank local, the ranks' indices
- * there are theirs in the job (local_of is the identity), so the group's
- * members need no renaming. */
+/* Memory semantics between the ranks of each host, through its
+ * shared-memory endpoint, for ranks on several hosts in equal blocks
+ * (hier's programs; the transport has none otherwise: mrc__mpi_transport
+ * gives the table without them, and a job on one host runs on the
+ * segment's own operations). */
 static mrc_status_t mpi_publish(void *ctx, const mrc__exposure_t *x,
                                 void **window)
 {
@@ -553,6 +553,15 @@ mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
     /* Ranks on several hosts in equal blocks with a segment on each have
      * the memory semantics between the ranks of a host (the hier
      * family's; a get of a rank on another host is refused). */
+    /* Every rank on this host: the segment's operations themselves (the
+     * ranks' indices there are theirs in the job), MPI let progress while
+     * they wait; handing each operation on cost a small call a quarter of
+     * its time. */
+    int identity = e->shm && !e->remote;
+    for (int r = 0; identity && r < e->n; r++)
+        identity = e->local_of[r] == r;
+    if (identity)
+        return mrc__shm_transport_named(e->shm, "mpi");
     mrc__transport_t t = {
         e->shm && (!e->remote || host_memory) ? &mpi_local_ops : &mpi_ops, e};
     return t;

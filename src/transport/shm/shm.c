@@ -178,8 +178,25 @@ void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg)
     e->on_idle_arg = arg;
 }
 
+/* The executor's idle, handed on to the endpoint's (the MPI job's). */
+static void shm_idle(void *ctx)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    e->on_idle(e->on_idle_arg);
+}
+
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e)
 {
     mrc__transport_t t = {&shm_ops, e};
+    return t;
+}
+
+mrc__transport_t mrc__shm_transport_named(mrc__shm_endpoint_t *e,
+                                          const char *name)
+{
+    e->named = shm_ops;
+    e->named.name = name;
+    e->named.idle = e->on_idle ? shm_idle : NULL;
+    mrc__transport_t t = {&e->named, e};
     return t;
 }

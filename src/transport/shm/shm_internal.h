@@ -119,6 +119,7 @@ struct mrc__shm_endpoint {
     uint64_t *ended;         /* [n]: each rank's `ended` as last seen */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
+    mrc__transport_ops_t named; /* mrc__shm_transport_named's table */
     /* Where the parts of the segment start (set_layout): found once, as
      * every flag, window and post is looked up at each call. */
     size_t win_max;
