@@ -88,18 +88,6 @@ static mrc_status_t timed_out(const mrc__exec_t *x, double timeout_s)
                       timeout_s);
 }
 
-/* What the ranks must agree on: op only where it reduces, root only
- * where there is one. */
-static mrc__call_t call_of(const mrc_compile_config_t *cfg)
-{
-    mrc_collective_t c = cfg->collective;
-    int reducing =
-        c == MRC_ALLREDUCE || c == MRC_REDUCE || c == MRC_REDUCE_SCATTER;
-    int rooted = c == MRC_REDUCE || c == MRC_BROADCAST;
-    return mrc__call_make(c, cfg->count, cfg->dtype,
-                          reducing ? cfg->op : MRC_SUM, rooted ? cfg->root : 0);
-}
-
 /* Nothing moved in this look: what the run loops do then. Lets the other
  * ranks run (and MPI progress, past the spin of `spin` looks: a probe
  * costs a microsecond, more than a small call's wait), and watches the
@@ -150,10 +138,10 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
         for (int i = 0; i < x->num_slots; i++)
             x->slot_user[i] = -1;
     }
-    mrc__call_t call = as ? *as : call_of(&x->program->cfg);
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
-    call = mrc__call_with_family(call, x->program->cfg.algo);
+    mrc__call_t call =
+        as ? mrc__call_with_family(*as, x->program->cfg.algo) : x->call;
     mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs, x->num_recvs);
     if (st != MRC_OK)
         return st;

@@ -14,6 +14,7 @@
 typedef struct mrc__exec {
     const mrc_program_t *program;
     mrc__plan_t plan;
+    mrc__call_t call;   /* what the ranks agree on, the family's included */
     mrc__xfer_t *xfers; /* [num_ops]: one per op (sends and receives) */
     mrc__xfer_t *recvs; /* the receives, announced to the transport */
     int32_t *recv_of;   /* [num_ops]: index into recvs, or -1 */
@@ -51,8 +52,9 @@ typedef struct mrc__exec {
     int gets_filled;
     const void *filled_buf[3];
     mrc__exposure_t exposure;
-    int by_ref; /* the program exposes buffers by reference */
-    char *win;  /* this call's window (from the transport) */
+    int by_ref;               /* the program exposes buffers by reference */
+    const void *published_on; /* the transport's ops at the last publish */
+    char *win;                /* this call's window (from the transport) */
     /* Relays (FWD ops: this node forwards another node's routed hop).
      * Each receives into one of its chain's two slots of relay memory
      * and sends from it; the slot is taken again only once the send

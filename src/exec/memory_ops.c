@@ -167,7 +167,8 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
                                const void *sendbuf, void *recvbuf,
                                void *scratch, double timeout_s)
 {
-    if (!t->ops->publish || !t->ops->get || !t->ops->signal || !t->ops->wait)
+    if (x->published_on != t->ops &&
+        (!t->ops->publish || !t->ops->get || !t->ops->signal || !t->ops->wait))
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "the %s transport cannot read peers' memory, "
                           "which %s needs",
@@ -186,6 +187,7 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
         mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, &w);
         if (st != MRC_INPROGRESS) {
             x->win = w;
+            x->published_on = t->ops; /* has memory semantics */
             return st;
         }
         if (t->ops->idle && spin % 16 == 15)

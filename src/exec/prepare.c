@@ -275,6 +275,18 @@ static void list_transfers(mrc__exec_t *x)
     }
 }
 
+/* What the ranks must agree on: op only where it reduces, root only
+ * where there is one. */
+static mrc__call_t call_of(const mrc_compile_config_t *cfg)
+{
+    mrc_collective_t c = cfg->collective;
+    int reducing =
+        c == MRC_ALLREDUCE || c == MRC_REDUCE || c == MRC_REDUCE_SCATTER;
+    int rooted = c == MRC_REDUCE || c == MRC_BROADCAST;
+    return mrc__call_make(c, cfg->count, cfg->dtype,
+                          reducing ? cfg->op : MRC_SUM, rooted ? cfg->root : 0);
+}
+
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
                                int in_place, int ranks_here)
 {
@@ -327,5 +339,8 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
         plan_exposure(x, &p->groups[g], se, re, xe);
     x->by_ref = x->memory && mrc__program_exposes_by_ref(p);
     list_transfers(x);
+    /* The family too: ranks that chose different programs for one call
+     * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
+    x->call = mrc__call_with_family(call_of(&p->cfg), p->cfg.algo);
     return MRC_OK;
 }

@@ -95,9 +95,8 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
     __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
     /* What came early for this call was sent for the same call. */
-    uint64_t h = mrc__call_hash(*call);
     for (const early_t *m = e->early; m; m = m->next)
-        if (m->seq == seq && m->call != h)
+        if (m->seq == seq && m->call != mrc__call_hash(*call))
             return mrc__shm_message_differs(e, m->peer);
     return MRC_OK;
 }
