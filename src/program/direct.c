@@ -171,7 +171,9 @@ static const mrc__insn_t d1_broadcast[] = {
 
 /* Split fragments: f is block f, reduced by the node at pos f. */
 static const mrc__insn_t d2_allreduce[] = {
-    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    /* Every block but its own, which it reduces from its sendbuf: 1/N
+     * less copying than all of it. */
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = SB, .buf_b = WB, .flags = OTHERS},
     {.op = SIGNAL},
     {.op = LOOP},
     {.op = WAIT, NEXT_S},
@@ -231,7 +233,9 @@ static const mrc__insn_t d2_allreduce_ref[] = {
 
 /* Blocks reduced into scratch, then gathered by the root. */
 static const mrc__insn_t d2_reduce[] = {
-    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = ALL},
+    /* Every block but its own, which it reduces from its sendbuf: 1/N
+     * less copying than all of it. */
+    {.op = EXPOSE, .frag_pos = 1, .buf_a = SB, .buf_b = WB, .flags = OTHERS},
     {.op = SIGNAL},
     {.op = LOOP},
     {.op = WAIT, NEXT_S},

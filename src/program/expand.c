@@ -462,6 +462,37 @@ static int op_body(const mrc__chain_iter_t *it, const frag_map_t *m,
     }
 }
 
+/* An EXPOSE of every fragment but the one `own` is placed on (its
+ * fragment, offsets and count): into op the fragments before it (part 0)
+ * or after it (part 1), whose window places are their buffer's, as for
+ * an EXPOSE of ALL. 0 when the part holds no element. */
+static int others_part(const frag_map_t *m, const mrc__insn_t *in,
+                       const mrc__op_t *own, int part, mrc__op_t *op)
+{
+    uint64_t total = buffer_len(m, in->buf_a);
+    uint64_t end = own->src_off + own->count;
+    *op = *own;
+    if (m->n > UINT16_MAX) { /* more fragments than an op counts: all */
+        op->frag = -1;
+        op->frags = 0;
+        op->src_off = op->dst_off = 0;
+        op->count = part == 1 ? total : 0;
+        return op->count > 0;
+    }
+    if (part == 0) {
+        op->frag = 0;
+        op->frags = (uint16_t)own->frag;
+        op->src_off = op->dst_off = 0;
+        op->count = own->src_off;
+    } else {
+        op->frag = own->frag + 1;
+        op->frags = (uint16_t)(m->n - own->frag - 1);
+        op->src_off = op->dst_off = end;
+        op->count = total > end ? total - end : 0;
+    }
+    return op->count > 0;
+}
+
 /* Interprets instructions from it->pc until one yields an operation. */
 static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
@@ -501,7 +532,8 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
             return -1;
         int sync = in->op == MRC__OP_SIGNAL || in->op == MRC__OP_WAIT ||
                    in->op == MRC__OP_BARRIER;
-        if (at.clen == 0 && !sync && !(in->flags & MRC__INSN_ALL))
+        if (at.clen == 0 && !sync &&
+            !(in->flags & (MRC__INSN_ALL | MRC__INSN_OTHERS)))
             continue;
         mrc__op_t op;
         op_head(it, &m, &v, in, &x, &at, &op);
@@ -521,7 +553,20 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
                              it->node, it->k, x.step, x.pc, at.block);
             return -1;
         }
-        it->pc = x.pc + 1;
+        /* Every fragment but its own: the part before it, then (at this
+         * pc again) the part after it; an empty part is no op. */
+        int again = 0;
+        if (in->op == MRC__OP_EXPOSE && (in->flags & MRC__INSN_OTHERS)) {
+            mrc__op_t own = op;
+            if (it->half == 0 && others_part(&m, in, &own, 0, &op)) {
+                again = it->half = 1;
+            } else {
+                it->half = 0;
+                if (!others_part(&m, in, &own, 1, &op))
+                    continue;
+            }
+        }
+        it->pc = again ? x.pc : x.pc + 1;
         it->loop_pc = x.loop_pc;
         it->s = x.s;
         it->step = x.step;

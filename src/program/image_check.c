@@ -53,6 +53,14 @@ static const char *check_insn(const mrc_program_t *p, const mrc__insn_t *in)
           in->op != MRC__OP_SIGNAL && in->op != MRC__OP_WAIT &&
           in->op != MRC__OP_BARRIER)))
         return "an instruction view its family does not have";
+    /* Every fragment but its own: an EXPOSE by copy of one fragment's
+     * place, in a program that splits its slices. */
+    if ((in->flags & MRC__INSN_OTHERS) &&
+        (in->op != MRC__OP_EXPOSE ||
+         (in->flags & (MRC__INSN_REF | MRC__INSN_ALL | MRC__INSN_WHOLE)) ||
+         p->addressing != MRC__ADDR_SPLIT || in->view != MRC__VIEW_GROUP))
+        return "an expose of every fragment but one that is not an expose "
+               "by copy of one fragment";
     /* Memory instructions only in a direct family, and one family's
      * code only: the checker of memory programs orders flags, not
      * messages. */

@@ -19,10 +19,13 @@ int mrc__listing_memory_insn(mrc__strbuf_t *sb, const mrc_program_t *p,
     switch (in->op) {
     case MRC__OP_EXPOSE:
         mrc__sb_puts(sb, "expose ");
-        if (in->flags & MRC__INSN_ALL)
+        if (in->flags & MRC__INSN_ALL) {
             mrc__sb_puts(sb, "all");
-        else
+        } else {
+            if (in->flags & MRC__INSN_OTHERS)
+                mrc__sb_puts(sb, "all but ");
             o->frag(sb, in, o->ctx);
+        }
         mrc__sb_printf(sb, " of %s %s", mrc__listing_buf(in->buf_a),
                        in->flags & MRC__INSN_REF ? "by reference"
                                                  : "by copy into the window");

@@ -106,8 +106,8 @@ uint64_t mrc__chain_ops_bound(const mrc_program_t *p, int n)
             iters = it > 0 ? (uint64_t)it : 0;
         } else if (in->op == MRC__OP_END) {
             iters = 1;
-        } else {
-            ops += iters;
+        } else { /* every fragment but its own: two ops */
+            ops += (in->flags & MRC__INSN_OTHERS) ? 2 * iters : iters;
         }
     }
     return ops;

@@ -242,6 +242,9 @@ typedef struct mrc__chain_iter {
     /* A relay chain (relay > 0): the sends of `node`'s chain, forwarded
      * by `at`, the relay at place relay_idx of route relay - 1. */
     int relay, relay_idx;
+    /* An EXPOSE of every fragment but its own is two ops (the fragments
+     * before it, then after it): 1 once the first is out. */
+    int half;
 } mrc__chain_iter_t;
 
 void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int node,

@@ -65,17 +65,21 @@ enum mrc__pred {
 };
 
 enum mrc__insn_flags {
-    MRC__INSN_WHOLE = 1, /* the whole slice, not a fragment */
-    MRC__INSN_REF = 2,   /* EXPOSE by reference, not by copy */
-    MRC__INSN_ALL = 4,   /* EXPOSE: every fragment (the whole buffer,
-                            blocks of every rank included) */
-    MRC__INSN_ACC = 8,   /* GET in a loop: from s = 1 on, reduce into
-                            buf_b (at s = 0: with `local`, or copy) */
-    MRC__INSN_LOG = 16,  /* LOOP: ceil(log2 N) iterations */
-    MRC__INSN_REV = 32,  /* in a loop: t = iterations - 1 - s, not s */
-    MRC__INSN_POW = 64,  /* SEND, RECV: to / from the node at position
-                            root + rel + peer_const * 2^t, not the ring's
-                            next / previous (the binomial tree) */
+    MRC__INSN_WHOLE = 1,    /* the whole slice, not a fragment */
+    MRC__INSN_REF = 2,      /* EXPOSE by reference, not by copy */
+    MRC__INSN_ALL = 4,      /* EXPOSE: every fragment (the whole buffer,
+                               blocks of every rank included) */
+    MRC__INSN_ACC = 8,      /* GET in a loop: from s = 1 on, reduce into
+                               buf_b (at s = 0: with `local`, or copy) */
+    MRC__INSN_LOG = 16,     /* LOOP: ceil(log2 N) iterations */
+    MRC__INSN_REV = 32,     /* in a loop: t = iterations - 1 - s, not s */
+    MRC__INSN_POW = 64,     /* SEND, RECV: to / from the node at position
+                               root + rel + peer_const * 2^t, not the ring's
+                               next / previous (the binomial tree) */
+    MRC__INSN_OTHERS = 128, /* EXPOSE by copy: every fragment but the one
+                               frag_* names (the node's own block, which
+                               no peer reads): two ops, the fragments
+                               before it and after it */
 };
 
 typedef struct mrc__insn {

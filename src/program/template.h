@@ -49,6 +49,7 @@ enum {
     LOG = MRC__INSN_LOG,
     REV = MRC__INSN_REV,
     POW = MRC__INSN_POW,
+    OTHERS = MRC__INSN_OTHERS,
     /* views (hier) */
     H = MRC__VIEW_HOST,
     L = MRC__VIEW_LEADERS,
