@@ -186,50 +186,6 @@ static int tree_peer(const mrc__chain_iter_t *it, const view_t *v,
                      mrc__tree_peer(v->root, v->rel, in->peer_const, t, v->n));
 }
 
-/* The node after the first (dir 1) or before the last (dir -1) of a
- * route: the peer a routed hop's sender and receiver talk to. A direct
- * hop (or none) gives `direct`. */
-static int hop_end(const mrc_program_t *p, int route, int dir, int direct)
-{
-    if (route < 0)
-        return direct;
-    int off = p->route_off[route], end = p->route_off[route + 1];
-    if (end - off <= 2)
-        return direct;
-    return dir > 0 ? p->route_nodes[off + 1] : p->route_nodes[end - 2];
-}
-
-void mrc__chain_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int node,
-                      int k, int chunk, int chunks, int in_place)
-{
-    memset(it, 0, sizeof *it);
-    const mrc__node_t *nd = &p->nodes[node];
-    const mrc__stream_t *sk = &p->streams[k];
-    int n = p->groups[nd->group].size;
-    it->p = p;
-    it->node = node;
-    it->rank = nd->rank;
-    it->k = k;
-    it->n = n;
-    it->off = sk->slice_off;
-    it->len = sk->slice_len;
-    it->ns = mrc__node_stream(p, node, k);
-    it->chunk = chunk;
-    it->chunks = chunks;
-    it->in_place = in_place;
-    it->rel = mrc__ring_mod(it->ns->pos - sk->root_pos, n);
-    int nf = mrc__frag_space(p, n);
-    it->q = sk->slice_len / (uint64_t)nf;
-    it->r = sk->slice_len % (uint64_t)nf;
-    it->loop_pc = -1;
-    it->pc = 0;
-    it->memory = mrc__program_has_memory_ops(p);
-    it->at = node;
-    it->send_to = hop_end(p, it->ns->route, 1, it->ns->next);
-    it->recv_from = hop_end(p, mrc__node_stream(p, it->ns->prev, k)->route, -1,
-                            it->ns->prev);
-}
-
 static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st);
 
 /* Interprets instructions from it->pc until one yields an operation. */
@@ -493,6 +449,22 @@ static int others_part(const frag_map_t *m, const mrc__insn_t *in,
     return op->count > 0;
 }
 
+/* An EXPOSE of every fragment but its own, op placed on that fragment:
+ * the part before it (*again: this pc gives the part after it next), or
+ * the part after it. 0 when there is no op to give (empty parts). */
+static int others_next(mrc__chain_iter_t *it, const frag_map_t *m,
+                       const mrc__insn_t *in, mrc__op_t *op, int *again)
+{
+    mrc__op_t own = *op;
+    *again = 0;
+    if (it->half == 0 && others_part(m, in, &own, 0, op)) {
+        *again = it->half = 1;
+        return 1;
+    }
+    it->half = 0;
+    return others_part(m, in, &own, 1, op);
+}
+
 /* Interprets instructions from it->pc until one yields an operation. */
 static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
 {
@@ -553,19 +525,10 @@ static int interpret(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
                              it->node, it->k, x.step, x.pc, at.block);
             return -1;
         }
-        /* Every fragment but its own: the part before it, then (at this
-         * pc again) the part after it; an empty part is no op. */
         int again = 0;
-        if (in->op == MRC__OP_EXPOSE && (in->flags & MRC__INSN_OTHERS)) {
-            mrc__op_t own = op;
-            if (it->half == 0 && others_part(&m, in, &own, 0, &op)) {
-                again = it->half = 1;
-            } else {
-                it->half = 0;
-                if (!others_part(&m, in, &own, 1, &op))
-                    continue;
-            }
-        }
+        if (in->op == MRC__OP_EXPOSE && (in->flags & MRC__INSN_OTHERS) &&
+            !others_next(it, &m, in, &op, &again))
+            continue;
         it->pc = again ? x.pc : x.pc + 1;
         it->loop_pc = x.loop_pc;
         it->s = x.s;
@@ -605,33 +568,4 @@ static int relay_next(mrc__chain_iter_t *it, mrc__op_t *out, mrc_status_t *st)
         return 1;
     }
     return r;
-}
-
-void mrc__cursor_begin(mrc__cursor_t *c, const mrc_program_t *p, int node,
-                       int k, int chunk, int chunks, int in_place)
-{
-    memset(c, 0, sizeof *c);
-    mrc__chain_begin(&c->it, p, node, k, chunk, chunks, in_place);
-}
-
-void mrc__cursor_begin_relay(mrc__cursor_t *c, const mrc_program_t *p, int at,
-                             const mrc__relay_t *r, int chunk, int chunks)
-{
-    memset(c, 0, sizeof *c);
-    mrc__relay_begin(&c->it, p, at, r, chunk, chunks);
-}
-
-int mrc__cursor_peek(mrc__cursor_t *c, mrc_status_t *st)
-{
-    if (c->done)
-        return 0;
-    if (c->has_op)
-        return 1;
-    int r = mrc__chain_next(&c->it, &c->op, st);
-    if (r <= 0) {
-        c->done = r == 0;
-        return r;
-    }
-    c->has_op = 1;
-    return 1;
 }

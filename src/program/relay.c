@@ -2,22 +2,13 @@
  * The relays of routed hops: which node forwards which hop at which place
  * of its route (the index the executor, the checker and the simulator
  * build their relay chains from), and how many chains and operations a
- * node's relays add to its plan. The relay chains themselves are run by
- * the expansion (expand.c: mrc__chain_next).
+ * node's relays add to its plan. The relay chains themselves start in
+ * chain.c and are run by the expansion (expand.c: mrc__chain_next).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "program_internal.h"
-
-void mrc__relay_begin(mrc__chain_iter_t *it, const mrc_program_t *p, int at,
-                      const mrc__relay_t *r, int chunk, int chunks)
-{
-    mrc__chain_begin(it, p, r->src, r->stream, chunk, chunks, 0);
-    it->at = at;
-    it->relay = r->route + 1;
-    it->relay_idx = r->index;
-}
 
 /* Calls visit(arg, relay node, record) for every relay of the program;
  * stops at (and returns) a non-zero return. A route node outside the
