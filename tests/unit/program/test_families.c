@@ -261,6 +261,60 @@ static void test_checker_catches(void **state)
         "window");
 }
 
+/* direct2 by copy exposes every block of its input but its own (which
+ * it reduces from its sendbuf, and no peer reads in its window): the
+ * exposes before its first signal cover the vector but the block it
+ * later exposes of its result, without overlap. */
+static void test_exposes_all_but_own(void **state)
+{
+    (void)state;
+    static const int sizes[] = {2, 3, 5, 8};
+    static const size_t counts[] = {1, 7, 100};
+    char spec[32];
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t j = 0; j < sizeof counts / sizeof *counts; j++) {
+            int n = sizes[i];
+            size_t count = counts[j];
+            snprintf(spec, sizeof spec, "ring:%d", n);
+            mrc_program_t *p = NULL;
+            assert_int_equal(compile(spec, NULL, MRC_ALGO_DIRECT2,
+                                     MRC_ALLREDUCE, count, 0, &p),
+                             MRC_OK);
+            for (int u = 0; u < n; u++) {
+                mrc__plan_t pl;
+                assert_int_equal(mrc__plan_build(p, u, 0, 0, &pl), MRC_OK);
+                unsigned char seen[100] = {0};
+                uint64_t own_off = 0, own_len = 0, exposed = 0;
+                int signalled = 0;
+                for (int k = 0; k < pl.num_ops; k++) {
+                    const mrc__op_t *op = &pl.ops[k];
+                    if (op->kind == MRC__SIGNAL)
+                        signalled = 1;
+                    if (op->kind != MRC__EXPOSE)
+                        continue;
+                    if (signalled) { /* its block of the result */
+                        own_off = op->dst_off;
+                        own_len = op->count;
+                        continue;
+                    }
+                    assert_int_equal(op->src, MRC__BUF_SEND);
+                    assert_int_equal(op->src_off, op->dst_off);
+                    for (uint64_t e = op->src_off; e < op->src_off + op->count;
+                         e++) {
+                        assert_true(e < count);
+                        assert_int_equal(seen[e]++, 0);
+                    }
+                    exposed += op->count;
+                }
+                assert_int_equal(exposed, count - own_len);
+                for (uint64_t e = own_off; e < own_off + own_len; e++)
+                    assert_int_equal(seen[e], 0);
+                mrc__plan_free(&pl);
+            }
+            mrc_program_destroy(p);
+        }
+}
+
 /* hier: every group of 1..16 on every count of hosts that splits it
  * (1 and N included), every collective, every root place, counts by
  * copy and by reference, proven in place and not; refused for
@@ -415,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_exposes_all_but_own),
         cmocka_unit_test(test_hier_proven),
         cmocka_unit_test(test_hier_checker_catches),
         cmocka_unit_test(test_hier_listing_and_image),
