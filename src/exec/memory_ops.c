@@ -285,9 +285,8 @@ static mrc_status_t straight_get(mrc__exec_t *x, const mrc__transport_t *t,
     mrc_status_t st = MRC_OK;
     *done = 1;
     if (op->count * x->elem >= 2 * (size_t)GET_TILE && op->local) {
+        x->gets_filled = 0; /* a run's tiles rewrite the transfers */
         int n = mrc__exec_get_run(x, t, i, x->plan.num_ops, sb, rb, xb, &st);
-        if (n != 0)
-            x->gets_filled = 0; /* its tiles rewrote the transfers */
         if (st != MRC_OK || n < 0)
             return st != MRC_OK ? st : MRC_INPROGRESS;
         if (n > 0) {

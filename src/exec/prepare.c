@@ -337,7 +337,12 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     x->memory = mrc__program_has_memory_ops(p);
     if (x->memory && g >= 0)
         plan_exposure(x, &p->groups[g], se, re, xe);
+    /* Buffers are published where the program exposes some by reference,
+     * or this node gets from one of its own (which needs no expose). */
     x->by_ref = x->memory && mrc__program_exposes_by_ref(p);
+    for (int i = 0; x->memory && i < x->plan.num_ops; i++)
+        x->by_ref |= x->plan.ops[i].kind == MRC__GET &&
+                     x->plan.ops[i].src != MRC__BUF_WINDOW;
     list_transfers(x);
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */

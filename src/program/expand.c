@@ -435,16 +435,17 @@ static int others_part(const frag_map_t *m, const mrc__insn_t *in,
         op->count = part == 1 ? total : 0;
         return op->count > 0;
     }
+    /* (a whole vector: the image checker allows no other) */
     if (part == 0) {
         op->frag = 0;
         op->frags = (uint16_t)own->frag;
         op->src_off = op->dst_off = 0;
-        op->count = own->src_off;
+        op->count = own->frag > 0 && own->src_off <= total ? own->src_off : 0;
     } else {
         op->frag = own->frag + 1;
         op->frags = (uint16_t)(m->n - own->frag - 1);
         op->src_off = op->dst_off = end;
-        op->count = total > end ? total - end : 0;
+        op->count = own->frag + 1 < m->n && total > end ? total - end : 0;
     }
     return op->count > 0;
 }

@@ -58,9 +58,10 @@ static const char *check_insn(const mrc_program_t *p, const mrc__insn_t *in)
     if ((in->flags & MRC__INSN_OTHERS) &&
         (in->op != MRC__OP_EXPOSE ||
          (in->flags & (MRC__INSN_REF | MRC__INSN_ALL | MRC__INSN_WHOLE)) ||
-         p->addressing != MRC__ADDR_SPLIT || in->view != MRC__VIEW_GROUP))
+         p->addressing != MRC__ADDR_SPLIT || in->view != MRC__VIEW_GROUP ||
+         (c->collective != MRC_ALLREDUCE && c->collective != MRC_REDUCE)))
         return "an expose of every fragment but one that is not an expose "
-               "by copy of one fragment";
+               "by copy of one fragment of a whole vector";
     /* Memory instructions only in a direct family, and one family's
      * code only: the checker of memory programs orders flags, not
      * messages. */

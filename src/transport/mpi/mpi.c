@@ -550,9 +550,6 @@ static const mrc__transport_ops_t mpi_local_ops = {
 
 mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
 {
-    /* Ranks on several hosts in equal blocks with a segment on each have
-     * the memory semantics between the ranks of a host (the hier
-     * family's; a get of a rank on another host is refused). */
     /* Every rank on this host: the segment's operations themselves (the
      * ranks' indices there are theirs in the job), MPI let progress while
      * they wait; handing each operation on cost a small call a quarter of
@@ -562,6 +559,9 @@ mrc__transport_t mrc__mpi_transport(mrc__mpi_endpoint_t *e, int host_memory)
         identity = e->local_of[r] == r;
     if (identity)
         return mrc__shm_transport_named(e->shm, "mpi");
+    /* Ranks on several hosts in equal blocks with a segment on each have
+     * the memory semantics between the ranks of a host (the hier
+     * family's; a get of a rank on another host is refused). */
     mrc__transport_t t = {
         e->shm && (!e->remote || host_memory) ? &mpi_local_ops : &mpi_ops, e};
     return t;

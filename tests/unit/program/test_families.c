@@ -315,6 +315,33 @@ static void test_exposes_all_but_own(void **state)
         }
 }
 
+/* An image whose expose of every fragment but one is on a vector the
+ * node holds only a block of (reduce-scatter) is refused when loaded,
+ * before its plan could index past the fragments. */
+static void test_others_refused(void **state)
+{
+    (void)state;
+    mrc_program_t *p = NULL;
+    assert_int_equal(compile("ring:4", NULL, MRC_ALGO_DIRECT1,
+                             MRC_REDUCE_SCATTER, 100, 0, &p),
+                     MRC_OK);
+    assert_int_equal(p->code[0].op, MRC__OP_EXPOSE);
+    p->addressing = MRC__ADDR_SPLIT;
+    p->code[0].flags = MRC__INSN_OTHERS;
+    p->code[0].frag_pos = 1;
+    void *img = NULL;
+    size_t len = 0;
+    mrc_program_t *q = NULL;
+    if (mrc_program_save(p, &img, &len) == MRC_OK) {
+        assert_int_equal(mrc_program_load(img, len, &q),
+                         MRC_ERR_INVALID_PROGRAM);
+        mrc_free(img);
+    }
+    assert_null(q);
+    assert_non_null(strstr(mrc_last_error(), "every fragment but one"));
+    mrc_program_destroy(p);
+}
+
 /* hier: every group of 1..16 on every count of hosts that splits it
  * (1 and N included), every collective, every root place, counts by
  * copy and by reference, proven in place and not; refused for
@@ -470,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_exposes_all_but_own),
+        cmocka_unit_test(test_others_refused),
         cmocka_unit_test(test_hier_proven),
         cmocka_unit_test(test_hier_checker_catches),
         cmocka_unit_test(test_hier_listing_and_image),
