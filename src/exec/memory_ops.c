@@ -51,6 +51,24 @@ static void expose(const mrc__exec_t *x, const mrc__op_t *op, const void *sb,
                op->count * x->elem);
 }
 
+/* A get whose transfer is filled, at byte `at` of the peer's buffer:
+ * through the transport, or, from this
+ * node's own window, here (the window is this process's memory, which
+ * the executor wrote: the transport's look at its own record is not
+ * needed; on a small call a node's own get and wait came to a sixth of
+ * its instructions). */
+static mrc_status_t get(const mrc__exec_t *x, const mrc__transport_t *t,
+                        const mrc__op_t *op, uint64_t at, mrc__xfer_t *xf)
+{
+    if (op->peer == x->plan.node && op->src == MRC__MEM_WINDOW) {
+        mrc__take(xf->dst, xf->local, x->win + at, xf->count, xf->bytes,
+                  xf->dtype, xf->op, xf->nontemporal);
+        xf->done = 1;
+        return MRC_OK;
+    }
+    return t->ops->get(t->ctx, op->peer, op->src, at, xf);
+}
+
 /* A memory-semantic op: MRC_OK once done, MRC_INPROGRESS while it waits
  * (a flag, a barrier, a get the transport cannot do yet). A barrier is
  * this rank's flag and a wait on every member's, in rank order; xf
@@ -64,7 +82,7 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
     case MRC__EXPOSE: expose(x, op, sb, rb, xb); return MRC_OK;
     case MRC__GET:
         fill_get(x, op, xf, sb, rb, xb);
-        return o->get(t->ctx, op->peer, op->src, op->src_off * x->elem, xf);
+        return get(x, t, op, op->src_off * x->elem, xf);
     case MRC__SIGNAL: return o->signal(t->ctx, op->flag);
     case MRC__WAIT: return o->wait(t->ctx, op->peer, op->flag);
     default: { /* MRC__BARRIER */
@@ -130,28 +148,21 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
             return 0;
         w->done = 1;
     }
-    mrc_op_t rop = x->program->cfg.op == MRC_AVG ? MRC_SUM : x->program->cfg.op;
-    char *dst =
-        mrc__exec_buffer(first->dst, sb, rb, xb) + first->dst_off * x->elem;
     size_t tile = GET_TILE / x->elem * x->elem;
     for (size_t off = 0; off < bytes; off += tile) {
         size_t len = bytes - off < tile ? bytes - off : tile;
         for (int k = i; k <= last; k += 2) {
             const mrc__op_t *op = &ops[k];
             mrc__xfer_t *xf = &x->xfers[k];
-            xf->peer = op->peer;
+            fill_get(x, op, xf, sb, rb, xb); /* the block's, cut to a tile */
             xf->count = len / x->elem;
             xf->bytes = len;
-            xf->dtype = x->program->cfg.dtype;
-            xf->op = rop;
-            xf->dst = dst + off;
-            xf->local = mrc__exec_buffer(op->local, sb, rb, xb) +
-                        op->local_off * x->elem + off;
+            xf->dst = (char *)xf->dst + off;
+            xf->local = (const char *)xf->local + off;
             /* The last write of a block past the caches goes around them. */
             xf->nontemporal = k == last && bytes >= (size_t)GET_NONTEMPORAL;
             xf->done = 0;
-            while ((*st = t->ops->get(t->ctx, op->peer, op->src,
-                                      op->src_off * x->elem + off, xf)) ==
+            while ((*st = get(x, t, op, op->src_off * x->elem + off, xf)) ==
                    MRC_INPROGRESS)
                 sched_yield();
             if (*st != MRC_OK)
@@ -257,23 +268,6 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
-/* A get of this node's own window: the window is this process's memory
- * (the executor wrote it), so the get is a local copy or reduction into
- * the transfer's destination, without the transport's look at its own
- * record (on a small call, a node's own get and wait came to a sixth of
- * its instructions). */
-static void own_get(mrc__xfer_t *xf, const char *src)
-{
-    if (xf->local)
-        (xf->nontemporal ? mrc__reduce_nontemporal : mrc__reduce)(
-            xf->dst, xf->local, src, xf->count, xf->dtype, xf->op);
-    else if (xf->nontemporal)
-        mrc__copy_nontemporal(xf->dst, src, xf->bytes);
-    else
-        memmove(xf->dst, src, xf->bytes);
-    xf->done = 1;
-}
-
 /* Op i of a straight plan, a get: a run of gets tiled (of blocks worth
  * it), else the get alone, its transfer filled at the call's start.
  * *done: the ops taken. */
@@ -294,12 +288,7 @@ static mrc_status_t straight_get(mrc__exec_t *x, const mrc__transport_t *t,
             return MRC_OK;
         }
     }
-    if (op->peer == x->plan.node && op->src == MRC__MEM_WINDOW) {
-        own_get(&x->xfers[i], x->win + op->src_off * x->elem);
-        return MRC_OK;
-    }
-    return t->ops->get(t->ctx, op->peer, op->src, op->src_off * x->elem,
-                       &x->xfers[i]);
+    return get(x, t, op, op->src_off * x->elem, &x->xfers[i]);
 }
 
 /* Waits on the spot for op i, a wait whose flag was not there at the
@@ -352,7 +341,9 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
         mrc_status_t st;
         switch (op->kind) {
         case MRC__WAIT:
-            if (op->peer == pl->node) { /* its own flag, signalled before */
+            /* Its own flag: one chain, so signalled before (with several
+             * chains a signal may be in another, not yet run). */
+            if (op->peer == pl->node) {
                 st = MRC_OK;
                 break;
             }

@@ -363,6 +363,18 @@ void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
     mrc__reduce(dst, a, b, n, dtype, op);
 }
 
+void mrc__take(void *dst, const void *local, const void *src, size_t n,
+               size_t bytes, mrc_dtype_t dtype, mrc_op_t op, int nontemporal)
+{
+    if (local)
+        (nontemporal ? mrc__reduce_nontemporal : mrc__reduce)(dst, local, src,
+                                                              n, dtype, op);
+    else if (nontemporal)
+        mrc__copy_nontemporal(dst, src, bytes);
+    else
+        memmove(dst, src, bytes);
+}
+
 /* Integers divide in a 64-bit type, so that a divisor wider than the
  * element type (avg over 300 int8 values) stays exact. */
 #define SCALE(T, W)                                                            \

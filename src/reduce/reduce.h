@@ -22,6 +22,12 @@ void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);
 void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);
 
+/* What a receive or a get does with the `bytes` (n elements) it took at
+ * src: dst = local op src, or a copy of src when local is NULL; written
+ * around the cache with `nontemporal`. */
+void mrc__take(void *dst, const void *local, const void *src, size_t n,
+               size_t bytes, mrc_dtype_t dtype, mrc_op_t op, int nontemporal);
+
 /* dst[i] = dst[i] / divisor: the last step of avg (integer types divide
  * and round toward zero). */
 void mrc__scale(void *dst, size_t n, mrc_dtype_t dtype, int divisor);

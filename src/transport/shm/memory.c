@@ -75,15 +75,9 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
  * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
 static void take(const mrc__xfer_t *x, const char *src, size_t at, size_t len)
 {
-    char *dst = (char *)x->dst + at;
-    size_t es = mrc_dtype_size(x->dtype);
-    if (x->local)
-        (x->nontemporal ? mrc__reduce_nontemporal : mrc__reduce)(
-            dst, (const char *)x->local + at, src, len / es, x->dtype, x->op);
-    else if (x->nontemporal)
-        mrc__copy_nontemporal(dst, src, len);
-    else
-        memmove(dst, src, len);
+    mrc__take(
+        (char *)x->dst + at, x->local ? (const char *)x->local + at : NULL, src,
+        len / mrc_dtype_size(x->dtype), len, x->dtype, x->op, x->nontemporal);
 }
 
 /* Reads x->bytes at addr of peer r's memory into x (through the bounce

@@ -320,15 +320,8 @@ static mrc_status_t th_test(void *vctx, mrc__xfer_t *x)
                           "were expected",
                           c->rank, s->bytes, x->peer, x->bytes);
     }
-    if (x->local && x->nontemporal)
-        mrc__reduce_nontemporal(x->dst, x->local, s->buf, x->count, x->dtype,
-                                x->op);
-    else if (x->local)
-        mrc__reduce(x->dst, x->local, s->buf, x->count, x->dtype, x->op);
-    else if (x->nontemporal)
-        mrc__copy_nontemporal(x->dst, s->buf, x->bytes);
-    else
-        memcpy(x->dst, s->buf, x->bytes);
+    mrc__take(x->dst, x->local, s->buf, x->count, x->bytes, x->dtype, x->op,
+              x->nontemporal);
     __atomic_store_n(s->sender_done, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, SLOT_TAKEN, __ATOMIC_RELEASE);
     __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
@@ -470,13 +463,8 @@ static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
                             : mrc__error(MRC_ERR_TRANSPORT,
                                          "rank %d failed its call", peer);
     }
-    const char *src = p->buf[buf] + off;
-    if (x->local)
-        mrc__reduce(x->dst, x->local, src, x->count, x->dtype, x->op);
-    else if (x->nontemporal)
-        mrc__copy_nontemporal(x->dst, src, x->bytes);
-    else
-        memmove(x->dst, src, x->bytes);
+    mrc__take(x->dst, x->local, p->buf[buf] + off, x->count, x->bytes, x->dtype,
+              x->op, x->nontemporal);
     __atomic_sub_fetch(&r->readers, 1, __ATOMIC_ACQ_REL);
     x->done = 1;
     return MRC_OK;
