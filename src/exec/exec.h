@@ -48,8 +48,11 @@ typedef struct mrc__exec {
      * (run_chain), without the bookkeeping of chains and sends. */
     int straight;
     /* A straight plan's gets' transfers are filled for these buffers
-     * (sendbuf, recvbuf, scratch): a call on the same ones reuses them. */
-    int gets_filled;
+     * (sendbuf, recvbuf, scratch): a call on the same ones reuses them.
+     * xfers_clean: every transfer's state was cleared as its op ended
+     * (a call that failed leaves them to be cleared at the next one).
+     * first_use: the first op that uses a transfer (num_ops: none). */
+    int gets_filled, xfers_clean, first_use;
     const void *filled_buf[3];
     mrc__exposure_t exposure;
     int by_ref;               /* the program exposes buffers by reference */

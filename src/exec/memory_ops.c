@@ -217,30 +217,40 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
     }
 }
 
-/* A straight plan's transfers at the start of a call: each one's state
- * cleared, and the gets' transfers filled for these buffers. A call on
- * the buffers of the last one finds them filled (a small call's gets
- * are most of its bookkeeping otherwise); a tiled run rewrites its
- * transfers tile by tile, and they are filled again at the next call. */
-static void reset_straight(mrc__exec_t *x, const void *sb, void *rb, void *xb)
+/* A transfer's state cleared (done, posted, what the transport keeps). */
+static void clear_xfer(mrc__xfer_t *xf)
+{
+    xf->done = 0;
+    xf->posted = 0;
+    memset(xf->priv, 0, sizeof xf->priv);
+}
+
+/* A straight plan's transfers before the first op that uses one: the
+ * gets' filled for these buffers, and every state cleared if the last
+ * call did not leave them so (each op clears its own as it ends, which
+ * saves a small call a pass over its ops). A call on the buffers of the
+ * last one finds its gets filled (a small call's gets are most of its
+ * bookkeeping otherwise); a tiled run rewrites its transfers tile by
+ * tile, and they are filled again at the next call. Done after the
+ * call's first signal, while the peers catch up, not before it, where it
+ * would delay them. */
+static void prepare_straight(mrc__exec_t *x, const void *sb, void *rb,
+                             void *xb)
 {
     const mrc__plan_t *pl = &x->plan;
     int fill = !x->gets_filled || x->filled_buf[0] != sb ||
                x->filled_buf[1] != rb || x->filled_buf[2] != xb;
+    if (!fill && x->xfers_clean)
+        return;
     for (int i = 0; i < pl->num_ops; i++) {
-        mrc__xfer_t *xf = &x->xfers[i];
         int kind = pl->ops[i].kind;
-        if (kind == MRC__WAIT) { /* a tiled run marks the waits it saw */
-            xf->done = 0;
-        } else if (kind == MRC__GET || kind == MRC__BARRIER) {
-            xf->done = 0;
-            xf->posted = 0;
-            memset(xf->priv, 0, sizeof xf->priv);
-            if (fill && kind == MRC__GET)
-                fill_get(x, &pl->ops[i], xf, sb, rb, xb);
-        }
+        if (kind == MRC__WAIT || kind == MRC__GET || kind == MRC__BARRIER)
+            clear_xfer(&x->xfers[i]);
+        if (fill && kind == MRC__GET)
+            fill_get(x, &pl->ops[i], &x->xfers[i], sb, rb, xb);
     }
     x->gets_filled = 1;
+    x->xfers_clean = 1;
     x->filled_buf[0] = sb;
     x->filled_buf[1] = rb;
     x->filled_buf[2] = xb;
@@ -324,18 +334,15 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__transport_ops_t *o = t->ops;
     double start = 0;
     size_t idle = 0;
-    int reset = 0;
+    int prepared = 0;
     for (int i = 0; i < pl->num_ops;) {
         const mrc__op_t *op = &pl->ops[i];
         if (op->step >= x->ports_until) /* a look costs less without */
             mrc__exec_hand_ports(x, t, op->step);
-        /* The transfers are cleared at the first op that uses them, not
-         * at the start: after the call's first signal, while the peers
-         * catch up, instead of before it, where it delays them. */
-        if (!reset && op->kind != MRC__EXPOSE && op->kind != MRC__SIGNAL &&
-            op->kind != MRC__COPY && op->kind != MRC__SCALE) {
-            reset_straight(x, sb, rb, xb);
-            reset = 1;
+        if (!prepared && i >= x->first_use) {
+            prepare_straight(x, sb, rb, xb);
+            x->xfers_clean = 0; /* until the call ends well */
+            prepared = 1;
         }
         int done = 1;
         mrc_status_t st;
@@ -371,10 +378,14 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
             x->cursor[0] = i;
             return st;
         }
+        if (op->kind == MRC__GET || op->kind == MRC__BARRIER)
+            for (int k = i; k < i + done; k++) /* left clean: see above */
+                clear_xfer(&x->xfers[k]);
         i += done;
         idle = 0;
         start = 0; /* the timeout counts time without progress */
     }
     x->cursor[0] = pl->num_ops;
+    x->xfers_clean = 1;
     return o->end(t->ctx);
 }

@@ -53,6 +53,10 @@ typedef struct fake {
     int num_gets;
     int early_get; /* a get of a peer not yet waited for */
     int after_end; /* a call after end */
+    int get_fail_at; /* the get (counted from 1) that fails, or 0 */
+    int get_delay;   /* gets refused once each (posted) before done */
+    int dirty_gets;  /* gets that found their transfer not cleared */
+    uint64_t call;   /* the call running, as the gets mark their transfers */
     float window[MAX_COUNT];
 } fake_t;
 
@@ -201,8 +205,20 @@ static mrc_status_t f_get(void *ctx, int peer, int buf, uint64_t off,
                           mrc__xfer_t *x)
 {
     fake_t *f = ctx;
-    f->gets++;
     assert_int_equal(buf, MRC__MEM_WINDOW);
+    /* A transfer the transport has not seen in this call: cleared. */
+    if (x->posted ? x->priv[1] != f->call
+                  : x->done || x->priv[0] || x->priv[1] || x->priv[3])
+        f->dirty_gets++;
+    if (f->get_delay && !x->posted) {
+        x->posted = 1;
+        x->priv[0] = 0xdead;
+        x->priv[1] = f->call;
+        return MRC_INPROGRESS;
+    }
+    x->priv[3] = 1;
+    if (++f->gets == f->get_fail_at)
+        return mrc__error(MRC_ERR_TRANSPORT, "the fake's get fails");
     if (peer != f->node && !f->waited[peer])
         f->early_get++;
     if (f->num_gets < (int)(sizeof f->get_order / sizeof *f->get_order))
@@ -472,6 +488,52 @@ static void test_direct1_exact(void **state)
     }
 }
 
+/* One prepared plan run call after call, as a communicator does, with a
+ * get left posted a while at each call, a call whose get fails in the
+ * middle, and the buffers changed between calls: every get finds its
+ * transfer cleared (a call's state does not leak into the next, even
+ * after a failure), and every call that succeeds is exact. */
+static void test_direct1_repeated(void **state)
+{
+    (void)state;
+    static float in[MAX_PEERS][MAX_COUNT];
+    size_t count = 7;
+    fill(in, 3, count);
+    mrc_program_t *p = compile("ring:3", MRC_ALGO_DIRECT1, count, MRC_SUM, 0);
+    mrc__exec_t x;
+    memset(&x, 0, sizeof x);
+    assert_int_equal(mrc__exec_prepare(&x, p, 1, 0, 1), MRC_OK);
+    fake_t f = {.node = 1, .nodes = 3, .count = count, .get_delay = 1};
+    for (int r = 0; r < 3; r++)
+        f.input[r] = in[r];
+    mrc__transport_t t = {&fake_ops, &f};
+    float send[MAX_COUNT], out[2][MAX_COUNT];
+    memcpy(send, in[1], count * sizeof(float));
+    for (int call = 0; call < 6; call++) {
+        float *o = out[call / 2 % 2]; /* a new recvbuf every other call */
+        memset(o, 0, sizeof out[0]);
+        f.recvbuf = (const char *)o;
+        f.get_fail_at = call == 2 ? f.gets + 1 : 0;
+        f.call = (uint64_t)call + 1;
+        f.signalled = 0;
+        memset(f.waited, 0, sizeof f.waited);
+        mrc_status_t st =
+            mrc__exec_run(&x, &t, NULL, (uint64_t)call + 1, send, o, NULL, 10);
+        if (call == 2) {
+            assert_int_equal(st, MRC_ERR_TRANSPORT);
+            continue;
+        }
+        assert_int_equal(st, MRC_OK);
+        for (size_t i = 0; i < count; i++)
+            if (o[i] != in[0][i] + in[1][i] + in[2][i])
+                fail_msg("call %d: element %zu is %g", call, i, o[i]);
+    }
+    assert_int_equal(f.dirty_gets, 0);
+    assert_int_equal(f.cancels, 1);
+    mrc__exec_release(&x);
+    mrc_program_destroy(p);
+}
+
 /* A flag that never comes: the timeout names the wait and its peer. */
 static void test_direct1_timeout(void **state)
 {
@@ -511,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_ring_timeout),
         cmocka_unit_test(test_ring_transport_error),
         cmocka_unit_test(test_direct1_exact),
+        cmocka_unit_test(test_direct1_repeated),
         cmocka_unit_test(test_direct1_timeout),
         cmocka_unit_test(test_direct1_unsupported),
     };
