@@ -234,8 +234,7 @@ static void clear_xfer(mrc__xfer_t *xf)
  * tile, and they are filled again at the next call. Done after the
  * call's first signal, while the peers catch up, not before it, where it
  * would delay them. */
-static void prepare_straight(mrc__exec_t *x, const void *sb, void *rb,
-                             void *xb)
+static void prepare_straight(mrc__exec_t *x, const void *sb, void *rb, void *xb)
 {
     const mrc__plan_t *pl = &x->plan;
     int fill = !x->gets_filled || x->filled_buf[0] != sb ||

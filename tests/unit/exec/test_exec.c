@@ -51,8 +51,8 @@ typedef struct fake {
     int misses[MAX_PEERS]; /* waits refused in a row, per peer */
     int get_order[MAX_PEERS * 4];
     int num_gets;
-    int early_get; /* a get of a peer not yet waited for */
-    int after_end; /* a call after end */
+    int early_get;   /* a get of a peer not yet waited for */
+    int after_end;   /* a call after end */
     int get_fail_at; /* the get (counted from 1) that fails, or 0 */
     int get_delay;   /* gets refused once each (posted) before done */
     int dirty_gets;  /* gets that found their transfer not cleared */
