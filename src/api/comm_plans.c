@@ -207,6 +207,7 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     }
     cp->program = NULL;
     cp->used = 0;
+    cp->keyed = 0;
     /* Over threads every rank's plan is in this process. */
     int here = c->shared->hub ? c->shared->nranks : 1;
     mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place, here);
@@ -221,21 +222,35 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     return MRC_OK;
 }
 
-/* The plan of the last call, when this call has its shape: MRC_OK with
- * the program, its plan and the scratch it needs, else MRC_INPROGRESS
- * (look it up). */
+/* Whether plan cp ran a call of this shape. */
+static int plan_fits(const cached_plan_t *cp, const program_key_t *key,
+                     int in_place)
+{
+    return cp->program && cp->keyed && cp->in_place == in_place &&
+           memcmp(&cp->key, key, sizeof *key) == 0;
+}
+
+/* The plan of the last call, or of an earlier one, when this call has
+ * its shape: MRC_OK with the program, its plan and the scratch it needs,
+ * else MRC_INPROGRESS (look it up). */
 mrc_status_t mrc__comm_last_plan(mrc_comm_t *c, const program_key_t *key,
                                  int in_place, const mrc_program_t **p,
                                  mrc__exec_t **x, size_t *xbytes)
 {
     cached_plan_t *cp = c->last_plan;
-    if (!cp || c->last_in_place != in_place ||
-        memcmp(&c->last_key, key, sizeof *key) != 0)
-        return MRC_INPROGRESS;
+    if (!cp || !plan_fits(cp, key, in_place)) {
+        cp = NULL;
+        for (int i = 0; i < PLAN_CACHE && !cp; i++)
+            if (plan_fits(&c->plans[i], key, in_place))
+                cp = &c->plans[i];
+        if (!cp)
+            return MRC_INPROGRESS;
+        c->last_plan = cp;
+    }
     cp->used = ++c->clock;
     *p = cp->program;
     *x = &cp->exec;
-    *xbytes = c->last_xbytes;
+    *xbytes = cp->xbytes;
     return MRC_OK;
 }
 
@@ -262,11 +277,14 @@ mrc_status_t mrc__comm_find_plan(const char *fn, mrc_comm_t *c,
                           "%s: %llu elements of scratch overflow a size", fn,
                           (unsigned long long)xe);
     for (int i = 0; i < PLAN_CACHE; i++)
-        if (&c->plans[i].exec == *x)
-            c->last_plan = &c->plans[i];
-    c->last_key = *key;
-    c->last_in_place = in_place;
-    c->last_xbytes = *xbytes;
+        if (&c->plans[i].exec == *x) {
+            /* (no plan had this shape: mrc__comm_last_plan looked) */
+            cached_plan_t *cp = &c->plans[i];
+            cp->key = *key;
+            cp->keyed = 1;
+            cp->xbytes = *xbytes;
+            c->last_plan = cp;
+        }
     return MRC_OK;
 }
 

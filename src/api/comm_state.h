@@ -73,6 +73,12 @@ typedef struct cached_plan {
     int in_place;
     mrc__exec_t exec;
     uint64_t used;
+    /* The call shape that last found this plan through the programs'
+     * cache, and the scratch it needs (keyed: 1 once one has): a call of
+     * that shape finds the plan here again, without the shared lock. */
+    program_key_t key;
+    int keyed;
+    size_t xbytes;
 } cached_plan_t;
 
 struct mrc_comm {
@@ -85,14 +91,13 @@ struct mrc_comm {
     uint64_t clock;
     void *scratch;
     size_t scratch_bytes;
-    /* The last call's shape and the plan it ran (set by the lookup that
-     * found or built it, which is the only place plans change): a call of
-     * the same shape, as a loop makes, runs it without taking the shared
-     * lock twice to look up a program whose plan it already holds. */
-    program_key_t last_key;
-    int last_in_place;
+    /* The plan the last call ran (set by the lookups, which are the only
+     * places plans change): a call of the same shape, as a loop makes,
+     * runs it without taking the shared lock twice to look up a program
+     * whose plan it already holds, and one of another shape this rank
+     * has run looks at its plans (as a benchmark's loop, that calls
+     * another shape between its timed loops, makes). */
     cached_plan_t *last_plan; /* NULL: none */
-    size_t last_xbytes;
     /* The arguments of the last call that ran last_plan, once checked
      * (valid: 0 while none): a call with the same ones, as a loop over
      * one buffer makes, has the same checks' outcome, shape and plan, and
