@@ -21,15 +21,18 @@
 enum { PROGRAM_KEEP = 32, PLAN_CACHE = 8 };
 
 typedef struct program_key {
-    mrc_collective_t collective;
     size_t count;
+    mrc_collective_t collective;
     mrc_dtype_t dtype;
     mrc_op_t op;
     int root;
     int group;
     mrc_algo_t algo; /* asked for: a family, or auto */
-    int unused;      /* no padding: keys are compared with memcmp */
 } program_key_t;
+/* Keys are compared with memcmp: no padding, whose bytes a copy need not
+ * keep. */
+_Static_assert(sizeof(program_key_t) == sizeof(size_t) + 6 * sizeof(int),
+               "a call shape has no padding");
 
 typedef struct cached_program {
     program_key_t key;
@@ -124,8 +127,9 @@ struct mrc_comm {
 /* Drops a plan's reference on shared program p (kept for later calls
  * while few are unused). */
 void mrc__comm_put_program(shared_t *s, const mrc_program_t *p);
-/* The program and plan of the last call if key and in_place are its
- * (MRC_INPROGRESS: another shape). */
+/* The program and plan of the last call, or of an earlier one this rank
+ * ran, if key and in_place are its (MRC_INPROGRESS: no plan of the
+ * communicator has run this shape; look it up). */
 mrc_status_t mrc__comm_last_plan(mrc_comm_t *c, const program_key_t *key,
                                  int in_place, const mrc_program_t **p,
                                  mrc__exec_t **x, size_t *xbytes);

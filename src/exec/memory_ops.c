@@ -319,6 +319,7 @@ static mrc_status_t straight_wait(mrc__exec_t *x, const mrc__transport_t *t,
         if ((st = t->ops->wait(t->ctx, op->peer, op->flag)) != MRC_INPROGRESS)
             return st;
     }
+    idle = MRC__SPIN_LOOKS; /* spun: the looks from here yield the core */
     do {
         st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
         if (st != MRC_OK)
