@@ -158,24 +158,17 @@ static mrc_status_t check_buffers(const char *fn, const mrc_comm_t *c,
     return MRC_OK;
 }
 
-/* The checks and the run shared by every collective. The ranks compare
- * `as` (NULL: this call) before any touches a peer's buffers. */
-static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
-                                  mrc_collective_t coll, const void *sendbuf,
-                                  void *recvbuf, size_t count,
-                                  mrc_dtype_t dtype, mrc_op_t op, int root,
-                                  mrc_comm_t *c)
+/* The checks of a call whose arguments are not the last one's, and the
+ * plan it runs: *x NULL when there is nothing to run (count 0) or the
+ * call was run another way (integer avg). */
+static mrc_status_t plan_for(const char *fn, mrc_collective_t coll,
+                             const void *sendbuf, void *recvbuf, size_t count,
+                             mrc_dtype_t dtype, mrc_op_t op, int root,
+                             mrc_comm_t *c, const mrc_program_t **p,
+                             mrc__exec_t **x, int *in_place)
 {
-    if (!c)
-        return mrc__error(MRC_ERR_INVALID_ARG, "%s: comm is NULL", fn);
-    if (c->poisoned != MRC_OK)
-        return mrc__error(c->poisoned,
-                          "%s (rank %d): an earlier call failed (%s); the "
-                          "communicator cannot be used",
-                          fn, c->rank, mrc_status_name(c->poisoned));
-    if (same_call(c, coll, sendbuf, recvbuf, count, dtype, op, root))
-        return run_plan(fn, as, c, c->last_plan->program, &c->last_plan->exec,
-                        sendbuf, recvbuf, count, dtype, op, c->memo.in_place);
+    *x = NULL;
+    *in_place = 0;
     c->memo.valid = 0;
     size_t esize = mrc_dtype_size(dtype);
     if (esize == 0)
@@ -197,9 +190,9 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     if (count > SIZE_MAX / esize / (size_t)c->size)
         return mrc__error(MRC_ERR_INVALID_ARG, "%s: count %zu is too large", fn,
                           count);
-    int in_place, need_recv;
+    int need_recv;
     mrc_status_t st = check_buffers(fn, c, coll, sendbuf, recvbuf, count, esize,
-                                    root, &in_place, &need_recv);
+                                    root, in_place, &need_recv);
     if (st != MRC_OK)
         return st;
     /* avg on integers sums wider words so that no partial sum wraps. */
@@ -210,19 +203,18 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         return avg_widened(fn, coll, sendbuf, recvbuf, count, dtype, root,
                            need_recv, c);
     program_key_t key = key_of(c, coll, count, dtype, op, root);
-    const mrc_program_t *p = NULL;
-    mrc__exec_t *x = NULL;
     size_t xbytes = 0;
-    st = mrc__comm_last_plan(c, &key, in_place, &p, &x, &xbytes);
+    mrc__exec_t *found = NULL;
+    st = mrc__comm_last_plan(c, &key, *in_place, p, &found, &xbytes);
     if (st == MRC_INPROGRESS)
-        st = mrc__comm_find_plan(fn, c, &key, in_place, &p, &x, &xbytes);
+        st = mrc__comm_find_plan(fn, c, &key, *in_place, p, &found, &xbytes);
     if (st != MRC_OK)
         return st;
     if ((st = grow_scratch(fn, c, xbytes)) != MRC_OK)
         return st;
-    if (c->last_plan && &c->last_plan->exec == x) {
+    if (c->last_plan && &c->last_plan->exec == found) {
         c->memo.valid = 1;
-        c->memo.in_place = in_place;
+        c->memo.in_place = *in_place;
         c->memo.coll = coll;
         c->memo.dtype = dtype;
         c->memo.op = op;
@@ -230,6 +222,40 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
         c->memo.sendbuf = sendbuf;
         c->memo.recvbuf = recvbuf;
         c->memo.count = count;
+    }
+    *x = found;
+    return MRC_OK;
+}
+
+/* The checks and the run shared by every collective. The ranks compare
+ * `as` (NULL: this call) before any touches a peer's buffers. A call
+ * with the last one's arguments, as a loop makes, goes straight to its
+ * plan. */
+static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
+                                  mrc_collective_t coll, const void *sendbuf,
+                                  void *recvbuf, size_t count,
+                                  mrc_dtype_t dtype, mrc_op_t op, int root,
+                                  mrc_comm_t *c)
+{
+    if (!c)
+        return mrc__error(MRC_ERR_INVALID_ARG, "%s: comm is NULL", fn);
+    if (c->poisoned != MRC_OK)
+        return mrc__error(c->poisoned,
+                          "%s (rank %d): an earlier call failed (%s); the "
+                          "communicator cannot be used",
+                          fn, c->rank, mrc_status_name(c->poisoned));
+    const mrc_program_t *p;
+    mrc__exec_t *x;
+    int in_place = 0;
+    if (same_call(c, coll, sendbuf, recvbuf, count, dtype, op, root)) {
+        p = c->last_plan->program;
+        x = &c->last_plan->exec;
+        in_place = c->memo.in_place;
+    } else {
+        mrc_status_t st = plan_for(fn, coll, sendbuf, recvbuf, count, dtype, op,
+                                   root, c, &p, &x, &in_place);
+        if (st != MRC_OK || !x)
+            return st;
     }
     return run_plan(fn, as, c, p, x, sendbuf, recvbuf, count, dtype, op,
                     in_place);

@@ -232,7 +232,16 @@ typedef enum mrc__log_level {
     MRC__LOG_TRACE /* every call */
 } mrc__log_level_t;
 
-mrc__log_level_t mrc__log_level(void);
+/* The level, read on first use. Looked at on every call of every
+ * collective (TRACE names its program): once it is known, one load in
+ * the caller (mrc__log_known: the level + 1; 0 while not yet read). */
+extern int mrc__log_known;
+mrc__log_level_t mrc__log_level_read(void);
+static inline mrc__log_level_t mrc__log_level(void)
+{
+    int v = __atomic_load_n(&mrc__log_known, __ATOMIC_ACQUIRE);
+    return v ? (mrc__log_level_t)(v - 1) : mrc__log_level_read();
+}
 /* The level a value of MRC_DEBUG names (for tests). */
 mrc__log_level_t mrc__log_parse_level(const char *value);
 /* Writes "mrc: rank R: <message>\n" to stderr in one write call (rank < 0:

@@ -38,16 +38,12 @@ static void read_level(void)
     level = mrc__log_parse_level(getenv("MRC_DEBUG"));
 }
 
-/* Read on every call of every collective (TRACE names its program): once
- * the level is known, one load instead of pthread_once's. */
-static int level_known;
+int mrc__log_known;
 
-mrc__log_level_t mrc__log_level(void)
+mrc__log_level_t mrc__log_level_read(void)
 {
-    if (__atomic_load_n(&level_known, __ATOMIC_ACQUIRE))
-        return level;
     pthread_once(&level_once, read_level);
-    __atomic_store_n(&level_known, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&mrc__log_known, (int)level + 1, __ATOMIC_RELEASE);
     return level;
 }
 

@@ -172,6 +172,33 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
     return last - i + 1;
 }
 
+/* The publish of a call the transport refused at first (a peer may
+ * still read the window of two calls ago): tried again, with the
+ * timeout. */
+static mrc_status_t publish_wait(mrc__exec_t *x, const mrc__transport_t *t,
+                                 void **w, double timeout_s)
+{
+    double start = 0;
+    for (unsigned spin = 0;; spin++) {
+        if (t->ops->idle && spin % 16 == 15)
+            t->ops->idle(t->ctx);
+        if (spin % 64 == 63) {
+            double now = mrc__exec_now();
+            if (start == 0)
+                start = now;
+            else if (timeout_s > 0 && now - start > timeout_s)
+                return mrc__error(MRC_ERR_TIMEOUT,
+                                  "node %d timed out after %g s: a peer "
+                                  "has not ended the call before last",
+                                  x->plan.node, timeout_s);
+        }
+        sched_yield();
+        mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, w);
+        if (st != MRC_INPROGRESS)
+            return st;
+    }
+}
+
 /* Publishes a memory program's buffers; waits (with the timeout) while
  * the transport still lets a peer read the window of two calls ago. */
 mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
@@ -193,28 +220,12 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
         x->exposure.buf[MRC__MEM_SCRATCH] = scratch;
     }
     void *w = NULL;
-    double start = 0;
-    for (unsigned spin = 0;; spin++) {
-        mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, &w);
-        if (st != MRC_INPROGRESS) {
-            x->win = w;
-            x->published_on = t->ops; /* has memory semantics */
-            return st;
-        }
-        if (t->ops->idle && spin % 16 == 15)
-            t->ops->idle(t->ctx);
-        if (spin % 64 == 63) {
-            double now = mrc__exec_now();
-            if (start == 0)
-                start = now;
-            else if (timeout_s > 0 && now - start > timeout_s)
-                return mrc__error(MRC_ERR_TIMEOUT,
-                                  "node %d timed out after %g s: a peer "
-                                  "has not ended the call before last",
-                                  x->plan.node, timeout_s);
-        }
-        sched_yield();
-    }
+    mrc_status_t st = t->ops->publish(t->ctx, &x->exposure, &w);
+    if (st == MRC_INPROGRESS)
+        st = publish_wait(x, t, &w, timeout_s);
+    x->win = w;
+    x->published_on = t->ops; /* has memory semantics */
+    return st;
 }
 
 /* A transfer's state cleared (done, posted, what the transport keeps). */
