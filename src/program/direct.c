@@ -26,10 +26,14 @@
  * that no node leaves while a peer reads its buffers. direct1 is by copy
  * only (it is for small messages). direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
- * Every node waits on a flag of every peer, or on one that has (the root
- * of reduce and broadcast waits on all, the others on the root): the
+ * Every node waits on a flag of every peer, or on one that has (direct2's
+ * broadcast: the others on the root, whose scatter waited on all): the
  * transports compare the calls at a wait, so ranks that disagree fail on
- * every rank, as they do on the rings.
+ * every rank in the same call, as they do on the rings. direct1's reduce
+ * and broadcast end there: no round back from the root (its window, by
+ * copy, is written again only two calls on, once every member has ended
+ * this one: the transport's gate), so a small broadcast costs one flag,
+ * not three.
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
  *
@@ -72,16 +76,19 @@ static const mrc__insn_t d1_allreduce[] = {
     {.op = SCALE, .buf_b = RB, .flags = W},
 };
 
+/* Every node waits for every flag (each wait compares the calls, so
+ * ranks that disagree fail on every rank in the same call); only the
+ * root gets. A node returns once all have come: its window, by copy, is
+ * read until the root ends the call, and is written again two calls on,
+ * once every member has ended this one (the transport's gate). */
 static const mrc__insn_t d1_reduce[] = {
     {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = W},
     {.op = SIGNAL},
     {.op = LOOP, .loop_extra = 1},
-    {.op = WAIT, .pred = EQ, RANK_S},
+    {.op = WAIT, RANK_S},
     {.op = GET, .pred = EQ, .buf_a = WB, .buf_b = RB, .flags = W | ACC, RANK_S},
     {.op = END},
     {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
-    {.op = SIGNAL, .pred = EQ, .flag = 1},
-    {.op = WAIT, NOT_ROOT, ROOT, .flag = 1},
 };
 
 /* Fragment f is the block of the node at pos f. */
@@ -153,18 +160,17 @@ static const mrc__insn_t d1_allgather_ref[] = {
     {.op = BARRIER, .flag = 1},
 };
 
+/* Every node signals (the root once its vector is in the window) and
+ * waits for every other's flag, as in reduce; the others then get the
+ * root's vector. */
 static const mrc__insn_t d1_broadcast[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = W},
     {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
-    {.op = SIGNAL, .pred = EQ},
-    {.op = WAIT, NOT_ROOT, ROOT},
-    {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
-    {.op = SIGNAL, NOT_ROOT, .flag = 1},
+    {.op = SIGNAL},
     {.op = LOOP},
-    {.op = WAIT, .pred = EQ, NEXT_S, .flag = 1},
+    {.op = WAIT, NEXT_S},
     {.op = END},
-    {.op = SIGNAL, .pred = EQ, .flag = 2},
-    {.op = WAIT, NOT_ROOT, ROOT, .flag = 2},
+    {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
 };
 
 /* ---- direct2 ------------------------------------------------------------ */

@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "mrc/embed.h"
@@ -56,7 +57,13 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * receiver's copy out of a slot waits for the sender's copy into it:
      * counted twice (the rings at P = 2 took 84-92 us at 512 KiB where
      * direct2 took 44.5, whatever the chunk; issue 13's measurement). */
+    /* A flag's round is a line between cores and the executor's
+     * straight run, where a message's is the slots and the chains' loop:
+     * at P = 2, 8 bytes, direct1's broadcast (signal, wait, get) took
+     * 0.13-0.15 us a call and the tree's (send, receive) 0.33-0.41
+     * (mpi-collectives under the drop-in library, issue 17). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
+                                .flag_sync_us = 0.1,
                                 .op_us = 0.05,
                                 CPU_RATES,
                                 .send_copies = 2},
@@ -153,6 +160,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     /* What a send copies is the transport's, not the host's. */
     *out = *mrc__cpu_cost(x);
     out->sync_us = pr->sync_us;
+    out->flag_sync_us = 0; /* the profile measured one round */
     out->op_us = pr->message_us;
     out->cache_bytes = pr->cache_bytes;
     double share = memory_share(pr, x, n);
@@ -218,8 +226,11 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             /* (messages at k's costs, memory operations at km's) */
             const mrc__cpu_cost_t *ko = op->kind == MRC__RECV ? k : km;
             if (is_wait(op->kind)) {
+                double round = op->kind != MRC__RECV && ko->flag_sync_us > 0
+                                   ? ko->flag_sync_us
+                                   : ko->sync_us;
                 r += worked;
-                rs += worked ? ko->sync_us : 0;
+                rs += worked ? round : 0;
                 worked = 0;
             } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
                 worked = 1;
@@ -309,8 +320,17 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
         p->cfg.algo == MRC_ALGO_HIER && x == MRC__SIM_TRANSPORT_MPI
             ? mrc__cpu_cost(MRC__SIM_TRANSPORT_SHM)
             : k;
-    mrc__cpu_cost_t kp;
+    mrc__cpu_cost_t kp, kf;
     *time_us = 0;
+    /* More ranks than cores: a rank that waits yields its core, and a
+     * flag's round costs a message's (P = 4 on 2 cores, 4 KiB: direct1
+     * 6-11 us a call, direct2, one round more, 14-15). */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (km->flag_sync_us > 0 && cores > 0 && largest_group(p) > cores) {
+        kf = *km;
+        kf.flag_sync_us = 0;
+        km = &kf;
+    }
     if (profile) {
         mrc_status_t st = mrc__cpu_cost_of_profile(
             profile, x, p->cfg.dtype, p->cfg.op, largest_group(p), &kp);

@@ -40,6 +40,10 @@ enum { MRC__CPU_TIERS = 3 };
  * (GB/s of bytes written) per tier. */
 typedef struct mrc__cpu_cost {
     double sync_us;
+    /* A round that ends at a memory wait (WAIT, BARRIER: a flag in a
+     * line the peer wrote), where it costs less than a message's round;
+     * 0: sync_us. */
+    double flag_sync_us;
     double op_us;
     double copy_gbps[MRC__CPU_TIERS];
     double reduce_gbps[MRC__CPU_TIERS];

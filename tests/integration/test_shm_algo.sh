@@ -35,6 +35,9 @@ f32sum='float32 (sum)'
 mismatch 3 count "allreduce of 10000[01] $f32sum but rank [0-9] allreduce of 10000[01] $f32sum" MRC_ALGO=direct2
 mismatch 2 large "allreduce of \(2097152\|4194304\) $f32sum but rank [0-9] allreduce of \(2097152\|4194304\) $f32sum" MRC_ALGO=direct2
 mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=direct2
+# direct1's broadcast: every rank waits for every other's flag (no round
+# back from the root), and still every rank fails in the same call.
+mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=direct1
 mismatch 3 dtype "allreduce of 100000 \(float32\|int32\) (sum) but rank [0-9] allreduce of 100000 \(float32\|int32\) (sum)" MRC_ALGO=direct1
 
 # Ranks that run different families for one call ($MRC_ALGO on one rank
