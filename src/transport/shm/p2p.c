@@ -172,6 +172,15 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
             slot_t *s = (slot_t *)at;
             if (!__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
                 break;
+            /* A sender a call ahead waits for this rank there: its
+             * pieces stay in their slots until this rank begins that
+             * call (a channel is in order, so every piece of this call
+             * from p is before them). Taken early, a sender that never
+             * waits (a reduce's leaf) ran thousands of calls ahead into
+             * this rank's memory: P = 2, a 4 KiB reduce on the rings
+             * took 24-32 us a call over 2000 calls, 1-3 over 20. */
+            if (s->seq > e->seq)
+                break;
             size_t i;
             mrc_status_t st = MRC_OK;
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
