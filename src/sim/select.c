@@ -62,11 +62,16 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * at P = 2, 8 bytes, direct1's broadcast (signal, wait, get) took
      * 0.13-0.15 us a call and the tree's (send, receive) 0.33-0.41
      * (mpi-collectives under the drop-in library, issue 17). */
+    /* From 16 KiB a message goes by rendezvous: a system call and a
+     * handshake a message (reduce at P = 2 on the rings, two messages
+     * a call: 16 KiB 1.8 us, 32 KiB 7.4, 64 KiB 10.6; issue 17). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
                                 .flag_sync_us = 0.1,
                                 .op_us = 0.05,
                                 CPU_RATES,
-                                .send_copies = 2},
+                                .send_copies = 2,
+                                .rdv_bytes = 16 << 10,
+                                .rdv_us = 2.0},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
                                 .op_us = 0.2,
                                 CPU_RATES,
@@ -161,6 +166,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     *out = *mrc__cpu_cost(x);
     out->sync_us = pr->sync_us;
     out->flag_sync_us = 0; /* the profile measured one round */
+    out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
     out->op_us = pr->message_us;
     out->cache_bytes = pr->cache_bytes;
     double share = memory_share(pr, x, n);
@@ -237,6 +243,9 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             }
             if (op->kind == MRC__RECV || op->kind == MRC__GET)
                 fixed += ko->op_us;
+            if (op->kind == MRC__RECV && k->rdv_bytes > 0 &&
+                bytes >= k->rdv_bytes)
+                fixed += k->rdv_us;
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:

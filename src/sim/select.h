@@ -49,6 +49,10 @@ typedef struct mrc__cpu_cost {
     double reduce_gbps[MRC__CPU_TIERS];
     int send_copies; /* copies a send makes on the critical path (into a
                         segment or a buffer): 0, 1 or 2 */
+    /* A message of rdv_bytes or more goes by rendezvous (the receiver
+     * reads the sender's buffer through the kernel): rdv_us more for its
+     * receive (0: none does). */
+    double rdv_bytes, rdv_us;
     /* 0: the tiers of mrc__cpu_tier. Otherwise (a profile's) two
      * regimes: tier 0 up to this many bytes, tier 2 beyond. */
     double cache_bytes;

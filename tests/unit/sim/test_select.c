@@ -200,6 +200,35 @@ static mrc_profile_t flat_profile(const char *transport, double gbps)
     return pr;
 }
 
+/* The shm model's rounds: one that ends at a flag costs less than one
+ * that ends at a message (direct1's broadcast beats the tree's at 2
+ * ranks, 8 bytes), and a message of 16 KiB or more, by rendezvous, costs
+ * 2 us more than one just under (the rings' reduce at 2 ranks sends two
+ * messages a call: 2 x 8 KiB against 2 x 16 KiB). */
+static void test_shm_rounds(void **state)
+{
+    (void)state;
+    fixture_t f;
+    make(&f, "ring:2", MRC_BROADCAST, 2, MRC__SIM_TRANSPORT_SHM);
+    f.in.want_times = 1;
+    mrc__selection_t s;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+    assert_int_equal(s.chosen, MRC_ALGO_DIRECT1);
+    assert_true(s.cand[MRC_ALGO_DIRECT1].time_us + 0.15 <
+                s.cand[MRC_ALGO_TREE].time_us);
+    drop(&f);
+    const size_t counts[2] = {4095, 8192}; /* 2 x 8190 B; 2 x 16 KiB */
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        make(&f, "ring:2", MRC_REDUCE, counts[i], MRC__SIM_TRANSPORT_SHM);
+        f.in.want_times = 1;
+        assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, NULL), MRC_OK);
+        t[i] = s.cand[MRC_ALGO_RINGS].time_us;
+        drop(&f);
+    }
+    assert_true(t[1] - t[0] > 2 * 2.0);
+}
+
 /* A profile's figures replace the built-in constants: with free syncs
  * and messages and one rate everywhere, a family's time is its bytes
  * over that rate, so twice the rate halves every time; beyond cache the
@@ -273,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_pieces),
         cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_shm_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
