@@ -333,9 +333,13 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
     *time_us = 0;
     /* More ranks than cores: a rank that waits yields its core, and a
      * flag's round costs a message's (P = 4 on 2 cores, 4 KiB: direct1
-     * 6-11 us a call, direct2, one round more, 14-15). */
+     * 6-11 us a call, direct2, one round more, 14-15). Only for a job on
+     * this host (threads, shm): ranks on other hosts, whose cores may
+     * differ, must choose as this one does. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (km->flag_sync_us > 0 && cores > 0 && largest_group(p) > cores) {
+    if (km->flag_sync_us > 0 &&
+        (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
+         largest_group(p) > cores)) {
         kf = *km;
         kf.flag_sync_us = 0;
         km = &kf;
