@@ -337,9 +337,8 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
      * this host (threads, shm): ranks on other hosts, whose cores may
      * differ, must choose as this one does. */
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (km->flag_sync_us > 0 &&
-        (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
-         largest_group(p) > cores)) {
+    if (km->flag_sync_us > 0 && (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
+                                 largest_group(p) > cores)) {
         kf = *km;
         kf.flag_sync_us = 0;
         km = &kf;
