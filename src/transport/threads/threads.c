@@ -411,16 +411,20 @@ static mrc_status_t th_wait(void *vctx, int peer, int flag)
         return mrc__error(MRC_ERR_INTERNAL, "rank %d: no flag %d of rank %d",
                           c->rank, flag, peer);
     /* The calls are compared as soon as the peer has begun this one, so
-     * that ranks that disagree fail even where no flag would ever come. */
-    mrc_status_t st = same_call(c, peer);
-    if (st != MRC_OK)
-        return st;
+     * that ranks that disagree fail even where no flag would ever come;
+     * and again once the flag is seen: the peer stamped its table before
+     * it signalled, so a wait that returns has compared (a peer that
+     * began between a first look at its table and the flag's would
+     * otherwise pass unchecked, and this rank end its call while the
+     * others fail theirs). */
     if (__atomic_load_n(&c->f->ranks[peer].flags[flag], __ATOMIC_ACQUIRE) <
         me->seq + 1) {
-        st = peer_failed(c, peer);
+        mrc_status_t st = same_call(c, peer);
+        if (st == MRC_OK)
+            st = peer_failed(c, peer);
         return st != MRC_OK ? st : MRC_INPROGRESS;
     }
-    return MRC_OK;
+    return same_call(c, peer);
 }
 
 static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
