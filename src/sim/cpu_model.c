@@ -1,0 +1,325 @@
+/*
+ * The model of the CPU transports (threads, shm, MPI) that the selector
+ * times a family by (select.h): a few constants, or a host's profile.
+ *
+ * Accepts: any compiled program, any transport but the links.
+ * Limits: the constants are measured roughly on one machine
+ * (docs/families.md, "Selection"), not a calibration.
+ *
+ * Model of the CPU transports, per node, from the program's own
+ * operations (whole fragments, so that chunking does not count):
+ *
+ *   time = rounds x sync + copied / copy_bw + reduced / reduce_bw
+ *
+ *   rounds   the longest chain's number of waits (RECV, WAIT, BARRIER)
+ *            that follow a SEND or a SIGNAL: the waits on several peers
+ *            after one signal overlap, and count once; for send/receive
+ *            programs at least their dependency depth (the simulator's
+ *            BSP steps);
+ *   copied   bytes received, got, copied or exposed by copy (and sent,
+ *            where a send copies: shm and MPI);
+ *   reduced  bytes received or got into a reduction.
+ *
+ * The call's time is its slowest node's.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "mrc/sim.h"
+#include "program/plan.h"
+#include "sim/select.h"
+
+/* Measured roughly on the 2-core build machine (docs/families.md,
+ * "Selection"): a flag seen by another core and answered, 0.3 us; memcpy
+ * and a float32 sum (two reads, one write) by the tier the vector lives
+ * in (64 KiB L1 and 2 MiB L2 a core, 32 MiB L3). A transfer's fixed cost
+ * (find the peer's buffer, check its stamp, call the kernel) is a guess
+ * of a few cache misses. MPI's round is Open MPI's point-to-point over
+ * shared memory on one host (0.5 us at 8 bytes, docs/performance.md),
+ * doubled for a network between hosts. */
+#define CPU_RATES .copy_gbps = {60, 20, 4}, .reduce_gbps = {29, 15, 3.7}
+static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
+    [MRC__SIM_TRANSPORT_LINKS] = {0},
+    [MRC__SIM_TRANSPORT_THREADS] = {.sync_us = 0.3,
+                                    .op_us = 0.05,
+                                    CPU_RATES,
+                                    .send_copies = 0},
+    /* A send through the segment goes a slot at a time, and the
+     * receiver's copy out of a slot waits for the sender's copy into it:
+     * counted twice (the rings at P = 2 took 84-92 us at 512 KiB where
+     * direct2 took 44.5, whatever the chunk; issue 13's measurement). */
+    /* A flag's round is a line between cores and the executor's
+     * straight run, where a message's is the slots and the chains' loop:
+     * at P = 2, 8 bytes, direct1's broadcast (signal, wait, get) took
+     * 0.13-0.15 us a call and the tree's (send, receive) 0.33-0.41
+     * (mpi-collectives under the drop-in library, issue 17). */
+    /* From 16 KiB a message goes by rendezvous: a system call and a
+     * handshake a message (reduce at P = 2 on the rings, two messages
+     * a call: 16 KiB 1.8 us, 32 KiB 7.4, 64 KiB 10.6; issue 17). */
+    [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
+                                .flag_sync_us = 0.1,
+                                .op_us = 0.05,
+                                CPU_RATES,
+                                .send_copies = 2,
+                                .rdv_bytes = 16 << 10,
+                                .rdv_us = 2.0},
+    [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
+                                .op_us = 0.2,
+                                CPU_RATES,
+                                .send_copies = 1},
+};
+
+int mrc__cpu_tier(uint64_t bytes)
+{
+    static const uint64_t limit[MRC__CPU_TIERS - 1] = {(uint64_t)32 << 10,
+                                                       (uint64_t)4 << 20};
+    int t = 0;
+    while (t < MRC__CPU_TIERS - 1 && bytes > limit[t])
+        t++;
+    return t;
+}
+
+int mrc__cpu_cost_tier(const mrc__cpu_cost_t *k, uint64_t bytes)
+{
+    if (k->cache_bytes > 0)
+        return (double)bytes <= k->cache_bytes ? 0 : MRC__CPU_TIERS - 1;
+    return mrc__cpu_tier(bytes);
+}
+
+const mrc__cpu_cost_t *mrc__cpu_cost(mrc__sim_transport_t x)
+{
+    return &cpu_costs[(unsigned)x < MRC__SIM_NUM_TRANSPORTS
+                          ? x
+                          : MRC__SIM_TRANSPORT_THREADS];
+}
+
+/* Beyond cache the ranks that share a memory system share its
+ * bandwidth: all of a call's ranks on threads and shm (one host), the
+ * ranks of a host on MPI. */
+static double memory_share(const mrc_profile_t *pr, mrc__sim_transport_t x,
+                           int n)
+{
+    int sharing = x == MRC__SIM_TRANSPORT_MPI && pr->nodes_per_memory < n
+                      ? pr->nodes_per_memory
+                      : n;
+    sharing = sharing > 1 ? sharing : 1;
+    double each = pr->memory_gbps_shared / sharing;
+    return each < pr->copy_gbps_memory ? each / pr->copy_gbps_memory : 1;
+}
+
+mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
+                                      mrc__sim_transport_t x, mrc_dtype_t dtype,
+                                      mrc_op_t op, int n, mrc__cpu_cost_t *out)
+{
+    if (x == MRC__SIM_TRANSPORT_LINKS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "a profile describes a CPU transport (%s), not "
+                          "the topology's links",
+                          pr->transport);
+    if (strcmp(pr->transport, mrc__sim_transport_name(x)) != 0)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "the profile was measured on the %s transport, "
+                          "not %s (measure it with 'mrc calibrate "
+                          "--transport %s')",
+                          pr->transport, mrc__sim_transport_name(x),
+                          mrc__sim_transport_name(x));
+    /* What a send copies is the transport's, not the host's. */
+    *out = *mrc__cpu_cost(x);
+    out->sync_us = pr->sync_us;
+    out->flag_sync_us = 0; /* the profile measured one round */
+    out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
+    out->op_us = pr->message_us;
+    out->cache_bytes = pr->cache_bytes;
+    double share = memory_share(pr, x, n);
+    double rc = 0, rm = 0;
+    if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
+        rc = pr->reduce_gbps_cache[dtype][op];
+        rm = pr->reduce_gbps_memory[dtype][op];
+    }
+    /* Not measured: the copy rate. */
+    rc = rc > 0 ? rc : pr->copy_gbps_cache;
+    rm = rm > 0 ? rm : pr->copy_gbps_memory;
+    for (int t = 0; t < MRC__CPU_TIERS - 1; t++) {
+        out->copy_gbps[t] = pr->copy_gbps_cache;
+        out->reduce_gbps[t] = rc;
+    }
+    out->copy_gbps[MRC__CPU_TIERS - 1] = pr->copy_gbps_memory * share;
+    out->reduce_gbps[MRC__CPU_TIERS - 1] = rm * share;
+    return MRC_OK;
+}
+
+/* Nodes of a group whose time is modelled: all of them up to this many
+ * (the families are symmetric but for the root, which is always in). */
+enum { CPU_SAMPLE = 64 };
+
+static int is_wait(int kind)
+{
+    return kind == MRC__RECV || kind == MRC__WAIT || kind == MRC__BARRIER;
+}
+
+/* One node's modelled time. */
+static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
+                              uint64_t whole, const mrc__cpu_cost_t *k,
+                              const mrc__cpu_cost_t *km, int depth, double *out)
+{
+    mrc__plan_t plan;
+    mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
+    if (st != MRC_OK)
+        return st;
+    double esize = (double)mrc_dtype_size(p->cfg.dtype);
+    double copied = 0, reduced = 0, fixed = 0, sync = 0;
+    int rounds = 0;
+    for (int c = 0; c < plan.num_chains; c++) {
+        int r = 0, worked = 1;
+        double rs = 0;
+        for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
+            const mrc__op_t *op = &plan.ops[i];
+            double bytes = (double)op->count * esize;
+            /* A wait after this node let its peers go on (sent, or
+             * signalled) is a new round; the waits of one round (a
+             * GET after each) overlap. */
+            /* (messages at k's costs, memory operations at km's) */
+            const mrc__cpu_cost_t *ko = op->kind == MRC__RECV ? k : km;
+            if (is_wait(op->kind)) {
+                double round = op->kind != MRC__RECV && ko->flag_sync_us > 0
+                                   ? ko->flag_sync_us
+                                   : ko->sync_us;
+                r += worked;
+                rs += worked ? round : 0;
+                worked = 0;
+            } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
+                worked = 1;
+            }
+            if (op->kind == MRC__RECV || op->kind == MRC__GET)
+                fixed += ko->op_us;
+            if (op->kind == MRC__RECV && k->rdv_bytes > 0 &&
+                bytes >= k->rdv_bytes)
+                fixed += k->rdv_us;
+            switch (op->kind) {
+            case MRC__RECV:
+            case MRC__GET:
+                if (op->local != MRC__BUF_NONE)
+                    reduced += bytes;
+                else
+                    copied += bytes;
+                break;
+            case MRC__COPY: copied += bytes; break;
+            case MRC__EXPOSE: copied += op->ref ? 0 : bytes; break;
+            case MRC__SEND: copied += k->send_copies * bytes; break;
+            default: break;
+            }
+        }
+        if (rs > sync) {
+            sync = rs;
+            rounds = r;
+        }
+    }
+    mrc__plan_free(&plan);
+    if (depth > rounds)
+        sync += (depth - rounds) * k->sync_us;
+    /* The tier: the node's whole vector (all blocks for reduce-scatter
+     * and allgather). */
+    uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        vec *= (uint64_t)n;
+    int t = mrc__cpu_cost_tier(k, vec);
+    *out = sync + fixed + copied / (k->copy_gbps[t] * 1e3) +
+           reduced / (k->reduce_gbps[t] * 1e3);
+    return MRC_OK;
+}
+
+/* The rounds on the program's longest chain of dependencies: a node's
+ * own waits do not see that its peer waited before sending (a binomial
+ * tree's leaf waits once, behind 2 log2 n hops). For send/receive
+ * programs the simulator's BSP steps are that depth; memory programs'
+ * waits overlap (every peer signals at once), and count by node. */
+static mrc_status_t dependency_depth(const mrc_program_t *p,
+                                     const mrc_topo_t *t, int *depth)
+{
+    *depth = 0;
+    if (!t || mrc__program_has_memory_ops(p) || p->cfg.count == 0)
+        return MRC_OK;
+    mrc_sim_config_t sc = {.mode = MRC_SIM_BSP, .chunks = 1};
+    mrc_sim_result_t *r = NULL;
+    mrc_status_t st = mrc_sim_run(p, t, &sc, &r);
+    if (st == MRC_OK)
+        *depth = r->steps;
+    mrc_sim_result_destroy(r);
+    return st;
+}
+
+/* The largest group of the program. */
+static int largest_group(const mrc_program_t *p)
+{
+    int n = 1;
+    for (int g = 0; g < p->num_groups; g++)
+        n = p->groups[g].size > n ? p->groups[g].size : n;
+    return n;
+}
+
+mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
+                           mrc__sim_transport_t x, double *time_us)
+{
+    return mrc__cpu_time_profile(p, topo, x, NULL, time_us);
+}
+
+mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
+                                   const mrc_topo_t *topo,
+                                   mrc__sim_transport_t x,
+                                   const mrc_profile_t *profile,
+                                   double *time_us)
+{
+    const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
+    /* hier's memory operations are between the ranks of a host: shared
+     * memory's costs, whatever carries the messages between hosts (with
+     * a profile: the host's, which it measured). */
+    const mrc__cpu_cost_t *km =
+        p->cfg.algo == MRC_ALGO_HIER && x == MRC__SIM_TRANSPORT_MPI
+            ? mrc__cpu_cost(MRC__SIM_TRANSPORT_SHM)
+            : k;
+    mrc__cpu_cost_t kp, kf;
+    *time_us = 0;
+    /* More ranks than cores: a rank that waits yields its core, and a
+     * flag's round costs a message's (P = 4 on 2 cores, 4 KiB: direct1
+     * 6-11 us a call, direct2, one round more, 14-15). Only for a job on
+     * this host (threads, shm): ranks on other hosts, whose cores may
+     * differ, must choose as this one does. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (km->flag_sync_us > 0 && (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
+                                 largest_group(p) > cores)) {
+        kf = *km;
+        kf.flag_sync_us = 0;
+        km = &kf;
+    }
+    if (profile) {
+        mrc_status_t st = mrc__cpu_cost_of_profile(
+            profile, x, p->cfg.dtype, p->cfg.op, largest_group(p), &kp);
+        if (st != MRC_OK)
+            return st;
+        k = km = &kp;
+    }
+    int depth = 0;
+    mrc_status_t dst = dependency_depth(p, topo, &depth);
+    if (dst != MRC_OK)
+        return dst;
+    for (int g = 0; g < p->num_groups; g++) {
+        const mrc__group_t *gr = &p->groups[g];
+        /* Whole fragments: a chunk as large as any slice. */
+        uint64_t whole = (uint64_t)p->cfg.count * (uint64_t)gr->size;
+        whole = whole ? whole : 1;
+        int root = p->cfg.root < gr->size ? p->cfg.root : 0;
+        for (int i = 0; i < gr->size; i++) {
+            if (i >= CPU_SAMPLE && i != root)
+                continue;
+            double t = 0;
+            mrc_status_t st = node_time(p, p->members[gr->first_member + i],
+                                        gr->size, whole, k, km, depth, &t);
+            if (st != MRC_OK)
+                return st;
+            *time_us = t > *time_us ? t : *time_us;
+        }
+    }
+    return MRC_OK;
+}
