@@ -353,15 +353,17 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__transport_ops_t *o = t->ops;
     double start = 0;
     size_t idle = 0;
-    int prepared = 0;
+    /* The op before which the transfers are prepared (-1: done). The ops
+     * before it neither wait nor use one, so the loop reaches it. */
+    int prepare_at = x->first_use;
     for (int i = 0; i < pl->num_ops;) {
         const mrc__op_t *op = &pl->ops[i];
         if (op->step >= x->ports_until) /* a look costs less without */
             mrc__exec_hand_ports(x, t, op->step);
-        if (!prepared && i >= x->first_use) {
+        if (i == prepare_at) {
             prepare_straight(x, sb, rb, xb);
             x->xfers_clean = 0; /* until the call ends well */
-            prepared = 1;
+            prepare_at = -1;
         }
         int done = 1;
         mrc_status_t st;
@@ -377,13 +379,21 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
             if (st == MRC_INPROGRESS)
                 st = straight_wait(x, t, i, timeout_s);
             break;
-        case MRC__GET: st = straight_get(x, t, i, sb, rb, xb, &done); break;
+        case MRC__GET:
+            st = straight_get(x, t, i, sb, rb, xb, &done);
+            for (int k = i; st == MRC_OK && k < i + done; k++)
+                clear_xfer(&x->xfers[k]); /* left clean: see above */
+            break;
         case MRC__SIGNAL: st = o->signal(t->ctx, op->flag); break;
         case MRC__EXPOSE:
             expose(x, op, sb, rb, xb);
             st = MRC_OK;
             break;
-        default: st = straight_op(x, t, i, sb, rb, xb); break;
+        default:
+            st = straight_op(x, t, i, sb, rb, xb);
+            if (st == MRC_OK && op->kind == MRC__BARRIER)
+                clear_xfer(&x->xfers[i]);
+            break;
         }
         if (st == MRC_INPROGRESS) { /* a get or a barrier not yet */
             x->cursor[0] = i;
@@ -397,12 +407,11 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
             x->cursor[0] = i;
             return st;
         }
-        if (op->kind == MRC__GET || op->kind == MRC__BARRIER)
-            for (int k = i; k < i + done; k++) /* left clean: see above */
-                clear_xfer(&x->xfers[k]);
         i += done;
-        idle = 0;
-        start = 0; /* the timeout counts time without progress */
+        if (idle) { /* the timeout counts time without progress */
+            idle = 0;
+            start = 0;
+        }
     }
     x->cursor[0] = pl->num_ops;
     x->xfers_clean = 1;
