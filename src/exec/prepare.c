@@ -273,13 +273,15 @@ static void list_transfers(mrc__exec_t *x)
         if (op->kind == MRC__SEND || op->kind == MRC__RECV)
             x->straight = 0;
     }
-    x->first_use = x->plan.num_ops;
-    for (int i = x->plan.num_ops - 1; i >= 0; i--) {
+    /* The first op that waits or uses a transfer (num_ops: none). */
+    int i = 0;
+    for (; i < x->plan.num_ops; i++) {
         int k = x->plan.ops[i].kind;
         if (k != MRC__EXPOSE && k != MRC__SIGNAL && k != MRC__COPY &&
             k != MRC__SCALE)
-            x->first_use = i;
+            break;
     }
+    x->first_use = i;
 }
 
 /* What the ranks must agree on: op only where it reduces, root only

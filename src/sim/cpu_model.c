@@ -45,18 +45,16 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                     .op_us = 0.05,
                                     CPU_RATES,
                                     .send_copies = 0},
-    /* A send through the segment goes a slot at a time, and the
-     * receiver's copy out of a slot waits for the sender's copy into it:
-     * counted twice (the rings at P = 2 took 84-92 us at 512 KiB where
-     * direct2 took 44.5, whatever the chunk; issue 13's measurement). */
-    /* A flag's round is a line between cores and the executor's
-     * straight run, where a message's is the slots and the chains' loop:
-     * at P = 2, 8 bytes, direct1's broadcast (signal, wait, get) took
-     * 0.13-0.15 us a call and the tree's (send, receive) 0.33-0.41
-     * (mpi-collectives under the drop-in library, issue 17). */
-    /* From 16 KiB a message goes by rendezvous: a system call and a
-     * handshake a message (reduce at P = 2 on the rings, two messages
-     * a call: 16 KiB 1.8 us, 32 KiB 7.4, 64 KiB 10.6; issue 17). */
+    /* Shared memory (the figures and their commands: docs/families.md,
+     * "Selection"): a send through the segment goes a slot at a time,
+     * and the receiver's copy out of a slot waits for the sender's copy
+     * into it, so it is counted twice (the rings at P = 2 took 84-92 us
+     * at 512 KiB where direct2 took 44.5); a flag's round is a line
+     * between cores and the executor's straight run, where a message's
+     * is the slots and the chains' loop (8 bytes at P = 2: direct1's
+     * broadcast 0.13-0.15 us, the tree's 0.33-0.41); from 16 KiB a
+     * message goes by rendezvous, a system call and a handshake (the
+     * rings' reduce at P = 2: 16 KiB 1.8 us, 32 KiB 7.4). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
                                 .flag_sync_us = 0.1,
                                 .op_us = 0.05,

@@ -118,9 +118,9 @@ mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer)
 static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
                                const slot_t *s, const void *data)
 {
-    /* A message of this very call that no receive expects, or of another
+    /* A message of this call (drain takes no later one) sent for another
      * call than this rank's: the ranks disagree. */
-    if (s->seq == e->seq && s->call != mrc__call_hash(e->call))
+    if (s->call != mrc__call_hash(e->call))
         return mrc__shm_message_differs(e, peer);
     early_t *x = e->early;
     for (; x; x = x->next)
