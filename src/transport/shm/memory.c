@@ -65,7 +65,7 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
     }
     e->pending_window = (uint32_t)x->window_bytes;
     e->pending = 1;
-    *window = window_at(e, e->rank, seq);
+    *window = window_at(e, e->rank, seq, x->window_bytes);
     return MRC_OK;
 }
 
@@ -141,8 +141,6 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
     if (peer == e->rank && e->pending) /* a get of its own before any */
         write_record(e, 0);            /* signal: the record first */
     const published_t *p = pub_at(e, peer, seq);
-    if (buf == MRC__MEM_WINDOW) /* while the bounds come */
-        __builtin_prefetch(window_at(e, peer, seq) + off);
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) != seq + 1) {
         mrc_status_t st = mrc__shm_peer_failed(e, peer);
         return st != MRC_OK
@@ -153,6 +151,8 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
                                 "buffers of call %llu",
                                 e->rank, peer, (unsigned long long)seq);
     }
+    if (buf == MRC__MEM_WINDOW) /* while the bounds are checked */
+        __builtin_prefetch(window_at(e, peer, seq, p->window_bytes) + off);
     if (!mrc__call_same(p->call, e->call))
         return mrc__shm_disagree(e, peer, p->call, e->rank, e->call);
     const by_ref_t *ref = ref_at(e, peer, seq);
@@ -167,7 +167,7 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
                           (unsigned long long)size);
     mrc_status_t st = MRC_OK;
     if (buf == MRC__MEM_WINDOW)
-        take(x, window_at(e, peer, seq) + off, 0, x->bytes);
+        take(x, window_at(e, peer, seq, p->window_bytes) + off, 0, x->bytes);
     else if (peer == e->rank)
         take(x, (const char *)(uintptr_t)ref->addr[buf - 1] + off, 0, x->bytes);
     else
@@ -215,14 +215,14 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
     if (__atomic_load_n(&p->seq, __ATOMIC_ACQUIRE) == e->seq + 1 &&
         (__atomic_load_n(&p->flags, __ATOMIC_ACQUIRE) >> flag & 1)) {
         /* What the get after a wait reads next, fetched alongside (each
-         * line a peer's core wrote costs a transfer between cores): the
-         * window's lines after the record's, up to WAIT_PREFETCH bytes (a
-         * 64-byte call's window spills into the next line; a larger
-         * window is streamed by the get). */
-        const char *w = window_at(e, peer, e->seq);
+         * line a peer's core wrote costs a transfer between cores): a
+         * window past the record's line, its first WAIT_PREFETCH bytes
+         * (a larger window is streamed by the get). */
+        const char *w = window_at(e, peer, e->seq, p->window_bytes);
         size_t n =
             p->window_bytes < WAIT_PREFETCH ? p->window_bytes : WAIT_PREFETCH;
-        for (size_t at = 64 - WINDOW_AT; at < n; at += 64)
+        for (size_t at = p->window_bytes <= SMALL_WINDOW ? n : 0; at < n;
+             at += 64)
             __builtin_prefetch(w + at);
         /* A peer that set a flag of this call has begun it, so it has
          * ended the one before: the next publish need not read its

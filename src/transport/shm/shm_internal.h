@@ -172,9 +172,15 @@ static inline size_t window_max(int n)
     return m;
 }
 
-/* An area past its window: the record before it (RECORD_BYTES) and the
- * line of addresses after it, 64-byte aligned. */
-enum { AREA_EXTRA = 128, RECORD_BYTES = 32, WINDOW_AT = RECORD_BYTES };
+/* An area past its window: the record's line before it and the line of
+ * addresses after it, 64-byte aligned. A window of at most SMALL_WINDOW
+ * bytes rides in the record's line, after the record (one transfer
+ * between cores for a small call); a larger one starts on the next
+ * line: a peer polls the record's line while the owner copies into the
+ * window, and a window sharing that line made it bounce between the
+ * cores during the copy (P = 2, 512 B: 0.44 us a call against 0.37 in
+ * its own lines; docs/performance.md). */
+enum { AREA_EXTRA = 128, RECORD_BYTES = 32, SMALL_WINDOW = 64 - RECORD_BYTES };
 
 static inline size_t windows_bytes(int n)
 {
@@ -186,16 +192,18 @@ static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
     return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
-static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+/* Where rank r's window of call seq starts, for a window of `bytes`. */
+static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                              size_t bytes)
 {
-    return area_at(e, r, seq) + WINDOW_AT;
+    return area_at(e, r, seq) + (bytes <= SMALL_WINDOW ? RECORD_BYTES : 64);
 }
 
 /* What a rank published for a call, by its parity (the start of its
  * area): the call and its window's size, stamped last, and the flags.
  * The flags are in this line, not in lines of their own, so that a peer
  * that waits and then reads polls one line the owner wrote instead of
- * two; the window follows in the same line for the same reason. */
+ * two; a small window follows in the same line for the same reason. */
 typedef struct published {
     uint64_t seq;          /* atomic: seq + 1 of the call, written last */
     uint32_t flags;        /* atomic: bit f set once this rank has
