@@ -152,6 +152,11 @@ static inline uint64_t mrc__sat_mul_add(uint64_t a, uint64_t b, uint64_t c)
     return r;
 }
 
+/* The cores online on this host (the whole host's, not this process's
+ * affinity: mpirun binds each rank to one core); -1 if the system does
+ * not say. */
+int mrc__online_cores(void);
+
 /* The memory a single request (a schedule, a simulation, a run's buffers)
  * may take: set by mrc__set_memory_limit (the CLI's --max-memory), else
  * by MRC_MAX_MEMORY (a size, such as 64G), else half of physical memory. */

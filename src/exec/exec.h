@@ -23,6 +23,7 @@ typedef struct mrc__exec {
     size_t num_recvs, num_sends;
     size_t elem;
     int group_size;
+    int spin_looks;  /* a straight plan's looks before it yields the core */
     int nontemporal; /* large outputs: final writes bypass the cache */
 
     /* Staging: a partial sum that a chain receives only to send it on

@@ -53,13 +53,15 @@ static inline void mrc__exec_copy_plain(void *dst, const void *src,
 
 /* Looks without progress a rank spins for before it yields the core: a
  * pass over the chains (the general loop), or one op (a straight plan,
- * whose look is a few dozen instructions). Both about a microsecond:
- * long enough for a peer a few hundred nanoseconds behind on another
- * core, short enough that a peer waiting for this core (more ranks than
- * cores, or a loaded host) gets it soon: with two ranks on one core an
+ * whose look is a few dozen instructions). Long enough for a peer a few
+ * hundred nanoseconds behind on another core, short enough that a peer
+ * waiting for this core gets it soon: with two ranks on one core an
  * 8-byte call took 4.2 us spinning 64 looks of a straight plan, 2.9 us
- * with 32 (docs/performance.md). */
-enum { MRC__SPIN_PASSES = 64, MRC__SPIN_LOOKS = 32 };
+ * with 32. A straight plan whose group has a core for each rank spins
+ * MRC__SPIN_LOOKS_OWN: a peer that copies 512 B-4 KiB into its window
+ * is later than 32 looks, and a yield then cost P = 2 4 KiB 1.55 us a
+ * call against 1.45 (docs/performance.md). */
+enum { MRC__SPIN_PASSES = 64, MRC__SPIN_LOOKS = 32, MRC__SPIN_LOOKS_OWN = 128 };
 
 /* Nothing moved in this look: lets the other ranks run, and watches the
  * clock (MRC_ERR_TIMEOUT once timeout_s have passed without progress;

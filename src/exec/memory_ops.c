@@ -325,14 +325,15 @@ static mrc_status_t straight_wait(mrc__exec_t *x, const mrc__transport_t *t,
     /* The first looks bare (a pause and the look): a small call's peer
      * is a few hundred nanoseconds behind, and each look's bookkeeping
      * would delay seeing its flag once it comes. */
-    for (int k = 0; k < MRC__SPIN_LOOKS; k++) {
+    for (int k = 0; k < x->spin_looks; k++) {
         mrc__exec_relax();
         if ((st = t->ops->wait(t->ctx, op->peer, op->flag)) != MRC_INPROGRESS)
             return st;
     }
-    idle = MRC__SPIN_LOOKS; /* spun: the looks from here yield the core */
+    idle = (size_t)x->spin_looks; /* spun: the looks from here yield */
     do {
-        st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start, timeout_s);
+        st = mrc__exec_stalled(x, t, (size_t)x->spin_looks, &idle, &start,
+                               timeout_s);
         if (st != MRC_OK)
             return st;
         st = t->ops->wait(t->ctx, op->peer, op->flag);
@@ -397,7 +398,7 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
         }
         if (st == MRC_INPROGRESS) { /* a get or a barrier not yet */
             x->cursor[0] = i;
-            st = mrc__exec_stalled(x, t, MRC__SPIN_LOOKS, &idle, &start,
+            st = mrc__exec_stalled(x, t, (size_t)x->spin_looks, &idle, &start,
                                    timeout_s);
             if (st != MRC_OK)
                 return st;

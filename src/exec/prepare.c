@@ -310,6 +310,11 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
         return st;
     int g = p->nodes[node].group;
     x->group_size = g >= 0 ? p->groups[g].size : 1;
+    /* More ranks than cores (or a group across hosts, whose size says
+     * nothing of this one): a waiting rank's core is wanted soon. */
+    int cores = mrc__online_cores();
+    x->spin_looks = cores > 0 && x->group_size <= cores ? MRC__SPIN_LOOKS_OWN
+                                                        : MRC__SPIN_LOOKS;
     /* Buffers this large overflow the caches anyway, so writes bypass
      * them: no read-for-ownership of each line before it is overwritten.
      * (Streaming only the final writes, and keeping partial sums cached

@@ -23,7 +23,6 @@
  * The call's time is its slowest node's.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "common/common.h"
 #include "mrc/sim.h"
@@ -284,7 +283,7 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
      * 6-11 us a call, direct2, one round more, 14-15). Only for a job on
      * this host (threads, shm): ranks on other hosts, whose cores may
      * differ, must choose as this one does. */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = mrc__online_cores();
     if (km->flag_sync_us > 0 && (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
                                  largest_group(p) > cores)) {
         kf = *km;
