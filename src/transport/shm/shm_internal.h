@@ -20,7 +20,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 7, /* 7: a window past 32 bytes on the next line */
+    SHM_VERSION = 7,          /* 7: a window past 32 bytes on the next line */
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
