@@ -23,8 +23,13 @@ typedef struct mrc__exec {
     size_t num_recvs, num_sends;
     size_t elem;
     int group_size;
-    int spin_looks;  /* a straight plan's looks before it yields the core */
-    int nontemporal; /* large outputs: final writes bypass the cache */
+    int spin_looks; /* a straight plan's looks before it yields the core */
+    /* The run asks the transport whether every peer called alike before
+     * it ends (a reduce or broadcast by messages: a rank need not hear
+     * from every peer, and ranks that disagree must all fail). */
+    int agree;
+    const int32_t *members; /* [group_size]: the group's ranks */
+    int nontemporal;        /* large outputs: final writes bypass the cache */
 
     /* Staging: a partial sum that a chain receives only to send it on
      * (and that is overwritten or never output afterwards) goes through a

@@ -284,6 +284,32 @@ static void list_transfers(mrc__exec_t *x)
     x->first_use = i;
 }
 
+/* Whether a straight plan waits on every other member of its group (a
+ * barrier, or a wait on each): every wait compares the calls, so the run
+ * needs no agreement of its own (direct1's and direct2's; a hier member
+ * waits on its leader only). -1: out of memory. */
+static int waits_on_all(const mrc__exec_t *x)
+{
+    const mrc_program_t *p = x->program;
+    uint8_t *seen = calloc((size_t)p->num_nodes, 1);
+    if (!seen)
+        return -1;
+    for (int i = 0; i < x->plan.num_ops; i++) {
+        const mrc__op_t *op = &x->plan.ops[i];
+        if (op->kind == MRC__BARRIER) {
+            free(seen);
+            return 1;
+        }
+        if (op->kind == MRC__WAIT && op->peer >= 0 && op->peer < p->num_nodes)
+            seen[op->peer] = 1;
+    }
+    int all = 1;
+    for (int m = 0; m < x->group_size && all; m++)
+        all = x->members[m] == x->plan.node || seen[x->members[m]];
+    free(seen);
+    return all;
+}
+
 /* What the ranks must agree on: op only where it reduces, root only
  * where there is one. */
 static mrc__call_t call_of(const mrc_compile_config_t *cfg)
@@ -310,11 +336,15 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
         return st;
     int g = p->nodes[node].group;
     x->group_size = g >= 0 ? p->groups[g].size : 1;
+    x->members = g >= 0 ? &p->members[p->groups[g].first_member] : NULL;
     /* More ranks than cores (or a group across hosts, whose size says
      * nothing of this one): a waiting rank's core is wanted soon. */
     int cores = mrc__online_cores();
     x->spin_looks = cores > 0 && x->group_size <= cores ? MRC__SPIN_LOOKS_OWN
                                                         : MRC__SPIN_LOOKS;
+    x->agree =
+        x->members && x->group_size > 1 &&
+        (p->cfg.collective == MRC_REDUCE || p->cfg.collective == MRC_BROADCAST);
     /* Buffers this large overflow the caches anyway, so writes bypass
      * them: no read-for-ownership of each line before it is overwritten.
      * (Streaming only the final writes, and keeping partial sums cached
@@ -358,6 +388,12 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
         x->by_ref |= x->plan.ops[i].kind == MRC__GET &&
                      x->plan.ops[i].src != MRC__BUF_WINDOW;
     list_transfers(x);
+    if (x->agree && x->straight) {
+        int all = waits_on_all(x);
+        if (all < 0)
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        x->agree = !all;
+    }
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
     x->call = mrc__call_with_family(call_of(&p->cfg), p->cfg.algo);

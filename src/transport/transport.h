@@ -134,6 +134,16 @@ typedef struct mrc__transport_ops {
     mrc_status_t (*test)(void *ctx, mrc__xfer_t *x);
     /* The collective is over: every transfer of this rank is done. */
     mrc_status_t (*end)(void *ctx);
+    /* Optional (NULL: not offered), before end: MRC_OK once every peer
+     * of the group (members[0..num_members), this rank among them: other
+     * groups' calls may differ, in their root) has begun this call and
+     * called it alike; MRC_INPROGRESS to ask again; the disagreement
+     * (mrc__call_mismatch) or a peer's failure.
+     * For a program in which a rank need not hear from every peer (a
+     * reduce or broadcast by messages: the root of a broadcast hears from
+     * nobody, a leaf from its parent only), so that ranks that disagree
+     * still fail on every rank in the same call. */
+    mrc_status_t (*agree)(void *ctx, const int32_t *members, int num_members);
     /* Optional (NULL: nothing to do): the collective failed on this rank
      * with status st. Once this returns no peer reads or writes this
      * rank's buffers of the call (in-flight reads are waited for, the

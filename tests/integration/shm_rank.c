@@ -231,9 +231,14 @@ static int mismatch(mrc_comm_t *comm, const char *what)
         d = last ? MRC_INT32 : MRC_FLOAT32;
     else if (strcmp(what, "op") == 0)
         op = last ? MRC_MAX : MRC_SUM;
-    else if (strcmp(what, "root") == 0) {
+    else if (strcmp(what, "root") == 0 || strcmp(what, "rootsmall") == 0) {
         c = MRC_BROADCAST;
         root = last;
+        count = what[4] ? 16 : count; /* eager messages: no rendezvous */
+    } else if (strcmp(what, "reduceroot") == 0) {
+        c = MRC_REDUCE;
+        root = last;
+        count = 16;
     } else {
         fprintf(stderr, "shm_rank: mismatch of what? '%s'\n", what);
         return 2;

@@ -601,14 +601,16 @@ static void test_bad_arguments(void **state)
 
 /* ---- ranks that disagree ------------------------------------------------ */
 
-/* The last rank's call differs in one thing: its count, dtype, op, root,
- * or collective; or, with every rank averaging integers (which runs as a
- * sum of 64-bit words whatever the type), its dtype. */
+/* The last rank's call differs in one thing: its count, dtype, op, root
+ * (of a broadcast or a reduce), or collective; or, with every rank
+ * averaging integers (which runs as a sum of 64-bit words whatever the
+ * type), its dtype. */
 enum {
     DIFF_COUNT,
     DIFF_DTYPE,
     DIFF_OP,
     DIFF_ROOT,
+    DIFF_REDUCE_ROOT,
     DIFF_COLLECTIVE,
     DIFF_AVG_DTYPE
 };
@@ -634,6 +636,8 @@ static void *disagreeing_rank(void *arg)
         d->st = MRC_ERR_NO_MEMORY;
     else if (d->diff == DIFF_ROOT)
         d->st = mrc_broadcast(a, b, count, dt, odd, c);
+    else if (d->diff == DIFF_REDUCE_ROOT)
+        d->st = mrc_reduce(a, b, count, dt, op, odd, c);
     else if (d->diff == DIFF_COLLECTIVE && odd)
         d->st = mrc_reduce(a, b, count, dt, op, 0, c);
     else if (d->diff == DIFF_AVG_DTYPE)
@@ -655,31 +659,42 @@ static void *disagreeing_rank(void *arg)
  * it talks to or learns it from one (3 and 4 ranks); none reads a buffer
  * that is not its peer's any more; the next call is refused at once (the
  * communicator is poisoned, whatever the status). Repeated: a peer
- * reading a failed rank's freed buffer was a race. */
+ * reading a failed rank's freed buffer was a race. The families by
+ * messages too (`algo`): in their reduce and broadcast a rank need not
+ * hear from the one that disagrees (the root of a broadcast hears from
+ * nobody), and it must fail all the same. */
 static void test_disagreeing_ranks(void **state)
 {
     (void)state;
     static const struct {
         int n, diff;
         size_t count;
-        const char *one, *other;
+        const char *one, *other, *algo; /* algo NULL: the selector's */
     } cases[] = {
         {2, DIFF_COUNT, 1000, "allreduce of 1000 float32 (sum)",
-         "allreduce of 1001 float32 (sum)"},
+         "allreduce of 1001 float32 (sum)", NULL},
         {3, DIFF_COUNT, 20011, "allreduce of 20011 float32 (sum)",
-         "allreduce of 20012 float32 (sum)"},
+         "allreduce of 20012 float32 (sum)", NULL},
         {4, DIFF_COUNT, 7, "allreduce of 7 float32 (sum)",
-         "allreduce of 8 float32 (sum)"},
+         "allreduce of 8 float32 (sum)", NULL},
         {2, DIFF_DTYPE, 1000, "allreduce of 1000 float32 (sum)",
-         "allreduce of 1000 int32 (sum)"},
+         "allreduce of 1000 int32 (sum)", NULL},
         {3, DIFF_OP, 1000, "allreduce of 1000 float32 (sum)",
-         "allreduce of 1000 float32 (max)"},
+         "allreduce of 1000 float32 (max)", NULL},
         {3, DIFF_ROOT, 1000, "broadcast of 1000 float32 from root 0",
-         "broadcast of 1000 float32 from root 1"},
+         "broadcast of 1000 float32 from root 1", NULL},
         {2, DIFF_COLLECTIVE, 1000, "allreduce of 1000 float32 (sum)",
-         "reduce of 1000 float32 from root 0 (sum)"},
+         "reduce of 1000 float32 from root 0 (sum)", NULL},
         {3, DIFF_AVG_DTYPE, 1000, "allreduce of 1000 int8 (avg)",
-         "allreduce of 1000 int32 (avg)"},
+         "allreduce of 1000 int32 (avg)", NULL},
+        {3, DIFF_ROOT, 16, "broadcast of 16 float32 from root 0",
+         "broadcast of 16 float32 from root 1", "rings"},
+        {4, DIFF_ROOT, 16, "broadcast of 16 float32 from root 0",
+         "broadcast of 16 float32 from root 1", "tree"},
+        {3, DIFF_REDUCE_ROOT, 16, "reduce of 16 float32 from root 0 (sum)",
+         "reduce of 16 float32 from root 1 (sum)", "tree"},
+        {4, DIFF_REDUCE_ROOT, 1000, "reduce of 1000 float32 from root 0 (sum)",
+         "reduce of 1000 float32 from root 1 (sum)", "rings"},
     };
     for (int round = 0; round < 10; round++)
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
@@ -687,7 +702,7 @@ static void test_disagreeing_ranks(void **state)
             if (hier_skips(n))
                 continue;
             mrc_comm_t *comms[4];
-            mrc_config_t cfg = {.timeout_s = 5};
+            mrc_config_t cfg = {.timeout_s = 5, .algo = cases[k].algo};
             assert_int_equal(mrc_comm_init_all(comms, n, &cfg), MRC_OK);
             disagreeing_t d[4];
             pthread_t th[4];

@@ -39,6 +39,15 @@ mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broad
 # back from the root), and still every rank fails in the same call.
 mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=direct1
 mismatch 3 dtype "allreduce of 100000 \(float32\|int32\) (sum) but rank [0-9] allreduce of 100000 \(float32\|int32\) (sum)" MRC_ALGO=direct1
+# The families by messages: in a reduce or a broadcast a rank need not
+# hear from the one that disagrees (the root of a broadcast hears from
+# nobody, a leaf from its parent), and it fails all the same: before it
+# returns, it sees that every peer of its group has begun the call alike.
+mismatch 3 rootsmall "broadcast of 16 float32 from root [01] but rank [0-9] broadcast of 16 float32 from root [01]" MRC_ALGO=rings
+mismatch 4 rootsmall "broadcast of 16 float32 from root [01] but rank [0-9] broadcast of 16 float32 from root [01]" MRC_ALGO=tree
+mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=tree
+mismatch 3 reduceroot "reduce of 16 float32 from root [01] (sum) but rank [0-9] reduce of 16 float32 from root [01] (sum)" MRC_ALGO=tree
+mismatch 4 reduceroot "reduce of 16 float32 from root [01] (sum) but rank [0-9] reduce of 16 float32 from root [01] (sum)" MRC_ALGO=rings
 
 # Ranks that run different families for one call ($MRC_ALGO on one rank
 # only) disagree, and fail so on every rank, naming the families.

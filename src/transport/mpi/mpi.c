@@ -519,6 +519,23 @@ static void mpi_cancel(void *ctx, mrc_status_t st)
         e->shm_t.ops->cancel(e->shm_t.ctx, st);
 }
 
+/* The peers of this host (those on others: MPI's semantics, where a
+ * rank that hears from no peer that disagrees returns). */
+static mrc_status_t mpi_agree(void *ctx, const int32_t *members,
+                              int num_members)
+{
+    mrc__mpi_endpoint_t *e = ctx;
+    if (!e->shm)
+        return MRC_OK;
+    int local = 0; /* by their index on this host, as mpi_publish */
+    for (int i = 0; i < num_members; i++) {
+        int m = members[i];
+        if (m >= 0 && m < e->n && e->local_of[m] >= 0)
+            e->local_members[local++] = e->local_of[m];
+    }
+    return e->shm_t.ops->agree(e->shm_t.ctx, e->local_members, local);
+}
+
 static const mrc__transport_ops_t mpi_ops = {
     .name = "mpi",
     .begin = mpi_begin,
@@ -526,6 +543,7 @@ static const mrc__transport_ops_t mpi_ops = {
     .irecv = mpi_irecv,
     .test = mpi_test,
     .end = mpi_end,
+    .agree = mpi_agree,
     .cancel = mpi_cancel,
     .idle = mpi_idle,
 };
@@ -539,6 +557,7 @@ static const mrc__transport_ops_t mpi_local_ops = {
     .irecv = mpi_irecv,
     .test = mpi_test,
     .end = mpi_end,
+    .agree = mpi_agree,
     .cancel = mpi_cancel,
     .publish = mpi_publish,
     .get = mpi_get,

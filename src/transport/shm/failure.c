@@ -158,6 +158,47 @@ mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r)
     return mrc__shm_disagree(e, r, theirs, e->rank, e->now);
 }
 
+mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
+{
+    mrc__shm_endpoint_t *e = ctx;
+    if (e->lost != MRC_OK)
+        return e->lost;
+    for (int i = 0; i < num_members; i++) {
+        int r = members[i];
+        if (r < 0 || r >= e->n)
+            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d", e->rank,
+                              r);
+        if (r == e->rank)
+            continue;
+        const rank_post_t *p = post_at(e, r);
+        uint64_t nth = __atomic_load_n(&p->nth, __ATOMIC_ACQUIRE);
+        mrc_status_t st;
+        if (nth > e->nth + 1) /* two calls on: it compared ours in this */
+            continue;         /* one, by a wait, a message or agreeing */
+        if (nth > e->nth) {
+            /* On to its next call: this one's entry by parity was written
+             * before, and is rewritten only two calls on. */
+            mrc__call_t theirs = {
+                __atomic_load_n(&p->calls[e->seq & 1].count, __ATOMIC_RELAXED),
+                __atomic_load_n(&p->calls[e->seq & 1].meta, __ATOMIC_RELAXED)};
+            if (!mrc__call_same(theirs, e->call))
+                return mrc__shm_disagree(e, r, theirs, e->rank, e->call);
+            continue;
+        }
+        if (nth == e->nth) { /* in this call: its `now` (a seqlock) */
+            st = mrc__shm_call_differs(e, r);
+            if (st != MRC_OK)
+                return st;
+            if (__atomic_load_n(&p->nth, __ATOMIC_ACQUIRE) == e->nth)
+                continue;
+        }
+        /* Not yet begun (or beginning, or just gone on: look again). */
+        st = mrc__shm_waiting_on(e, r);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    return MRC_OK;
+}
+
 /* The program's peers this rank waits on: has one failed? */
 static mrc_status_t pending_failed(mrc__shm_endpoint_t *e)
 {

@@ -161,6 +161,7 @@ static const mrc__transport_ops_t shm_ops = {
     .irecv = mrc__shm_irecv,
     .test = mrc__shm_test,
     .end = shm_end,
+    .agree = mrc__shm_agree,
     .cancel = shm_cancel,
     .publish = mrc__shm_publish,
     .get = mrc__shm_get,

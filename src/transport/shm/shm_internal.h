@@ -309,6 +309,9 @@ void mrc__shm_post_call(mrc__shm_endpoint_t *e, mrc__call_t call);
 mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r);
 /* While this rank waits on peer r: MRC_OK, or why r never will come. */
 mrc_status_t mrc__shm_waiting_on(mrc__shm_endpoint_t *e, int r);
+/* The transport's agree (transport.h): every peer has begun this call
+ * and called it alike. */
+mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members);
 
 /* ---- segment.c --------------------------------------------------------- */
 

@@ -427,6 +427,39 @@ static mrc_status_t th_wait(void *vctx, int peer, int flag)
     return same_call(c, peer);
 }
 
+/* Every peer has begun this call and called it alike (transport.h). A
+ * peer's table of this call is rewritten only two calls on, which waits
+ * for this rank to have begun the next. */
+static mrc_status_t th_agree(void *vctx, const int32_t *members,
+                             int num_members)
+{
+    ctx_t *c = vctx;
+    rank_state_t *me = &c->f->ranks[c->rank];
+    for (int i = 0; i < num_members; i++) {
+        mrc__call_t theirs;
+        int p = members[i];
+        if (p < 0 || p >= c->f->n)
+            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d", c->rank,
+                              p);
+        if (p == c->rank)
+            continue;
+        if (load_call(&c->f->ranks[p].tables[me->seq & 1], me->seq, &theirs)) {
+            mrc_status_t st = same_call(c, p);
+            if (st != MRC_OK)
+                return st;
+            continue;
+        }
+        /* Two calls on (its table rewritten): it compared ours in this
+         * one, by a wait, a message or its own agreement. */
+        if (__atomic_load_n(&c->f->ranks[p].ended, __ATOMIC_ACQUIRE) >
+            me->seq + 1)
+            continue;
+        mrc_status_t st = peer_failed(c, p);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    return MRC_OK;
+}
+
 static mrc_status_t th_get(void *vctx, int peer, int buf, uint64_t off,
                            mrc__xfer_t *x)
 {
@@ -512,6 +545,7 @@ static const mrc__transport_ops_t threads_ops = {
     .irecv = th_irecv,
     .test = th_test,
     .end = th_end,
+    .agree = th_agree,
     .cancel = th_cancel,
     .publish = th_publish,
     .get = th_get,
