@@ -390,8 +390,10 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     list_transfers(x);
     if (x->agree && x->straight) {
         int all = waits_on_all(x);
-        if (all < 0)
+        if (all < 0) {
+            mrc__exec_release(x);
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+        }
         x->agree = !all;
     }
     /* The family too: ranks that chose different programs for one call
