@@ -16,9 +16,13 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
                    (int)MRC__MEM_WINDOW == (int)MRC__BUF_WINDOW,
                "the transport numbers buffers as the program does");
 
-/* Gets: the tile of a run into one destination (get_run), and the size
- * from which a reduction is written around the caches. */
-enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 1 << 20 };
+/* Gets: the tile of a run into one destination (get_run), and the block
+ * from which a reduction is written around the caches. Not before 16 MiB:
+ * a block of 1-8 MiB written around them is read back from memory by the
+ * next step or call (P = 2 allreduce of 16 MiB, 8 MiB blocks: 1.82-2.03
+ * ms a call in the caches, 2.32-2.46 around them; shm and threads alike;
+ * from 32 MiB blocks either way the same; docs/performance.md). */
+enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 16 << 20 };
 
 /* The transfer of a get: what the transport reads into where. */
 static void fill_get(const mrc__exec_t *x, const mrc__op_t *op, mrc__xfer_t *xf,

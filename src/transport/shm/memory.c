@@ -70,9 +70,8 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
 }
 
 /* Reduces (or copies) the len bytes at src into x's destination at byte
- * `at`; x->nontemporal: written around the cache (no read for ownership; the
- * executor asks for it where the block is past the caches anyway: P=2,
- * 16 MiB took 1.1-1.2x MPI's time so, 1.4-1.5x without). */
+ * `at`; x->nontemporal: written around the cache (no read for ownership;
+ * the executor asks for it where the block is past the caches anyway). */
 static void take(const mrc__xfer_t *x, const char *src, size_t at, size_t len)
 {
     mrc__take(
