@@ -427,9 +427,8 @@ static mrc_status_t th_wait(void *vctx, int peer, int flag)
     return same_call(c, peer);
 }
 
-/* Every peer has begun this call and called it alike (transport.h). A
- * peer's table of this call is rewritten only two calls on, which waits
- * for this rank to have begun the next. */
+/* Every peer has begun this call and called it alike (transport.h); a
+ * peer's table of it is rewritten two calls on, after this rank's next. */
 static mrc_status_t th_agree(void *vctx, const int32_t *members,
                              int num_members)
 {
@@ -449,8 +448,7 @@ static mrc_status_t th_agree(void *vctx, const int32_t *members,
                 return st;
             continue;
         }
-        /* Two calls on (its table rewritten): it compared ours in this
-         * one, by a wait, a message or its own agreement. */
+        /* Two calls on (table rewritten): it compared ours in this one. */
         if (__atomic_load_n(&c->f->ranks[p].ended, __ATOMIC_ACQUIRE) >
             me->seq + 1)
             continue;
