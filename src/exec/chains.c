@@ -323,14 +323,7 @@ mrc_status_t mrc__exec_run_chains(mrc__exec_t *x, const mrc__transport_t *t,
         if (st != MRC_OK)
             return st;
     }
-    mrc_status_t st = MRC_OK;
-    if (x->agree && t->ops->agree) /* before this rank may return */
-        while ((st = t->ops->agree(t->ctx, x->members, x->group_size)) ==
-               MRC_INPROGRESS) {
-            st = mrc__exec_stalled(x, t, MRC__SPIN_PASSES, &idle, &start,
-                                   timeout_s);
-            if (st != MRC_OK)
-                return st;
-        }
+    mrc_status_t st =
+        mrc__exec_agree(x, t, MRC__SPIN_PASSES, &idle, &start, timeout_s);
     return st != MRC_OK ? st : t->ops->end(t->ctx);
 }

@@ -115,6 +115,22 @@ mrc_status_t mrc__exec_stalled(mrc__exec_t *x, const mrc__transport_t *t,
     return MRC_OK;
 }
 
+mrc_status_t mrc__exec_agree(mrc__exec_t *x, const mrc__transport_t *t,
+                             size_t spin, size_t *idle, double *start,
+                             double timeout_s)
+{
+    mrc_status_t st = MRC_OK;
+    if (!x->agree || !t->ops->agree)
+        return MRC_OK;
+    while ((st = t->ops->agree(t->ctx, x->members, x->group_size)) ==
+           MRC_INPROGRESS) {
+        st = mrc__exec_stalled(x, t, spin, idle, start, timeout_s);
+        if (st != MRC_OK)
+            return st;
+    }
+    return st;
+}
+
 static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
                         const mrc__call_t *as, uint64_t seq,
                         const void *sendbuf, void *recvbuf, void *scratch,

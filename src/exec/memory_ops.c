@@ -420,14 +420,7 @@ mrc_status_t mrc__exec_run_straight(mrc__exec_t *x, const mrc__transport_t *t,
     }
     x->cursor[0] = pl->num_ops;
     x->xfers_clean = 1;
-    mrc_status_t st = MRC_OK;
-    if (x->agree && o->agree) /* before this rank may return */
-        while ((st = o->agree(t->ctx, x->members, x->group_size)) ==
-               MRC_INPROGRESS) {
-            st = mrc__exec_stalled(x, t, (size_t)x->spin_looks, &idle, &start,
-                                   timeout_s);
-            if (st != MRC_OK)
-                return st;
-        }
+    mrc_status_t st =
+        mrc__exec_agree(x, t, (size_t)x->spin_looks, &idle, &start, timeout_s);
     return st != MRC_OK ? st : o->end(t->ctx);
 }
