@@ -63,7 +63,8 @@ static inline void mrc__exec_copy_plain(void *dst, const void *src,
  * call against 1.45 (docs/performance.md). */
 enum { MRC__SPIN_PASSES = 64, MRC__SPIN_LOOKS = 32, MRC__SPIN_LOOKS_OWN = 128 };
 
-/* Before a run ends (x->agree): the transport's agreement that every
+/* Before a run ends, where x->agree (the callers test it, so that a run
+ * without pays no call): the transport's agreement that every
  * peer of the group began this call alike, looked at until it comes, as
  * a wait is (spin, *idle, *start: mrc__exec_stalled's). */
 mrc_status_t mrc__exec_agree(mrc__exec_t *x, const mrc__transport_t *t,
