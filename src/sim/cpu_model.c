@@ -51,11 +51,13 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * at 512 KiB where direct2 took 44.5); a flag's round is a line
      * between cores and the executor's straight run, where a message's
      * is the slots and the chains' loop (8 bytes at P = 2: direct1's
-     * broadcast 0.13-0.15 us, the tree's 0.33-0.41); from 16 KiB a
+     * broadcast 0.13-0.15 us, the tree's 0.33-0.41; 0.12, not 0.1, for
+     * the turn from direct1 to direct2 at P = 2, 4-6 KiB as measured on
+     * an AVX-512 Xeon: docs/families.md); from 16 KiB a
      * message goes by rendezvous, a system call and a handshake (the
      * rings' reduce at P = 2: 16 KiB 1.8 us, 32 KiB 7.4). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
-                                .flag_sync_us = 0.1,
+                                .flag_sync_us = 0.12,
                                 .op_us = 0.05,
                                 CPU_RATES,
                                 .send_copies = 2,
