@@ -60,6 +60,15 @@ typedef struct mrc__exec {
      * first_use: the first op that uses a transfer (num_ops: none). */
     int gets_filled, xfers_clean, first_use;
     const void *filled_buf[3];
+    /* [num_ops], a straight plan's (else NULL): where a get of this
+     * node's own window reads, when the expose that copied those elements
+     * there read them from a buffer nothing wrote since (buf, at element
+     * off); MRC__BUF_NONE: the window itself. The same bits, read from
+     * lines no peer is pulling at that moment. */
+    struct mrc__own_read {
+        uint64_t off;
+        uint8_t buf;
+    } * own_read;
     mrc__exposure_t exposure;
     int by_ref;               /* the program exposes buffers by reference */
     const void *published_on; /* the transport's ops at the last publish */

@@ -60,13 +60,22 @@ static void expose(const mrc__exec_t *x, const mrc__op_t *op, const void *sb,
  * node's own window, here (the window is this process's memory, which
  * the executor wrote: the transport's look at its own record is not
  * needed; on a small call a node's own get and wait came to a sixth of
- * its instructions). */
+ * its instructions), from the buffer the window's elements were copied
+ * from where the plan allows (own_read). */
 static mrc_status_t get(const mrc__exec_t *x, const mrc__transport_t *t,
-                        const mrc__op_t *op, uint64_t at, mrc__xfer_t *xf)
+                        const mrc__op_t *op, uint64_t at, mrc__xfer_t *xf,
+                        const void *sb, void *rb, void *xb)
 {
     if (op->peer == x->plan.node && op->src == MRC__MEM_WINDOW) {
-        mrc__take(xf->dst, xf->local, x->win + at, xf->count, xf->bytes,
-                  xf->dtype, xf->op, xf->nontemporal);
+        const struct mrc__own_read *o =
+            x->own_read ? &x->own_read[op - x->plan.ops] : NULL;
+        const char *from = o && o->buf != MRC__BUF_NONE
+                               ? mrc__exec_buffer(o->buf, sb, rb, xb) +
+                                     o->off * x->elem +
+                                     (at - op->src_off * x->elem)
+                               : x->win + at;
+        mrc__take(xf->dst, xf->local, from, xf->count, xf->bytes, xf->dtype,
+                  xf->op, xf->nontemporal);
         xf->done = 1;
         return MRC_OK;
     }
@@ -86,7 +95,7 @@ mrc_status_t mrc__exec_memory_op(mrc__exec_t *x, const mrc__transport_t *t,
     case MRC__EXPOSE: expose(x, op, sb, rb, xb); return MRC_OK;
     case MRC__GET:
         fill_get(x, op, xf, sb, rb, xb);
-        return get(x, t, op, op->src_off * x->elem, xf);
+        return get(x, t, op, op->src_off * x->elem, xf, sb, rb, xb);
     case MRC__SIGNAL: return o->signal(t->ctx, op->flag);
     case MRC__WAIT: return o->wait(t->ctx, op->peer, op->flag);
     default: { /* MRC__BARRIER */
@@ -166,8 +175,8 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
             /* The last write of a block past the caches goes around them. */
             xf->nontemporal = k == last && bytes >= (size_t)GET_NONTEMPORAL;
             xf->done = 0;
-            while ((*st = get(x, t, op, op->src_off * x->elem + off, xf)) ==
-                   MRC_INPROGRESS)
+            while ((*st = get(x, t, op, op->src_off * x->elem + off, xf, sb, rb,
+                              xb)) == MRC_INPROGRESS)
                 sched_yield();
             if (*st != MRC_OK)
                 return 0;
@@ -312,7 +321,7 @@ static mrc_status_t straight_get(mrc__exec_t *x, const mrc__transport_t *t,
             return MRC_OK;
         }
     }
-    return get(x, t, op, op->src_off * x->elem, &x->xfers[i]);
+    return get(x, t, op, op->src_off * x->elem, &x->xfers[i], sb, rb, xb);
 }
 
 /* Waits on the spot for op i, a wait whose flag was not there at the

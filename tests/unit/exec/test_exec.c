@@ -545,6 +545,43 @@ static void test_direct1_timeout(void **state)
     mrc_program_destroy(p);
 }
 
+/* Where a node's get of its own window reads: out of place, the send
+ * buffer the window was copied from (its elements, at the same offset);
+ * in place, where an earlier get of the call wrote the receive buffer
+ * that the send buffer is, or may be, part of, the window itself. */
+static void test_direct1_own_read(void **state)
+{
+    (void)state;
+    mrc_program_t *p = compile("ring:3", MRC_ALGO_DIRECT1, 7, MRC_SUM, 0);
+    for (int ip = 0; ip < 2; ip++)
+        for (int node = 0; node < 3; node++) {
+            mrc__exec_t x;
+            assert_int_equal(mrc__exec_prepare(&x, p, node, ip, 1), MRC_OK);
+            assert_true(x.straight);
+            assert_non_null(x.own_read);
+            int own = 0;
+            for (int i = 0; i < x.plan.num_ops; i++) {
+                const mrc__op_t *op = &x.plan.ops[i];
+                if (op->kind != MRC__GET || op->peer != node)
+                    continue;
+                own++;
+                if (ip) {
+                    assert_int_equal(x.own_read[i].buf, MRC__BUF_NONE);
+                } else {
+                    assert_int_equal(x.own_read[i].buf, MRC__BUF_SEND);
+                    assert_int_equal(x.own_read[i].off, op->src_off);
+                }
+            }
+            assert_int_equal(own, 1);
+            for (int i = 0; i < x.plan.num_ops; i++)
+                if (x.plan.ops[i].kind != MRC__GET ||
+                    x.plan.ops[i].peer != node)
+                    assert_int_equal(x.own_read[i].buf, MRC__BUF_NONE);
+            mrc__exec_release(&x);
+        }
+    mrc_program_destroy(p);
+}
+
 /* A transport without memory semantics cannot run a direct family: the
  * run says so, naming both, and touches nothing of the peers. */
 static void test_direct1_unsupported(void **state)
@@ -575,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_direct1_exact),
         cmocka_unit_test(test_direct1_repeated),
         cmocka_unit_test(test_direct1_timeout),
+        cmocka_unit_test(test_direct1_own_read),
         cmocka_unit_test(test_direct1_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
