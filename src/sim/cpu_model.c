@@ -59,10 +59,14 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
                                 .flag_sync_us = 0.12,
                                 .op_us = 0.05,
-                                CPU_RATES,
+                                .copy_gbps = {60, 20, 4},
+                                .reduce_gbps = {29, 25, 3.7},
                                 .send_copies = 2,
                                 .rdv_bytes = 16 << 10,
-                                .rdv_us = 2.0},
+                                .rdv_us = 0.3,
+                                .kernel_get_gbps = 40,
+                                .oversub_recv_us = 2,
+                                .oversub_recv_gbps = 8},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
                                 .op_us = 0.2,
                                 CPU_RATES,
@@ -126,8 +130,9 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     /* What a send copies is the transport's, not the host's. */
     *out = *mrc__cpu_cost(x);
     out->sync_us = pr->sync_us;
-    out->flag_sync_us = 0; /* the profile measured one round */
-    out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
+    out->flag_sync_us = 0;    /* the profile measured one round */
+    out->rdv_us = 0;          /* and no rendezvous (not yet probed), */
+    out->kernel_get_gbps = 0; /* nor a read through the kernel */
     out->op_us = pr->message_us;
     out->cache_bytes = pr->cache_bytes;
     double share = memory_share(pr, x, n);
@@ -155,6 +160,17 @@ enum { CPU_SAMPLE = 64 };
 static int is_wait(int kind)
 {
     return kind == MRC__RECV || kind == MRC__WAIT || kind == MRC__BARRIER;
+}
+
+/* What a receive of `bytes` costs beyond the transfer's fixed cost and
+ * its copy: the rendezvous, and the wait for a sender without a core. */
+static double extra_recv(const mrc__cpu_cost_t *k, double bytes, int rdv)
+{
+    double us = rdv ? k->rdv_us : 0;
+    us += k->oversub_recv_us;
+    if (k->oversub_recv_gbps > 0)
+        us += bytes / (k->oversub_recv_gbps * 1e3);
+    return us;
 }
 
 /* One node's modelled time. */
@@ -192,20 +208,24 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             }
             if (op->kind == MRC__RECV || op->kind == MRC__GET)
                 fixed += ko->op_us;
-            if (op->kind == MRC__RECV && k->rdv_bytes > 0 &&
-                bytes >= k->rdv_bytes)
-                fixed += k->rdv_us;
+            int rdv = (op->kind == MRC__RECV || op->kind == MRC__SEND) &&
+                      k->rdv_bytes > 0 && bytes >= k->rdv_bytes;
+            if (op->kind == MRC__RECV)
+                fixed += extra_recv(k, bytes, rdv);
+            if (op->kind == MRC__GET && op->peer != node &&
+                op->src != MRC__BUF_WINDOW && km->kernel_get_gbps > 0)
+                fixed += bytes / (km->kernel_get_gbps * 1e3);
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:
                 if (op->local != MRC__BUF_NONE)
                     reduced += bytes;
-                else
+                if (op->local == MRC__BUF_NONE || rdv) /* rdv: bounced */
                     copied += bytes;
                 break;
             case MRC__COPY: copied += bytes; break;
             case MRC__EXPOSE: copied += op->ref ? 0 : bytes; break;
-            case MRC__SEND: copied += k->send_copies * bytes; break;
+            case MRC__SEND: copied += rdv ? 0 : k->send_copies * bytes; break;
             default: break;
             }
         }
@@ -278,7 +298,7 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
         p->cfg.algo == MRC_ALGO_HIER && x == MRC__SIM_TRANSPORT_MPI
             ? mrc__cpu_cost(MRC__SIM_TRANSPORT_SHM)
             : k;
-    mrc__cpu_cost_t kp, kf;
+    mrc__cpu_cost_t kp, kf, kr;
     *time_us = 0;
     /* More ranks than cores: a rank that waits yields its core, and a
      * flag's round costs a message's (P = 4 on 2 cores, 4 KiB: direct1
@@ -286,8 +306,9 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
      * this host (threads, shm): ranks on other hosts, whose cores may
      * differ, must choose as this one does. */
     long cores = mrc__online_cores();
-    if (km->flag_sync_us > 0 && (x == MRC__SIM_TRANSPORT_MPI || cores <= 0 ||
-                                 largest_group(p) > cores)) {
+    int oversub =
+        x != MRC__SIM_TRANSPORT_MPI && (cores <= 0 || largest_group(p) > cores);
+    if (km->flag_sync_us > 0 && (x == MRC__SIM_TRANSPORT_MPI || oversub)) {
         kf = *km;
         kf.flag_sync_us = 0;
         km = &kf;
@@ -298,6 +319,14 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
         if (st != MRC_OK)
             return st;
         k = km = &kp;
+    }
+    /* A receive waits for a sender without a core only with more ranks
+     * than cores (a profile measured its host's message as it is). */
+    if (!oversub || profile) {
+        kr = *k;
+        kr.oversub_recv_us = 0;
+        kr.oversub_recv_gbps = 0;
+        k = &kr;
     }
     int depth = 0;
     mrc_status_t dst = dependency_depth(p, topo, &depth);

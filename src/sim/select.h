@@ -50,9 +50,18 @@ typedef struct mrc__cpu_cost {
     int send_copies; /* copies a send makes on the critical path (into a
                         segment or a buffer): 0, 1 or 2 */
     /* A message of rdv_bytes or more goes by rendezvous (the receiver
-     * reads the sender's buffer through the kernel): rdv_us more for its
-     * receive (0: none does). */
+     * reads the sender's buffer through the kernel, into a bounce buffer
+     * where it reduces, and the sender copies nothing): rdv_us more for
+     * its receive (0: none does). */
     double rdv_bytes, rdv_us;
+    /* A get of a peer's buffer exposed by reference goes through the
+     * kernel: its bytes cost 1 / kernel_get_gbps more (0: nothing). */
+    double kernel_get_gbps;
+    /* With more ranks than cores, a receive waits for a sender that may
+     * not hold a core: oversub_recv_us more, and its bytes 1 /
+     * oversub_recv_gbps more (memory programs' gets need no running
+     * peer). mrc__cpu_time_profile applies them only then. */
+    double oversub_recv_us, oversub_recv_gbps;
     /* 0: the tiers of mrc__cpu_tier. Otherwise (a profile's) two
      * regimes: tier 0 up to this many bytes, tier 2 beyond. */
     double cache_bytes;
