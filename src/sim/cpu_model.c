@@ -54,8 +54,11 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * broadcast 0.13-0.15 us, the tree's 0.33-0.41; 0.12, not 0.1, for
      * the turn from direct1 to direct2 at P = 2, 4-6 KiB as measured on
      * an AVX-512 Xeon: docs/families.md); from 16 KiB a
-     * message goes by rendezvous, a system call and a handshake (the
-     * rings' reduce at P = 2: 16 KiB 1.8 us, 32 KiB 7.4). */
+     * message goes by rendezvous, a system call and a handshake. The
+     * rendezvous, the kernel's reads, the oversubscribed receive and the
+     * shared cache's reduction rate are fitted to every family timed on
+     * every collective and size at P = 2 and 4 (bench/family_sweep.sh,
+     * bench/selector_regret.py; docs/families.md). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
                                 .flag_sync_us = 0.12,
                                 .op_us = 0.05,

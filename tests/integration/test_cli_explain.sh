@@ -26,6 +26,27 @@ expect 0 "direct1  does not apply: .*point-to-point" "$MRC" explain ring:4 \
 expect 0 "^chosen   direct2: forced" "$MRC" explain ring:4 --collective \
     allreduce --size 1M --transport threads --algo direct2
 
+# The selector scored against measured families (bench/selector_regret.py):
+# at 2 ranks, 8 bytes, the model runs direct1; measured twice as slow as
+# the rings there, its regret is 2, and the cell is named.
+regret=$(dirname "$0")/../../bench/selector_regret.py
+sweep() { # direct1's and the rings' us for an allreduce of 8 bytes
+    mkdir -p "$tmp/$1"
+    printf 'allreduce 8 %s ok\n' "$2" > "$tmp/$1/2.allreduce.direct1.1.txt"
+    printf 'allreduce 8 %s ok\n' "$3" > "$tmp/$1/2.allreduce.rings.1.txt"
+    printf 'allreduce 8 %s ok\n' 4.0 > "$tmp/$1/2.allreduce.ompi.1.txt"
+}
+sweep slow 2.0 1.0
+sweep fast 1.0 2.0
+expect 0 "^| 2 | allreduce | 8 | direct1 | 2.00 | rings | 1.00 | 2.00 |" \
+    /usr/bin/python3 "$regret" "$MRC" "$tmp/slow"
+expect 0 "^| all | | 0 of 1 | 2.000 | 0.500 |" \
+    /usr/bin/python3 "$regret" "$MRC" "$tmp/slow"
+expect 0 "^| all | | 1 of 1 | 1.000 | 0.250 |" \
+    /usr/bin/python3 "$regret" "$MRC" "$tmp/fast"
+expect 2 "no cell with two families" /usr/bin/python3 "$regret" "$MRC" \
+    "$tmp/none"
+
 # JSON: every family once, the chosen one applies and is the fastest.
 check_json() {
     "$MRC" explain "$@" --json > "$tmp/e.json" 2>&1 &&
