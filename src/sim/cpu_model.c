@@ -55,19 +55,19 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * the turn from direct1 to direct2 at P = 2, 4-6 KiB as measured on
      * an AVX-512 Xeon: docs/families.md); from 16 KiB a
      * message goes by rendezvous, a system call and a handshake. The
-     * rendezvous, the kernel's reads, the oversubscribed receive and the
-     * shared cache's reduction rate are fitted to every family timed on
-     * every collective and size at P = 2 and 4 (bench/family_sweep.sh,
-     * bench/selector_regret.py; docs/families.md). */
+     * rendezvous, the oversubscribed receive and the shared cache's
+     * rates are fitted to every family timed on every collective and
+     * size, at P = 2 and 4 on the same buffers and at P = 2 on others
+     * each call (bench/family_sweep.sh, bench/selector_regret.py;
+     * docs/families.md). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.3,
                                 .flag_sync_us = 0.12,
                                 .op_us = 0.05,
-                                .copy_gbps = {60, 20, 4},
-                                .reduce_gbps = {29, 25, 3.7},
+                                .copy_gbps = {60, 30, 4},
+                                .reduce_gbps = {29, 30, 3.7},
                                 .send_copies = 2,
                                 .rdv_bytes = 16 << 10,
-                                .rdv_us = 0.3,
-                                .kernel_get_gbps = 40,
+                                .rdv_us = 2.0,
                                 .oversub_recv_us = 2,
                                 .oversub_recv_gbps = 8},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
@@ -133,9 +133,8 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     /* What a send copies is the transport's, not the host's. */
     *out = *mrc__cpu_cost(x);
     out->sync_us = pr->sync_us;
-    out->flag_sync_us = 0;    /* the profile measured one round */
-    out->rdv_us = 0;          /* and no rendezvous (not yet probed), */
-    out->kernel_get_gbps = 0; /* nor a read through the kernel */
+    out->flag_sync_us = 0; /* the profile measured one round */
+    out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
     out->op_us = pr->message_us;
     out->cache_bytes = pr->cache_bytes;
     double share = memory_share(pr, x, n);
@@ -215,9 +214,6 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                       k->rdv_bytes > 0 && bytes >= k->rdv_bytes;
             if (op->kind == MRC__RECV)
                 fixed += extra_recv(k, bytes, rdv);
-            if (op->kind == MRC__GET && op->peer != node &&
-                op->src != MRC__BUF_WINDOW && km->kernel_get_gbps > 0)
-                fixed += bytes / (km->kernel_get_gbps * 1e3);
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:

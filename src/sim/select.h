@@ -54,9 +54,6 @@ typedef struct mrc__cpu_cost {
      * where it reduces, and the sender copies nothing): rdv_us more for
      * its receive (0: none does). */
     double rdv_bytes, rdv_us;
-    /* A get of a peer's buffer exposed by reference goes through the
-     * kernel: its bytes cost 1 / kernel_get_gbps more (0: nothing). */
-    double kernel_get_gbps;
     /* With more ranks than cores, a receive waits for a sender that may
      * not hold a core: oversub_recv_us more, and its bytes 1 /
      * oversub_recv_gbps more (memory programs' gets need no running
