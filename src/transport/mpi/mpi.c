@@ -448,6 +448,20 @@ static mrc_status_t mpi_end(void *ctx)
     return e->shm ? e->shm_t.ops->end(e->shm_t.ctx) : MRC_OK;
 }
 
+/* The members of a group on this host, by their index there, into
+ * e->local_members; how many. */
+static int to_local_members(mrc__mpi_endpoint_t *e, const int32_t *members,
+                            int num_members)
+{
+    int local = 0;
+    for (int i = 0; i < num_members; i++) {
+        int m = members[i];
+        if (m >= 0 && m < e->n && e->local_of[m] >= 0)
+            e->local_members[local++] = e->local_of[m];
+    }
+    return local;
+}
+
 /* Memory semantics between the ranks of each host, through its
  * shared-memory endpoint, for ranks on several hosts in equal blocks
  * (hier's programs; the transport has none otherwise: mrc__mpi_transport
@@ -461,12 +475,7 @@ static mrc_status_t mpi_publish(void *ctx, const mrc__exposure_t *x,
      * (hier's programs get only within a host), by their index there. */
     mrc__exposure_t local = *x;
     local.members = e->local_members;
-    local.num_members = 0;
-    for (int i = 0; i < x->num_members; i++) {
-        int m = x->members[i];
-        if (m >= 0 && m < e->n && e->local_of[m] >= 0)
-            e->local_members[local.num_members++] = e->local_of[m];
-    }
+    local.num_members = to_local_members(e, x->members, x->num_members);
     return e->shm_t.ops->publish(e->shm_t.ctx, &local, window);
 }
 
@@ -527,12 +536,7 @@ static mrc_status_t mpi_agree(void *ctx, const int32_t *members,
     mrc__mpi_endpoint_t *e = ctx;
     if (!e->shm)
         return MRC_OK;
-    int local = 0; /* by their index on this host, as mpi_publish */
-    for (int i = 0; i < num_members; i++) {
-        int m = members[i];
-        if (m >= 0 && m < e->n && e->local_of[m] >= 0)
-            e->local_members[local++] = e->local_of[m];
-    }
+    int local = to_local_members(e, members, num_members);
     return e->shm_t.ops->agree(e->shm_t.ctx, e->local_members, local);
 }
 
