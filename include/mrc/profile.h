@@ -60,6 +60,24 @@ typedef struct mrc_profile {
      * operation (us), and of one barrier or flag round trip (us). */
     double message_us;
     double sync_us;
+    /* (Added after the first release of version 1: at the end, so that
+     * the layout of the fields above stays as it was.) */
+    /* The rate at which a node takes what another node of its host wrote
+     * once those lines have left the writer's own cache (GB/s): from the
+     * shared cache, where on a busy host they come slower than a core's
+     * copy of its own data. Optional; 0: copy_gbps_cache. */
+    double peer_gbps_shared;
+    /* How a send/receive message between two nodes of one host goes.
+     * Smaller than rendezvous_bytes: through the transport's slots, copied
+     * in by the sender and out by the receiver, at slot_gbps (GB/s, in
+     * cache; 0: the peer rate); from it on: by rendezvous, the receiver
+     * reading the sender's buffer once, at the peer rate, its core busy
+     * rendezvous_us more (the handshake, a system call). Optional; 0:
+     * no slots and no rendezvous (the receiver reads the sender's buffer,
+     * as the threads transport does). */
+    double rendezvous_bytes;
+    double rendezvous_us;
+    double slot_gbps;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -117,7 +117,10 @@ class Profile(Structure):
                 ("private_cache_bytes", c_double),
                 ("reduce_gbps_cache", c_double * NUM_OPS * NUM_DTYPES),
                 ("reduce_gbps_memory", c_double * NUM_OPS * NUM_DTYPES),
-                ("message_us", c_double), ("sync_us", c_double)]
+                ("message_us", c_double), ("sync_us", c_double),
+                ("peer_gbps_shared", c_double),
+                ("rendezvous_bytes", c_double),
+                ("rendezvous_us", c_double), ("slot_gbps", c_double)]
 
 
 class SimConfig(Structure):

@@ -265,7 +265,8 @@ PROFILE = {"format": "mrc-profile", "version": 1, "transport": "threads",
            "ranks": 2, "cores": 2, "nodes_per_memory": 2,
            "cache_bytes": 4194304, "copy_gbps_cache": 40,
            "copy_gbps_memory": 8, "memory_gbps_shared": 10,
-           "peer_gbps_cache": 12,
+           "peer_gbps_cache": 12, "slot_gbps": 4.5, "rendezvous_bytes": 16384,
+           "rendezvous_us": 2.5,
            "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
            "message_us": 0.4, "sync_us": 0.2}
 
@@ -276,6 +277,7 @@ def test_simulation_with_a_profile_matches_cli(tmp_path):
     prof = mrc.load_profile(path)
     assert prof.transport == "threads" and prof.message_us == 0.4
     assert prof.peer_gbps_cache == 12  # the struct's layout is the C one
+    assert (prof.slot_gbps, prof.rendezvous_us) == (4.5, 2.5)
     assert prof.reduce_gbps_cache.shape == (10, 5)
     assert prof.reduce_gbps_cache.max() == 20
     p = mrc.compile(mrc.Embedding("ring:4"), "allreduce", 1 << 18)

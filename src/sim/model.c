@@ -316,7 +316,13 @@ static int message_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
         break;
     default: return 0;
     }
-    *f = (mrc__sim_flow_t){bytes, 0, bytes, route, 0, 0};
+    double work =
+        op->kind == MRC__SEND
+            ? mrc__sim_node_msg_work(s, op, node, op->ring_peer, bytes)
+        : op->kind == MRC__GET
+            ? mrc__sim_node_msg_work(s, op, op->peer, node, bytes)
+            : bytes;
+    *f = (mrc__sim_flow_t){work, 0, bytes, route, 0, 0};
     return 1;
 }
 

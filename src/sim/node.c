@@ -26,6 +26,11 @@
  *   (its copy rate where the profile has none); within a host the
  *   transports reduce as they take, so what the reduction takes beyond
  *   the receiver's copy; a local copy or scaling at the copy rate;
+ * - a message within one host, on a transport with slots and rendezvous
+ *   (rendezvous_bytes), takes its receiver's core as long as it goes: a
+ *   small send at the slots' rate (slot_gbps), a large send or a get by
+ *   reference at the peer rate plus the rendezvous's fixed cost
+ *   (rendezvous_us);
  * - a flag (signal/wait) or a barrier within one host takes sync_us.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
@@ -108,7 +113,9 @@ static double peer_rate(const mrc__sim_t *s)
     double set = node_set(s), own = f->private_cache_bytes;
     if (own <= 0 || set <= own)
         return peer;
-    return blend(own / set, peer, f->copy_gbps_cache);
+    double shared =
+        f->peer_gbps_shared > 0 ? f->peer_gbps_shared : f->copy_gbps_cache;
+    return blend(own / set, peer, shared);
 }
 
 /* The run's rates: each the cache's for the share of the working set
@@ -123,7 +130,14 @@ static void node_rates(mrc__sim_t *s)
     m->cached = h;
     m->beyond_cache = h < 1;
     m->copy = blend(h, f->copy_gbps_cache, f->copy_gbps_memory);
-    m->peer = blend(h, peer_rate(s), f->copy_gbps_memory);
+    /* Beyond cache a peer's lines come from memory, never faster than
+     * from the shared cache. */
+    double far = f->peer_gbps_shared > 0
+                     ? fmin(f->peer_gbps_shared, f->copy_gbps_memory)
+                     : f->copy_gbps_memory;
+    m->peer = blend(h, peer_rate(s), far);
+    m->slot = f->slot_gbps > 0 ? blend(h, f->slot_gbps, f->copy_gbps_memory)
+                               : m->peer;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {
@@ -142,7 +156,9 @@ static void node_rates(mrc__sim_t *s)
 static mrc_status_t node_channels(mrc__sim_t *s, int nn, int nh)
 {
     mrc__sim_node_t *m = &s->node;
-    int np = m->peer < m->copy ? nn : 0;
+    /* A transport with slots and rendezvous times its messages on the
+     * peer channel (mrc__sim_node_msg_work): it needs one. */
+    int np = m->peer < m->copy || m->prof->rendezvous_bytes > 0 ? nn : 0;
     size_t n = (size_t)s->num_chan + (size_t)nn + (size_t)nh + (size_t)np + 1;
     double *cap = realloc(s->cap, n * sizeof *cap);
     if (cap)
@@ -256,6 +272,29 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
         s->routes[route] = s->routes[m->copy_route[dst]];
     else
         s->routes[route].latency += m->prof->message_us * 1e3;
+}
+
+double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
+                              int dst, double bytes)
+{
+    const mrc__sim_node_t *m = &s->node;
+    const mrc_profile_t *f = m->prof;
+    if (!f || f->rendezvous_bytes <= 0 || bytes <= 0 ||
+        !mrc__sim_same_host(s, src, dst))
+        return bytes;
+    /* Through shared memory: a small send through the slots, at their
+     * rate; a large send, or a get by reference, by the kernel from the
+     * other process (a rendezvous); a get from a window in the segment
+     * as it is. The receiver's core is busy with either as
+     * long as it goes, so the two streams' messages of a step follow
+     * one another on it (a latency would let them overlap; on shm at P
+     * = 2 they took the sum). On the peer channel, the route's
+     * narrowest, work w takes w / peer. */
+    if (op->kind == MRC__GET && op->src == MRC__BUF_WINDOW)
+        return bytes;
+    if (op->kind == MRC__SEND && bytes < f->rendezvous_bytes)
+        return bytes * m->peer / m->slot;
+    return bytes + f->rendezvous_us * 1e3 * m->peer;
 }
 
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,

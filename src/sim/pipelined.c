@@ -148,16 +148,18 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
     const mrc__op_t *op = &ch->op;
     int node = ch->it.node, route;
     switch (op->kind) {
-    case MRC__GET:
+    case MRC__GET: {
         if (op->peer == node)
             return own_work(pp, i, st);
+        double bytes = (double)op->count * (double)pp->esize;
+        double work = mrc__sim_node_msg_work(pp->s, op, op->peer, node, bytes);
         if ((*st = mrc__sim_path_route(pp->s, op->peer, node, &route)) !=
                 MRC_OK ||
-            (*st = mrc__sim_pipe_post(pp, route, MRC__SIM_WAKE, i, 0,
-                                      (double)op->count * (double)pp->esize)) !=
-                MRC_OK)
+            (*st = mrc__sim_pipe_post_work(pp, route, MRC__SIM_WAKE, i, 0,
+                                           bytes, work)) != MRC_OK)
             return -1;
         return 1;
+    }
     case MRC__SIGNAL:
         *st = signal_now(pp, node, op->flag);
         return *st == MRC_OK ? 0 : -1;

@@ -100,6 +100,11 @@ mrc__sim_arrival_t mrc__sim_pipe_arrival_pop(mrc__sim_pipe_t *pp);
  * have run (mrc__sim_pipe_flush_posts). */
 mrc_status_t mrc__sim_pipe_post(mrc__sim_pipe_t *pp, int route, int32_t src,
                                 int32_t dst, uint64_t tag, double bytes);
+/* The same, taking as long over its route as `work` bytes would (the
+ * node model's cost of a message, mrc__sim_node_msg_work). */
+mrc_status_t mrc__sim_pipe_post_work(mrc__sim_pipe_t *pp, int route,
+                                     int32_t src, int32_t dst, uint64_t tag,
+                                     double bytes, double work);
 /* The messages posted at this time onto their links, in arrival order. */
 mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp);
 /* A SEND of chain ch: its message over its hop. */

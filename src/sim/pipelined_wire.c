@@ -54,6 +54,13 @@ mrc__sim_arrival_t mrc__sim_pipe_arrival_pop(mrc__sim_pipe_t *pp)
 mrc_status_t mrc__sim_pipe_post(mrc__sim_pipe_t *pp, int route, int32_t src,
                                 int32_t dst, uint64_t tag, double bytes)
 {
+    return mrc__sim_pipe_post_work(pp, route, src, dst, tag, bytes, bytes);
+}
+
+mrc_status_t mrc__sim_pipe_post_work(mrc__sim_pipe_t *pp, int route,
+                                     int32_t src, int32_t dst, uint64_t tag,
+                                     double bytes, double work)
+{
     const mrc__sim_route_t *rt = &pp->s->routes[route];
     if (rt->len == 0 || bytes == 0) {
         mrc__sim_arrival_t a = {pp->now + rt->latency, src, dst, tag, 0};
@@ -67,7 +74,7 @@ mrc_status_t mrc__sim_pipe_post(mrc__sim_pipe_t *pp, int route, int32_t src,
                   sizeof *pp->pending))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     pp->pending[pp->npending] = (mrc__sim_pending_t){
-        {{bytes, 0, bytes, route, 0, 0}, {pp->now, src, dst, tag}, -1},
+        {{work, 0, bytes, route, 0, 0}, {pp->now, src, dst, tag}, -1},
         arrival_order(pp, src, dst, tag),
         pp->npending};
     pp->npending++;
@@ -176,11 +183,13 @@ mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
      * ops are not walked): to the ring's next node; in the symmetric
      * walk, to the node itself from its predecessor. */
     double bytes = (double)op->count * (double)pp->esize;
+    double work =
+        mrc__sim_node_msg_work(pp->s, op, ch->it.node, op->ring_peer, bytes);
     if (pp->s->sym_self)
-        return mrc__sim_pipe_post(pp, route, ns->prev, ch->it.node, op->tag,
-                                  bytes);
-    return mrc__sim_pipe_post(pp, route, ch->it.node, op->ring_peer, op->tag,
-                              bytes);
+        return mrc__sim_pipe_post_work(pp, route, ns->prev, ch->it.node,
+                                       op->tag, bytes, work);
+    return mrc__sim_pipe_post_work(pp, route, ch->it.node, op->ring_peer,
+                                   op->tag, bytes, work);
 }
 
 mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)

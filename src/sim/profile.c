@@ -6,7 +6,9 @@
  *    "ranks": 2, "cores": 2, "nodes_per_memory": 2,
  *    "cache_bytes": 4194304, "copy_gbps_cache": 40,
  *    "copy_gbps_memory": 8, "memory_gbps_shared": 10,
- *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576 (optional),
+ *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576,
+ *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
+ *    "rendezvous_us": 1.5, "slot_gbps": 5 (these six optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -47,6 +49,10 @@ static const char *const top_fields[] = {"format",
                                          "memory_gbps_shared",
                                          "peer_gbps_cache",
                                          "private_cache_bytes",
+                                         "peer_gbps_shared",
+                                         "rendezvous_bytes",
+                                         "rendezvous_us",
+                                         "slot_gbps",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -234,6 +240,12 @@ static const struct number_field {
      1},
     {"private_cache_bytes", offsetof(mrc_profile_t, private_cache_bytes), 1,
      MAX_CACHE_BYTES, 1},
+    {"peer_gbps_shared", offsetof(mrc_profile_t, peer_gbps_shared), 1, MAX_GBPS,
+     1},
+    {"rendezvous_bytes", offsetof(mrc_profile_t, rendezvous_bytes), 1,
+     MAX_CACHE_BYTES, 1},
+    {"rendezvous_us", offsetof(mrc_profile_t, rendezvous_us), 1, MAX_US, 1},
+    {"slot_gbps", offsetof(mrc_profile_t, slot_gbps), 1, MAX_GBPS, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -387,6 +399,10 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "memory_gbps_shared", p->memory_gbps_shared, ",\n");
     put_number(&sb, "peer_gbps_cache", p->peer_gbps_cache, ",\n");
     put_number(&sb, "private_cache_bytes", p->private_cache_bytes, ",\n");
+    put_number(&sb, "peer_gbps_shared", p->peer_gbps_shared, ",\n");
+    put_number(&sb, "rendezvous_bytes", p->rendezvous_bytes, ",\n");
+    put_number(&sb, "rendezvous_us", p->rendezvous_us, ",\n");
+    put_number(&sb, "slot_gbps", p->slot_gbps, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

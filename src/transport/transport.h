@@ -18,6 +18,12 @@
 #include "mrc/status.h"
 #include "mrc/types.h"
 
+/* The shared-memory transport: a message of at least this many bytes
+ * goes by rendezvous (the receiver reads the sender's buffer through the
+ * kernel), a smaller one through the channel's slots. `mrc calibrate`
+ * writes it into an shm profile for the simulator. */
+#define MRC__SHM_RENDEZVOUS_BYTES (16 << 10)
+
 /* One posted transfer. The executor owns the memory (allocated with the
  * plan) and keeps it in place until `done`; the transport may use the
  * private words. */

@@ -15,6 +15,7 @@
 
 #include "calibrate.h"
 #include "common/common.h"
+#include "transport/transport.h"
 
 enum { MAX_REPS = 64, WARMUP = 20 };
 
@@ -32,8 +33,17 @@ const mrc_config_t cal_turn_config = {
 /* The probe's call: an allreduce of PROBE_COUNT floats by the rings on
  * two ranks, every call the same shape (the communicator's fast path, as
  * a program's steady calls run), each waiting on its peer's messages.
- * Median over reps of the us a call. */
-enum { PROBE_COUNT = 2 };
+ * Median over reps of the us a call. On P ranks the message probe's
+ * vector is probe_count(P) floats: every fragment of both streams holds
+ * some (with 2 floats on 2 ranks half the messages were empty, and the
+ * transport skips those: the fitted message cost was half the real). */
+enum { PROBE_COUNT = 16 };
+
+static size_t probe_count(int ranks)
+{
+    size_t n = 4 * (size_t)(ranks > 0 ? ranks : 1);
+    return n > PROBE_COUNT ? n : PROBE_COUNT;
+}
 
 /* reps loops of `iters` allreduces of `count` floats from send to recv
  * (which may be send), after a warm-up: the median us a call. */
@@ -79,8 +89,6 @@ typedef struct call_probe {
 static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
                                 double *out)
 {
-    if (pr->count == PROBE_COUNT && pr->iters % 2 == 0)
-        return cal_turns(c, pr->iters / 2, pr->reps, out);
     float *send = malloc(pr->count * sizeof *send);
     float *recv = malloc(pr->count * sizeof *recv);
     /* Written, not merely allocated: untouched pages all map the one
@@ -285,7 +293,8 @@ mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
 {
     reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
     trips = trips < 1 ? 1 : trips;
-    call_probe_t pr = {.count = PROBE_COUNT, .iters = 2 * trips, .reps = reps};
+    call_probe_t pr = {
+        .count = probe_count(ranks), .iters = 2 * trips, .reps = reps};
     return probe_allreduce(transport, ranks, &pr, out);
 }
 
@@ -299,10 +308,10 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
     p->sync_us = sync_us;
     double t0 = 0, t1 = 0;
     p->message_us = 0;
-    mrc_status_t st = sim_allreduce(p, ranks, PROBE_COUNT, &t0);
+    mrc_status_t st = sim_allreduce(p, ranks, probe_count(ranks), &t0);
     p->message_us = 1;
     if (st == MRC_OK)
-        st = sim_allreduce(p, ranks, PROBE_COUNT, &t1);
+        st = sim_allreduce(p, ranks, probe_count(ranks), &t1);
     if (st != MRC_OK)
         return st;
     double chain = t1 - t0;
@@ -326,10 +335,24 @@ static void set_shared(mrc_profile_t *p, const mrc_profile_t *base, double x)
     p->memory_gbps_shared = x;
 }
 
-static void set_cache(mrc_profile_t *p, const mrc_profile_t *base, double x)
+static void set_peer_shared(mrc_profile_t *p, const mrc_profile_t *base,
+                            double x)
 {
     (void)base;
-    p->cache_bytes = x;
+    p->peer_gbps_shared = x;
+}
+
+static void set_rendezvous(mrc_profile_t *p, const mrc_profile_t *base,
+                           double x)
+{
+    (void)base;
+    p->rendezvous_us = x;
+}
+
+static void set_slot(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->slot_gbps = x;
 }
 
 /* Every rate beyond cache, x times the probes' own. */
@@ -350,20 +373,30 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
 
 /* Sets x in [lo, hi] into p so that the simulator times a rings
  * allreduce of `count` floats on `ranks` nodes as measured (us): the
- * time falls as x grows, so a bisection over its logarithm. *clamped: a
- * measurement no x in range explains (x is then the bound). */
+ * time is monotonic in x (it falls as a rate grows, rises with a cost),
+ * so a bisection over its logarithm, the direction read at the bounds.
+ * *clamped: a measurement no x in range explains (x is then the
+ * bound). */
 static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
                         int ranks, size_t count, double us, int *clamped)
 {
     mrc_profile_t base = *p;
+    double t_lo = 0, t_hi = 0;
+    set(p, &base, lo);
+    mrc_status_t st = sim_allreduce(p, ranks, count, &t_lo);
+    set(p, &base, hi);
+    if (st == MRC_OK)
+        st = sim_allreduce(p, ranks, count, &t_hi);
+    if (st != MRC_OK)
+        return st;
+    int falls = t_lo >= t_hi;
     double x0 = lo, x1 = hi;
     for (int i = 0; i < 48; i++) {
         double t = 0, x = sqrt(x0 * x1);
         set(p, &base, x);
-        mrc_status_t st = sim_allreduce(p, ranks, count, &t);
-        if (st != MRC_OK)
+        if ((st = sim_allreduce(p, ranks, count, &t)) != MRC_OK)
             return st;
-        if (t > us)
+        if ((t > us) == falls)
             x0 = x;
         else
             x1 = x;
@@ -384,58 +417,157 @@ static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
  * (every rate beyond cache scaled). The copy probes alone miss both:
  * lines that come from another core, and kernels that stream past the
  * cache faster than a copy loop of one node. */
-enum { FIT_CACHE_BYTES = 256 << 10, FIT_MID_BYTES = 16 << 20 };
+enum {
+    FIT_CACHE_BYTES = 256 << 10,
+    FIT_SHARED_BYTES = 4 << 20,
+    FIT_MID_BYTES = 16 << 20
+};
 
-static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
-                                         mrc_profile_t *p)
+/* The rates in cache: what a node takes from a peer's cache (a rings
+ * allreduce of FIT_CACHE_BYTES, the writer's buffers well within its
+ * core's cache) and, where the transport has slots and a rendezvous,
+ * the slots' rate (a call whose messages are half the threshold) and
+ * the rendezvous's fixed cost (messages of the threshold); each fit
+ * moves the others, so twice. */
+static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
     /* The short calls swing between two regimes on a busy host (a peer
      * spinning or descheduled): the median of three times the loops. */
     call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
                        .iters = 100,
                        .reps = 3 * plan->reps};
-    double us = 0;
+    /* 2 streams of P fragments, each of rendezvous_bytes (and half). */
+    size_t rdv_count =
+        (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
+    call_probe_t rdv = {
+        .count = rdv_count, .iters = 200, .reps = 3 * plan->reps};
+    call_probe_t slot = {
+        .count = rdv_count / 2, .iters = 200, .reps = 3 * plan->reps};
+    double us = 0, rdv_us = 0, slot_us = 0;
     int clamped = 0;
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
-    if (st == MRC_OK)
-        st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks, pr.count,
-                 us, &clamped);
+    if (st == MRC_OK && rdv_count)
+        st = probe_allreduce(plan->transport, plan->ranks, &rdv, &rdv_us);
+    if (st == MRC_OK && rdv_count)
+        st = probe_allreduce(plan->transport, plan->ranks, &slot, &slot_us);
+    for (int round = 0; round < 2 && st == MRC_OK; round++) {
+        if (rdv_count)
+            st = fit(p, set_slot, 0.01, 1e3, plan->ranks, slot.count, slot_us,
+                     &clamped);
+        if (st == MRC_OK && rdv_count)
+            st = fit(p, set_rendezvous, 1e-3, 100, plan->ranks, rdv.count,
+                     rdv_us, &clamped);
+        if (st == MRC_OK)
+            st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
+                     pr.count, us, &clamped);
+    }
+    return st;
+}
+
+/* The two calls beyond the cores' caches: one partly in the shared
+ * cache (mid), one far beyond it (big). */
+typedef struct far_probe {
+    int ranks;
+    size_t mid_count;
+    double mid_us;
+    size_t big_count;
+    double big_us;
+} far_probe_t;
+
+/* The memory's figures for the big call at a given cache size: its
+ * shared rate, or where even unshared memory is too slow for it, every
+ * rate beyond cache scaled (from the probes' own figures, `probed`:
+ * set_beyond scales what it is given). */
+static mrc_status_t fit_memory(mrc_profile_t *p, const mrc_profile_t *probed,
+                               const far_probe_t *f)
+{
+    int clamped = 0;
+    restore_beyond(p, probed);
+    mrc_status_t st = fit(p, set_shared, 0.01, 1e4, f->ranks, f->big_count,
+                          f->big_us, &clamped);
+    if (st == MRC_OK && clamped) {
+        restore_beyond(p, probed);
+        st = fit(p, set_beyond, 1, 16, f->ranks, f->big_count, f->big_us,
+                 &clamped);
+    }
+    return st;
+}
+
+enum { FAR_STEPS = 24 };
+
+/* The shared cache's effective size and the memory's rate together: for
+ * each size from the cores' own caches to the kernel's last level (a
+ * tenant of a VM may get far less than the 480 MiB the build machine's
+ * kernel states), the memory figures that explain the big call; of
+ * those, the pair that best explains the mid one. */
+static mrc_status_t fit_far(mrc_profile_t *p, const mrc_profile_t *probed,
+                            const far_probe_t *f)
+{
+    double llc = probed->cache_bytes;
+    double lo =
+        fmin(llc, fmax(probed->private_cache_bytes * f->ranks, llc / 1024));
+    double best = INFINITY, best_cache = llc;
+    for (int i = 0; i <= FAR_STEPS; i++) {
+        p->cache_bytes = lo * pow(llc / lo, (double)i / FAR_STEPS);
+        double t = 0;
+        mrc_status_t st = fit_memory(p, probed, f);
+        if (st == MRC_OK)
+            st = sim_allreduce(p, f->ranks, f->mid_count, &t);
+        if (st != MRC_OK)
+            return st;
+        double err = fabs(log(t / f->mid_us));
+        if (err < best) {
+            best = err;
+            best_cache = p->cache_bytes;
+        }
+    }
+    p->cache_bytes = best_cache;
+    return fit_memory(p, probed, f);
+}
+
+static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
+                                         mrc_profile_t *p)
+{
+    mrc_status_t st = fit_in_cache(plan, p);
     if (st != MRC_OK)
         return st;
-    /* Between the two: how much of the host's working set the shared
-     * cache really holds for the collectives (less than the kernel's
-     * figure where other cores or tenants use it too; on the build
-     * machine, half); then the memory's rates; then the cache again, as
-     * each fit moves the other. */
-    double mid_us = 0, big_us = 0;
+    call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
+                       .iters = 100,
+                       .reps = 3 * plan->reps};
+    int clamped = 0;
+    /* Between the two: the rate a node takes a peer's lines from the
+     * shared cache, once they have left the writer's core (slower than
+     * a core's own copies on a busy host: a 4 MiB call on the build
+     * machine, every node's buffers past its core's 2 MiB, came at half
+     * the copy rate). Beyond: how much of the host's working set the
+     * shared cache really holds for the collectives and the memory's
+     * rate when all nodes use it, together (fit_far). Twice, as each fit
+     * moves the others. */
+    double shared_us = 0, mid_us = 0, big_us = 0;
+    call_probe_t shared = {.count = FIT_SHARED_BYTES / sizeof(float),
+                           .iters = 8,
+                           .reps = 3 * plan->reps};
     call_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
                         .iters = 4,
                         .reps = 3 * plan->reps};
     cal_tell(plan, 0.93, "collectives");
-    st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
+    st = probe_allreduce(plan->transport, plan->ranks, &shared, &shared_us);
+    if (st == MRC_OK)
+        st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
     pr.count = plan->memory_bytes / sizeof(float);
     pr.iters = 2;
     cal_tell(plan, 0.96, "collectives");
     if (st == MRC_OK)
         st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
-    /* Each round fits the memory's figures afresh from the probes' own
-     * (set_beyond scales what it is given: a second round on the first's
-     * result would scale twice). */
     const mrc_profile_t probed = *p;
-    double llc = p->cache_bytes;
+    far_probe_t far = {plan->ranks, mid.count, mid_us, pr.count, big_us};
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit(p, set_cache, llc / 16, llc, plan->ranks, mid.count, mid_us,
-                 &clamped);
-        restore_beyond(p, &probed);
+        if (p->private_cache_bytes > 0)
+            st = fit(p, set_peer_shared, 0.01, p->copy_gbps_cache, plan->ranks,
+                     shared.count, shared_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, set_shared, 0.01, 1e4, plan->ranks, pr.count, big_us,
-                     &clamped);
-        if (st == MRC_OK && clamped) {
-            restore_beyond(p, &probed);
-            st = fit(p, set_beyond, 1, 16, plan->ranks, pr.count, big_us,
-                     &clamped);
-        }
+            st = fit_far(p, &probed, &far);
     }
     return st;
 }
@@ -445,6 +577,10 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     mrc_status_t st = cal_measure_host(plan, p);
     if (st != MRC_OK)
         return st;
+    /* The transport's own threshold, not a measurement: where its sends
+     * turn from slots to rendezvous (threads has neither). */
+    if (strcmp(plan->transport, "shm") == 0)
+        p->rendezvous_bytes = MRC__SHM_RENDEZVOUS_BYTES;
     cal_tell(plan, 0.75, "sync");
     int processes = strcmp(plan->transport, "shm") == 0;
     double sync = cal_sync_us(processes, plan->trips, plan->reps);

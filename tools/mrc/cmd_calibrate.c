@@ -93,6 +93,18 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("peer       %.2f GB/s taking what another node wrote, in "
                "cache\n",
                p->peer_gbps_cache);
+    if (p->peer_gbps_shared > 0)
+        printf("           %.2f GB/s once it has left the writer's core\n",
+               p->peer_gbps_shared);
+    if (p->rendezvous_bytes > 0) {
+        char rdv[32];
+        printf(
+            "slots      %.2f GB/s for a message below %s, "
+            "rendezvous %.3f us from it\n",
+            p->slot_gbps,
+            mrc__format_bytes((uint64_t)p->rendezvous_bytes, rdv, sizeof rdv),
+            p->rendezvous_us);
+    }
     printf("shared     %.2f GB/s for all %d nodes beyond cache\n",
            p->memory_gbps_shared, p->nodes_per_memory);
     printf("reduce     float32 sum %.2f GB/s in cache, %.2f beyond; "

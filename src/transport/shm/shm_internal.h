@@ -26,7 +26,7 @@ enum {
     SLOT_HEADER = 64,
     SLOTS = 8,
     TOKENS = 1024, /* rendezvous sends in flight per rank */
-    RDV_MIN = 16 << 10,
+    RDV_MIN = MRC__SHM_RENDEZVOUS_BYTES,
     BOUNCE = 128 << 10,
 };
 

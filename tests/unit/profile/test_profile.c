@@ -32,6 +32,10 @@ static mrc_profile_t sample(void)
     p.memory_gbps_shared = 9.875;
     p.peer_gbps_cache = 12.5;
     p.private_cache_bytes = 1048576;
+    p.peer_gbps_shared = 6.5;
+    p.rendezvous_bytes = 16384;
+    p.rendezvous_us = 2.25;
+    p.slot_gbps = 4.75;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -77,6 +81,30 @@ static void test_optional_peer(void **state)
     assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
     assert_true(q.peer_gbps_cache == 0);
     p.peer_gbps_cache = 0;
+    assert_memory_equal(&p, &q, sizeof p);
+    mrc_free(json);
+}
+
+/* The transport's figures are optional too (profiles written before
+ * them read back with 0: no slots, no rendezvous, the copy rate). */
+static void test_optional_transport(void **state)
+{
+    (void)state;
+    mrc_profile_t p = sample(), q;
+    char *json = NULL;
+    assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
+    const char *const lines[] = {
+        "  \"peer_gbps_shared\": 6.5,\n", "  \"rendezvous_bytes\": 16384,\n",
+        "  \"rendezvous_us\": 2.25,\n", "  \"slot_gbps\": 4.75,\n"};
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        char *at = strstr(json, lines[i]);
+        if (!at)
+            fail_msg("'%s' not in %s", lines[i], json);
+        memmove(at, at + strlen(lines[i]), strlen(at + strlen(lines[i])) + 1);
+    }
+    assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
+    p.peer_gbps_shared = p.rendezvous_bytes = p.rendezvous_us = 0;
+    p.slot_gbps = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -138,6 +166,11 @@ static void test_bad_fields(void **state)
             "\"memory_gbps_shared\"");
     refused("\"peer_gbps_cache\": 12.5", "\"peer_gbps_cache\": -1",
             "\"peer_gbps_cache\"");
+    refused("\"slot_gbps\": 4.75", "\"slot_gbps\": -4.75", "\"slot_gbps\"");
+    refused("\"rendezvous_us\": 2.25", "\"rendezvous_us\": \"long\"",
+            "\"rendezvous_us\"");
+    refused("\"rendezvous_bytes\": 16384", "\"rendezvous_bytes\": 1e300",
+            "\"rendezvous_bytes\"");
     refused("\"message_us\": 0.4", "\"message_us\": -0.4", "\"message_us\"");
     refused("\"sync_us\": 0", "\"sync_us\": null", "\"sync_us\"");
     refused("\"sync_us\": 0", "\"sync_us\": 0, \"sync\": 1",
@@ -342,9 +375,13 @@ static void test_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip), cmocka_unit_test(test_optional_peer),
-        cmocka_unit_test(test_bad_fields), cmocka_unit_test(test_bad_text),
-        cmocka_unit_test(test_load),       cmocka_unit_test(test_env),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_optional_peer),
+        cmocka_unit_test(test_optional_transport),
+        cmocka_unit_test(test_bad_fields),
+        cmocka_unit_test(test_bad_text),
+        cmocka_unit_test(test_load),
+        cmocka_unit_test(test_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -594,6 +594,42 @@ static void test_node_closed_form(void **state)
             }
 }
 
+/* A transport with slots and rendezvous (shm): the same ring allreduce
+ * on ring:2, each step's two messages (one a stream) of S/4 bytes. Below
+ * rendezvous_bytes they go through the slots at slot_gbps Q: a step
+ * takes m + (S/2) / Q. From it on, by rendezvous: the receiver's core
+ * takes both messages one after the other at the peer rate P, each
+ * rendezvous_us r more: m + (S/2) / P + 2 r (a latency would have let
+ * the two overlap). Gets by reference go by rendezvous too. */
+static void test_node_slots_rendezvous(void **state)
+{
+    (void)state;
+    const double C = 20, P = 10, Q = 4, R = 8, m = 0.5, rdv = 1.5;
+    size_t count = 4000;
+    double S = 4.0 * (double)count, reduce = S / 2 * fmax(0, 1 / R - 1 / C);
+    setup_t s = make("ring:2", "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+    mrc_profile_t f = profile(2, C, 1, 1, R, m, 0);
+    f.peer_gbps_cache = P;
+    f.slot_gbps = Q;
+    f.rendezvous_us = rdv;
+    f.rendezvous_bytes = S / 4 + 1;
+    mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3, 2 * (m * 1e3 + S / 2 / Q) + reduce, "slots");
+    mrc_sim_result_destroy(r);
+    f.rendezvous_bytes = S / 4;
+    r = sim_profile(&s, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3,
+                 2 * (m * 1e3 + S / 2 / P + 2 * rdv * 1e3) + reduce,
+                 "rendezvous");
+    mrc_sim_result_destroy(r);
+    /* Without the transport's threshold neither applies. */
+    f.rendezvous_bytes = 0;
+    r = sim_profile(&s, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3, 2 * (m * 1e3 + S / 2 / P) + reduce, "plain");
+    mrc_sim_result_destroy(r);
+    drop(&s);
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S and reduces it
@@ -780,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_energy_from_mask),
         cmocka_unit_test(test_node_closed_form),
+        cmocka_unit_test(test_node_slots_rendezvous),
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_profile_null),
