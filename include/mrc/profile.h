@@ -78,6 +78,11 @@ typedef struct mrc_profile {
     double rendezvous_bytes;
     double rendezvous_us;
     double slot_gbps;
+    /* When a host runs more nodes than it has cores: what a wait on
+     * another node (a message it sends, a flag it sets) costs beyond
+     * message_us or sync_us, the turn that node waits for a core (us).
+     * A get after the flag waits for nothing more. Optional; 0. */
+    double turn_us;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -120,7 +120,8 @@ class Profile(Structure):
                 ("message_us", c_double), ("sync_us", c_double),
                 ("peer_gbps_shared", c_double),
                 ("rendezvous_bytes", c_double),
-                ("rendezvous_us", c_double), ("slot_gbps", c_double)]
+                ("rendezvous_us", c_double), ("slot_gbps", c_double),
+                ("turn_us", c_double)]
 
 
 class SimConfig(Structure):

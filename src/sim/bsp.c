@@ -372,8 +372,7 @@ static void move_on(gstate_t *gs, double dt, double now)
     flows_t *a = &gs->act;
     for (int f = a->nf - 1; f >= 0; f--) {
         a->fl[f].remaining -= a->fl[f].rate * dt;
-        /* Finished, allowing for rounding in the subtraction. */
-        if (a->fl[f].remaining > 1e-9 * a->fl[f].bytes)
+        if (!mrc__sim_flow_over(&a->fl[f], now))
             continue;
         gwalk_t *w = &gs->gw[gs->owner[f]];
         w->end = fmax(w->end, now + gs->s->routes[a->fl[f].route].latency);

@@ -256,7 +256,7 @@ mrc_status_t mrc__sim_barrier_route(mrc__sim_t *s, int g, int *route)
      * across hosts that much more than its paths. */
     if (s->node.prof)
         worst = (same_host(s, mem, gr->size) ? 0 : worst) +
-                s->node.prof->sync_us * 1e3;
+                (s->node.prof->sync_us + s->node.turn) * 1e3;
     s->routes[r].latency = worst;
     s->group_route[g] = r;
     *route = r;
@@ -329,9 +329,9 @@ static int message_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
 /* The BSP flows of a node's op: a SEND's message over its hop, a GET's
  * transfer from the owner, a WAIT's zero-byte signal from the peer, a
  * BARRIER's latency; then, under the node model, the node's own work on
- * it (mrc__sim_local_flow). 0 if the op moves nothing (EXPOSE, SIGNAL,
- * and without the model local copies and a node's own data); -1 on an
- * error (*st). */
+ * it or its own copy (mrc__sim_local_flow: an EXPOSE by copy too). 0 if
+ * the op moves nothing (SIGNAL, an EXPOSE by reference, and without the
+ * model local copies and a node's own data); -1 on an error (*st). */
 int mrc__sim_op_flow(mrc__sim_t *s, int node, const mrc__op_t *op, size_t esize,
                      mrc__sim_flow_t f[2], mrc_status_t *st)
 {

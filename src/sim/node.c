@@ -31,7 +31,10 @@
  *   small send at the slots' rate (slot_gbps), a large send or a get by
  *   reference at the peer rate plus the rendezvous's fixed cost
  *   (rendezvous_us);
- * - a flag (signal/wait) or a barrier within one host takes sync_us.
+ * - a flag (signal/wait) or a barrier within one host takes sync_us;
+ * - with more nodes on a host than it has cores, a wait on another node
+ *   (a send/receive program's message, a flag, a barrier) takes turn_us
+ *   more: that node's turn for a core.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -238,16 +241,24 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
     m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
     if (!m->local_route || !m->copy_route)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    /* More nodes on a host than cores: a wait on another node is also
+     * its turn for a core. A send/receive program's messages are such
+     * waits; a memory program waits on flags, and its gets then find the
+     * data there. */
+    int on_host = m->per_host < nn ? m->per_host : nn;
+    double turn = prof->cores > 0 && on_host > prof->cores ? prof->turn_us : 0;
+    double message = prof->message_us + (s->memory ? 0 : turn);
     for (int u = 0; u < nn; u++) {
         m->local_route[u] = memory_route(s, u, 0, 0);
-        m->copy_route[u] = memory_route(s, u, 1, prof->message_us * 1e3);
+        m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
         if (m->local_route[u] < 0 || m->copy_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
     m->sync_route = mrc__sim_new_route(s);
     if (m->sync_route < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    s->routes[m->sync_route].latency = prof->sync_us * 1e3;
+    s->routes[m->sync_route].latency = (prof->sync_us + turn) * 1e3;
+    m->turn = turn;
     node_stream_routes(s);
     return MRC_OK;
 }
@@ -321,13 +332,18 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
         if (bytes <= 0)
             return 0;
         break;
+    case MRC__EXPOSE: /* by copy into the window; by reference, nothing */
+        if (op->ref)
+            return 0;
+        break;
     case MRC__COPY:
     case MRC__SCALE: break;
     default: return 0;
     }
-    /* A copy of the node's own data needs nothing received: it runs
-     * beside the step's messages; the rest once they are in. */
-    *f = (mrc__sim_flow_t){
-        bytes, 0, bytes, m->local_route[node], 0, op->kind != MRC__COPY};
+    /* A copy of the node's own data (or an expose of what the node has)
+     * needs nothing received: it runs beside the step's messages; the
+     * rest once they are in. */
+    int beside = op->kind == MRC__COPY || op->kind == MRC__EXPOSE;
+    *f = (mrc__sim_flow_t){bytes, 0, bytes, m->local_route[node], 0, !beside};
     return 1;
 }

@@ -139,9 +139,10 @@ static mrc_status_t barrier_reach(mrc__sim_pipe_t *pp, int i, int flag)
 }
 
 /* A memory-semantic op of chain i: 1 if the chain now waits (for a GET's
- * data, a signal, a barrier), 0 if it runs on, -1 on an error (*st). A
- * GET moves its bytes from the owner to the reader like a message; a
- * node's own data and an EXPOSE cost nothing in this model. */
+ * data, a signal, a barrier, its own work), 0 if it runs on, -1 on an
+ * error (*st). A GET moves its bytes from the owner to the reader like a
+ * message; an EXPOSE by copy is the node's own work (the node model's:
+ * without one it costs nothing). */
 static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
 {
     mrc__sim_chain_t *ch = &pp->chains[i];
@@ -317,7 +318,7 @@ static mrc_status_t move_on(mrc__sim_pipe_t *pp, double next)
         pp->act[f].remaining -= pp->act[f].rate * dt;
     pp->now = next;
     for (int f = pp->nact - 1; f >= 0 && st == MRC_OK; f--)
-        if (pp->act[f].remaining <= 1e-9 * pp->act[f].bytes) {
+        if (mrc__sim_flow_over(&pp->act[f], pp->now)) {
             if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                           sizeof *pp->heap))
                 return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");

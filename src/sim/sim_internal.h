@@ -53,6 +53,7 @@ typedef struct mrc__sim_node {
     double cached;             /* the share of it in cache */
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
+    double turn;               /* us: a wait's turn for a core, or 0 */
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */
     int32_t *local_route; /* [nodes]: the node's own memory work */
@@ -100,6 +101,17 @@ typedef struct mrc__sim_flow {
      * reduction, a scaling): it starts once the step's messages are in. */
     int local;
 } mrc__sim_flow_t;
+
+/* Whether a flow in flight at time `now` (ns) is finished: what is left
+ * of it is rounding in the subtraction, or too little to move a clock
+ * that far on (a flow of half a byte's reduction left 5e-10 bytes at
+ * 3e5 ns, whose time was below the clock's resolution: the walk stood
+ * still forever). */
+static inline int mrc__sim_flow_over(const mrc__sim_flow_t *f, double now)
+{
+    return f->remaining <= 1e-9 * f->bytes ||
+           (f->rate > 0 && now + f->remaining / f->rate <= now);
+}
 
 /* One walker of the program: a node's ops of one stream and chunk. */
 typedef mrc__cursor_t mrc__sim_chain_t;

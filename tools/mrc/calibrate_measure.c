@@ -342,6 +342,18 @@ static void set_peer_shared(mrc_profile_t *p, const mrc_profile_t *base,
     p->peer_gbps_shared = x;
 }
 
+static void set_private(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->private_cache_bytes = x;
+}
+
+static void set_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->turn_us = x;
+}
+
 static void set_rendezvous(mrc_profile_t *p, const mrc_profile_t *base,
                            double x)
 {
@@ -419,6 +431,7 @@ static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
  * cache faster than a copy loop of one node. */
 enum {
     FIT_CACHE_BYTES = 256 << 10,
+    FIT_EDGE_BYTES = 1 << 20,
     FIT_SHARED_BYTES = 4 << 20,
     FIT_MID_BYTES = 16 << 20
 };
@@ -544,7 +557,10 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
      * shared cache really holds for the collectives and the memory's
      * rate when all nodes use it, together (fit_far). Twice, as each fit
      * moves the others. */
-    double shared_us = 0, mid_us = 0, big_us = 0;
+    double edge_us = 0, shared_us = 0, mid_us = 0, big_us = 0;
+    call_probe_t edge = {.count = FIT_EDGE_BYTES / sizeof(float),
+                         .iters = 30,
+                         .reps = 3 * plan->reps};
     call_probe_t shared = {.count = FIT_SHARED_BYTES / sizeof(float),
                            .iters = 8,
                            .reps = 3 * plan->reps};
@@ -552,7 +568,9 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
                         .iters = 4,
                         .reps = 3 * plan->reps};
     cal_tell(plan, 0.93, "collectives");
-    st = probe_allreduce(plan->transport, plan->ranks, &shared, &shared_us);
+    st = probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
+    if (st == MRC_OK)
+        st = probe_allreduce(plan->transport, plan->ranks, &shared, &shared_us);
     if (st == MRC_OK)
         st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
     pr.count = plan->memory_bytes / sizeof(float);
@@ -562,8 +580,16 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
         st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
     const mrc_profile_t probed = *p;
     far_probe_t far = {plan->ranks, mid.count, mid_us, pr.count, big_us};
+    double own = p->private_cache_bytes;
+    for (int round = 0; round < 2 && st == MRC_OK && own > 0; round++) {
+        st = fit(p, set_private, own / 16, own, plan->ranks, edge.count,
+                 edge_us, &clamped);
+        if (st == MRC_OK)
+            st = fit(p, set_peer_shared, 0.01, p->copy_gbps_cache, plan->ranks,
+                     shared.count, shared_us, &clamped);
+    }
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        if (p->private_cache_bytes > 0)
+        if (own > 0)
             st = fit(p, set_peer_shared, 0.01, p->copy_gbps_cache, plan->ranks,
                      shared.count, shared_us, &clamped);
         if (st == MRC_OK)
@@ -587,12 +613,25 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (sync < 0)
         return MRC_ERR_INTERNAL;
     cal_tell(plan, 0.85, "messages");
-    double msg = 0;
-    st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
+    /* With more ranks than cores a message also waits for its sender's
+     * turn for a core: the message itself is measured on as many ranks
+     * as there are cores, and the turn is what the call on all of them
+     * takes beyond (turn_us, fitted as the rest). */
+    int alone =
+        plan->ranks > p->cores ? (p->cores > 2 ? p->cores : 2) : plan->ranks;
+    double msg = 0, crowded = 0;
+    st = cal_message_us(plan->transport, alone, plan->trips / 30 + 1,
                         3 * plan->reps, &msg);
-    if (st != MRC_OK)
-        return st;
-    st = cal_set_costs(p, plan->ranks, sync, msg);
+    if (st == MRC_OK)
+        st = cal_set_costs(p, alone, sync, msg);
+    if (st == MRC_OK && alone < plan->ranks) {
+        int clamped = 0;
+        st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
+                            3 * plan->reps, &crowded);
+        if (st == MRC_OK)
+            st = fit(p, set_turn, 1e-3, 1e4, plan->ranks,
+                     probe_count(plan->ranks), crowded, &clamped);
+    }
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
     cal_tell(plan, 1, "done");

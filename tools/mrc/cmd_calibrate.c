@@ -115,6 +115,9 @@ static void summary(const mrc_profile_t *p, const char *path)
            p->reduce_gbps_memory[MRC_BFLOAT16][MRC_SUM]);
     printf("message    %.3f us beside a sync of %.3f us\n", p->message_us,
            p->sync_us);
+    if (p->turn_us > 0)
+        printf("turn       %.3f us more a wait, %d nodes on %d cores\n",
+               p->turn_us, p->nodes_per_memory, p->cores);
     if (path)
         printf("profile    %s\n", path);
 }

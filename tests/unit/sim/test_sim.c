@@ -630,6 +630,50 @@ static void test_node_slots_rendezvous(void **state)
     drop(&s);
 }
 
+/* More nodes on a host than cores: every message of a ring allreduce is
+ * a wait on another node, which also waits for that node's turn for a
+ * core (turn_us T): the closed form of test_node_closed_form with m + T.
+ * With as many cores as nodes, no turn. */
+static void test_node_turns(void **state)
+{
+    (void)state;
+    const double C = 20, R = 8, m = 0.5, T = 3;
+    size_t count = 8000;
+    double S = 4.0 * (double)count;
+    setup_t s = make("ring:4", "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+    mrc_profile_t f = profile(4, C, 1, 1, R, m, 0);
+    f.turn_us = T;
+    for (int cores = 2; cores <= 4; cores += 2) {
+        f.cores = cores;
+        double mt = cores < 4 ? m + T : m;
+        mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+        expect_close(r->time_us * 1e3,
+                     6 * (mt * 1e3 + S / (4 * C)) +
+                         3 * S / 4 * fmax(0, 1 / R - 1 / C),
+                     cores < 4 ? "turns" : "no turns");
+        mrc_sim_result_destroy(r);
+    }
+    drop(&s);
+}
+
+/* A flow whose rest is too small to move the clock is over: half a
+ * byte's reduction left 5e-10 bytes at 3e5 ns, below the clock's
+ * resolution there, and the pipelined walk stood still forever. */
+static void test_flow_over_at_large_times(void **state)
+{
+    (void)state;
+    mrc__sim_flow_t f = {5.4860205267459605e-10,
+                         21.194097796640531,
+                         0.5295866529234825,
+                         0,
+                         0,
+                         0};
+    assert_true(mrc__sim_flow_over(&f, 309835.47890711419));
+    assert_false(mrc__sim_flow_over(&f, 1.0)); /* there it still moves */
+    f.remaining = 1e-12;
+    assert_true(mrc__sim_flow_over(&f, 1.0));
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S and reduces it
@@ -817,6 +861,8 @@ int main(void)
         cmocka_unit_test(test_energy_from_mask),
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_slots_rendezvous),
+        cmocka_unit_test(test_node_turns),
+        cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_profile_null),
