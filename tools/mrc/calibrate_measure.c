@@ -17,7 +17,7 @@
 #include "common/common.h"
 #include "transport/transport.h"
 
-enum { MAX_REPS = 64, WARMUP = 20 };
+enum { MAX_REPS = 64, WARMUP = 20, CAL_THREADS_SMALL_BYTES = 32 << 10 };
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -603,10 +603,16 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     mrc_status_t st = cal_measure_host(plan, p);
     if (st != MRC_OK)
         return st;
-    /* The transport's own threshold, not a measurement: where its sends
-     * turn from slots to rendezvous (threads has neither). */
+    /* Where a message turns from small to large. shm: the transport's
+     * own threshold, from its slots to a rendezvous. threads, which reads
+     * the sender's buffer at any size: where the build machine's calls
+     * turned from taking what the sender's core had just written a line
+     * at a time (rings at P = 2, 16-128 KiB: 5-8 GB/s more a byte) to
+     * streaming it (128-256 KiB: 17-50). */
     if (strcmp(plan->transport, "shm") == 0)
         p->rendezvous_bytes = MRC__SHM_RENDEZVOUS_BYTES;
+    else if (strcmp(plan->transport, "threads") == 0)
+        p->rendezvous_bytes = CAL_THREADS_SMALL_BYTES;
     cal_tell(plan, 0.75, "sync");
     int processes = strcmp(plan->transport, "shm") == 0;
     double sync = cal_sync_us(processes, plan->trips, plan->reps);
