@@ -308,6 +308,19 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
     return bytes + f->rendezvous_us * 1e3 * m->peer;
 }
 
+/* Whether a reduction of what op takes from another process of the host
+ * is a pass of its own: shm's kernel reads (a rendezvous, a get by
+ * reference) land in a bounce buffer, and the sum is taken from there
+ * (its slots and windows are reduced as they are read). */
+static int bounced(const mrc_profile_t *f, const mrc__op_t *op, double bytes)
+{
+    if (strcmp(f->transport, "shm") != 0 || f->rendezvous_bytes <= 0)
+        return 0;
+    if (op->kind == MRC__GET)
+        return op->src != MRC__BUF_WINDOW;
+    return bytes >= f->rendezvous_bytes;
+}
+
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
                         size_t esize, mrc__sim_flow_t *f)
 {
@@ -325,7 +338,8 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
          * they take (one pass reads both operands and writes the sum),
          * and the message was charged as the receiver's copy: only what
          * the reduction takes beyond that copy is left. */
-        if (op->peer != node && mrc__sim_same_host(s, op->peer, node))
+        if (op->peer != node && mrc__sim_same_host(s, op->peer, node) &&
+            !bounced(m->prof, op, bytes))
             bytes *= fmax(0, m->copy / m->reduce - 1);
         else
             bytes *= m->copy / m->reduce;
