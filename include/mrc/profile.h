@@ -83,6 +83,10 @@ typedef struct mrc_profile {
      * message_us or sync_us, the turn that node waits for a core (us).
      * A get after the flag waits for nothing more. Optional; 0. */
     double turn_us;
+    /* The same for a memory-semantic program's flags and barriers, whose
+     * peers have mostly run by the time they are waited for (us).
+     * Optional; 0. */
+    double flag_turn_us;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

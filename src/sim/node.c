@@ -33,8 +33,8 @@
  *   (rendezvous_us);
  * - a flag (signal/wait) or a barrier within one host takes sync_us;
  * - with more nodes on a host than it has cores, a wait on another node
- *   (a send/receive program's message, a flag, a barrier) takes turn_us
- *   more: that node's turn for a core.
+ *   takes that node's turn for a core more: turn_us for a send/receive
+ *   program's message, flag_turn_us for a flag or a barrier.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -246,7 +246,9 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
      * waits; a memory program waits on flags, and its gets then find the
      * data there. */
     int on_host = m->per_host < nn ? m->per_host : nn;
-    double turn = prof->cores > 0 && on_host > prof->cores ? prof->turn_us : 0;
+    int crowded = prof->cores > 0 && on_host > prof->cores;
+    double turn = crowded ? prof->turn_us : 0;
+    double flag_turn = crowded ? prof->flag_turn_us : 0;
     double message = prof->message_us + (s->memory ? 0 : turn);
     for (int u = 0; u < nn; u++) {
         m->local_route[u] = memory_route(s, u, 0, 0);
@@ -257,8 +259,8 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
     m->sync_route = mrc__sim_new_route(s);
     if (m->sync_route < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    s->routes[m->sync_route].latency = (prof->sync_us + turn) * 1e3;
-    m->turn = turn;
+    s->routes[m->sync_route].latency = (prof->sync_us + flag_turn) * 1e3;
+    m->turn = flag_turn;
     node_stream_routes(s);
     return MRC_OK;
 }

@@ -8,8 +8,8 @@
  *    "copy_gbps_memory": 8, "memory_gbps_shared": 10,
  *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576,
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
- *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3 (these seven
- *    optional),
+ *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
+ *    "flag_turn_us": 1 (these eight optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -55,6 +55,7 @@ static const char *const top_fields[] = {"format",
                                          "rendezvous_us",
                                          "slot_gbps",
                                          "turn_us",
+                                         "flag_turn_us",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -249,6 +250,7 @@ static const struct number_field {
     {"rendezvous_us", offsetof(mrc_profile_t, rendezvous_us), 1, MAX_US, 1},
     {"slot_gbps", offsetof(mrc_profile_t, slot_gbps), 1, MAX_GBPS, 1},
     {"turn_us", offsetof(mrc_profile_t, turn_us), 1, MAX_US, 1},
+    {"flag_turn_us", offsetof(mrc_profile_t, flag_turn_us), 1, MAX_US, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -407,6 +409,7 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "rendezvous_us", p->rendezvous_us, ",\n");
     put_number(&sb, "slot_gbps", p->slot_gbps, ",\n");
     put_number(&sb, "turn_us", p->turn_us, ",\n");
+    put_number(&sb, "flag_turn_us", p->flag_turn_us, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -17,7 +17,12 @@
 #include "common/common.h"
 #include "transport/transport.h"
 
-enum { MAX_REPS = 64, WARMUP = 20, CAL_THREADS_SMALL_BYTES = 32 << 10 };
+enum {
+    MAX_REPS = 64,
+    WARMUP = 20,
+    CAL_THREADS_SMALL_BYTES = 32 << 10,
+    FLAG_PROBE_BYTES = 4 << 10
+};
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -84,6 +89,7 @@ mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 typedef struct call_probe {
     size_t count;
     int iters, reps;
+    mrc_algo_t algo; /* the family (0: the rings) */
 } call_probe_t;
 
 static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
@@ -108,10 +114,10 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
     return st;
 }
 
-/* The simulator's time (us) of a rings allreduce of `count` floats on
- * ring:`ranks` under profile p: what the probes time. */
-static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
-                                  size_t count, double *us)
+/* The simulator's time (us) of an allreduce of `count` floats by the
+ * family on ring:`ranks` under profile p: what the probes time. */
+static mrc_status_t sim_family(const mrc_profile_t *p, int ranks, size_t count,
+                               mrc_algo_t algo, double *us)
 {
     char spec[32];
     snprintf(spec, sizeof spec, "ring:%d", ranks);
@@ -123,7 +129,8 @@ static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
     mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
                                .count = count,
                                .dtype = MRC_FLOAT32,
-                               .op = MRC_SUM};
+                               .op = MRC_SUM,
+                               .algo = algo};
     mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = p};
     mrc_status_t st = mrc_topo_create(spec, &t);
     if (st == MRC_OK)
@@ -141,13 +148,21 @@ static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
     return st;
 }
 
-/* The probes' communicators: ring:P running the rings family, whatever
- * the selector would pick (ring:2 for the message probe). */
-static mrc_config_t probe_config(int ranks, char *spec, size_t len)
+static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
+                                  size_t count, double *us)
+{
+    return sim_family(p, ranks, count, MRC_ALGO_RINGS, us);
+}
+
+/* The probes' communicators: ring:P running the probe's family (the
+ * rings unless it names another), whatever the selector would pick. */
+static mrc_config_t probe_config(int ranks, const call_probe_t *pr, char *spec,
+                                 size_t len)
 {
     snprintf(spec, len, "ring:%d", ranks);
     mrc_config_t cfg = cal_turn_config;
     cfg.topology = spec;
+    cfg.algo = mrc_algo_name(pr->algo);
     return cfg;
 }
 
@@ -178,7 +193,7 @@ static mrc_status_t probe_threads(int ranks, const call_probe_t *pr,
     static probe_rank_t peer[MAX_PROBE_RANKS];
     pthread_t tid[MAX_PROBE_RANKS];
     char spec[32];
-    mrc_config_t cfg = probe_config(ranks, spec, sizeof spec);
+    mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
     mrc_status_t st = mrc_comm_init_all(comms, ranks, &cfg);
     if (st != MRC_OK)
         return st;
@@ -219,7 +234,7 @@ static void shm_rank(int ranks, int rank, const char *job,
     turn_report_t rep = {0};
     mrc_comm_t *c = NULL;
     char spec[32];
-    mrc_config_t cfg = probe_config(ranks, spec, sizeof spec);
+    mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
     rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
     if (rep.st == MRC_OK)
         rep.st = probe_calls(c, pr, &rep.us);
@@ -354,6 +369,12 @@ static void set_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
     p->turn_us = x;
 }
 
+static void set_flag_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->flag_turn_us = x;
+}
+
 static void set_rendezvous(mrc_profile_t *p, const mrc_profile_t *base,
                            double x)
 {
@@ -389,16 +410,18 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
  * so a bisection over its logarithm, the direction read at the bounds.
  * *clamped: a measurement no x in range explains (x is then the
  * bound). */
-static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
-                        int ranks, size_t count, double us, int *clamped)
+static mrc_status_t fit_family(mrc_profile_t *p, fit_set_t set, double lo,
+                               double hi, int ranks, const call_probe_t *pr,
+                               double us, int *clamped)
 {
     mrc_profile_t base = *p;
     double t_lo = 0, t_hi = 0;
+    size_t count = pr->count;
     set(p, &base, lo);
-    mrc_status_t st = sim_allreduce(p, ranks, count, &t_lo);
+    mrc_status_t st = sim_family(p, ranks, count, pr->algo, &t_lo);
     set(p, &base, hi);
     if (st == MRC_OK)
-        st = sim_allreduce(p, ranks, count, &t_hi);
+        st = sim_family(p, ranks, count, pr->algo, &t_hi);
     if (st != MRC_OK)
         return st;
     int falls = t_lo >= t_hi;
@@ -406,7 +429,7 @@ static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
     for (int i = 0; i < 48; i++) {
         double t = 0, x = sqrt(x0 * x1);
         set(p, &base, x);
-        if ((st = sim_allreduce(p, ranks, count, &t)) != MRC_OK)
+        if ((st = sim_family(p, ranks, count, pr->algo, &t)) != MRC_OK)
             return st;
         if ((t > us) == falls)
             x0 = x;
@@ -417,6 +440,14 @@ static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
     set(p, &base, x);
     *clamped = x > hi * 0.999 || x < lo * 1.001;
     return MRC_OK;
+}
+
+/* fit_family on a rings allreduce of `count` floats. */
+static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
+                        int ranks, size_t count, double us, int *clamped)
+{
+    call_probe_t pr = {.count = count};
+    return fit_family(p, set, lo, hi, ranks, &pr, us, clamped);
 }
 
 /* The rates the transport's own collectives reach, fitted through the
@@ -446,12 +477,16 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
     /* The short calls swing between two regimes on a busy host (a peer
      * spinning or descheduled): the median of three times the loops. */
-    call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
-                       .iters = 100,
-                       .reps = 3 * plan->reps};
-    /* 2 streams of P fragments, each of rendezvous_bytes (and half). */
+    /* 2 streams of P fragments, each of rendezvous_bytes (and half);
+     * the peer rate's call has fragments of four times that at least (at
+     * P = 4 the 256 KiB call's were the threshold's, and the peer rate
+     * and the rendezvous's cost fitted one call between them). */
     size_t rdv_count =
         (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
+    size_t peer_count = FIT_CACHE_BYTES / sizeof(float);
+    peer_count = 4 * rdv_count > peer_count ? 4 * rdv_count : peer_count;
+    call_probe_t pr = {
+        .count = peer_count, .iters = 100, .reps = 3 * plan->reps};
     call_probe_t rdv = {
         .count = rdv_count, .iters = 200, .reps = 3 * plan->reps};
     call_probe_t slot = {
@@ -642,6 +677,19 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         if (st == MRC_OK)
             st = fit(p, set_turn, 1e-3, 1e4, plan->ranks,
                      probe_count(plan->ranks), crowded, &clamped);
+        /* A memory program's flags: a small direct1 call, whose peers
+         * have mostly run by the time its flags are waited for. */
+        call_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
+                              .iters = 2 * (plan->trips / 30 + 1),
+                              .reps = 3 * plan->reps,
+                              .algo = MRC_ALGO_DIRECT1};
+        double flag_us = 0;
+        if (st == MRC_OK)
+            st =
+                probe_allreduce(plan->transport, plan->ranks, &flags, &flag_us);
+        if (st == MRC_OK)
+            st = fit_family(p, set_flag_turn, 1e-3, 1e4, plan->ranks, &flags,
+                            flag_us, &clamped);
     }
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);

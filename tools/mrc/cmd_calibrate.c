@@ -116,8 +116,9 @@ static void summary(const mrc_profile_t *p, const char *path)
     printf("message    %.3f us beside a sync of %.3f us\n", p->message_us,
            p->sync_us);
     if (p->turn_us > 0)
-        printf("turn       %.3f us more a wait, %d nodes on %d cores\n",
-               p->turn_us, p->nodes_per_memory, p->cores);
+        printf("turn       %.3f us more a message, %.3f a flag, %d nodes "
+               "on %d cores\n",
+               p->turn_us, p->flag_turn_us, p->nodes_per_memory, p->cores);
     if (path)
         printf("profile    %s\n", path);
 }

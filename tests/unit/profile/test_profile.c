@@ -36,6 +36,8 @@ static mrc_profile_t sample(void)
     p.rendezvous_bytes = 16384;
     p.rendezvous_us = 2.25;
     p.slot_gbps = 4.75;
+    p.turn_us = 2.5;
+    p.flag_turn_us = 0.75;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -95,7 +97,8 @@ static void test_optional_transport(void **state)
     assert_int_equal(mrc_profile_to_json(&p, &json), MRC_OK);
     const char *const lines[] = {
         "  \"peer_gbps_shared\": 6.5,\n", "  \"rendezvous_bytes\": 16384,\n",
-        "  \"rendezvous_us\": 2.25,\n", "  \"slot_gbps\": 4.75,\n"};
+        "  \"rendezvous_us\": 2.25,\n",   "  \"slot_gbps\": 4.75,\n",
+        "  \"turn_us\": 2.5,\n",          "  \"flag_turn_us\": 0.75,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -104,7 +107,7 @@ static void test_optional_transport(void **state)
     }
     assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
     p.peer_gbps_shared = p.rendezvous_bytes = p.rendezvous_us = 0;
-    p.slot_gbps = 0;
+    p.slot_gbps = p.turn_us = p.flag_turn_us = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -167,6 +170,8 @@ static void test_bad_fields(void **state)
     refused("\"peer_gbps_cache\": 12.5", "\"peer_gbps_cache\": -1",
             "\"peer_gbps_cache\"");
     refused("\"slot_gbps\": 4.75", "\"slot_gbps\": -4.75", "\"slot_gbps\"");
+    refused("\"flag_turn_us\": 0.75", "\"flag_turn_us\": -1",
+            "\"flag_turn_us\"");
     refused("\"rendezvous_us\": 2.25", "\"rendezvous_us\": \"long\"",
             "\"rendezvous_us\"");
     refused("\"rendezvous_bytes\": 16384", "\"rendezvous_bytes\": 1e300",

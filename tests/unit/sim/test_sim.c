@@ -656,6 +656,37 @@ static void test_node_turns(void **state)
     drop(&s);
 }
 
+/* A memory program's waits are on flags: flag_turn_us F, not turn_us,
+ * is their turn for a core when the nodes outnumber the cores. direct1's
+ * allreduce on ring:4, BSP, has a round for each rank s, in which every
+ * other node waits for s's flag: F more a round at most, so between F
+ * and 4 F more in all; turn_us changes nothing, nor does F with a core
+ * for every node. */
+static void test_node_flag_turns(void **state)
+{
+    (void)state;
+    const double F = 5;
+    setup_t s;
+    assert_int_equal(
+        make_algo(&s, "ring:4", NULL, MRC_ALGO_DIRECT1, MRC_ALLREDUCE, 256), 0);
+    mrc_profile_t f = profile(4, 20, 1, 1, 8, 0.5, 0.1);
+    f.cores = 2;
+    double t[4];
+    for (int i = 0; i < 4; i++) {
+        f.turn_us = i == 1 ? 7 : 0;
+        f.flag_turn_us = i >= 2 ? F : 0;
+        f.cores = i == 3 ? 4 : 2;
+        mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+        t[i] = r->time_us;
+        mrc_sim_result_destroy(r);
+    }
+    assert_true(fabs(t[1] - t[0]) <= 1e-9 * t[0]); /* turn_us: no effect */
+    assert_true(t[2] - t[0] >= F * (1 - 1e-9));
+    assert_true(t[2] - t[0] <= 4 * F * (1 + 1e-9));
+    assert_true(fabs(t[3] - t[0]) <= 1e-9 * t[0]); /* a core each */
+    drop(&s);
+}
+
 /* A flow whose rest is too small to move the clock is over: half a
  * byte's reduction left 5e-10 bytes at 3e5 ns, below the clock's
  * resolution there, and the pipelined walk stood still forever. */
@@ -862,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_slots_rendezvous),
         cmocka_unit_test(test_node_turns),
+        cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_blend),
