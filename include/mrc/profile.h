@@ -56,8 +56,10 @@ typedef struct mrc_profile {
      * measured (the copy rate is used). */
     double reduce_gbps_cache[MRC_NUM_DTYPES][MRC_NUM_OPS];
     double reduce_gbps_memory[MRC_NUM_DTYPES][MRC_NUM_OPS];
-    /* The transport's software cost of one message or one memory
-     * operation (us), and of one barrier or flag round trip (us). */
+    /* The transport's software cost of one message (us: within a host
+     * its receiver's core's, as work, so that two streams' messages add;
+     * and a memory operation's where get_us is 0), and of one barrier or
+     * flag round trip (us). */
     double message_us;
     double sync_us;
     /* (Added after the first release of version 1: at the end, so that
@@ -87,6 +89,15 @@ typedef struct mrc_profile {
      * peers have mostly run by the time they are waited for (us).
      * Optional; 0. */
     double flag_turn_us;
+    /* A memory-semantic program's get (us): what a memory operation
+     * costs beside its bytes, where message_us is a send's, which its
+     * receiver's core pays as work. Optional; 0: message_us. */
+    double get_us;
+    /* The rate of a copy through the kernel from another process (GB/s,
+     * in cache: shm's rendezvous and gets by reference), where a get
+     * from a window in shared memory is a plain copy at the peer rate.
+     * Optional; 0: the peer rate. */
+    double kernel_gbps;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

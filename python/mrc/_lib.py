@@ -121,7 +121,8 @@ class Profile(Structure):
                 ("peer_gbps_shared", c_double),
                 ("rendezvous_bytes", c_double),
                 ("rendezvous_us", c_double), ("slot_gbps", c_double),
-                ("turn_us", c_double), ("flag_turn_us", c_double)]
+                ("turn_us", c_double), ("flag_turn_us", c_double),
+                ("get_us", c_double), ("kernel_gbps", c_double)]
 
 
 class SimConfig(Structure):

@@ -141,6 +141,10 @@ static void node_rates(mrc__sim_t *s)
     m->peer = blend(h, peer_rate(s), far);
     m->slot = f->slot_gbps > 0 ? blend(h, f->slot_gbps, f->copy_gbps_memory)
                                : m->peer;
+    /* The kernel's copy: the peer rate scaled as in cache. */
+    double peer0 =
+        f->peer_gbps_cache > 0 ? f->peer_gbps_cache : f->copy_gbps_cache;
+    m->kernel = f->kernel_gbps > 0 ? m->peer * f->kernel_gbps / peer0 : m->peer;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {
@@ -249,7 +253,10 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
     int crowded = prof->cores > 0 && on_host > prof->cores;
     double turn = crowded ? prof->turn_us : 0;
     double flag_turn = crowded ? prof->flag_turn_us : 0;
-    double message = prof->message_us + (s->memory ? 0 : turn);
+    /* A send's message costs its receiver's core (mrc__sim_node_msg_work),
+     * beside a turn; a get is a memory operation's latency. */
+    double get = prof->get_us > 0 ? prof->get_us : prof->message_us;
+    double message = s->memory ? get : turn;
     for (int u = 0; u < nn; u++) {
         m->local_route[u] = memory_route(s, u, 0, 0);
         m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
@@ -292,9 +299,15 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
 {
     const mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
-    if (!f || f->rendezvous_bytes <= 0 || bytes <= 0 ||
-        !mrc__sim_same_host(s, src, dst))
+    if (!f || bytes <= 0 || !mrc__sim_same_host(s, src, dst))
         return bytes;
+    /* A send's own cost (post, match, completion) is its receiver's
+     * core's too: the two streams' messages of a step add up on it (as
+     * a latency they overlapped, and the tree's two messages, one after
+     * the other, were predicted 1.4x too slow against the rings' fit). */
+    double own = op->kind == MRC__SEND ? f->message_us * 1e3 * m->peer : 0;
+    if (f->rendezvous_bytes <= 0)
+        return bytes + own;
     /* Through shared memory: a small send through the slots, at their
      * rate; a large send, or a get by reference, by the kernel from the
      * other process (a rendezvous); a get from a window in the segment
@@ -306,8 +319,8 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
     if (op->kind == MRC__GET && op->src == MRC__BUF_WINDOW)
         return bytes;
     if (op->kind == MRC__SEND && bytes < f->rendezvous_bytes)
-        return bytes * m->peer / m->slot;
-    return bytes + f->rendezvous_us * 1e3 * m->peer;
+        return bytes * m->peer / m->slot + own;
+    return bytes * m->peer / m->kernel + f->rendezvous_us * 1e3 * m->peer + own;
 }
 
 /* Whether a reduction of what op takes from another process of the host

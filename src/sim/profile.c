@@ -9,7 +9,8 @@
  *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576,
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
- *    "flag_turn_us": 1 (these eight optional),
+ *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9 (these ten
+ *    optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -56,6 +57,8 @@ static const char *const top_fields[] = {"format",
                                          "slot_gbps",
                                          "turn_us",
                                          "flag_turn_us",
+                                         "get_us",
+                                         "kernel_gbps",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -251,6 +254,8 @@ static const struct number_field {
     {"slot_gbps", offsetof(mrc_profile_t, slot_gbps), 1, MAX_GBPS, 1},
     {"turn_us", offsetof(mrc_profile_t, turn_us), 1, MAX_US, 1},
     {"flag_turn_us", offsetof(mrc_profile_t, flag_turn_us), 1, MAX_US, 1},
+    {"get_us", offsetof(mrc_profile_t, get_us), 1, MAX_US, 1},
+    {"kernel_gbps", offsetof(mrc_profile_t, kernel_gbps), 1, MAX_GBPS, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -410,6 +415,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "slot_gbps", p->slot_gbps, ",\n");
     put_number(&sb, "turn_us", p->turn_us, ",\n");
     put_number(&sb, "flag_turn_us", p->flag_turn_us, ",\n");
+    put_number(&sb, "get_us", p->get_us, ",\n");
+    put_number(&sb, "kernel_gbps", p->kernel_gbps, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

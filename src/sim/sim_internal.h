@@ -53,6 +53,7 @@ typedef struct mrc__sim_node {
     double cached;             /* the share of it in cache */
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
+    double kernel;             /* a copy through the kernel */
     double turn;               /* us: a flag's turn for a core, or 0 */
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */

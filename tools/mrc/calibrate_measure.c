@@ -369,6 +369,18 @@ static void set_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
     p->turn_us = x;
 }
 
+static void set_kernel(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->kernel_gbps = x;
+}
+
+static void set_get(mrc_profile_t *p, const mrc_profile_t *base, double x)
+{
+    (void)base;
+    p->get_us = x;
+}
+
 static void set_flag_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
 {
     (void)base;
@@ -499,6 +511,17 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe_allreduce(plan->transport, plan->ranks, &rdv, &rdv_us);
     if (st == MRC_OK && rdv_count)
         st = probe_allreduce(plan->transport, plan->ranks, &slot, &slot_us);
+    /* shm: the rings' large messages go through the kernel, and a
+     * direct1 call's gets from windows in the segment give the peer
+     * rate (a plain copy); threads: the rings give the peer rate. */
+    int kernel = strcmp(plan->transport, "shm") == 0;
+    call_probe_t win = {.count = FIT_CACHE_BYTES / sizeof(float),
+                        .iters = 100,
+                        .reps = 3 * plan->reps,
+                        .algo = MRC_ALGO_DIRECT1};
+    double win_us = 0;
+    if (st == MRC_OK && kernel)
+        st = probe_allreduce(plan->transport, plan->ranks, &win, &win_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (rdv_count)
             st = fit(p, set_slot, 0.01, 1e3, plan->ranks, slot.count, slot_us,
@@ -506,9 +529,12 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         if (st == MRC_OK && rdv_count)
             st = fit(p, set_rendezvous, 1e-3, 100, plan->ranks, rdv.count,
                      rdv_us, &clamped);
+        if (st == MRC_OK && kernel)
+            st = fit_family(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
+                            &win, win_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
-                     pr.count, us, &clamped);
+            st = fit(p, kernel ? set_kernel : set_peer, 0.01,
+                     p->copy_gbps_cache, plan->ranks, pr.count, us, &clamped);
     }
     return st;
 }
@@ -670,19 +696,28 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
                         3 * plan->reps, &msg);
     if (st == MRC_OK)
         st = cal_set_costs(p, alone, sync, msg);
+    /* A memory operation: a small direct1 call on the same ranks (its
+     * gets follow one another in a chain, where the rings' two streams'
+     * messages add on the receiver's core). */
+    call_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
+                          .iters = 2 * (plan->trips / 30 + 1),
+                          .reps = 3 * plan->reps,
+                          .algo = MRC_ALGO_DIRECT1};
+    double get_us = 0;
+    int clamped = 0;
+    if (st == MRC_OK)
+        st = probe_allreduce(plan->transport, alone, &flags, &get_us);
+    if (st == MRC_OK)
+        st = fit_family(p, set_get, 1e-3, 100, alone, &flags, get_us, &clamped);
     if (st == MRC_OK && alone < plan->ranks) {
-        int clamped = 0;
         st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
                             3 * plan->reps, &crowded);
         if (st == MRC_OK)
             st = fit(p, set_turn, 1e-3, 1e4, plan->ranks,
                      probe_count(plan->ranks), crowded, &clamped);
-        /* A memory program's flags: a small direct1 call, whose peers
-         * have mostly run by the time its flags are waited for. */
-        call_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
-                              .iters = 2 * (plan->trips / 30 + 1),
-                              .reps = 3 * plan->reps,
-                              .algo = MRC_ALGO_DIRECT1};
+        /* A memory program's flags: the small direct1 call on all the
+         * ranks, whose peers have mostly run by the time its flags are
+         * waited for. */
         double flag_us = 0;
         if (st == MRC_OK)
             st =

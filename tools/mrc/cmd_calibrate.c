@@ -93,6 +93,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("peer       %.2f GB/s taking what another node wrote, in "
                "cache\n",
                p->peer_gbps_cache);
+    if (p->kernel_gbps > 0)
+        printf("kernel     %.2f GB/s through the kernel from another "
+               "process\n",
+               p->kernel_gbps);
     if (p->peer_gbps_shared > 0)
         printf("           %.2f GB/s once it has left the writer's core\n",
                p->peer_gbps_shared);
@@ -113,8 +117,8 @@ static void summary(const mrc_profile_t *p, const char *path)
            p->reduce_gbps_memory[MRC_FLOAT32][MRC_SUM],
            p->reduce_gbps_cache[MRC_BFLOAT16][MRC_SUM],
            p->reduce_gbps_memory[MRC_BFLOAT16][MRC_SUM]);
-    printf("message    %.3f us beside a sync of %.3f us\n", p->message_us,
-           p->sync_us);
+    printf("message    %.3f us beside a sync of %.3f us, a get %.3f us\n",
+           p->message_us, p->sync_us, p->get_us);
     if (p->turn_us > 0)
         printf("turn       %.3f us more a message, %.3f a flag, %d nodes "
                "on %d cores\n",
