@@ -334,70 +334,22 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
     return MRC_OK;
 }
 
-/* A figure of the profile the fit sets: x into p. */
-typedef void (*fit_set_t)(mrc_profile_t *p, const mrc_profile_t *base,
-                          double x);
+/* A figure of the profile the fit sets: the double at `at`, or what
+ * `set` makes of x (from the profile the fit started with, base). */
+typedef struct fit_knob {
+    size_t at;
+    void (*set)(mrc_profile_t *p, const mrc_profile_t *base, double x);
+} fit_knob_t;
 
-static void set_peer(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->peer_gbps_cache = x;
-}
+#define KNOB(field) (&(const fit_knob_t){offsetof(mrc_profile_t, field), NULL})
 
-static void set_shared(mrc_profile_t *p, const mrc_profile_t *base, double x)
+static void knob_set(const fit_knob_t *k, mrc_profile_t *p,
+                     const mrc_profile_t *base, double x)
 {
-    (void)base;
-    p->memory_gbps_shared = x;
-}
-
-static void set_peer_shared(mrc_profile_t *p, const mrc_profile_t *base,
-                            double x)
-{
-    (void)base;
-    p->peer_gbps_shared = x;
-}
-
-static void set_private(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->private_cache_bytes = x;
-}
-
-static void set_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->turn_us = x;
-}
-
-static void set_kernel(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->kernel_gbps = x;
-}
-
-static void set_get(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->get_us = x;
-}
-
-static void set_flag_turn(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->flag_turn_us = x;
-}
-
-static void set_rendezvous(mrc_profile_t *p, const mrc_profile_t *base,
-                           double x)
-{
-    (void)base;
-    p->rendezvous_us = x;
-}
-
-static void set_slot(mrc_profile_t *p, const mrc_profile_t *base, double x)
-{
-    (void)base;
-    p->slot_gbps = x;
+    if (k->set)
+        k->set(p, base, x);
+    else
+        memcpy((char *)p + k->at, &x, sizeof x);
 }
 
 /* Every rate beyond cache, x times the probes' own. */
@@ -416,22 +368,24 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
     set_beyond(p, probed, 1);
 }
 
+static const fit_knob_t beyond = {0, set_beyond};
+
 /* Sets x in [lo, hi] into p so that the simulator times a rings
  * allreduce of `count` floats on `ranks` nodes as measured (us): the
  * time is monotonic in x (it falls as a rate grows, rises with a cost),
  * so a bisection over its logarithm, the direction read at the bounds.
  * *clamped: a measurement no x in range explains (x is then the
  * bound). */
-static mrc_status_t fit_family(mrc_profile_t *p, fit_set_t set, double lo,
-                               double hi, int ranks, const call_probe_t *pr,
-                               double us, int *clamped)
+static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
+                               double lo, double hi, int ranks,
+                               const call_probe_t *pr, double us, int *clamped)
 {
     mrc_profile_t base = *p;
     double t_lo = 0, t_hi = 0;
     size_t count = pr->count;
-    set(p, &base, lo);
+    knob_set(set, p, &base, lo);
     mrc_status_t st = sim_family(p, ranks, count, pr->algo, &t_lo);
-    set(p, &base, hi);
+    knob_set(set, p, &base, hi);
     if (st == MRC_OK)
         st = sim_family(p, ranks, count, pr->algo, &t_hi);
     if (st != MRC_OK)
@@ -440,7 +394,7 @@ static mrc_status_t fit_family(mrc_profile_t *p, fit_set_t set, double lo,
     double x0 = lo, x1 = hi;
     for (int i = 0; i < 48; i++) {
         double t = 0, x = sqrt(x0 * x1);
-        set(p, &base, x);
+        knob_set(set, p, &base, x);
         if ((st = sim_family(p, ranks, count, pr->algo, &t)) != MRC_OK)
             return st;
         if ((t > us) == falls)
@@ -449,14 +403,15 @@ static mrc_status_t fit_family(mrc_profile_t *p, fit_set_t set, double lo,
             x1 = x;
     }
     double x = sqrt(x0 * x1);
-    set(p, &base, x);
+    knob_set(set, p, &base, x);
     *clamped = x > hi * 0.999 || x < lo * 1.001;
     return MRC_OK;
 }
 
 /* fit_family on a rings allreduce of `count` floats. */
-static mrc_status_t fit(mrc_profile_t *p, fit_set_t set, double lo, double hi,
-                        int ranks, size_t count, double us, int *clamped)
+static mrc_status_t fit(mrc_profile_t *p, const fit_knob_t *set, double lo,
+                        double hi, int ranks, size_t count, double us,
+                        int *clamped)
 {
     call_probe_t pr = {.count = count};
     return fit_family(p, set, lo, hi, ranks, &pr, us, clamped);
@@ -524,17 +479,18 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe_allreduce(plan->transport, plan->ranks, &win, &win_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (rdv_count)
-            st = fit(p, set_slot, 0.01, 1e3, plan->ranks, slot.count, slot_us,
-                     &clamped);
+            st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
+                     slot_us, &clamped);
         if (st == MRC_OK && rdv_count)
-            st = fit(p, set_rendezvous, 1e-3, 100, plan->ranks, rdv.count,
+            st = fit(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks, rdv.count,
                      rdv_us, &clamped);
         if (st == MRC_OK && kernel)
-            st = fit_family(p, set_peer, 0.01, p->copy_gbps_cache, plan->ranks,
-                            &win, win_us, &clamped);
+            st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
+                            plan->ranks, &win, win_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, kernel ? set_kernel : set_peer, 0.01,
-                     p->copy_gbps_cache, plan->ranks, pr.count, us, &clamped);
+            st =
+                fit(p, kernel ? KNOB(kernel_gbps) : KNOB(peer_gbps_cache), 0.01,
+                    p->copy_gbps_cache, plan->ranks, pr.count, us, &clamped);
     }
     return st;
 }
@@ -558,12 +514,12 @@ static mrc_status_t fit_memory(mrc_profile_t *p, const mrc_profile_t *probed,
 {
     int clamped = 0;
     restore_beyond(p, probed);
-    mrc_status_t st = fit(p, set_shared, 0.01, 1e4, f->ranks, f->big_count,
-                          f->big_us, &clamped);
+    mrc_status_t st = fit(p, KNOB(memory_gbps_shared), 0.01, 1e4, f->ranks,
+                          f->big_count, f->big_us, &clamped);
     if (st == MRC_OK && clamped) {
         restore_beyond(p, probed);
-        st = fit(p, set_beyond, 1, 16, f->ranks, f->big_count, f->big_us,
-                 &clamped);
+        st =
+            fit(p, &beyond, 1, 16, f->ranks, f->big_count, f->big_us, &clamped);
     }
     return st;
 }
@@ -648,16 +604,16 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     int crowded = plan->ranks > p->cores;
     for (int round = 0; round < 2 && st == MRC_OK && own > 0 && !crowded;
          round++) {
-        st = fit(p, set_private, own / 16, own, plan->ranks, edge.count,
-                 edge_us, &clamped);
+        st = fit(p, KNOB(private_cache_bytes), own / 16, own, plan->ranks,
+                 edge.count, edge_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, set_peer_shared, 0.01, p->copy_gbps_cache, plan->ranks,
-                     shared.count, shared_us, &clamped);
+            st = fit(p, KNOB(peer_gbps_shared), 0.01, p->copy_gbps_cache,
+                     plan->ranks, shared.count, shared_us, &clamped);
     }
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (own > 0)
-            st = fit(p, set_peer_shared, 0.01, p->copy_gbps_cache, plan->ranks,
-                     shared.count, shared_us, &clamped);
+            st = fit(p, KNOB(peer_gbps_shared), 0.01, p->copy_gbps_cache,
+                     plan->ranks, shared.count, shared_us, &clamped);
         if (st == MRC_OK)
             st = fit_far(p, &probed, &far);
     }
@@ -708,12 +664,13 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK)
         st = probe_allreduce(plan->transport, alone, &flags, &get_us);
     if (st == MRC_OK)
-        st = fit_family(p, set_get, 1e-3, 100, alone, &flags, get_us, &clamped);
+        st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
+                        &clamped);
     if (st == MRC_OK && alone < plan->ranks) {
         st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
                             3 * plan->reps, &crowded);
         if (st == MRC_OK)
-            st = fit(p, set_turn, 1e-3, 1e4, plan->ranks,
+            st = fit(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
                      probe_count(plan->ranks), crowded, &clamped);
         /* A memory program's flags: the small direct1 call on all the
          * ranks, whose peers have mostly run by the time its flags are
@@ -723,8 +680,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
             st =
                 probe_allreduce(plan->transport, plan->ranks, &flags, &flag_us);
         if (st == MRC_OK)
-            st = fit_family(p, set_flag_turn, 1e-3, 1e4, plan->ranks, &flags,
-                            flag_us, &clamped);
+            st = fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks,
+                            &flags, flag_us, &clamped);
     }
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
