@@ -37,12 +37,32 @@ double cal_reduce_gbps(mrc_dtype_t dtype, mrc_op_t op, size_t bytes,
 /* One way of a flag round trip (us) between two threads, or two
  * processes when `processes`; < 0 with the last error on failure. */
 double cal_sync_us(int processes, int trips, int reps);
-/* The message probe's call (us): a steady 2-float allreduce by the rings
- * on `ranks` ranks of the transport (threads in this process, shm
- * between processes it starts); MRC_OK or the failure with the last
- * error. */
+/* The probe calls (calibrate_calls.c). The message probe's call (us): a
+ * steady allreduce of cal_probe_count(ranks) floats by the rings on
+ * `ranks` ranks of the transport (threads in this process, shm between
+ * processes it starts); MRC_OK or the failure with the last error. */
 mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
                             int reps, double *out);
+/* Floats of the message probe on `ranks` ranks: some in every fragment
+ * of both streams. */
+size_t cal_probe_count(int ranks);
+
+/* A timed probe: `reps` loops of `iters` allreduces of `count` floats
+ * by the family (0: the rings), out of place as applications mostly
+ * call. */
+typedef struct cal_probe {
+    size_t count;
+    int iters, reps;
+    mrc_algo_t algo;
+} cal_probe_t;
+/* The probe on `ranks` ranks of the transport (threads or shm): the
+ * median us a call. */
+mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
+                                 const cal_probe_t *pr, double *out);
+/* The simulator's time (us) of the probe's call on ring:`ranks` under
+ * profile p. */
+mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
+                            mrc_algo_t algo, double *us);
 
 /* --check (calibrate_check.c): what the validation sweep runs and how
  * it reports. */

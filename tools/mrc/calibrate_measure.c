@@ -1,316 +1,24 @@
 /*
- * `mrc calibrate`'s measurement (calibrate.h): the transport's message
- * probe over real communicators, and the whole profile from every probe.
+ * `mrc calibrate`'s measurement (calibrate.h): the whole profile from
+ * every probe, the transport's figures fitted through the simulator so
+ * that it times the probes' own calls as measured.
  */
-#define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "calibrate.h"
 #include "common/common.h"
 #include "transport/transport.h"
 
-enum {
-    MAX_REPS = 64,
-    WARMUP = 20,
-    CAL_THREADS_SMALL_BYTES = 32 << 10,
-    FLAG_PROBE_BYTES = 4 << 10
-};
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Two ranks of ring:2 running the rings family: one broadcast is one
- * message and one wait, whatever the selector would pick. */
-const mrc_config_t cal_turn_config = {
-    .topology = "ring:2", .algo = "rings", .timeout_s = 20};
-
-/* The probe's call: an allreduce of PROBE_COUNT floats by the rings on
- * two ranks, every call the same shape (the communicator's fast path, as
- * a program's steady calls run), each waiting on its peer's messages.
- * Median over reps of the us a call. On P ranks the message probe's
- * vector is probe_count(P) floats: every fragment of both streams holds
- * some (with 2 floats on 2 ranks half the messages were empty, and the
- * transport skips those: the fitted message cost was half the real). */
-enum { PROBE_COUNT = 16 };
-
-static size_t probe_count(int ranks)
-{
-    size_t n = 4 * (size_t)(ranks > 0 ? ranks : 1);
-    return n > PROBE_COUNT ? n : PROBE_COUNT;
-}
-
-/* reps loops of `iters` allreduces of `count` floats from send to recv
- * (which may be send), after a warm-up: the median us a call. */
-static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
-                              size_t count, int iters, int reps, double *out)
-{
-    double us[MAX_REPS];
-    mrc_status_t st = MRC_OK;
-    int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
-    for (int i = 0; i < warmup && st == MRC_OK; i++)
-        st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
-    for (int r = 0; r < reps && st == MRC_OK; r++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (int i = 0; i < iters && st == MRC_OK; i++)
-            st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double t = (double)(t1.tv_sec - t0.tv_sec) +
-                   1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-        us[r] = t / iters * 1e6;
-    }
-    if (st != MRC_OK)
-        return st;
-    qsort(us, (size_t)reps, sizeof *us, cmp_double);
-    *out = reps % 2 ? us[reps / 2] : (us[reps / 2 - 1] + us[reps / 2]) / 2;
-    return MRC_OK;
-}
-
-mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
-{
-    float x[PROBE_COUNT] = {0};
-    return call_loop(c, x, x, PROBE_COUNT, 2 * trips, reps, out);
-}
-
-/* What a rank of a timed probe runs: `count` floats, `iters` calls a
- * loop, out of place as applications mostly call (the working set the
- * node model counts: a send and a receive buffer a node). */
-typedef struct call_probe {
-    size_t count;
-    int iters, reps;
-    mrc_algo_t algo; /* the family (0: the rings) */
-} call_probe_t;
-
-static mrc_status_t probe_calls(mrc_comm_t *c, const call_probe_t *pr,
-                                double *out)
-{
-    float *send = malloc(pr->count * sizeof *send);
-    float *recv = malloc(pr->count * sizeof *recv);
-    /* Written, not merely allocated: untouched pages all map the one
-     * zero page, which reads from cache at any size (a 64 MiB probe ran
-     * twice as fast as the same call on written buffers). */
-    for (size_t i = 0; send && recv && i < pr->count; i++) {
-        send[i] = (float)(i % 7);
-        recv[i] = 0;
-    }
-    mrc_status_t st =
-        send && recv
-            ? call_loop(c, send, recv, pr->count, pr->iters, pr->reps, out)
-            : mrc__error(MRC_ERR_NO_MEMORY,
-                         "calibrate: no memory for 2 x %zu floats", pr->count);
-    free(send);
-    free(recv);
-    return st;
-}
-
-/* The simulator's time (us) of an allreduce of `count` floats by the
- * family on ring:`ranks` under profile p: what the probes time. */
-static mrc_status_t sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                               mrc_algo_t algo, double *us)
-{
-    char spec[32];
-    snprintf(spec, sizeof spec, "ring:%d", ranks);
-    mrc_topo_t *t = NULL;
-    mrc_embedding_t *e = NULL;
-    mrc_program_t *prog = NULL;
-    mrc_sim_result_t *r = NULL;
-    mrc_embed_config_t ec = {.strategy = "ring"};
-    mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
-                               .count = count,
-                               .dtype = MRC_FLOAT32,
-                               .op = MRC_SUM,
-                               .algo = algo};
-    mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = p};
-    mrc_status_t st = mrc_topo_create(spec, &t);
-    if (st == MRC_OK)
-        st = mrc_embed_create(t, &ec, &e);
-    if (st == MRC_OK)
-        st = mrc_program_compile(e, &cc, &prog);
-    if (st == MRC_OK)
-        st = mrc_sim_run(prog, t, &sc, &r);
-    if (st == MRC_OK)
-        *us = r->time_us;
-    mrc_sim_result_destroy(r);
-    mrc_program_destroy(prog);
-    mrc_embed_destroy(e);
-    mrc_topo_destroy(t);
-    return st;
-}
+enum { CAL_THREADS_SMALL_BYTES = 32 << 10, FLAG_PROBE_BYTES = 4 << 10 };
 
 static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
                                   size_t count, double *us)
 {
-    return sim_family(p, ranks, count, MRC_ALGO_RINGS, us);
-}
-
-/* The probes' communicators: ring:P running the probe's family (the
- * rings unless it names another), whatever the selector would pick. */
-static mrc_config_t probe_config(int ranks, const call_probe_t *pr, char *spec,
-                                 size_t len)
-{
-    snprintf(spec, len, "ring:%d", ranks);
-    mrc_config_t cfg = cal_turn_config;
-    cfg.topology = spec;
-    cfg.algo = mrc_algo_name(pr->algo);
-    return cfg;
-}
-
-typedef struct probe_rank {
-    mrc_comm_t *comm;
-    const call_probe_t *probe;
-    double us;
-    mrc_status_t st;
-    char err[256];
-} probe_rank_t;
-
-static void *probe_thread(void *arg)
-{
-    probe_rank_t *t = arg;
-    t->st = probe_calls(t->comm, t->probe, &t->us);
-    if (t->st != MRC_OK)
-        snprintf(t->err, sizeof t->err, "%s", mrc_last_error());
-    return NULL;
-}
-
-enum { MAX_PROBE_RANKS = 256 };
-
-/* The probe on `ranks` threads of this process; rank 0's figure. */
-static mrc_status_t probe_threads(int ranks, const call_probe_t *pr,
-                                  double *out)
-{
-    static mrc_comm_t *comms[MAX_PROBE_RANKS];
-    static probe_rank_t peer[MAX_PROBE_RANKS];
-    pthread_t tid[MAX_PROBE_RANKS];
-    char spec[32];
-    mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
-    mrc_status_t st = mrc_comm_init_all(comms, ranks, &cfg);
-    if (st != MRC_OK)
-        return st;
-    int started = 1;
-    for (; started < ranks; started++) {
-        peer[started] = (probe_rank_t){.comm = comms[started], .probe = pr};
-        if (pthread_create(&tid[started], NULL, probe_thread, &peer[started]) !=
-            0)
-            break;
-    }
-    if (started < ranks) {
-        /* The started ranks wait for this one until their timeout. */
-        st = mrc__error(MRC_ERR_INTERNAL, "cannot start a thread");
-        mrc_comm_destroy(comms[0]);
-        comms[0] = NULL;
-    } else
-        st = probe_calls(comms[0], pr, out);
-    for (int k = 1; k < started; k++) {
-        pthread_join(tid[k], NULL);
-        if (st == MRC_OK && peer[k].st != MRC_OK)
-            st = mrc__error(peer[k].st, "%s", peer[k].err);
-    }
-    for (int k = 0; k < ranks; k++)
-        mrc_comm_destroy(comms[k]);
-    return st;
-}
-
-/* What rank 0 of the shm probe reports through its pipe. */
-typedef struct turn_report {
-    mrc_status_t st;
-    double us;
-    char err[256];
-} turn_report_t;
-
-static void shm_rank(int ranks, int rank, const char *job,
-                     const call_probe_t *pr, int fd)
-{
-    turn_report_t rep = {0};
-    mrc_comm_t *c = NULL;
-    char spec[32];
-    mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
-    rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
-    if (rep.st == MRC_OK)
-        rep.st = probe_calls(c, pr, &rep.us);
-    if (rep.st != MRC_OK)
-        snprintf(rep.err, sizeof rep.err, "%s", mrc_last_error());
-    mrc_comm_destroy(c);
-    if (rank == 0 && write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep)
-        _exit(1);
-    _exit(rep.st == MRC_OK ? 0 : 1);
-}
-
-/* `ranks` processes of this program, joined as an shm job the way `mrc
- * launch` joins its ranks (a random job id, a private segment). */
-static mrc_status_t probe_shm(int ranks, const call_probe_t *pr, double *out)
-{
-    unsigned char r[16];
-    char job[64];
-    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
-        return mrc__error(MRC_ERR_INTERNAL, "no random job id");
-    int n = snprintf(job, sizeof job, "cal-");
-    for (size_t i = 0; i < sizeof r; i++)
-        n += snprintf(job + n, sizeof job - (size_t)n, "%02x", r[i]);
-    int fd[2];
-    if (pipe(fd) != 0)
-        return mrc__error(MRC_ERR_INTERNAL, "cannot make a pipe");
-    fflush(NULL);
-    pid_t pid[MAX_PROBE_RANKS];
-    int forked = 1;
-    for (int k = 0; k < ranks; k++) {
-        pid[k] = fork();
-        if (pid[k] == 0) {
-            close(fd[0]);
-            shm_rank(ranks, k, job, pr, fd[1]);
-        }
-        forked &= pid[k] > 0;
-    }
-    close(fd[1]);
-    turn_report_t rep = {.st = MRC_ERR_TRANSPORT};
-    ssize_t got = forked ? read(fd[0], &rep, sizeof rep) : -1;
-    close(fd[0]);
-    for (int k = 0; k < ranks; k++)
-        if (pid[k] > 0)
-            waitpid(pid[k], NULL, 0);
-    if (got != (ssize_t)sizeof rep)
-        return mrc__error(MRC_ERR_TRANSPORT,
-                          "the shm probe's ranks did not report");
-    if (rep.st != MRC_OK)
-        return mrc__error(rep.st, "shm probe: %s", rep.err);
-    *out = rep.us;
-    return MRC_OK;
-}
-
-/* The median us of a rings allreduce of `count` floats on `ranks` ranks
- * of the transport. */
-static mrc_status_t probe_allreduce(const char *transport, int ranks,
-                                    const call_probe_t *pr, double *out)
-{
-    if (ranks < 2 || ranks > MAX_PROBE_RANKS)
-        return mrc__error(MRC_ERR_INVALID_ARG, "calibrate: %d ranks (2..%d)",
-                          ranks, MAX_PROBE_RANKS);
-    if (strcmp(transport, "threads") == 0)
-        return probe_threads(ranks, pr, out);
-    if (strcmp(transport, "shm") == 0)
-        return probe_shm(ranks, pr, out);
-    return mrc__error(MRC_ERR_UNSUPPORTED,
-                      "no message probe for the %s transport", transport);
-}
-
-mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
-                            int reps, double *out)
-{
-    reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
-    trips = trips < 1 ? 1 : trips;
-    call_probe_t pr = {
-        .count = probe_count(ranks), .iters = 2 * trips, .reps = reps};
-    return probe_allreduce(transport, ranks, &pr, out);
+    return cal_sim_family(p, ranks, count, MRC_ALGO_RINGS, us);
 }
 
 mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
@@ -323,10 +31,10 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
     p->sync_us = sync_us;
     double t0 = 0, t1 = 0;
     p->message_us = 0;
-    mrc_status_t st = sim_allreduce(p, ranks, probe_count(ranks), &t0);
+    mrc_status_t st = sim_allreduce(p, ranks, cal_probe_count(ranks), &t0);
     p->message_us = 1;
     if (st == MRC_OK)
-        st = sim_allreduce(p, ranks, probe_count(ranks), &t1);
+        st = sim_allreduce(p, ranks, cal_probe_count(ranks), &t1);
     if (st != MRC_OK)
         return st;
     double chain = t1 - t0;
@@ -378,16 +86,16 @@ static const fit_knob_t beyond = {0, set_beyond};
  * bound). */
 static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
                                double lo, double hi, int ranks,
-                               const call_probe_t *pr, double us, int *clamped)
+                               const cal_probe_t *pr, double us, int *clamped)
 {
     mrc_profile_t base = *p;
     double t_lo = 0, t_hi = 0;
     size_t count = pr->count;
     knob_set(set, p, &base, lo);
-    mrc_status_t st = sim_family(p, ranks, count, pr->algo, &t_lo);
+    mrc_status_t st = cal_sim_family(p, ranks, count, pr->algo, &t_lo);
     knob_set(set, p, &base, hi);
     if (st == MRC_OK)
-        st = sim_family(p, ranks, count, pr->algo, &t_hi);
+        st = cal_sim_family(p, ranks, count, pr->algo, &t_hi);
     if (st != MRC_OK)
         return st;
     int falls = t_lo >= t_hi;
@@ -395,7 +103,7 @@ static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
     for (int i = 0; i < 48; i++) {
         double t = 0, x = sqrt(x0 * x1);
         knob_set(set, p, &base, x);
-        if ((st = sim_family(p, ranks, count, pr->algo, &t)) != MRC_OK)
+        if ((st = cal_sim_family(p, ranks, count, pr->algo, &t)) != MRC_OK)
             return st;
         if ((t > us) == falls)
             x0 = x;
@@ -413,7 +121,7 @@ static mrc_status_t fit(mrc_profile_t *p, const fit_knob_t *set, double lo,
                         double hi, int ranks, size_t count, double us,
                         int *clamped)
 {
-    call_probe_t pr = {.count = count};
+    cal_probe_t pr = {.count = count};
     return fit_family(p, set, lo, hi, ranks, &pr, us, clamped);
 }
 
@@ -452,31 +160,32 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
     size_t peer_count = FIT_CACHE_BYTES / sizeof(float);
     peer_count = 4 * rdv_count > peer_count ? 4 * rdv_count : peer_count;
-    call_probe_t pr = {
+    cal_probe_t pr = {
         .count = peer_count, .iters = 100, .reps = 3 * plan->reps};
-    call_probe_t rdv = {
+    cal_probe_t rdv = {
         .count = rdv_count, .iters = 200, .reps = 3 * plan->reps};
-    call_probe_t slot = {
+    cal_probe_t slot = {
         .count = rdv_count / 2, .iters = 200, .reps = 3 * plan->reps};
     double us = 0, rdv_us = 0, slot_us = 0;
     int clamped = 0;
     cal_tell(plan, 0.9, "collectives");
-    mrc_status_t st = probe_allreduce(plan->transport, plan->ranks, &pr, &us);
+    mrc_status_t st =
+        cal_probe_allreduce(plan->transport, plan->ranks, &pr, &us);
     if (st == MRC_OK && rdv_count)
-        st = probe_allreduce(plan->transport, plan->ranks, &rdv, &rdv_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &rdv, &rdv_us);
     if (st == MRC_OK && rdv_count)
-        st = probe_allreduce(plan->transport, plan->ranks, &slot, &slot_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &slot, &slot_us);
     /* shm: the rings' large messages go through the kernel, and a
      * direct1 call's gets from windows in the segment give the peer
      * rate (a plain copy); threads: the rings give the peer rate. */
     int kernel = strcmp(plan->transport, "shm") == 0;
-    call_probe_t win = {.count = FIT_CACHE_BYTES / sizeof(float),
-                        .iters = 100,
-                        .reps = 3 * plan->reps,
-                        .algo = MRC_ALGO_DIRECT1};
+    cal_probe_t win = {.count = FIT_CACHE_BYTES / sizeof(float),
+                       .iters = 100,
+                       .reps = 3 * plan->reps,
+                       .algo = MRC_ALGO_DIRECT1};
     double win_us = 0;
     if (st == MRC_OK && kernel)
-        st = probe_allreduce(plan->transport, plan->ranks, &win, &win_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &win, &win_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (rdv_count)
             st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
@@ -562,9 +271,9 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     mrc_status_t st = fit_in_cache(plan, p);
     if (st != MRC_OK)
         return st;
-    call_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
-                       .iters = 100,
-                       .reps = 3 * plan->reps};
+    cal_probe_t pr = {.count = FIT_CACHE_BYTES / sizeof(float),
+                      .iters = 100,
+                      .reps = 3 * plan->reps};
     int clamped = 0;
     /* Between the two: the rate a node takes a peer's lines from the
      * shared cache, once they have left the writer's core (slower than
@@ -575,26 +284,27 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
      * rate when all nodes use it, together (fit_far). Twice, as each fit
      * moves the others. */
     double edge_us = 0, shared_us = 0, mid_us = 0, big_us = 0;
-    call_probe_t edge = {.count = FIT_EDGE_BYTES / sizeof(float),
-                         .iters = 30,
-                         .reps = 3 * plan->reps};
-    call_probe_t shared = {.count = FIT_SHARED_BYTES / sizeof(float),
-                           .iters = 8,
-                           .reps = 3 * plan->reps};
-    call_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
-                        .iters = 4,
+    cal_probe_t edge = {.count = FIT_EDGE_BYTES / sizeof(float),
+                        .iters = 30,
                         .reps = 3 * plan->reps};
+    cal_probe_t shared = {.count = FIT_SHARED_BYTES / sizeof(float),
+                          .iters = 8,
+                          .reps = 3 * plan->reps};
+    cal_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
+                       .iters = 4,
+                       .reps = 3 * plan->reps};
     cal_tell(plan, 0.93, "collectives");
-    st = probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
+    st = cal_probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
     if (st == MRC_OK)
-        st = probe_allreduce(plan->transport, plan->ranks, &shared, &shared_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &shared,
+                                 &shared_us);
     if (st == MRC_OK)
-        st = probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &mid, &mid_us);
     pr.count = plan->memory_bytes / sizeof(float);
     pr.iters = 2;
     cal_tell(plan, 0.96, "collectives");
     if (st == MRC_OK)
-        st = probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
     const mrc_profile_t probed = *p;
     far_probe_t far = {plan->ranks, mid.count, mid_us, pr.count, big_us};
     /* With more ranks than cores the 1 MiB call is mostly turns for a
@@ -655,14 +365,14 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     /* A memory operation: a small direct1 call on the same ranks (its
      * gets follow one another in a chain, where the rings' two streams'
      * messages add on the receiver's core). */
-    call_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
-                          .iters = 2 * (plan->trips / 30 + 1),
-                          .reps = 3 * plan->reps,
-                          .algo = MRC_ALGO_DIRECT1};
+    cal_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
+                         .iters = 2 * (plan->trips / 30 + 1),
+                         .reps = 3 * plan->reps,
+                         .algo = MRC_ALGO_DIRECT1};
     double get_us = 0;
     int clamped = 0;
     if (st == MRC_OK)
-        st = probe_allreduce(plan->transport, alone, &flags, &get_us);
+        st = cal_probe_allreduce(plan->transport, alone, &flags, &get_us);
     if (st == MRC_OK)
         st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
                         &clamped);
@@ -671,14 +381,14 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
                             3 * plan->reps, &crowded);
         if (st == MRC_OK)
             st = fit(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
-                     probe_count(plan->ranks), crowded, &clamped);
+                     cal_probe_count(plan->ranks), crowded, &clamped);
         /* A memory program's flags: the small direct1 call on all the
          * ranks, whose peers have mostly run by the time its flags are
          * waited for. */
         double flag_us = 0;
         if (st == MRC_OK)
-            st =
-                probe_allreduce(plan->transport, plan->ranks, &flags, &flag_us);
+            st = cal_probe_allreduce(plan->transport, plan->ranks, &flags,
+                                     &flag_us);
         if (st == MRC_OK)
             st = fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks,
                             &flags, flag_us, &clamped);
