@@ -26,11 +26,13 @@
  *   (its copy rate where the profile has none); within a host the
  *   transports reduce as they take, so what the reduction takes beyond
  *   the receiver's copy; a local copy or scaling at the copy rate;
- * - a message within one host, on a transport with slots and rendezvous
- *   (rendezvous_bytes), takes its receiver's core as long as it goes: a
- *   small send at the slots' rate (slot_gbps), a large send or a get by
- *   reference at the peer rate plus the rendezvous's fixed cost
- *   (rendezvous_us);
+ * - a send's message within one host costs its receiver's core
+ *   message_us beside its copy, as work on the same channel (the two
+ *   streams' messages of a step add up); on a transport with slots and a
+ *   rendezvous (rendezvous_bytes) a small send moves at the slots' rate
+ *   (slot_gbps), a large one, or shm's get by reference, at the kernel's
+ *   copy rate (kernel_gbps) and costs rendezvous_us more; a get arrives
+ *   get_us after its copy; an expose by copy is the node's own copy;
  * - a flag (signal/wait) or a barrier within one host takes sync_us;
  * - with more nodes on a host than it has cores, a wait on another node
  *   takes that node's turn for a core more: turn_us for a send/receive
@@ -294,6 +296,21 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
         s->routes[route].latency += m->prof->message_us * 1e3;
 }
 
+/* Whether the transport moves what op takes from another process of the
+ * host through the kernel: shm's rendezvous (a send from its threshold
+ * on) and its gets by reference. The data then lands in a bounce buffer
+ * when it is to be reduced, and the sum is taken from there in a pass of
+ * its own (slots and windows are reduced as they are read). */
+static int kernel_read(const mrc_profile_t *f, const mrc__op_t *op,
+                       double bytes)
+{
+    if (strcmp(f->transport, "shm") != 0 || f->rendezvous_bytes <= 0)
+        return 0;
+    if (op->kind == MRC__GET)
+        return op->src != MRC__BUF_WINDOW;
+    return bytes >= f->rendezvous_bytes;
+}
+
 double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
                               int dst, double bytes)
 {
@@ -301,39 +318,25 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
     const mrc_profile_t *f = m->prof;
     if (!f || bytes <= 0 || !mrc__sim_same_host(s, src, dst))
         return bytes;
-    /* A send's own cost (post, match, completion) is its receiver's
-     * core's too: the two streams' messages of a step add up on it (as
-     * a latency they overlapped, and the tree's two messages, one after
-     * the other, were predicted 1.4x too slow against the rings' fit). */
-    double own = op->kind == MRC__SEND ? f->message_us * 1e3 * m->peer : 0;
+    /* Work on the receiver's peer channel, the route's narrowest: w takes
+     * w / peer. A get is a plain copy (a window, or the threads' read of
+     * a buffer) unless it goes through the kernel. */
+    double rdv = f->rendezvous_us * 1e3 * m->peer;
+    if (op->kind == MRC__GET)
+        return kernel_read(f, op, bytes) ? bytes * m->peer / m->kernel + rdv
+                                         : bytes;
+    /* A send's own cost (post, match, completion) is its receiver's core's
+     * too, so the two streams' messages of a step add up on it (as a
+     * latency they overlapped, and the tree's two messages in a row were
+     * predicted 1.4x too slow against the rings' fit). Below the
+     * transport's threshold it goes at the slots' rate; from it on, the
+     * kernel's copy (or the peer rate) and the rendezvous's cost. */
+    double own = f->message_us * 1e3 * m->peer;
     if (f->rendezvous_bytes <= 0)
         return bytes + own;
-    /* Through shared memory: a small send through the slots, at their
-     * rate; a large send, or a get by reference, by the kernel from the
-     * other process (a rendezvous); a get from a window in the segment
-     * as it is. The receiver's core is busy with either as
-     * long as it goes, so the two streams' messages of a step follow
-     * one another on it (a latency would let them overlap; on shm at P
-     * = 2 they took the sum). On the peer channel, the route's
-     * narrowest, work w takes w / peer. */
-    if (op->kind == MRC__GET && op->src == MRC__BUF_WINDOW)
-        return bytes;
-    if (op->kind == MRC__SEND && bytes < f->rendezvous_bytes)
+    if (bytes < f->rendezvous_bytes)
         return bytes * m->peer / m->slot + own;
-    return bytes * m->peer / m->kernel + f->rendezvous_us * 1e3 * m->peer + own;
-}
-
-/* Whether a reduction of what op takes from another process of the host
- * is a pass of its own: shm's kernel reads (a rendezvous, a get by
- * reference) land in a bounce buffer, and the sum is taken from there
- * (its slots and windows are reduced as they are read). */
-static int bounced(const mrc_profile_t *f, const mrc__op_t *op, double bytes)
-{
-    if (strcmp(f->transport, "shm") != 0 || f->rendezvous_bytes <= 0)
-        return 0;
-    if (op->kind == MRC__GET)
-        return op->src != MRC__BUF_WINDOW;
-    return bytes >= f->rendezvous_bytes;
+    return bytes * m->peer / m->kernel + rdv + own;
 }
 
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
@@ -354,7 +357,7 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
          * and the message was charged as the receiver's copy: only what
          * the reduction takes beyond that copy is left. */
         if (op->peer != node && mrc__sim_same_host(s, op->peer, node) &&
-            !bounced(m->prof, op, bytes))
+            !kernel_read(m->prof, op, bytes))
             bytes *= fmax(0, m->copy / m->reduce - 1);
         else
             bytes *= m->copy / m->reduce;

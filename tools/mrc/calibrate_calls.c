@@ -106,7 +106,7 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const cal_probe_t *pr,
 /* The simulator's time (us) of an allreduce of `count` floats by the
  * family on ring:`ranks` under profile p: what the probes time. */
 mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                               mrc_algo_t algo, double *us)
+                            mrc_algo_t algo, double *us)
 {
     char spec[32];
     snprintf(spec, sizeof spec, "ring:%d", ranks);
@@ -169,8 +169,7 @@ static void *probe_thread(void *arg)
 enum { MAX_PROBE_RANKS = 256 };
 
 /* The probe on `ranks` threads of this process; rank 0's figure. */
-static mrc_status_t probe_threads(int ranks, const cal_probe_t *pr,
-                                  double *out)
+static mrc_status_t probe_threads(int ranks, const cal_probe_t *pr, double *out)
 {
     static mrc_comm_t *comms[MAX_PROBE_RANKS];
     static probe_rank_t peer[MAX_PROBE_RANKS];
@@ -273,7 +272,7 @@ static mrc_status_t probe_shm(int ranks, const cal_probe_t *pr, double *out)
 /* The median us of a rings allreduce of `count` floats on `ranks` ranks
  * of the transport. */
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
-                                    const cal_probe_t *pr, double *out)
+                                 const cal_probe_t *pr, double *out)
 {
     if (ranks < 2 || ranks > MAX_PROBE_RANKS)
         return mrc__error(MRC_ERR_INVALID_ARG, "calibrate: %d ranks (2..%d)",
@@ -295,4 +294,3 @@ mrc_status_t cal_message_us(const char *transport, int ranks, int trips,
         .count = cal_probe_count(ranks), .iters = 2 * trips, .reps = reps};
     return cal_probe_allreduce(transport, ranks, &pr, out);
 }
-
