@@ -42,7 +42,6 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "sim/sim_internal.h"
 
@@ -297,14 +296,15 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
 }
 
 /* Whether the transport moves what op takes from another process of the
- * host through the kernel: shm's rendezvous (a send from its threshold
- * on) and its gets by reference. The data then lands in a bounce buffer
- * when it is to be reduced, and the sum is taken from there in a pass of
- * its own (slots and windows are reduced as they are read). */
+ * host through the kernel (a profile with a kernel rate: shm's
+ * rendezvous, a send from its threshold on, and its gets by reference). The
+ * data then lands in a bounce buffer when it is to be reduced, and the sum is
+ * taken from there in a pass of its own (slots and windows are reduced as they
+ * are read). */
 static int kernel_read(const mrc_profile_t *f, const mrc__op_t *op,
                        double bytes)
 {
-    if (strcmp(f->transport, "shm") != 0 || f->rendezvous_bytes <= 0)
+    if (f->kernel_gbps <= 0 || f->rendezvous_bytes <= 0)
         return 0;
     if (op->kind == MRC__GET)
         return op->src != MRC__BUF_WINDOW;
