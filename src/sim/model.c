@@ -256,7 +256,7 @@ mrc_status_t mrc__sim_barrier_route(mrc__sim_t *s, int g, int *route)
      * across hosts that much more than its paths. */
     if (s->node.prof)
         worst = (same_host(s, mem, gr->size) ? 0 : worst) +
-                (s->node.prof->sync_us + s->node.turn) * 1e3;
+                (s->node.prof->sync_us + s->node.flag_turn) * 1e3;
     s->routes[r].latency = worst;
     s->group_route[g] = r;
     *route = r;
@@ -316,13 +316,8 @@ static int message_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
         break;
     default: return 0;
     }
-    double work =
-        op->kind == MRC__SEND
-            ? mrc__sim_node_msg_work(s, op, node, op->ring_peer, bytes)
-        : op->kind == MRC__GET
-            ? mrc__sim_node_msg_work(s, op, op->peer, node, bytes)
-            : bytes;
-    *f = (mrc__sim_flow_t){work, 0, bytes, route, 0, 0};
+    *f = (mrc__sim_flow_t){
+        mrc__sim_node_msg_work(s, node, op, bytes), 0, bytes, route, 0, 0};
     return 1;
 }
 

@@ -268,7 +268,7 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
     if (m->sync_route < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     s->routes[m->sync_route].latency = (prof->sync_us + flag_turn) * 1e3;
-    m->turn = flag_turn;
+    m->flag_turn = flag_turn;
     node_stream_routes(s);
     return MRC_OK;
 }
@@ -311,12 +311,14 @@ static int kernel_read(const mrc_profile_t *f, const mrc__op_t *op,
     return bytes >= f->rendezvous_bytes;
 }
 
-double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
-                              int dst, double bytes)
+double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
+                              const mrc__op_t *op, double bytes)
 {
     const mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
-    if (!f || bytes <= 0 || !mrc__sim_same_host(s, src, dst))
+    int peer = op->kind == MRC__SEND ? op->ring_peer : op->peer;
+    if (!f || bytes <= 0 || (op->kind != MRC__SEND && op->kind != MRC__GET) ||
+        !mrc__sim_same_host(s, node, peer))
         return bytes;
     /* Work on the receiver's peer channel, the route's narrowest: w takes
      * w / peer. A get is a plain copy (a window, or the threads' read of

@@ -153,7 +153,7 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
         if (op->peer == node)
             return own_work(pp, i, st);
         double bytes = (double)op->count * (double)pp->esize;
-        double work = mrc__sim_node_msg_work(pp->s, op, op->peer, node, bytes);
+        double work = mrc__sim_node_msg_work(pp->s, node, op, bytes);
         if ((*st = mrc__sim_path_route(pp->s, op->peer, node, &route)) !=
                 MRC_OK ||
             (*st = mrc__sim_pipe_post_work(pp, route, MRC__SIM_WAKE, i, 0,

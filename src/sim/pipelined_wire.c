@@ -183,8 +183,7 @@ mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
      * ops are not walked): to the ring's next node; in the symmetric
      * walk, to the node itself from its predecessor. */
     double bytes = (double)op->count * (double)pp->esize;
-    double work =
-        mrc__sim_node_msg_work(pp->s, op, ch->it.node, op->ring_peer, bytes);
+    double work = mrc__sim_node_msg_work(pp->s, ch->it.node, op, bytes);
     if (pp->s->sym_self)
         return mrc__sim_pipe_post_work(pp, route, ns->prev, ch->it.node,
                                        op->tag, bytes, work);

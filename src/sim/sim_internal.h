@@ -54,7 +54,7 @@ typedef struct mrc__sim_node {
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
     double kernel;             /* a copy through the kernel */
-    double turn;               /* us: a flag's turn for a core, or 0 */
+    double flag_turn;          /* us: a flag's turn for a core, or 0 */
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */
     int32_t *local_route; /* [nodes]: the node's own memory work */
@@ -137,11 +137,12 @@ void mrc__sim_node_free(mrc__sim_t *s);
 int mrc__sim_same_host(const mrc__sim_t *s, int a, int b);
 /* A message's route from src to dst under the node model. */
 void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst);
-/* The work (bytes of its route's time) of the message of a SEND or GET
- * of `bytes` from src to dst: its bytes, or under the node model within
- * a host what the transport's slots or rendezvous make of them. */
-double mrc__sim_node_msg_work(const mrc__sim_t *s, const mrc__op_t *op, int src,
-                              int dst, double bytes);
+/* The work (bytes of its route's time) of node's SEND or GET of `bytes`
+ * (from or to its peer): its bytes, or under the node model within a
+ * host what the transport makes of them (its slots, a rendezvous, a
+ * send's own cost); any other op's, its bytes. */
+double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
+                              const mrc__op_t *op, double bytes);
 /* The node's own work of an op (a reduction of what it received or
  * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
