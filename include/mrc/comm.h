@@ -11,7 +11,9 @@
  * Every rank of a group must call the same collectives in the same order
  * with the same count, type, operator and root: the ranks compare them
  * before any touches a peer's buffers, and on a difference every rank's
- * call fails with MRC_ERR_INVALID_ARG naming both ranks and both calls.
+ * call fails with MRC_ERR_INVALID_ARG naming both ranks and both calls
+ * (with local completion, mrc_config_t.completion, a rank that only
+ * sends fails at its next call instead).
  * Each call blocks until the rank's part is done, or until the timeout
  * (then MRC_ERR_TIMEOUT names the node and step it waited at). A call that
  * fails once it has begun to talk to its peers (any status) leaves the
@@ -70,6 +72,10 @@ typedef struct mrc_config {
     /* Links taken out of the topology before the rings are embedded,
      * "A-B[:K],..." (see mrc_topo_fail_links); NULL or "": none. */
     const char *failed_links;
+    /* When a rank's reduce or broadcast returns: "group" or "local" (see
+     * mrc_completion_t; the drop-in MPI library asks for local, as MPI's
+     * collectives complete); NULL: $MRC_COMPLETION, else group. */
+    const char *completion;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

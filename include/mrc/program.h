@@ -49,6 +49,11 @@ typedef struct mrc_compile_config {
      * of consecutive ranks (rank r of a group of n on host r * hosts /
      * n). 0 or 1: one host. Other families ignore it. */
     int hosts;
+    /* When a rank's reduce or broadcast returns (mrc_completion_t): with
+     * local completion, direct1's leaves of a reduce and root of a
+     * broadcast wait on no peer. Other programs are the same either way
+     * (the communicator's agreement round is what differs). */
+    mrc_completion_t completion;
 } mrc_compile_config_t;
 
 #define MRC_DEFAULT_CHUNK_BYTES ((size_t)256 << 10)

@@ -72,6 +72,22 @@ typedef enum mrc_algo {
     MRC_NUM_ALGOS
 } mrc_algo_t;
 
+/* When a rank's reduce or broadcast returns (the other collectives end
+ * alike on every rank either way):
+ *   group  once every rank of the group has begun the call alike: ranks
+ *          that disagree on it fail on every rank in the same call.
+ *   local  once this rank's own part is done, as MPI's collectives
+ *          complete: the leaves of a reduce and the root of a broadcast
+ *          do not wait for their peers, and may run calls ahead. Every
+ *          rank that receives still compares the sender's call before it
+ *          reads, so no rank takes data of another call; a rank that
+ *          only sends learns of a disagreement at a later call. */
+typedef enum mrc_completion {
+    MRC_COMPLETION_GROUP = 0,
+    MRC_COMPLETION_LOCAL,
+    MRC_NUM_COMPLETIONS
+} mrc_completion_t;
+
 /* Bytes per element; 0 for an unknown type. */
 MRC_EXTERN size_t mrc_dtype_size(mrc_dtype_t dtype);
 /* "float32", "sum", "allreduce"; "?" for unknown values. */
@@ -80,6 +96,8 @@ MRC_EXTERN const char *mrc_op_name(mrc_op_t op);
 MRC_EXTERN const char *mrc_collective_name(mrc_collective_t c);
 /* "rings", "direct1", ...; "auto" for MRC_ALGO_AUTO. */
 MRC_EXTERN const char *mrc_algo_name(mrc_algo_t a);
+/* "group", "local"; "?" for unknown values. */
+MRC_EXTERN const char *mrc_completion_name(mrc_completion_t c);
 /* Parse names (dtypes also take i8 u8 i32 u32 i64 u64 f16 bf16 f32 f64;
  * collectives also reduce-scatter/reducescatter, allgather, bcast).
  * MRC_ERR_INVALID_ARG with the list of names if unknown. */
@@ -89,6 +107,8 @@ MRC_EXTERN mrc_status_t mrc_collective_parse(const char *name,
                                              mrc_collective_t *out);
 /* "auto" or a family's name. */
 MRC_EXTERN mrc_status_t mrc_algo_parse(const char *name, mrc_algo_t *out);
+MRC_EXTERN mrc_status_t mrc_completion_parse(const char *name,
+                                             mrc_completion_t *out);
 
 #ifdef __cplusplus
 }

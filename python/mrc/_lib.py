@@ -93,7 +93,8 @@ class EmbedFigures(Structure):
 class CompileConfig(Structure):
     _fields_ = [("collective", c_int), ("count", c_size_t),
                 ("dtype", c_int), ("op", c_int), ("root", c_int),
-                ("chunk_bytes", c_size_t), ("algo", c_int), ("hosts", c_int)]
+                ("chunk_bytes", c_size_t), ("algo", c_int), ("hosts", c_int),
+                ("completion", c_int)]
 
 
 class ProgramInfo(Structure):
@@ -178,7 +179,7 @@ class Config(Structure):
                 ("groups", c_char_p), ("timeout_s", c_double),
                 ("chunk_bytes", c_size_t), ("replica_size", c_int),
                 ("max_rings", c_int), ("algo", c_char_p), ("hosts", c_int),
-                ("failed_links", c_char_p)]
+                ("failed_links", c_char_p), ("completion", c_char_p)]
 
 
 # ---- function signatures --------------------------------------------------
@@ -198,6 +199,7 @@ _SIGNATURES = {
     "mrc_op_name": (c_char_p, [c_int]),
     "mrc_collective_name": (c_char_p, [c_int]),
     "mrc_algo_name": (c_char_p, [c_int]),
+    "mrc_completion_name": (c_char_p, [c_int]),
     "mrc_dtype_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "mrc_op_parse": (c_int, [c_char_p, POINTER(c_int)]),
     "mrc_collective_parse": (c_int, [c_char_p, POINTER(c_int)]),

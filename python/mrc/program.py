@@ -73,6 +73,7 @@ class Program(Owned):
                 "op": text(lib.mrc_op_name(c.op)), "root": c.root,
                 "chunk_bytes": c.chunk_bytes,
                 "algo": text(lib.mrc_algo_name(c.algo)), "hosts": c.hosts,
+                "completion": text(lib.mrc_completion_name(c.completion)),
                 "num_nodes": i.num_nodes, "num_groups": i.num_groups,
                 "num_streams": i.num_streams,
                 "code_instructions": i.code_instructions,

@@ -94,6 +94,23 @@ static mrc_status_t algo_config(const mrc_config_t *cfg, mrc_algo_t *out)
     return st;
 }
 
+/* When a rank's reduce or broadcast returns: cfg->completion, else
+ * $MRC_COMPLETION, else group. A name that is none is an error. */
+static mrc_status_t completion_config(const mrc_config_t *cfg,
+                                      mrc_completion_t *out)
+{
+    *out = MRC_COMPLETION_GROUP;
+    const char *v =
+        cfg->completion ? cfg->completion : getenv("MRC_COMPLETION");
+    if (!v || (!*v && !cfg->completion))
+        return MRC_OK;
+    mrc_status_t st = mrc_completion_parse(v, out);
+    if (st != MRC_OK)
+        mrc__error_prefix("%s", cfg->completion ? "mrc_config_t.completion"
+                                                : "$MRC_COMPLETION");
+    return st;
+}
+
 /* $MRC_PROFILE=FILE: a host profile (mrc calibrate) whose figures the
  * selector uses instead of its built-in constants. A file that cannot be
  * read, is no profile or is of another version fails the communicator's
@@ -161,6 +178,8 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     *timeout =
         cfg->timeout_s > 0 ? cfg->timeout_s : env_double("MRC_TIMEOUT", 60);
     mrc_status_t st = algo_config(cfg, &s->algo);
+    if (st == MRC_OK)
+        st = completion_config(cfg, &s->completion);
     if (st == MRC_OK)
         st = profile_config(s);
     if (st != MRC_OK) {
@@ -390,6 +409,7 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     s->nranks = nranks;
     s->chunk_bytes = p->cfg.chunk_bytes;
     s->algo = p->cfg.algo;
+    s->completion = p->cfg.completion;
     s->hosts = mrc__program_hosts(p);
     s->topo = topo;
     s->loaded = p;

@@ -55,7 +55,7 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         .embedding = s->embedding,
         .topo = s->topo,
         .cc = {key->collective, key->count, key->dtype, key->op, key->root,
-               s->chunk_bytes, MRC_ALGO_RINGS, s->hosts},
+               s->chunk_bytes, MRC_ALGO_RINGS, s->hosts, s->completion},
         .group = key->group,
         /* MPI ranks all on one host run over its shared-memory endpoint
          * (and have its memory semantics): modelled as shm. */

@@ -54,6 +54,8 @@ struct mrc__shared {
     void (*owner_free)(void *);
     size_t chunk_bytes;
     mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
+    /* cfg->completion, else $MRC_COMPLETION, else group */
+    mrc_completion_t completion;
     /* The ranks' hosts, in equal blocks (hier): MPI's, or $MRC_HOSTS for
      * tests of the other transports; 1: one host. */
     int hosts;

@@ -107,6 +107,25 @@ const char *mrc_algo_name(mrc_algo_t a)
     return (unsigned)a < MRC_NUM_ALGOS ? algos[a] : "?";
 }
 
+const char *mrc_completion_name(mrc_completion_t c)
+{
+    return c == MRC_COMPLETION_GROUP   ? "group"
+           : c == MRC_COMPLETION_LOCAL ? "local"
+                                       : "?";
+}
+
+mrc_status_t mrc_completion_parse(const char *name, mrc_completion_t *out)
+{
+    for (int i = 0; name && i < MRC_NUM_COMPLETIONS; i++)
+        if (strcmp(name, mrc_completion_name((mrc_completion_t)i)) == 0) {
+            *out = (mrc_completion_t)i;
+            return MRC_OK;
+        }
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "unknown completion '%s' (group local)",
+                      name ? name : "(null)");
+}
+
 mrc_status_t mrc_algo_parse(const char *name, mrc_algo_t *out)
 {
     if (name && strcmp(name, "auto") == 0) {

@@ -156,8 +156,9 @@ static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
     }
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
-    mrc__call_t call =
-        as ? mrc__call_with_family(*as, x->program->cfg.algo) : x->call;
+    mrc__call_t call = as ? mrc__call_with_family(*as, x->program->cfg.algo,
+                                                  x->program->cfg.completion)
+                          : x->call;
     mrc_status_t st = t->ops->begin(t->ctx, seq, &call, x->recvs, x->num_recvs);
     if (st != MRC_OK)
         return st;

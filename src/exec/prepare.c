@@ -426,8 +426,11 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     int cores = mrc__online_cores();
     x->spin_looks = cores > 0 && x->group_size <= cores ? MRC__SPIN_LOOKS_OWN
                                                         : MRC__SPIN_LOOKS;
+    /* With local completion a rank that only sends returns at once: no
+     * round of agreement (a receiver compares what it receives). */
     x->agree =
         x->members && x->group_size > 1 &&
+        p->cfg.completion == MRC_COMPLETION_GROUP &&
         (p->cfg.collective == MRC_REDUCE || p->cfg.collective == MRC_BROADCAST);
     /* Buffers this large overflow the caches anyway, so writes bypass
      * them: no read-for-ownership of each line before it is overwritten.
@@ -487,6 +490,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     }
     /* The family too: ranks that chose different programs for one call
      * ($MRC_ALGO on some ranks only) disagree, and fail as such. */
-    x->call = mrc__call_with_family(call_of(&p->cfg), p->cfg.algo);
+    x->call =
+        mrc__call_with_family(call_of(&p->cfg), p->cfg.algo, p->cfg.completion);
     return MRC_OK;
 }

@@ -313,6 +313,9 @@ static mrc_status_t check_args(const mrc_embedding_t *e,
     if ((unsigned)cfg->op >= MRC_NUM_OPS)
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown operator %d",
                           (int)cfg->op);
+    if ((unsigned)cfg->completion >= MRC_NUM_COMPLETIONS)
+        return mrc__error(MRC_ERR_INVALID_ARG, "unknown completion %d",
+                          (int)cfg->completion);
     if (cfg->count > ((uint64_t)1 << 48))
         return mrc__error(MRC_ERR_INVALID_ARG, "count %zu is too large",
                           cfg->count);

@@ -33,7 +33,11 @@
  * and broadcast end there: no round back from the root (its window, by
  * copy, is written again only two calls on, once every member has ended
  * this one: the transport's gate), so a small broadcast costs one flag,
- * not three.
+ * not three. With local completion (MPI's rule: a rank returns once its
+ * own part is done) a node that only sends waits on nobody: the leaves
+ * of a reduce expose and signal, the root of a broadcast too, and only
+ * a node that gets waits, on the one it gets from (the wait compares
+ * their calls, so no node reads another call's data).
  * Limits: every node reads N - 1 peers (N² gets in all), so these are for
  * hosts, not for machines of thousands of nodes (the selector knows).
  *
@@ -170,6 +174,28 @@ static const mrc__insn_t d1_broadcast[] = {
     {.op = LOOP},
     {.op = WAIT, NEXT_S},
     {.op = END},
+    {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
+};
+
+/* Local completion: the leaves expose, signal and return; the root
+ * waits for each flag before its get. */
+static const mrc__insn_t d1_reduce_local[] = {
+    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = SIGNAL},
+    {.op = LOOP, .loop_extra = 1},
+    {.op = WAIT, .pred = EQ, RANK_S},
+    {.op = GET, .pred = EQ, .buf_a = WB, .buf_b = RB, .flags = W | ACC, RANK_S},
+    {.op = END},
+    {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
+};
+
+/* Local completion: the root exposes, signals and returns; each other
+ * node waits for the root's flag and gets its vector. */
+static const mrc__insn_t d1_broadcast_local[] = {
+    {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ},
+    {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
 };
 
@@ -381,6 +407,12 @@ static const family_code_t codes[2][MRC_NUM_COLLECTIVES][2] = {
     },
 };
 
+/* direct1's reduce and broadcast with local completion (by copy). */
+static const family_code_t local_codes[MRC_NUM_COLLECTIVES][2] = {
+    [MRC_REDUCE] = {T(d1_reduce_local, MRC__ADDR_WHOLE)},
+    [MRC_BROADCAST] = {T(d1_broadcast_local, MRC__ADDR_WHOLE)},
+};
+
 #undef T
 
 uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
@@ -411,6 +443,9 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
     }
     int fam = cfg->algo == MRC_ALGO_DIRECT1 ? 0 : 1;
     const family_code_t *byc = codes[fam][cfg->collective];
+    if (fam == 0 && cfg->completion == MRC_COMPLETION_LOCAL &&
+        local_codes[cfg->collective][0].code)
+        byc = local_codes[cfg->collective];
     uint64_t window =
         mrc__sat_mul_add(mrc__window_elems(cfg->collective, cfg->count, n),
                          mrc_dtype_size(cfg->dtype), 0);

@@ -17,8 +17,10 @@ static const char *check_config(const mrc_program_t *p)
     if ((unsigned)c->collective >= MRC_NUM_COLLECTIVES ||
         mrc_dtype_size(c->dtype) == 0 || (unsigned)c->op >= MRC_NUM_OPS ||
         c->chunk_bytes == 0 || p->addressing > MRC__ADDR_CELLS ||
-        (unsigned)c->algo > MRC_ALGO_HIER)
-        return "unknown collective, type, operator, addressing or family";
+        (unsigned)c->algo > MRC_ALGO_HIER ||
+        (unsigned)c->completion >= MRC_NUM_COMPLETIONS)
+        return "unknown collective, type, operator, addressing, family or "
+               "completion";
     int hier = c->algo == MRC_ALGO_HIER;
     if (c->hosts < 0 || c->hosts > MRC_TOPO_MAX_NODES || (!hier && c->hosts))
         return "hosts out of range, or hosts for a family other than hier";

@@ -13,10 +13,12 @@
  * program after the family, and each instruction's view. Version 4: the
  * origin after the port mask (the topology, the strategy, the spec and
  * the embedding's efficiency), so that the image can be run and
- * simulated as it is. Version 3 is still read (with no origin: it can be
- * listed, not run); older ones are refused. */
+ * simulated as it is. Version 5: the completion (one byte) after the
+ * hosts. Versions 3 and 4 are still read (group completion; a version 3
+ * image has no origin: it can be listed, not run); older ones are
+ * refused. */
 enum {
-    MRC__IMAGE_VERSION = 4,
+    MRC__IMAGE_VERSION = 5,
     MRC__IMAGE_OLDEST = 3,
     MRC__IMAGE_HEADER_BYTES = 8 + 4 + 4 + 8 + 8,
     MRC__IMAGE_INSN_BYTES = 24

@@ -156,7 +156,7 @@ mrc_status_t mrc_program_load(const void *image, size_t len,
     return mrc__program_load_origin(image, len, out, NULL);
 }
 /* The configuration, the addressing and the table sizes. */
-static void read_config(reader_t *r, mrc_program_t *p)
+static void read_config(reader_t *r, uint32_t version, mrc_program_t *p)
 {
     mrc_compile_config_t *c = &p->cfg;
     c->collective = (mrc_collective_t)get(r, 4);
@@ -167,6 +167,8 @@ static void read_config(reader_t *r, mrc_program_t *p)
     c->chunk_bytes = (size_t)get(r, 8);
     c->algo = (mrc_algo_t)get_i32(r);
     c->hosts = get_i32(r);
+    c->completion =
+        version >= 5 ? (mrc_completion_t)get(r, 1) : MRC_COMPLETION_GROUP;
     p->addressing = (uint8_t)get(r, 1);
     p->num_nodes = get_i32(r);
     p->num_groups = get_i32(r);
@@ -320,7 +322,7 @@ static mrc_status_t read_header(const uint8_t *d, size_t len, reader_t *r,
 static const char *read_payload(reader_t *r, uint32_t version, mrc_program_t *p,
                                 mrc__image_origin_t *o)
 {
-    read_config(r, p);
+    read_config(r, version, p);
     const char *why = take_tables(r, p);
     if (why)
         return why;

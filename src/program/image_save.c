@@ -72,6 +72,7 @@ static void put_config(mrc__strbuf_t *sb, const mrc_program_t *p)
     put(sb, c->chunk_bytes, 8);
     put(sb, (uint32_t)c->algo, 4);
     put(sb, (uint32_t)c->hosts, 4);
+    put(sb, (uint32_t)c->completion, 1);
     put(sb, p->addressing, 1);
     int32_t counts[] = {p->num_nodes,  p->num_groups,    p->num_streams,
                         p->code_len,   p->num_members,   p->num_entries,

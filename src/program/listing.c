@@ -295,6 +295,9 @@ static void code_text(mrc__strbuf_t *sb, const mrc_program_t *p)
         mrc__sb_printf(sb, " (%s)", mrc_op_name(c->op));
     if (c->collective == MRC_REDUCE || c->collective == MRC_BROADCAST)
         mrc__sb_printf(sb, ", root rank %d", c->root);
+    if (c->completion != MRC_COMPLETION_GROUP)
+        mrc__sb_printf(sb, ", %s completion",
+                       mrc_completion_name(c->completion));
     mrc__sb_printf(sb,
                    "\n         %d nodes, %d groups, %d streams, chunks "
                    "of %zu bytes\n\n",

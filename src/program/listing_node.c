@@ -447,13 +447,15 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
         mrc__sb_printf(&sb,
                        "{\"node\": %d, \"collective\": \"%s\", "
                        "\"count\": %zu, \"dtype\": \"%s\", \"op\": \"%s\", "
-                       "\"family\": \"%s\", \"group\": %d, \"rank\": %d, "
+                       "\"family\": \"%s\", \"completion\": \"%s\", "
+                       "\"group\": %d, \"rank\": %d, "
                        "\"group_size\": %d, \"ports\": %d, "
                        "\"code_instructions\": %d, \"streams_total\": %d, "
                        "\"streams\": [",
                        node, mrc_collective_name(c->collective), c->count,
                        mrc_dtype_name(c->dtype), mrc_op_name(c->op),
-                       mrc_algo_name(c->algo), nd->group, nd->rank,
+                       mrc_algo_name(c->algo),
+                       mrc_completion_name(c->completion), nd->group, nd->rank,
                        g ? g->size : 0, nd->num_ports, p->code_len, streams);
         for (int j = 0; j < shown; j++) {
             mrc__sb_puts(&sb, j ? ",\n  " : "\n  ");
@@ -469,7 +471,11 @@ mrc_status_t mrc__program_node_listing(const mrc_program_t *p, int node,
             mrc__sb_printf(&sb, " (%s)", mrc_op_name(c->op));
         if (c->collective == MRC_REDUCE || c->collective == MRC_BROADCAST)
             mrc__sb_printf(&sb, ", root rank %d", c->root);
-        mrc__sb_printf(&sb, ", %s\n", mrc_algo_name(c->algo));
+        mrc__sb_printf(&sb, ", %s", mrc_algo_name(c->algo));
+        if (c->completion != MRC_COMPLETION_GROUP)
+            mrc__sb_printf(&sb, ", %s completion",
+                           mrc_completion_name(c->completion));
+        mrc__sb_puts(&sb, "\n");
         if (!g) {
             mrc__sb_puts(&sb, "  in no group: the node runs nothing\n");
         } else {

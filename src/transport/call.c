@@ -25,9 +25,10 @@ void mrc__call_describe(mrc__call_t c, char *out, size_t size)
         n += snprintf(out + n, size - (size_t)n, " (%s)", mrc_op_name(op));
 }
 
-/* " by FAMILY" when the family is all the two calls differ in (ranks
- * that chose different programs for one call), else nothing: where the
- * calls differ, their programs may well differ too. */
+/* " by FAMILY" (" with C completion" too where that differs) when the
+ * program is all the two calls differ in (ranks that chose different
+ * programs for one call), else nothing: where the calls differ, their
+ * programs may well differ too. */
 static void family_text(mrc__call_t c, mrc__call_t other, char *out,
                         size_t size)
 {
@@ -36,8 +37,12 @@ static void family_text(mrc__call_t c, mrc__call_t other, char *out,
     if (f == g || c.count != other.count ||
         ((c.meta ^ other.meta) & ~family) != 0)
         out[0] = 0;
+    else if ((f ^ g) & 0x80) /* the completion (bit 7), maybe both */
+        snprintf(out, size, " by %s with %s completion",
+                 mrc_algo_name((mrc_algo_t)(f & 0x7f)),
+                 f & 0x80 ? "local" : "group");
     else
-        snprintf(out, size, " by %s", mrc_algo_name((mrc_algo_t)f));
+        snprintf(out, size, " by %s", mrc_algo_name((mrc_algo_t)(f & 0x7f)));
 }
 
 mrc_status_t mrc__call_mismatch(int a, mrc__call_t ca, int b, mrc__call_t cb)

@@ -52,11 +52,13 @@ typedef struct mrc__call {
 } mrc__call_t;
 
 /* The descriptor with the family of the program that runs it (bits 24 to
- * 31 of meta; 0 is the rings). */
-static inline mrc__call_t mrc__call_with_family(mrc__call_t c, int family)
+ * 30 of meta; 0 is the rings) and its completion (bit 31: local). */
+static inline mrc__call_t mrc__call_with_family(mrc__call_t c, int family,
+                                                mrc_completion_t completion)
 {
-    c.meta = (c.meta & ~((uint64_t)0xff << 24)) | (uint64_t)(family & 0xff)
-                                                      << 24;
+    uint64_t f = (uint64_t)(family & 0x7f) |
+                 (uint64_t)(completion == MRC_COMPLETION_LOCAL) << 7;
+    c.meta = (c.meta & ~((uint64_t)0xff << 24)) | f << 24;
     return c;
 }
 

@@ -18,9 +18,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The image layout of src/program/image.c: "MRCPROG\0", version (4),
+/* The image layout of src/program/image.c: "MRCPROG\0", version (5),
  * header bytes (4), payload bytes (8), FNV-1a of the payload (8). */
-enum { HEADER_BYTES = 32, IMAGE_VERSION = 4 };
+enum { HEADER_BYTES = 32, IMAGE_VERSION = 5 };
 
 static void put_le(uint8_t *d, uint64_t v, int bytes)
 {

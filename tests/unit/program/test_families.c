@@ -146,6 +146,7 @@ static void image_keeps(const mrc_program_t *p)
     assert_int_equal(mrc_program_load(img, len, &q), MRC_OK);
     assert_int_equal(q->cfg.algo, p->cfg.algo);
     assert_int_equal(q->cfg.hosts, p->cfg.hosts);
+    assert_int_equal(q->cfg.completion, p->cfg.completion);
     assert_int_equal(q->code_len, p->code_len);
     assert_memory_equal(q->code, p->code,
                         (size_t)p->code_len * sizeof *p->code);
@@ -488,6 +489,87 @@ static void test_hier_listing_and_image(void **state)
     mrc_program_destroy(p);
 }
 
+/* Node u's waits in p, and whether it gets. */
+static int waits_of(const mrc_program_t *p, int u, int *gets)
+{
+    mrc__plan_t pl;
+    assert_int_equal(mrc__plan_build(p, u, 0, 0, &pl), MRC_OK);
+    int waits = 0;
+    *gets = 0;
+    for (int k = 0; k < pl.num_ops; k++) {
+        waits += pl.ops[k].kind == MRC__WAIT || pl.ops[k].kind == MRC__BARRIER;
+        *gets |= pl.ops[k].kind == MRC__GET;
+    }
+    mrc__plan_free(&pl);
+    return waits;
+}
+
+/* direct1's reduce and broadcast with local completion, proven on every
+ * group size and root: a node that gets waits on the one it gets from
+ * (and only a node that gets waits), the leaves of a reduce and the root
+ * of a broadcast wait on nobody; with group completion every node waits
+ * on every other. The completion survives the image and is listed; the
+ * other families compile the same code either way. */
+static void test_local_completion(void **state)
+{
+    (void)state;
+    char spec[32];
+    for (int n = 1; n <= 5; n++)
+        for (int root = 0; root<n; root += n> 2 ? 2 : 1)
+            for (int k = 0; k < 2; k++) {
+                mrc_collective_t c = k ? MRC_BROADCAST : MRC_REDUCE;
+                snprintf(spec, sizeof spec, n > 1 ? "ring:%d" : "line:1", n);
+                mrc_program_t *p = NULL, *g = NULL;
+                mrc_topo_t *t = NULL;
+                mrc_embedding_t *e = NULL;
+                mrc_embed_config_t ec = {.strategy = "auto"};
+                assert_int_equal(mrc_topo_create(spec, &t), MRC_OK);
+                assert_int_equal(mrc_embed_create(t, &ec, &e), MRC_OK);
+                mrc_compile_config_t cc = {.collective = c,
+                                           .count = 7,
+                                           .dtype = MRC_INT32,
+                                           .op = MRC_SUM,
+                                           .root = root,
+                                           .algo = MRC_ALGO_DIRECT1,
+                                           .completion = MRC_COMPLETION_LOCAL};
+                assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
+                cc.completion = MRC_COMPLETION_GROUP;
+                assert_int_equal(mrc_program_compile(e, &cc, &g), MRC_OK);
+                for (int u = 0; u < n; u++) {
+                    int gets = 0, ggets = 0;
+                    int waits = waits_of(p, u, &gets);
+                    int gwaits = waits_of(g, u, &ggets);
+                    int receives = k ? u != root : u == root;
+                    assert_int_equal(gets, receives);
+                    assert_int_equal(ggets, receives);
+                    /* the root of a reduce waits on every node, its own
+                     * flag included (its input is in its window) */
+                    assert_int_equal(waits, !receives ? 0 : k ? 1 : n);
+                    assert_true(gwaits >= n - 1);
+                }
+                image_keeps(p);
+                listing_has(p, (const char *[]){"local completion"}, 1);
+                mrc_program_destroy(p);
+                mrc_program_destroy(g);
+                /* Other families: the same code either way. */
+                cc.algo = MRC_ALGO_TREE;
+                assert_int_equal(mrc_program_compile(e, &cc, &g), MRC_OK);
+                cc.completion = MRC_COMPLETION_LOCAL;
+                assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
+                assert_int_equal(p->code_len, g->code_len);
+                assert_memory_equal(p->code, g->code,
+                                    (size_t)p->code_len * sizeof *p->code);
+                mrc_program_destroy(p);
+                mrc_program_destroy(g);
+                cc.completion = (mrc_completion_t)7;
+                assert_int_equal(mrc_program_compile(e, &cc, &p),
+                                 MRC_ERR_INVALID_ARG);
+                assert_non_null(strstr(mrc_last_error(), "completion"));
+                mrc_embed_destroy(e);
+                mrc_topo_destroy(t);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_groups),
         cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
+        cmocka_unit_test(test_local_completion),
         cmocka_unit_test(test_exposes_all_but_own),
         cmocka_unit_test(test_others_refused),
         cmocka_unit_test(test_hier_proven),

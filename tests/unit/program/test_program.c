@@ -216,9 +216,9 @@ static void test_image_port_count_bounded(void **state)
     size_t len = 0;
     assert_int_equal(mrc_program_save(p, &img, &len), MRC_OK);
     /* Node 0's {group, rank, num_ports, first_entry}, after the header
-     * (32), config (41), counts (32), code, groups, members, streams,
+     * (32), config (42), counts (32), code, groups, members, streams,
      * ring tables. */
-    size_t at = 105 + 24 * (size_t)p->code_len + 16 * (size_t)p->num_groups +
+    size_t at = 106 + 24 * (size_t)p->code_len + 16 * (size_t)p->num_groups +
                 4 * (size_t)p->num_members + 36 * (size_t)p->num_streams +
                 4 * (size_t)p->num_entries + 8;
     uint8_t *b = img;
@@ -513,9 +513,21 @@ static void test_image_origin(void **state)
                      MRC_ERR_INVALID_PROGRAM);
     assert_non_null(strstr(mrc_last_error(), "no topology"));
     mrc_program_destroy(q);
-    /* The same as version 3 (no origin bytes): still read. */
+    /* The same as version 4 (no completion byte, after the config's 40
+     * bytes from the header's 32): still read, as group completion. */
     uint8_t *d = img;
-    size_t len3 = len - 20;
+    memmove(d + 72, d + 73, len - 73);
+    size_t len4 = len - 1;
+    d[8] = 4;
+    for (int i = 0; i < 8; i++)
+        d[16 + i] = (uint8_t)((len4 - 32) >> (8 * i));
+    reseal(d, len4);
+    assert_int_equal(mrc__program_load_origin(d, len4, &q, &got), MRC_OK);
+    assert_int_equal(q->cfg.completion, MRC_COMPLETION_GROUP);
+    assert_int_equal(q->code_len, p->code_len);
+    mrc_program_destroy(q);
+    /* The same as version 3 (no origin bytes either): still read. */
+    size_t len3 = len4 - 20;
     d[8] = 3;
     for (int i = 0; i < 8; i++)
         d[16 + i] = (uint8_t)((len3 - 32) >> (8 * i));
