@@ -26,6 +26,13 @@
  *                               program's path, MRC_NO_DIRECT): every
  *                               rank must fail naming both calls, and then
  *                               refuse the next call at once
+ *   shm_rank mismatch-local WHAT  with local completion (MRC_COMPLETION):
+ *                               a reduce to rank 0 whose last rank has 17
+ *                               elements against 16 (WHAT: count), or in
+ *                               which each rank names the next the root
+ *                               (WHAT: roots: at 2 ranks nobody receives);
+ *                               every rank must fail, in that call or the
+ *                               next
  *
  * Under MRC_ALGO the sweep's cases that the family does not apply to
  * must fail as such (MRC_ERR_UNSUPPORTED) and are counted as skipped.
@@ -259,6 +266,31 @@ static int mismatch(mrc_comm_t *comm, const char *what)
     return !(st == MRC_ERR_INVALID_ARG && again == st);
 }
 
+/* Local completion: a rank that only sends returns at once, so a rank
+ * may learn of a disagreement at its next call only. */
+static int mismatch_local(mrc_comm_t *comm, const char *what)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t count = 16;
+    int root = 0;
+    if (strcmp(what, "count") == 0)
+        count += r == n - 1;
+    else if (strcmp(what, "roots") == 0)
+        root = (r + 1) % n;
+    else {
+        fprintf(stderr, "shm_rank: mismatch-local of what? '%s'\n", what);
+        return 2;
+    }
+    float a[17] = {0}, b[17] = {0}, x = 1;
+    mrc_status_t st = mrc_reduce(a, b, count, MRC_FLOAT32, MRC_SUM, root, comm);
+    printf("rank %d: %s: %s\n", r, mrc_status_name(st),
+           st != MRC_OK ? mrc_last_error() : "");
+    mrc_status_t again = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
+    printf("rank %d: then %s: %s\n", r, mrc_status_name(again),
+           again != MRC_OK ? mrc_last_error() : "");
+    return !(st == MRC_ERR_INVALID_ARG || again == MRC_ERR_INVALID_ARG);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -312,10 +344,10 @@ int main(int argc, char **argv)
         fprintf(stderr,
                 "usage: shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]] | "
                 "quick [...] | sweep-odd | die | "
-                "die-small | mismatch WHAT\n");
+                "die-small | mismatch WHAT | mismatch-local WHAT\n");
         return 2;
     }
-    int mis = strcmp(argv[1], "mismatch") == 0;
+    int mis = strncmp(argv[1], "mismatch", 8) == 0;
     /* The last rank alone without the direct paths: it waits for
      * messages while the others wait in the two-step path. */
     const char *nr = getenv("MRC_NRANKS"), *rk = getenv("MRC_RANK");
@@ -331,7 +363,9 @@ int main(int argc, char **argv)
         return 1;
     }
     odd = strcmp(argv[1], "sweep-odd") == 0;
-    int rc = mis ? mismatch(comm, argc > 2 ? argv[2] : "")
+    int rc = strcmp(argv[1], "mismatch-local") == 0
+                 ? mismatch_local(comm, argc > 2 ? argv[2] : "")
+             : mis ? mismatch(comm, argc > 2 ? argv[2] : "")
              : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
              : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
              : strcmp(argv[1], "quick") == 0     ? quick(comm)

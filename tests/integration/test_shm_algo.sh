@@ -21,6 +21,19 @@ for algo in rings direct1 direct2; do
     expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed, $skip skipped" \
         env MRC_ALGO=$algo "$MRC" launch -n 3 --timeout 120 -- "$RANK" sweep
 done
+# Local completion (MPI's: the drop-in library's): the leaves of a
+# reduce and the root of a broadcast return at once, and run calls ahead
+# of their peers; every result still exact.
+for algo in direct1 tree rings; do
+    for n in 2 3; do
+        expect 0 "rank 0 of $n: [0-9]* cases, 0 wrong elements, 0 failed" \
+            env MRC_ALGO=$algo MRC_COMPLETION=local "$MRC" launch -n $n \
+            --timeout 120 -- "$RANK" sweep
+    done
+done
+expect 1 "shm_rank: \$MRC_COMPLETION: unknown completion 'soon' (group local)" \
+    env MRC_COMPLETION=soon "$MRC" launch -n 2 --timeout 60 -- "$RANK" quick
+
 # hier on 4 ranks taken to be on 2 hosts (MRC_HOSTS): within each pair
 # through the segment, the leaders' ring by messages; it skips
 # reduce-scatter and allgather.
@@ -48,6 +61,26 @@ mismatch 4 rootsmall "broadcast of 16 float32 from root [01] but rank [0-9] broa
 mismatch 3 root "broadcast of 100000 float32 from root [01] but rank [0-9] broadcast of 100000 float32 from root [01]" MRC_ALGO=tree
 mismatch 3 reduceroot "reduce of 16 float32 from root [01] (sum) but rank [0-9] reduce of 16 float32 from root [01] (sum)" MRC_ALGO=tree
 mismatch 4 reduceroot "reduce of 16 float32 from root [01] (sum) but rank [0-9] reduce of 16 float32 from root [01] (sum)" MRC_ALGO=rings
+
+# With local completion a rank that receives still compares the call of
+# every rank it reads from; a rank that only sends learns of the
+# disagreement at its next call (the root's failure, or its own
+# comparison of its last call): every rank fails, in that call or the
+# next, naming both calls. At 2 ranks that each name the other the root
+# of a reduce nobody receives: the next call finds it.
+for case in 3:count 3:roots 2:roots; do
+    n=${case%%:*} what=${case#*:}
+    expect 0 "" env MRC_TIMEOUT=5 MRC_ALGO=direct1 MRC_COMPLETION=local \
+        "$MRC" launch -n $n --timeout 60 -- "$RANK" mismatch-local $what
+    cp "$tmp/out" "$tmp/local"
+    r=0
+    while [ $r -lt $n ]; do
+        expect 0 "rank $r: \(then \)\?MRC_ERR_INVALID_ARG: .*ranks disagree: rank [0-9] called reduce of 1[67] float32 from root [0-2] (sum) but rank [0-9] reduce of 1[67] float32 from root [0-2] (sum)" \
+            cat "$tmp/local"
+        r=$((r + 1))
+    done
+done
+expect 0 "the call before this one (rank [01])" grep -h "" "$tmp/local"
 
 # Ranks that run different families for one call ($MRC_ALGO on one rank
 # only) disagree, and fail so on every rank, naming the families.

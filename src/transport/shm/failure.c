@@ -176,11 +176,13 @@ mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
         if (nth > e->nth + 1) /* two calls on: it compared ours in this */
             continue;         /* one, by a wait, a message or agreeing */
         if (nth > e->nth) {
-            /* On to its next call: this one's entry by parity was written
-             * before, and is rewritten only two calls on. */
+            /* On to its next call: this one's entry was written before,
+             * and is rewritten only RECORDS calls on. */
             mrc__call_t theirs = {
-                __atomic_load_n(&p->calls[e->seq & 1].count, __ATOMIC_RELAXED),
-                __atomic_load_n(&p->calls[e->seq & 1].meta, __ATOMIC_RELAXED)};
+                __atomic_load_n(&p->calls[e->seq % RECORDS].count,
+                                __ATOMIC_RELAXED),
+                __atomic_load_n(&p->calls[e->seq % RECORDS].meta,
+                                __ATOMIC_RELAXED)};
             /* Still one call on (no call lets a rank end one before every
              * member began it; checked, should one ever). */
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -202,6 +204,7 @@ mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
         st = ++e->looks % 16 == 0 ? mrc__shm_waiting_on(e, r) : MRC_OK;
         return st != MRC_OK ? st : MRC_INPROGRESS;
     }
+    e->heard = 1;
     return MRC_OK;
 }
 

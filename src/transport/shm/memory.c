@@ -1,6 +1,7 @@
 /* The shared-memory transport's memory semantics: a call's buffers
- * published, windows by the call's parity, gets from a window or by
- * reference, flags in the record a peer polls. */
+ * published, records in a ring and large windows by the call's parity,
+ * gets from a window or by reference, flags in the record a peer
+ * polls. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,68 @@
  * -- mrc-bench -b 64 -e 8K -f 2 -n 20000, three runs each). */
 enum { WAIT_PREFETCH = 1024 };
 
+/* This rank's last call compared with the members' where it heard from
+ * none of them in it (local completion: a leaf of a reduce, the root of
+ * a broadcast), so that ranks that disagree on a call in which no rank
+ * received (each naming another the root of a reduce) fail at the next
+ * one. A member that has ended that call is compared (its entry and this
+ * rank's are rewritten only RECORDS calls on, which neither can begin
+ * before this rank ends this call); one that has not will compare this
+ * rank's when it waits for it, or at its own next publish. */
+static mrc_status_t compare_last_call(mrc__shm_endpoint_t *e,
+                                      const mrc__exposure_t *x)
+{
+    uint64_t seq = e->seq;
+    if (e->unconfirmed != seq || seq == 0)
+        return MRC_OK;
+    e->unconfirmed = 0;
+    const mrc__call_t *o = &post_at(e, e->rank)->calls[(seq - 1) % RECORDS];
+    mrc__call_t mine = {o->count, o->meta};
+    for (int i = 0; i < x->num_members; i++) {
+        int m = x->members[i];
+        if (m < 0 || m >= e->n || m == e->rank)
+            continue;
+        const rank_post_t *p = post_at(e, m);
+        e->ended[m] = __atomic_load_n(&p->ended, __ATOMIC_ACQUIRE);
+        if (e->ended[m] < seq)
+            continue;
+        const mrc__call_t *c = &p->calls[(seq - 1) % RECORDS];
+        mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
+                              __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
+        if (!mrc__call_same(theirs, mine)) {
+            mrc_status_t st = mrc__shm_disagree(e, m, theirs, e->rank, mine);
+            mrc__error_prefix("the call before this one (rank %d)", e->rank);
+            return st;
+        }
+    }
+    return MRC_OK;
+}
+
+/* Whether every member has ended the call that last used what call seq
+ * writes: its record RECORDS calls back, and, where the call has a
+ * window past DEEP_WINDOW or buffers by reference (or clears the address
+ * line of an earlier one), its area two calls back. MRC_INPROGRESS: not
+ * yet. */
+static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
+                         int in_area)
+{
+    uint64_t seq = e->seq, back = in_area ? 2 : RECORDS;
+    for (int i = 0; seq >= back && i < x->num_members; i++) {
+        int m = x->members[i];
+        if (m < 0 || m >= e->n)
+            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d", e->rank,
+                              m);
+        if (m == e->rank || e->ended[m] > seq - back)
+            continue;
+        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended, __ATOMIC_ACQUIRE);
+        if (e->ended[m] > seq - back)
+            continue;
+        mrc_status_t st = mrc__shm_waiting_on(e, m);
+        return st != MRC_OK ? st : MRC_INPROGRESS;
+    }
+    return MRC_OK;
+}
+
 mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
                               void **window)
 {
@@ -37,26 +100,18 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
                           "rank %d: a window of %zu bytes is more than the "
                           "%zu a rank of this job has in shared memory",
                           e->rank, x->window_bytes, e->win_max);
-    /* The window of call seq - 2 may be read until its readers end it. */
-    for (int i = 0; seq >= 2 && i < x->num_members; i++) {
-        int m = x->members[i];
-        if (m < 0 || m >= e->n)
-            return mrc__error(MRC_ERR_INTERNAL, "rank %d: no rank %d", e->rank,
-                              m);
-        if (m == e->rank || e->ended[m] >= seq - 1)
-            continue;
-        e->ended[m] = __atomic_load_n(&post_at(e, m)->ended, __ATOMIC_ACQUIRE);
-        if (e->ended[m] >= seq - 1)
-            continue;
-        mrc_status_t st = mrc__shm_waiting_on(e, m);
-        return st != MRC_OK ? st : MRC_INPROGRESS;
-    }
-    /* The buffers' addresses go to the address line now (read only by
-     * a get by reference, after the record says they are there); the
-     * record itself at the first signal (write_record). */
     int any = 0;
     for (int b = 1; b < MRC__MEM_BUFS; b++)
         any |= b != MRC__MEM_WINDOW && x->buf[b];
+    mrc_status_t st = compare_last_call(e, x);
+    if (st == MRC_OK)
+        st = gate(e, x,
+                  x->window_bytes > DEEP_WINDOW || any || e->ref_set[seq & 1]);
+    if (st != MRC_OK)
+        return st;
+    /* The buffers' addresses go to the address line now (read only by
+     * a get by reference, after the record says they are there); the
+     * record itself at the first signal (write_record). */
     if (any || e->ref_set[seq & 1]) {
         by_ref_t *ref = ref_at(e, e->rank, seq);
         for (int b = 1; b < MRC__MEM_BUFS; b++) {
@@ -121,7 +176,7 @@ static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
 
 /* This call's record, with `flags` set and the stamp last: one burst of
  * writes to the line the peers poll. No peer reads the record of call seq
- * - 2 in this place any more: every member has ended that call. */
+ * - RECORDS in this place any more: every member has ended that call. */
 static void write_record(mrc__shm_endpoint_t *e, uint32_t flags)
 {
     published_t *p = pub_at(e, e->rank, e->seq);
@@ -233,6 +288,7 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
             e->ended[peer] = e->seq;
         if (!mrc__call_same(p->call, e->call))
             return mrc__shm_disagree(e, peer, p->call, e->rank, e->call);
+        e->heard = 1;
         return MRC_OK;
     }
     /* Not yet: look at the peers now and then (their posts are lines

@@ -81,17 +81,17 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
                               const mrc__xfer_t *recvs, size_t n)
 {
     (void)recvs;
-    (void)n;
     mrc__shm_endpoint_t *e = ctx;
     if (e->lost != MRC_OK)
         return e->lost;
     e->seq = seq;
     e->call = *call;
     e->pending = 0;
+    e->heard = n > 0; /* a receive compares the sender's call */
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq & 1];
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % RECORDS];
     __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
     __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
     /* Nothing of this call came early: a rank takes a peer's pieces of
@@ -105,6 +105,7 @@ static mrc_status_t shm_end(void *ctx)
     if (e->lost == MRC_OK) /* the windows of this call may be reused */
         __atomic_store_n(&post_at(e, e->rank)->ended, e->seq + 1,
                          __ATOMIC_RELEASE);
+    e->unconfirmed = e->heard ? 0 : e->seq + 1;
     return e->lost;
 }
 

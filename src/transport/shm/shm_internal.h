@@ -20,7 +20,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 7,          /* 7: a window past 32 bytes on the next line */
+    SHM_VERSION = 8,          /* 8: the records in a ring of RECORDS */
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -134,6 +134,12 @@ struct mrc__shm_endpoint {
      * published buffers by reference): a call with none clears it once,
      * not at every call. */
     uint8_t ref_set[2];
+    /* Whether this call compared its call with a peer's (a flag waited
+     * for, a receive, the round of agreement); `unconfirmed`: seq + 1 of
+     * the last call that did not (local completion: a leaf of a reduce),
+     * whose call the next publish compares with the members' (memory.c). */
+    int heard;
+    uint64_t unconfirmed;
 };
 
 static inline double mrc__shm_now(void)
@@ -150,19 +156,26 @@ static inline size_t tokens_bytes(int n)
 
 /* Memory semantics (publish, get, signal, wait).
  *
- * Each rank has two areas, one by the parity of a call's number, in the
- * segment (peers read them with plain loads): the record of what it
- * published for the call (its first 32 bytes: the call, its flags, the
- * window's size), its window of the call right after the record, and a
- * last line with the addresses and sizes of the buffers it exposes by
- * reference. A window holds what the largest group that can be formed
- * of the job's ranks may expose by copy (mrc__stage_max of its size); the
- * areas are touched only as used. A small call's data (up to 32 bytes)
- * is thus in the line of the record: the owner writes one line a call
- * and a peer that waited for a flag in it has the data too. Each line a
- * peer's core wrote costs a transfer between cores, and a small call's
- * time is mostly those (with the window in the next line an 8-byte
- * allreduce at P = 2 took 0.17-0.24 us, 0.12 with the data inline). */
+ * Each rank has, in the segment (peers read it with plain loads):
+ * - a ring of RECORDS records, by the call's number modulo RECORDS: what
+ *   it published for the call (the first 32 bytes: the call, its flags,
+ *   the window's size), then a window of up to DEEP_WINDOW bytes;
+ * - two areas, by the parity of the call's number: a larger window, and
+ *   a last line with the addresses and sizes of the buffers it exposes by
+ *   reference. A window there holds what the largest group that can be
+ *   formed of the job's ranks may expose by copy (mrc__stage_max of its
+ *   size); the areas are touched only as used.
+ * A record and its window are rewritten RECORDS calls on, once every
+ * member has ended the call that used them; an area two calls on. So a
+ * rank whose calls wait on nobody (a leaf of a reduce with local
+ * completion) runs up to RECORDS - 1 small calls ahead of its peers, as
+ * an MPI library's eager messages do, where two would tie it to them.
+ * A small call's data (up to 32 bytes) is in the line of the record: the
+ * owner writes one line a call and a peer that waited for a flag in it
+ * has the data too. Each line a peer's core wrote costs a transfer
+ * between cores, and a small call's time is mostly those (with the
+ * window in the next line an 8-byte allreduce at P = 2 took 0.17-0.24
+ * us, 0.12 with the data inline). */
 static inline size_t window_max(int n)
 {
     size_t m = 0;
@@ -180,30 +193,51 @@ static inline size_t window_max(int n)
  * window, and a window sharing that line made it bounce between the
  * cores during the copy (P = 2, 512 B: 0.44 us a call against 0.37 in
  * its own lines; docs/performance.md). */
-enum { AREA_EXTRA = 128, RECORD_BYTES = 32, SMALL_WINDOW = 64 - RECORD_BYTES };
+enum {
+    AREA_EXTRA = 128,
+    RECORD_BYTES = 32,
+    SMALL_WINDOW = 64 - RECORD_BYTES,
+    RECORDS = 64,
+    DEEP_WINDOW = 1024,
+    RECORD_STRIDE = 64 + DEEP_WINDOW
+};
 
 static inline size_t windows_bytes(int n)
 {
-    return (size_t)n * 2 * (window_max(n) + AREA_EXTRA);
+    return (size_t)n *
+           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * RECORD_STRIDE);
 }
 
+/* Rank r's area of the parity of call seq: a window past DEEP_WINDOW
+ * bytes (from its second line), the address line after it. */
 static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
     return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
+}
+
+/* Rank r's record of call seq: after every rank's areas. */
+static inline char *record_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return e->windows + (size_t)e->n * 2 * (e->win_max + AREA_EXTRA) +
+           ((size_t)r * RECORDS + seq % RECORDS) * RECORD_STRIDE;
 }
 
 /* Where rank r's window of call seq starts, for a window of `bytes`. */
 static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
                               size_t bytes)
 {
-    return area_at(e, r, seq) + (bytes <= SMALL_WINDOW ? RECORD_BYTES : 64);
+    if (bytes <= SMALL_WINDOW)
+        return record_at(e, r, seq) + RECORD_BYTES;
+    if (bytes <= DEEP_WINDOW)
+        return record_at(e, r, seq) + 64;
+    return area_at(e, r, seq) + 64;
 }
 
-/* What a rank published for a call, by its parity (the start of its
- * area): the call and its window's size, stamped last, and the flags.
- * The flags are in this line, not in lines of their own, so that a peer
- * that waits and then reads polls one line the owner wrote instead of
- * two; a small window follows in the same line for the same reason. */
+/* What a rank published for a call, in its ring of records: the call and its
+ * window's size, stamped last, and the flags. The flags are in this line, not
+ * in lines of their own, so that a peer that waits and then reads polls one
+ * line the owner wrote instead of two; a small window follows in the same line
+ * for the same reason. */
 typedef struct published {
     uint64_t seq;          /* atomic: seq + 1 of the call, written last */
     uint32_t flags;        /* atomic: bit f set once this rank has
@@ -219,7 +253,7 @@ _Static_assert(MRC__FLAGS <= 32, "a record's flags are 32 bits");
 static inline published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
                                   uint64_t seq)
 {
-    return (published_t *)area_at(e, r, seq);
+    return (published_t *)record_at(e, r, seq);
 }
 
 /* Where the buffers a rank exposes by reference for a call are, in its
@@ -248,9 +282,7 @@ static inline by_ref_t *ref_at(const mrc__shm_endpoint_t *e, int r,
 typedef struct rank_post {
     uint64_t nth; /* atomic: calls begun; 0 while `now` is rewritten */
     mrc__call_t now;
-    mrc__call_t calls[2]; /* the call, by parity of its number, written
-                             before its first message or flag */
-    char pad1[8];
+    char pad0[40];
     int32_t failed; /* atomic: 0 none, 1 being written, 2 written */
     int32_t status, a, b;
     mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
@@ -261,6 +293,9 @@ typedef struct rank_post {
     int32_t unused;
     uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
     char pad4[48];
+    mrc__call_t calls[RECORDS]; /* the call, by its number modulo
+                                   RECORDS, written before its first
+                                   message or flag */
 } rank_post_t;
 
 static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
@@ -268,7 +303,8 @@ static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
     return (rank_post_t *)e->posts + r;
 }
 
-_Static_assert(sizeof(rank_post_t) == 256,
+_Static_assert(sizeof(rank_post_t) == 256 + RECORDS * sizeof(mrc__call_t) &&
+                   RECORDS % 4 == 0,
                "what peers poll keeps to lines of its own");
 
 static inline size_t channels_at(int n)
