@@ -120,7 +120,12 @@ cached_t *mrc__pmpi_entry_of(MPI_Comm comm, const char **why)
         }
         c->of = comm;
         c->size = size;
-        mrc_config_t cfg = {.timeout_s = drop_in_timeout()};
+        /* MPI's collectives complete locally: a rank returns once its
+         * buffers may be reused ($MRC_COMPLETION=group to wait as mrc's
+         * own API does). */
+        mrc_config_t cfg = {.timeout_s = drop_in_timeout(),
+                            .completion =
+                                getenv("MRC_COMPLETION") ? NULL : "local"};
         int rank = 0;
         PMPI_Comm_rank(comm, &rank);
         c->rank = rank;
