@@ -26,6 +26,7 @@ static void shared_release(shared_t *s)
     for (int i = 0; i < s->num_programs; i++)
         mrc_program_destroy(s->programs[i].program);
     free(s->programs);
+    free(s->choices);
     mrc_program_destroy(s->loaded);
     mrc__threads_hub_destroy(s->hub);
     mrc__shm_detach(s->shm);

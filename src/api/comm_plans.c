@@ -39,12 +39,10 @@ static const char *memory_refused(const mrc_comm_t *c)
            "does not offer yet";
 }
 
-/* The program for a call's shape: the family forced (cfg->algo or
- * $MRC_ALGO), or the one the selector predicts fastest on this
- * transport's model. Called once per shape, under the shared lock. */
-static mrc_status_t select_program(const mrc_comm_t *c,
-                                   const program_key_t *key,
-                                   mrc_program_t **out)
+/* The selector's input for a call's shape on this communicator. */
+static mrc__select_input_t select_input(const mrc_comm_t *c,
+                                        const program_key_t *key,
+                                        mrc_profile_t *profile)
 {
     const shared_t *s = c->shared;
     const char *refused = memory_refused(c);
@@ -68,23 +66,117 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         .ref_ok = !c->transport.ops->reads_buffers ||
                   c->transport.ops->reads_buffers(c->transport.ctx),
         .want_times = mrc__log_level() >= MRC__LOG_INFO};
+    in.profile = profile_for(s, in.transport, profile);
+    return in;
+}
+
+/* The count at which the selector chooses for a call of `count`
+ * elements of `elem` bytes: vectors below 64 bytes as they are, larger
+ * ones by class, four to an octave (2^j, 1.25, 1.5 and 1.75 x 2^j bytes,
+ * each class timed at its smallest vector): a vector of a power of two
+ * bytes is its class's own, so the classes change no choice the
+ * benchmarks see, and a program whose every call has a new count
+ * selects once per class, not at every call. */
+static size_t class_count(size_t count, size_t elem)
+{
+    uint64_t bytes = (uint64_t)count * elem;
+    if (elem == 0 || bytes < 64)
+        return count;
+    int j = 63 - __builtin_clzll(bytes);
+    uint64_t quarter = (uint64_t)1 << (j - 2);
+    uint64_t lo = bytes / quarter * quarter; /* 2^j + i x 2^(j-2) */
+    return (size_t)((lo + elem - 1) / elem);
+}
+
+/* The family chosen for key's class, or MRC_ALGO_AUTO when none is
+ * remembered. */
+static mrc_algo_t remembered(shared_t *s, const program_key_t *cls)
+{
+    for (int i = 0; i < s->num_choices; i++)
+        if (memcmp(&s->choices[i].key, cls, sizeof *cls) == 0) {
+            s->choices[i].used = ++s->clock;
+            return s->choices[i].chosen;
+        }
+    return MRC_ALGO_AUTO;
+}
+
+static void remember(shared_t *s, const program_key_t *cls, mrc_algo_t a)
+{
+    if (!s->choices && !(s->choices = calloc(CHOICE_KEEP, sizeof *s->choices)))
+        return; /* no memory: the next call of the class selects again */
+    int at = s->num_choices;
+    if (at == CHOICE_KEEP) { /* the least recently used */
+        for (int i = at = 0; i < CHOICE_KEEP; i++)
+            if (s->choices[i].used < s->choices[at].used)
+                at = i;
+    } else {
+        s->num_choices++;
+    }
+    s->choices[at] = (cached_choice_t){*cls, a, ++s->clock};
+}
+
+/* MRC_DEBUG=INFO: the program chosen for a shape, and why. */
+static void log_choice(const mrc_comm_t *c, const program_key_t *key,
+                       const mrc__selection_t *sel)
+{
+    if (mrc__log_level() < MRC__LOG_INFO)
+        return;
+    const mrc__candidate_t *w = &sel->cand[sel->chosen];
+    mrc__log(MRC__LOG_INFO, c->rank,
+             "program %s for %s count %zu %s %s group %d: %d "
+             "instructions, predicted %.3f us on %s (%s)",
+             mrc_algo_name(sel->chosen), mrc_collective_name(key->collective),
+             key->count, mrc_dtype_name(key->dtype), mrc_op_name(key->op),
+             key->group, w->code_instructions, w->time_us,
+             c->transport.ops->name, sel->reason);
+}
+
+/* The program for a call's shape: the family forced (cfg->algo or
+ * $MRC_ALGO), or the one the selector predicts fastest on this
+ * transport's model for the shape's class (chosen once per class, then
+ * only that family compiled for each shape of it). Called once per
+ * shape, under the shared lock. */
+static mrc_status_t select_program(const mrc_comm_t *c,
+                                   const program_key_t *key,
+                                   mrc_program_t **out)
+{
+    shared_t *s = c->shared;
     mrc_profile_t profile;
-    in.profile = profile_for(s, in.transport, &profile);
+    mrc__select_input_t in = select_input(c, key, &profile);
+    program_key_t cls = *key;
+    cls.count = class_count(key->count, mrc_dtype_size(key->dtype));
+    mrc_algo_t force = key->algo;
     mrc__selection_t sel;
-    mrc_status_t st = mrc__select(&in, key->algo, &sel, out);
+    mrc_status_t st;
+    if (force == MRC_ALGO_AUTO &&
+        (force = remembered(s, &cls)) == MRC_ALGO_AUTO) {
+        /* The class's choice, at its own count. */
+        mrc__select_input_t at = in;
+        at.cc.count = cls.count;
+        mrc_program_t *p = NULL;
+        st = mrc__select(&at, MRC_ALGO_AUTO, &sel, &p);
+        if (st != MRC_OK)
+            return st;
+        remember(s, &cls, sel.chosen);
+        if (cls.count == key->count) {
+            *out = p;
+            log_choice(c, key, &sel);
+            return MRC_OK;
+        }
+        mrc_program_destroy(p);
+        force = sel.chosen;
+    }
+    st = mrc__select(&in, force, &sel, out);
+    /* The class's family cannot take this count (direct1 past its
+     * window): every family for this shape itself. */
+    if (st == MRC_ERR_UNSUPPORTED && key->algo == MRC_ALGO_AUTO)
+        st = mrc__select(&in, MRC_ALGO_AUTO, &sel, out);
     if (st != MRC_OK)
         return st;
-    if (mrc__log_level() >= MRC__LOG_INFO) {
-        const mrc__candidate_t *w = &sel.cand[sel.chosen];
-        mrc__log(MRC__LOG_INFO, c->rank,
-                 "program %s for %s count %zu %s %s group %d: %d "
-                 "instructions, predicted %.3f us on %s (%s)",
-                 mrc_algo_name(sel.chosen),
-                 mrc_collective_name(key->collective), key->count,
-                 mrc_dtype_name(key->dtype), mrc_op_name(key->op), key->group,
-                 w->code_instructions, w->time_us, c->transport.ops->name,
-                 sel.reason);
-    }
+    if (key->algo == MRC_ALGO_AUTO && sel.chosen == force)
+        snprintf(sel.reason, sizeof sel.reason,
+                 "the choice for its class, count %zu", cls.count);
+    log_choice(c, key, &sel);
     return MRC_OK;
 }
 

@@ -18,7 +18,7 @@
 /* Each rank keeps the plans of its last PLAN_CACHE shapes of call; the
  * shared programs stay while any plan holds them, and up to PROGRAM_KEEP
  * unused ones are kept for later calls. */
-enum { PROGRAM_KEEP = 32, PLAN_CACHE = 8 };
+enum { PROGRAM_KEEP = 128, PLAN_CACHE = 32 };
 
 typedef struct program_key {
     size_t count;
@@ -33,6 +33,15 @@ typedef struct program_key {
  * keep. */
 _Static_assert(sizeof(program_key_t) == sizeof(size_t) + 6 * sizeof(int),
                "a call shape has no padding");
+
+/* The family the selector chose for a class of call shapes (the key's
+ * count is the class's: comm_plans.c, class_count). */
+typedef struct cached_choice {
+    program_key_t key;
+    mrc_algo_t chosen;
+    uint64_t used;
+} cached_choice_t;
+enum { CHOICE_KEEP = 512 };
 
 typedef struct cached_program {
     program_key_t key;
@@ -61,6 +70,8 @@ struct mrc__shared {
     int hosts;
     cached_program_t *programs;
     int num_programs, cap_programs;
+    cached_choice_t *choices; /* [CHOICE_KEEP], allocated at first use */
+    int num_choices;
     uint64_t clock;
     /* Some group's hop is routed through another group's node, which
      * relays it: the groups run one program together (see coupled). */

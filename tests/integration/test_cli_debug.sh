@@ -42,6 +42,12 @@ MRC_DEBUG=INFO "$MRC" run --topology ring:4 --strategy auto \
     --collective reduce --count 1K --iters 2 > "$tmp/out" 2> "$tmp/err"
 expect 0 "ok" count "call [0-9]" 0
 expect 0 "ok" count "predicted" 1
+# The family is chosen once per class of sizes (four to an octave, at
+# the class's smallest vector), then compiled for each count of it:
+# 1100 floats (4400 bytes) take the choice for 1024 (4096 bytes).
+MRC_DEBUG=INFO "$MRC" run --topology ring:4 --strategy auto \
+    --collective reduce --count 1100 --iters 2 > "$tmp/out" 2> "$tmp/err"
+expect 0 "ok" count "program [a-z0-9]* for reduce count 1100 float32 sum group 0: .*(the choice for its class, count 1024)$" 1
 # Unset: silent.
 "$MRC" run --topology ring:4 --strategy auto --collective reduce \
     --count 1K --iters 2 > "$tmp/out" 2> "$tmp/err"
