@@ -22,6 +22,11 @@
  * buffer sets spanning at least 64 MiB a rank, each touched before the
  * timing), as applications that reduce a different tensor each time do.
  *
+ * --shapes K: the calls cycle through K counts a size (its own, then one
+ * element less, ... K - 1 less; at most as many as it has elements), as
+ * applications whose messages vary in length do: a library that prepares
+ * each shape of call pays for it at every new one.
+ *
  * After the timed loop every size is run once more on exact inputs (small
  * integers, so float sums are exact in any order) and checked element by
  * element against a sequential reduction on every rank; a wrong element
@@ -30,7 +35,8 @@
  * Options: -c LIST (allreduce,reduce,reduce_scatter,allgather,bcast; all by
  * default), -b MIN, -e MAX (bytes, K/M suffixes), -n ITERS (default 100;
  * sizes above 64 KiB a tenth, at least 5), -w WARMUP (default 10), --cold,
- * --json. Output: one row per collective and size, `coll size us check`.
+ * --shapes K, --json. Output: one row per collective and size, `coll size us
+ * check`.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -45,7 +51,7 @@ static const char *const coll_names[NUM_COLLS] = {
 
 typedef struct opts {
     unsigned long long min, max;
-    int iters, warmup, cold, json;
+    int iters, warmup, cold, json, shapes;
     int colls[NUM_COLLS];
 } opts_t;
 
@@ -99,7 +105,7 @@ static int parse_colls(char *list, int *colls)
 /* The options, or -1 (with the option named on stderr by rank 0). */
 static int parse(int argc, char **argv, opts_t *o, int rank)
 {
-    *o = (opts_t){4, 16 << 20, 100, 10, 0, 0, {1, 1, 1, 1, 1}};
+    *o = (opts_t){4, 16 << 20, 100, 10, 0, 0, 1, {1, 1, 1, 1, 1}};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v = 0;
@@ -116,7 +122,12 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             bad = parse_size(argv[++i], &o->min);
         else if (strcmp(a, "-e") == 0)
             bad = parse_size(argv[++i], &o->max);
-        else if (strcmp(a, "-n") == 0 || strcmp(a, "-w") == 0) {
+        else if (strcmp(a, "--shapes") == 0) {
+            char *end;
+            v = strtol(argv[++i], &end, 10);
+            bad = *end || v < 1 || v > 100000;
+            o->shapes = (int)v;
+        } else if (strcmp(a, "-n") == 0 || strcmp(a, "-w") == 0) {
             char *end;
             v = strtol(argv[++i], &end, 10);
             bad = *end || v < (a[1] == 'n') || v > 1000000;
@@ -129,7 +140,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                         "mpi-collectives: bad option or value: %s%s%s\n"
                         "usage: mpi-collectives [-c LIST] [-b MIN] "
                         "[-e MAX] [-n ITERS] [-w WARMUP] [--cold] "
-                        "[--json]\n",
+                        "[--shapes K] [--json]\n",
                         a, argv[i] != a ? " " : "",
                         argv[i] != a ? argv[i] : "");
             return -1;
@@ -178,10 +189,21 @@ static int make_sets(sets_t *s, size_t sb, size_t rb, int cold)
     return 0;
 }
 
-/* One call of collective `coll` of `size` on buffers s, r. */
-static void call(int coll, size_t size, int p, void *s, void *r)
+/* The elements of one call of `coll` of `size` on p ranks: floats (a
+ * block of them for reduce-scatter), bytes for allgather and broadcast. */
+static int elements(int coll, size_t size, int p)
 {
     int n = (int)(size / sizeof(float));
+    return coll == REDUCE_SCATTER               ? n / p
+           : coll == ALLGATHER || coll == BCAST ? (int)size
+                                                : n;
+}
+
+/* One call of collective `coll` of `size`, `less` elements short, on
+ * buffers s, r. */
+static void call(int coll, size_t size, int less, int p, void *s, void *r)
+{
+    int n = elements(coll, size, p) - less;
     switch (coll) {
     case ALLREDUCE:
         MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -190,28 +212,31 @@ static void call(int coll, size_t size, int p, void *s, void *r)
         MPI_Reduce(s, r, n, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
         break;
     case REDUCE_SCATTER:
-        MPI_Reduce_scatter_block(s, r, n / p, MPI_FLOAT, MPI_SUM,
-                                 MPI_COMM_WORLD);
+        MPI_Reduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
     case ALLGATHER:
-        MPI_Allgather(s, (int)size, MPI_BYTE, r, (int)size, MPI_BYTE,
-                      MPI_COMM_WORLD);
+        MPI_Allgather(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
         break;
-    default: MPI_Bcast(s, (int)size, MPI_BYTE, 0, MPI_COMM_WORLD); break;
+    default: MPI_Bcast(s, n, MPI_BYTE, 0, MPI_COMM_WORLD); break;
     }
 }
 
-/* The slowest rank's average us a call. */
+/* The slowest rank's average us a call (--shapes: call i is i mod K
+ * elements short). */
 static double timed(const opts_t *o, int coll, size_t size, int p, sets_t *sets)
 {
     int iters = size > (64 << 10) ? o->iters / 10 : o->iters;
     iters = iters < 5 ? 5 : iters;
+    int k = elements(coll, size, p);
+    k = o->shapes < k ? o->shapes : k;
     for (int i = 0; i < o->warmup; i++)
-        call(coll, size, p, sets->send[i % sets->n], sets->recv[i % sets->n]);
+        call(coll, size, i % k, p, sets->send[i % sets->n],
+             sets->recv[i % sets->n]);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++)
-        call(coll, size, p, sets->send[i % sets->n], sets->recv[i % sets->n]);
+        call(coll, size, i % k, p, sets->send[i % sets->n],
+             sets->recv[i % sets->n]);
     double us = (MPI_Wtime() - t0) / iters * 1e6, worst = 0;
     MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return worst;
@@ -243,7 +268,7 @@ static long long checked(int coll, size_t size, int p, int me, char *s, char *r)
         for (size_t i = 0; i < sb / sizeof(float); i++)
             ((float *)s)[i] = value(me, i);
     memset(r, 0xee, rb);
-    call(coll, size, p, s, coll == BCAST ? (void *)s : r);
+    call(coll, size, 0, p, s, coll == BCAST ? (void *)s : r);
     long long bad = -1;
     if (coll == ALLGATHER) {
         for (size_t i = 0; bad < 0 && i < rb; i++)
@@ -325,12 +350,13 @@ int main(int argc, char **argv)
         return 2;
     }
     if (me == 0 && o.json)
-        printf("{\"ranks\": %d, \"cold\": %s, \"rows\": [", p,
-               o.cold ? "true" : "false");
+        printf("{\"ranks\": %d, \"cold\": %s, \"shapes\": %d, \"rows\": [", p,
+               o.cold ? "true" : "false", o.shapes);
     else if (me == 0)
-        printf("# %d ranks, %s buffers\n%-15s %10s %12s %s\n", p,
-               o.cold ? "cold (a new set each call)" : "the same", "collective",
-               "bytes", "us", "check");
+        printf("# %d ranks, %s buffers, %d count%s a size\n%-15s %10s %12s "
+               "%s\n",
+               p, o.cold ? "cold (a new set each call)" : "the same", o.shapes,
+               o.shapes > 1 ? "s" : "", "collective", "bytes", "us", "check");
     int failed = 0, rows = 0;
     for (int c = 0; c < NUM_COLLS; c++)
         if (o.colls[c])

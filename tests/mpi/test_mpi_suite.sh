@@ -22,6 +22,10 @@ expect 0 "| reduce_scatter | 64 |" \
     sh "$script" -r 1 -n 2 "$BUILD" -- -e 4K -n 5 -w 2
 expect 0 "allgather: geometric mean" \
     sh "$script" -r 1 -n 3 "$BUILD" -- -b 8 -e 1K -n 5 -w 2 --cold
+# Calls of eight counts a size (--shapes): every one a new shape of call
+# for the library at first, then found again.
+expect 0 "| allreduce | 256 |" \
+    sh "$script" -r 1 -n 2 "$BUILD" -- -b 16 -e 1K -n 40 -w 2 --shapes 8
 # A size a reduction cannot take (under one float a rank) is skipped,
 # not run: reduce-scatter of 8 bytes on 3 ranks has no row.
 expect 0 "reduce_scatter  *16  *[0-9.]* ok" \
@@ -33,6 +37,7 @@ expect 0 '"check": "ok"' \
 # Bad usage.
 expect 2 "bad option or value: -c scan" "$MPIRUN" -np 2 "$prog" -c scan
 expect 2 "bad option or value: -e 0" "$MPIRUN" -np 2 "$prog" -e 0
+expect 2 "bad option or value: --shapes 0" "$MPIRUN" -np 2 "$prog" --shapes 0
 expect 2 "usage: bench/mpi_collectives.sh" sh "$script" -r x "$BUILD"
 expect 2 "no $tmp/bench/mpi-collectives" sh "$script" "$tmp"
 expect_summary
