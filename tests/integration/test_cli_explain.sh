@@ -100,6 +100,22 @@ expect 2 "not a whole number of float32" "$MRC" explain ring:4 \
 expect 2 "unknown algorithm 'fast'" "$MRC" explain ring:4 --collective \
     allreduce --size 1K --algo fast
 
+expect 2 "explain: --completion: unknown completion 'soon' (group local)" \
+    "$MRC" explain ring:4 --collective reduce --size 1K --completion soon
+
+# --completion: direct1's reduce with local completion lists the root's
+# waits alone, explained with the same families.
+expect 0 "program  reduce of 16 float32 (sum), root rank 0, local completion" \
+    "$MRC" compile ring:4 --collective reduce --count 16 --dtype f32 \
+    --algo direct1 --completion local --listing
+cp "$tmp/out" "$tmp/listing"
+expect 0 "wait   flag 0 of node (s) mod N from the root  if rel = 0" \
+    cat "$tmp/listing"
+expect 0 "chosen " "$MRC" explain ring:4 --collective broadcast --size 64 \
+    --transport shm --completion local
+expect 2 "compile: --completion: unknown completion 'soon'" "$MRC" compile \
+    ring:4 --collective reduce --count 16 --dtype f32 --completion soon
+
 # --algo on compile, sim and run.
 expect 0 "7 instructions" "$MRC" compile ring:4 --collective allreduce \
     --count 16 --dtype f32 --algo direct1

@@ -16,7 +16,8 @@ void help_compile(void)
         "                   --collective C --count N --dtype T [--op O] "
         "[--root R]\n"
         "                   [--chunk BYTES] [--algo A] [--hosts H]\n"
-        "                   [--fail-link A-B[:K]]...\n"
+        "                   [--completion group|local] [--fail-link "
+        "A-B[:K]]...\n"
         "                   [--listing | --node K] [-o FILE] [--json]\n"
         "       mrc compile --load FILE [--listing | --node K] [--json]\n"
         "       [--max-memory SIZE]: the memory limit (input files: 1/32)\n"
@@ -45,6 +46,10 @@ void help_compile(void)
         "             apply is refused with the reason (exit 2)\n"
         "--hosts      hier: the group's ranks are on this many hosts, in\n"
         "             equal blocks of consecutive ranks (default 1)\n"
+        "--completion when a rank's reduce or broadcast returns: group\n"
+        "             (default: once every rank has begun it alike) or\n"
+        "             local (once its own part is done, as MPI's: direct1's\n"
+        "             nodes that only send wait on nobody)\n"
         "--groups, --fail-link  node lists such as 0,4+1,5 and failed links\n"
         "             as in 'mrc help rings'\n"
         "--node K     node K's local program instead of the summary: the\n"
@@ -266,9 +271,10 @@ done:
 int cmd_compile(int argc, char **argv)
 {
     const char *cmd = "mrc compile";
-    const char *pos[1], *out = NULL, *node = NULL;
+    const char *pos[1], *out = NULL, *node = NULL, *completion = NULL;
     int listing = 0, npos = 0;
     const cli_opt_t own[] = {{"output", 'o', &out, NULL},
+                             {"completion", 0, &completion, NULL},
                              {"node", 0, &node, NULL},
                              {"listing", 0, NULL, &listing},
                              {0}};
@@ -285,7 +291,7 @@ int cmd_compile(int argc, char **argv)
         static const char *const fixed[] = {
             "strategy", "groups", "replica-size", "collective", "count",
             "dtype",    "op",     "root",         "chunk",      "algo",
-            "hosts",    "output", "fail-link",    NULL};
+            "hosts",    "output", "fail-link",    "completion", NULL};
         if (npos)
             return cli_usage(cmd, "compile", "--load takes no SPEC");
         if ((rc = cli_stage_refuses(cmd, "compile", &o, fixed)) != CLI_OK)
@@ -306,6 +312,9 @@ int cmd_compile(int argc, char **argv)
         st = mrc_op_parse(o.op, &cc.op);
     if (st != MRC_OK)
         return cli_fail(cmd, st);
+    if (completion &&
+        mrc_completion_parse(completion, &cc.completion) != MRC_OK)
+        return cli_usage(cmd, "compile", "--completion: %s", mrc_last_error());
     if ((rc = cli_stage_count(cmd, "compile", &o, &n)) != CLI_OK ||
         (rc = cli_stage_chunk(cmd, "compile", &o, &cb)) != CLI_OK ||
         (rc = cli_stage_replica(cmd, "compile", &o, &rs)) != CLI_OK)

@@ -14,7 +14,8 @@ void help_explain(void)
         "                   [--op O] [--root R] [--strategy S]\n"
         "                   [--groups G | --replica-size R]\n"
         "                   [--transport links|threads|shm|mpi] [--hosts H]\n"
-        "                   [--profile FILE] [--json]\n"
+        "                   [--profile FILE] [--completion group|local]\n"
+        "                   [--json]\n"
         "\n"
         "Compiles the collective in every algorithm family (rings, direct1,\n"
         "direct2, tree, hier), predicts each one's time with the cost model\n"
@@ -35,6 +36,9 @@ void help_explain(void)
         "             transport or links is refused (exit 2)\n"
         "--size       bytes per node (per block for reduce-scatter and\n"
         "             allgather); K/M/G suffixes\n"
+        "--completion the programs of group (default) or local completion\n"
+        "             (as the drop-in MPI library runs them: see 'mrc help\n"
+        "             compile')\n"
         "--json       one JSON object\n");
 }
 
@@ -155,7 +159,7 @@ static mrc_status_t transport_and_profile(const char *transport,
 /* The options of mrc explain, as given. */
 typedef struct explain_args {
     const char *strategy, *groups, *replica, *coll, *size, *dtype, *op, *root,
-        *transport, *algo, *hosts, *profile;
+        *transport, *algo, *hosts, *profile, *completion;
     int json;
 } explain_args_t;
 
@@ -198,6 +202,9 @@ static int read_call(const char *cmd, const explain_args_t *x,
     int rc = cli_hosts(cmd, "explain", x->hosts, 1, &in->cc.hosts);
     if (rc != CLI_OK)
         return rc;
+    if (x->completion &&
+        mrc_completion_parse(x->completion, &in->cc.completion) != MRC_OK)
+        return cli_usage(cmd, "explain", "--completion: %s", mrc_last_error());
     /* ... and the ranks of each host (--hosts) share memory: hier. */
     in->host_memory_ok = in->memory_ok || in->cc.hosts > 1;
     in->cc.count = (size_t)(*bytes / es);
@@ -259,6 +266,7 @@ int cmd_explain(int argc, char **argv)
                               {"algo", 'a', &x.algo, NULL},
                               {"hosts", 0, &x.hosts, NULL},
                               {"profile", 0, &x.profile, NULL},
+                              {"completion", 0, &x.completion, NULL},
                               {"json", 0, NULL, &x.json},
                               {0}};
     int rc = cli_parse(cmd, "explain", argc, argv, opts, pos, 1, 1, &npos);
