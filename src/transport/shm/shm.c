@@ -91,7 +91,7 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % RECORDS];
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % e->records];
     __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
     __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
     /* Nothing of this call came early: a rank takes a peer's pieces of

@@ -140,6 +140,12 @@ struct mrc__shm_endpoint {
      * whose call the next publish compares with the members' (memory.c). */
     int heard;
     uint64_t unconfirmed;
+    /* The records and deep windows in use: 2 each, or (run ahead, set
+     * before the first call) RECORDS and DEEP_WINDOWS. Not always the
+     * most: a job passes through all of them before any is in a cache,
+     * and loops of 20 calls of 8-512 bytes (mrc-bench -n 20 -r 5) timed
+     * 5-30% slower through 64 than through 2. */
+    unsigned records, deep_windows;
 };
 
 static inline double mrc__shm_now(void)
@@ -158,18 +164,21 @@ static inline size_t tokens_bytes(int n)
  *
  * Each rank has, in the segment (peers read it with plain loads):
  * - a ring of RECORDS records, by the call's number modulo RECORDS: what
- *   it published for the call (the first 32 bytes: the call, its flags,
- *   the window's size), then a window of up to DEEP_WINDOW bytes;
+ *   it published for the call (the first 32 bytes of a line: the call,
+ *   its flags, the window's size), and a window of up to 32 bytes after
+ *   it; a ring of DEEP_WINDOWS windows of up to DEEP_WINDOW bytes;
  * - two areas, by the parity of the call's number: a larger window, and
  *   a last line with the addresses and sizes of the buffers it exposes by
  *   reference. A window there holds what the largest group that can be
  *   formed of the job's ranks may expose by copy (mrc__stage_max of its
  *   size); the areas are touched only as used.
- * A record and its window are rewritten RECORDS calls on, once every
- * member has ended the call that used them; an area two calls on. So a
- * rank whose calls wait on nobody (a leaf of a reduce with local
- * completion) runs up to RECORDS - 1 small calls ahead of its peers, as
- * an MPI library's eager messages do, where two would tie it to them.
+ * A record and a deep window are rewritten two calls on, or with run
+ * ahead (mrc__shm_set_run_ahead: local completion) RECORDS and
+ * DEEP_WINDOWS calls on, once every member has ended the call that used
+ * it; an area two calls on. So a rank whose calls wait on nobody (a leaf
+ * of a reduce with local completion) runs up to 63 calls of up to 1 KiB
+ * ahead of its peers, as an MPI library's eager messages do, where two
+ * would tie it to them.
  * A small call's data (up to 32 bytes) is in the line of the record: the
  * owner writes one line a call and a peer that waited for a flag in it
  * has the data too. Each line a peer's core wrote costs a transfer
@@ -198,14 +207,15 @@ enum {
     RECORD_BYTES = 32,
     SMALL_WINDOW = 64 - RECORD_BYTES,
     RECORDS = 64,
-    DEEP_WINDOW = 1024,
-    RECORD_STRIDE = 64 + DEEP_WINDOW
+    DEEP_WINDOWS = 64,
+    DEEP_WINDOW = 1024
 };
 
 static inline size_t windows_bytes(int n)
 {
     return (size_t)n *
-           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * RECORD_STRIDE);
+           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * 64 +
+            (size_t)DEEP_WINDOWS * DEEP_WINDOW);
 }
 
 /* Rank r's area of the parity of call seq: a window past DEEP_WINDOW
@@ -215,11 +225,25 @@ static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
     return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
-/* Rank r's record of call seq: after every rank's areas. */
+/* Rank r's record of call seq: a line, after every rank's areas, in a
+ * ring of RECORDS lines (4 KiB a rank, next to each other, where the
+ * line prefetcher finds the next). */
 static inline char *record_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
     return e->windows + (size_t)e->n * 2 * (e->win_max + AREA_EXTRA) +
-           ((size_t)r * RECORDS + seq % RECORDS) * RECORD_STRIDE;
+           ((size_t)r * RECORDS + seq % e->records) * 64;
+}
+
+/* Rank r's window of call seq for a window of SMALL_WINDOW to
+ * DEEP_WINDOW bytes, after every rank's records, in a ring of
+ * e->deep_windows. */
+static inline char *deep_window_at(const mrc__shm_endpoint_t *e, int r,
+                                   uint64_t seq)
+{
+    return e->windows +
+           (size_t)e->n *
+               (2 * (e->win_max + AREA_EXTRA) + (size_t)RECORDS * 64) +
+           ((size_t)r * DEEP_WINDOWS + seq % e->deep_windows) * DEEP_WINDOW;
 }
 
 /* Where rank r's window of call seq starts, for a window of `bytes`. */
@@ -229,7 +253,7 @@ static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
     if (bytes <= SMALL_WINDOW)
         return record_at(e, r, seq) + RECORD_BYTES;
     if (bytes <= DEEP_WINDOW)
-        return record_at(e, r, seq) + 64;
+        return deep_window_at(e, r, seq);
     return area_at(e, r, seq) + 64;
 }
 
