@@ -231,11 +231,6 @@ void mrc__comm_shared_hosts(shared_t *s, int hosts)
     s->hosts = hosts > 1 ? hosts : 1;
 }
 
-mrc_completion_t mrc__comm_shared_completion(const shared_t *s)
-{
-    return s->completion;
-}
-
 /* MRC_DEBUG=INFO at creation: the topology, the transport and the rings
  * of this rank's group, one line each. */
 static void log_comm(const mrc_comm_t *c)
@@ -484,8 +479,6 @@ static mrc_status_t init_rank(mrc_comm_t **comm, int nranks, int rank,
     st = profile_refused(s, "shm");
     if (st == MRC_OK)
         st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
-    if (st == MRC_OK && s->completion == MRC_COMPLETION_LOCAL)
-        mrc__shm_set_run_ahead(s->shm);
     if (st == MRC_OK)
         st = comm_create(s, rank, mrc__shm_transport(s->shm), timeout, comm);
     shared_release(s);

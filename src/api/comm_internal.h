@@ -26,8 +26,6 @@ void mrc__comm_shared_release(shared_t *s);
 /* The ranks are on `hosts` hosts in equal blocks of consecutive ranks
  * (the hier family's input; 1: one host, or not in such blocks). */
 void mrc__comm_shared_hosts(shared_t *s, int hosts);
-/* The completion its communicators' calls have. */
-mrc_completion_t mrc__comm_shared_completion(const shared_t *s);
 
 /* nranks communicators over threads (as mrc_comm_init_all) that run
  * one given program, a loaded image's: every call must be the call it

@@ -52,7 +52,7 @@ static int hosts_in_blocks(const int *leader_of, int n)
 
 static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
                                mrc__mpi_endpoint_t **out, double timeout,
-                               int run_ahead, int *hosts)
+                               int *hosts)
 {
     *out = NULL;
     *hosts = 1;
@@ -108,8 +108,6 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
             local_of[r] = nlocal > 1 && leader_of[r] == leader ? k++ : -1;
         if (nlocal > 1)
             st = mrc__shm_attach(nlocal, lrank, job, NULL, timeout, &shm);
-        if (st == MRC_OK && shm && run_ahead)
-            mrc__shm_set_run_ahead(shm);
     }
     if (host != MPI_COMM_NULL)
         PMPI_Comm_free(&host);
@@ -164,9 +162,8 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
      * could not make the segment must not leave its peers waiting for it
      * for ever, and then every rank stays with MPI. */
     int hosts = 1;
-    mrc_status_t est = setup_rank(
-        comm, n, rank, &e, isfinite(timeout) ? timeout : 60,
-        s && mrc__comm_shared_completion(s) == MRC_COMPLETION_LOCAL, &hosts);
+    mrc_status_t est =
+        setup_rank(comm, n, rank, &e, isfinite(timeout) ? timeout : 60, &hosts);
     if (st == MRC_OK && est != MRC_OK) {
         st = est;
         snprintf(why, sizeof why, "%s", mrc_last_error());

@@ -227,11 +227,6 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              const char *token, double timeout_s,
                              mrc__shm_endpoint_t **out);
 void mrc__shm_detach(mrc__shm_endpoint_t *e);
-/* Before the first call, on every rank alike: keep the records of the
- * last 64 calls (and their windows of up to 1 KiB), so that a rank
- * whose calls wait on nobody (local completion) runs calls ahead of its
- * peers; otherwise two, which ties each rank to the others. */
-void mrc__shm_set_run_ahead(mrc__shm_endpoint_t *e);
 /* While it waits in its own loops (a failed call waiting for the reads
  * of its buffers in flight), e calls idle(arg) now and then; NULL:
  * nothing. So that the MPI transport can let MPI progress without shm

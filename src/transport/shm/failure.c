@@ -177,11 +177,11 @@ mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
             continue;         /* one, by a wait, a message or agreeing */
         if (nth > e->nth) {
             /* On to its next call: this one's entry was written before,
-             * and is rewritten only e->records calls on. */
+             * and is rewritten only RECORDS calls on. */
             mrc__call_t theirs = {
-                __atomic_load_n(&p->calls[e->seq % e->records].count,
+                __atomic_load_n(&p->calls[e->seq % RECORDS].count,
                                 __ATOMIC_RELAXED),
-                __atomic_load_n(&p->calls[e->seq % e->records].meta,
+                __atomic_load_n(&p->calls[e->seq % RECORDS].meta,
                                 __ATOMIC_RELAXED)};
             /* Still one call on (no call lets a rank end one before every
              * member began it; checked, should one ever). */

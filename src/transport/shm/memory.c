@@ -1,5 +1,5 @@
 /* The shared-memory transport's memory semantics: a call's buffers
- * published, records in a ring and large windows by the call's parity,
+ * published, areas by the call's parity (a deep call's record in a ring),
  * gets from a window or by reference, flags in the record a peer
  * polls. */
 #define _GNU_SOURCE
@@ -31,7 +31,7 @@ enum { WAIT_PREFETCH = 1024 };
  * a broadcast), so that ranks that disagree on a call in which no rank
  * received (each naming another the root of a reduce) fail at the next
  * one. A member that has ended that call is compared (its entry and this
- * rank's are rewritten only e->records calls on, which neither can begin
+ * rank's are rewritten only RECORDS calls on, which neither can begin
  * before this rank ends this call); one that has not will compare this
  * rank's when it waits for it, or at its own next publish. */
 static mrc_status_t compare_last_call(mrc__shm_endpoint_t *e,
@@ -41,7 +41,7 @@ static mrc_status_t compare_last_call(mrc__shm_endpoint_t *e,
     if (e->unconfirmed != seq || seq == 0)
         return MRC_OK;
     e->unconfirmed = 0;
-    const mrc__call_t *o = &post_at(e, e->rank)->calls[(seq - 1) % e->records];
+    const mrc__call_t *o = &post_at(e, e->rank)->calls[(seq - 1) % RECORDS];
     mrc__call_t mine = {o->count, o->meta};
     for (int i = 0; i < x->num_members; i++) {
         int m = x->members[i];
@@ -51,7 +51,7 @@ static mrc_status_t compare_last_call(mrc__shm_endpoint_t *e,
         e->ended[m] = __atomic_load_n(&p->ended, __ATOMIC_ACQUIRE);
         if (e->ended[m] < seq)
             continue;
-        const mrc__call_t *c = &p->calls[(seq - 1) % e->records];
+        const mrc__call_t *c = &p->calls[(seq - 1) % RECORDS];
         mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
                               __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
         if (!mrc__call_same(theirs, mine)) {
@@ -64,10 +64,10 @@ static mrc_status_t compare_last_call(mrc__shm_endpoint_t *e,
 }
 
 /* Whether every member has ended the call that last used what call seq
- * writes, `back` calls back: its record e->records calls back, a window past
- * 32 bytes DEEP_WINDOWS back, one past DEEP_WINDOW or buffers by
- * reference (or clearing the address line of an earlier call) two.
- * MRC_INPROGRESS: not yet. */
+ * writes, `back` calls back: RECORDS for a deep call's record and window
+ * in the rings, two for an area (a window past DEEP_WINDOW, or any of a
+ * call that is not deep; buffers by reference, or clearing the address
+ * line of an earlier call). MRC_INPROGRESS: not yet. */
 static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
                          uint64_t back)
 {
@@ -104,12 +104,10 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
     for (int b = 1; b < MRC__MEM_BUFS; b++)
         any |= b != MRC__MEM_WINDOW && x->buf[b];
     mrc_status_t st = compare_last_call(e, x);
+    int in_area =
+        !e->deep || x->window_bytes > DEEP_WINDOW || any || e->ref_set[seq & 1];
     if (st == MRC_OK)
-        st =
-            gate(e, x,
-                 x->window_bytes > DEEP_WINDOW || any || e->ref_set[seq & 1] ? 2
-                 : x->window_bytes > SMALL_WINDOW ? e->deep_windows
-                                                  : e->records);
+        st = gate(e, x, in_area ? 2 : RECORDS);
     if (st != MRC_OK)
         return st;
     /* The buffers' addresses go to the address line now (read only by
@@ -179,7 +177,7 @@ static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
 
 /* This call's record, with `flags` set and the stamp last: one burst of
  * writes to the line the peers poll. No peer reads the record of call seq
- * - e->records in this place any more: every member has ended that call. */
+ * - 2 in this place any more: every member has ended that call. */
 static void write_record(mrc__shm_endpoint_t *e, uint32_t flags)
 {
     published_t *p = pub_at(e, e->rank, e->seq);

@@ -109,7 +109,7 @@ mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer)
 {
     /* The sender may be calls ahead, with an eager send out: its entry of
      * this call's number is the one to read. */
-    mrc__call_t *c = &post_at(e, peer)->calls[e->seq % e->records];
+    mrc__call_t *c = &post_at(e, peer)->calls[e->seq % RECORDS];
     mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
                           __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
     return mrc__shm_disagree(e, peer, theirs, e->rank, e->call);

@@ -236,9 +236,8 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
      * peer below), not by a job's first 64 small calls: with 10 calls of
      * warm-up, a 4-byte reduce at 2 ranks timed 0.5 us a call over the
      * next 1000, 0.12 once they were in. */
-    memset(record_at(e, e->rank, 0), 0, (size_t)RECORDS * 64);
-    memset(deep_window_at(e, e->rank, 0), 0,
-           (size_t)DEEP_WINDOWS * DEEP_WINDOW);
+    memset(ring_record_at(e, e->rank, 0), 0, (size_t)RECORDS * 64);
+    memset(ring_window_at(e, e->rank, 0), 0, (size_t)RECORDS * DEEP_WINDOW);
     __atomic_add_fetch(&e->hdr->ready, 1, __ATOMIC_ACQ_REL);
     double start = mrc__shm_now();
     while (__atomic_load_n(&e->hdr->ready, __ATOMIC_ACQUIRE) < e->n) {
@@ -260,9 +259,9 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
         e->all_read &= __atomic_load_n(&e->info[r].can_read, __ATOMIC_ACQUIRE);
     for (int r = 0; r < e->n; r++) {
         for (size_t at = 0; at < (size_t)RECORDS * 64; at += 4096)
-            (void)*(volatile const char *)(record_at(e, r, 0) + at);
-        for (size_t at = 0; at < (size_t)DEEP_WINDOWS * DEEP_WINDOW; at += 4096)
-            (void)*(volatile const char *)(deep_window_at(e, r, 0) + at);
+            (void)*(volatile const char *)(ring_record_at(e, r, 0) + at);
+        for (size_t at = 0; at < (size_t)RECORDS * DEEP_WINDOW; at += 4096)
+            (void)*(volatile const char *)(ring_window_at(e, r, 0) + at);
     }
     return MRC_OK;
 }
@@ -339,7 +338,6 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     e->n = nranks;
     e->rank = rank;
-    e->records = e->deep_windows = 2;
     e->slot_bytes = pick_slot_bytes(nranks);
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
     if (token)
@@ -365,12 +363,6 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     }
     *out = e;
     return MRC_OK;
-}
-
-void mrc__shm_set_run_ahead(mrc__shm_endpoint_t *e)
-{
-    e->records = RECORDS;
-    e->deep_windows = DEEP_WINDOWS;
 }
 
 void mrc__shm_detach(mrc__shm_endpoint_t *e)

@@ -88,10 +88,16 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     e->call = *call;
     e->pending = 0;
     e->heard = n > 0; /* a receive compares the sender's call */
+    /* direct1's reduce and broadcast with local completion: a rank may
+     * wait on nobody (its records in the ring: shm_internal.h) */
+    uint64_t family = call->meta >> 24 & 0xff;
+    mrc_collective_t coll = (mrc_collective_t)(call->meta & 0xff);
+    e->deep = family == (0x80 | MRC_ALGO_DIRECT1) &&
+              (coll == MRC_REDUCE || coll == MRC_BROADCAST);
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % e->records];
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % RECORDS];
     __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
     __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
     /* Nothing of this call came early: a rank takes a peer's pieces of

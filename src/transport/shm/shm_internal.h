@@ -20,7 +20,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 8,          /* 8: the records in a ring of RECORDS */
+    SHM_VERSION = 8,          /* 8: a deep call's records in a ring */
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -140,12 +140,9 @@ struct mrc__shm_endpoint {
      * whose call the next publish compares with the members' (memory.c). */
     int heard;
     uint64_t unconfirmed;
-    /* The records and deep windows in use: 2 each, or (run ahead, set
-     * before the first call) RECORDS and DEEP_WINDOWS. Not always the
-     * most: a job passes through all of them before any is in a cache,
-     * and loops of 20 calls of 8-512 bytes (mrc-bench -n 20 -r 5) timed
-     * 5-30% slower through 64 than through 2. */
-    unsigned records, deep_windows;
+    /* This call may leave a rank waiting on nobody (see "Memory
+     * semantics"): its record in the ring. */
+    int deep;
 };
 
 static inline double mrc__shm_now(void)
@@ -162,29 +159,30 @@ static inline size_t tokens_bytes(int n)
 
 /* Memory semantics (publish, get, signal, wait).
  *
- * Each rank has, in the segment (peers read it with plain loads):
- * - a ring of RECORDS records, by the call's number modulo RECORDS: what
- *   it published for the call (the first 32 bytes of a line: the call,
- *   its flags, the window's size), and a window of up to 32 bytes after
- *   it; a ring of DEEP_WINDOWS windows of up to DEEP_WINDOW bytes;
- * - two areas, by the parity of the call's number: a larger window, and
- *   a last line with the addresses and sizes of the buffers it exposes by
- *   reference. A window there holds what the largest group that can be
- *   formed of the job's ranks may expose by copy (mrc__stage_max of its
- *   size); the areas are touched only as used.
- * A record and a deep window are rewritten two calls on, or with run
- * ahead (mrc__shm_set_run_ahead: local completion) RECORDS and
- * DEEP_WINDOWS calls on, once every member has ended the call that used
- * it; an area two calls on. So a rank whose calls wait on nobody (a leaf
- * of a reduce with local completion) runs up to 63 calls of up to 1 KiB
- * ahead of its peers, as an MPI library's eager messages do, where two
- * would tie it to them.
- * A small call's data (up to 32 bytes) is in the line of the record: the
- * owner writes one line a call and a peer that waited for a flag in it
- * has the data too. Each line a peer's core wrote costs a transfer
- * between cores, and a small call's time is mostly those (with the
- * window in the next line an 8-byte allreduce at P = 2 took 0.17-0.24
- * us, 0.12 with the data inline). */
+ * Each rank has two areas, one by the parity of a call's number, in the
+ * segment (peers read them with plain loads): the record of what it
+ * published for the call (its first 32 bytes: the call, its flags, the
+ * window's size), its window of the call right after the record, and a
+ * last line with the addresses and sizes of the buffers it exposes by
+ * reference. A window holds what the largest group that can be formed
+ * of the job's ranks may expose by copy (mrc__stage_max of its size); the
+ * areas are touched only as used. A small call's data (up to 32 bytes)
+ * is thus in the line of the record: the owner writes one line a call
+ * and a peer that waited for a flag in it has the data too. Each line a
+ * peer's core wrote costs a transfer between cores, and a small call's
+ * time is mostly those (with the window in the next line an 8-byte
+ * allreduce at P = 2 took 0.17-0.24 us, 0.12 with the data inline).
+ *
+ * An area is rewritten two calls on, once every member has ended the
+ * call that used it, which ties a rank to its peers. A call in which a
+ * rank may wait on nobody (direct1's reduce and broadcast with local
+ * completion, `deep`) keeps its record instead in a ring of RECORDS
+ * lines, and a window of up to DEEP_WINDOW bytes in a ring of as many,
+ * rewritten RECORDS calls on: a leaf of such reduces runs up to 63 calls
+ * ahead of its root, as an MPI library's eager messages let it (4-256 B
+ * at 4 ranks on 2 cores: 0.3-0.4 us a call against 1.6 through two).
+ * Only those calls: a ring that every call went round is cold at each
+ * turn (loops of 20 small allreduces timed 5-30% slower through 64). */
 static inline size_t window_max(int n)
 {
     size_t m = 0;
@@ -207,43 +205,43 @@ enum {
     RECORD_BYTES = 32,
     SMALL_WINDOW = 64 - RECORD_BYTES,
     RECORDS = 64,
-    DEEP_WINDOWS = 64,
     DEEP_WINDOW = 1024
 };
 
 static inline size_t windows_bytes(int n)
 {
-    return (size_t)n *
-           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * 64 +
-            (size_t)DEEP_WINDOWS * DEEP_WINDOW);
+    return (size_t)n * (2 * (window_max(n) + AREA_EXTRA) +
+                        (size_t)RECORDS * (64 + DEEP_WINDOW));
 }
 
-/* Rank r's area of the parity of call seq: a window past DEEP_WINDOW
- * bytes (from its second line), the address line after it. */
 static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
     return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
-/* Rank r's record of call seq: a line, after every rank's areas, in a
- * ring of RECORDS lines (4 KiB a rank, next to each other, where the
- * line prefetcher finds the next). */
-static inline char *record_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+/* Rank r's line of the ring of records (after every rank's areas; 4 KiB
+ * a rank), and its window of up to DEEP_WINDOW bytes (after every rank's
+ * records), of a deep call seq. */
+static inline char *ring_record_at(const mrc__shm_endpoint_t *e, int r,
+                                   uint64_t seq)
 {
     return e->windows + (size_t)e->n * 2 * (e->win_max + AREA_EXTRA) +
-           ((size_t)r * RECORDS + seq % e->records) * 64;
+           ((size_t)r * RECORDS + seq % RECORDS) * 64;
 }
 
-/* Rank r's window of call seq for a window of SMALL_WINDOW to
- * DEEP_WINDOW bytes, after every rank's records, in a ring of
- * e->deep_windows. */
-static inline char *deep_window_at(const mrc__shm_endpoint_t *e, int r,
+static inline char *ring_window_at(const mrc__shm_endpoint_t *e, int r,
                                    uint64_t seq)
 {
     return e->windows +
            (size_t)e->n *
                (2 * (e->win_max + AREA_EXTRA) + (size_t)RECORDS * 64) +
-           ((size_t)r * DEEP_WINDOWS + seq % e->deep_windows) * DEEP_WINDOW;
+           ((size_t)r * RECORDS + seq % RECORDS) * DEEP_WINDOW;
+}
+
+/* Rank r's record of call seq (the calls of this rank's, e->deep). */
+static inline char *record_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
+{
+    return e->deep ? ring_record_at(e, r, seq) : area_at(e, r, seq);
 }
 
 /* Where rank r's window of call seq starts, for a window of `bytes`. */
@@ -252,14 +250,14 @@ static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
 {
     if (bytes <= SMALL_WINDOW)
         return record_at(e, r, seq) + RECORD_BYTES;
-    if (bytes <= DEEP_WINDOW)
-        return deep_window_at(e, r, seq);
+    if (e->deep && bytes <= DEEP_WINDOW)
+        return ring_window_at(e, r, seq);
     return area_at(e, r, seq) + 64;
 }
 
-/* What a rank published for a call, in its ring of records: the call and its
- * window's size, stamped last, and the flags. The flags are in this line, not
- * in lines of their own, so that a peer that waits and then reads polls one
+/* What a rank published for a call, by its parity or in its ring: the call and
+ * its window's size, stamped last, and the flags. The flags are in this line,
+ * not in lines of their own, so that a peer that waits and then reads polls one
  * line the owner wrote instead of two; a small window follows in the same line
  * for the same reason. */
 typedef struct published {
