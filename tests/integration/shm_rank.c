@@ -32,7 +32,11 @@
  *                               which each rank names the next the root
  *                               (WHAT: roots: at 2 ranks nobody receives);
  *                               every rank must fail, in that call or the
- *                               next
+ *                               next; rootsloop: such reduces, 40 in a row,
+ *                               until one fails (within 17 calls on a
+ *                               rank that began them with its peer: the
+ *                               ranks look at their unheard calls every
+ *                               16), then an allreduce
  *
  * Under MRC_ALGO the sweep's cases that the family does not apply to
  * must fail as such (MRC_ERR_UNSUPPORTED) and are counted as skipped.
@@ -273,6 +277,25 @@ static int mismatch_local(mrc_comm_t *comm, const char *what)
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     size_t count = 16;
     int root = 0;
+    if (strcmp(what, "rootsloop") == 0) {
+        float a[16] = {0}, b[16] = {0};
+        for (int k = 0; k < 40; k++) {
+            mrc_status_t st =
+                mrc_reduce(a, b, 16, MRC_FLOAT32, MRC_SUM, (r + 1) % n, comm);
+            if (st != MRC_OK) {
+                printf("rank %d: failed at call %d: %s: %s\n", r, k,
+                       mrc_status_name(st), mrc_last_error());
+                return st != MRC_ERR_INVALID_ARG;
+            }
+        }
+        /* A rank that ran all of them ahead, before its peer began: the
+         * next call that waits finds the peer's failure. */
+        float x = 1;
+        mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
+        printf("rank %d: 40 calls, then %s: %s\n", r, mrc_status_name(st),
+               st != MRC_OK ? mrc_last_error() : "");
+        return st != MRC_ERR_INVALID_ARG;
+    }
     if (strcmp(what, "count") == 0)
         count += r == n - 1;
     else if (strcmp(what, "roots") == 0)

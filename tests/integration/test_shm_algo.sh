@@ -81,6 +81,20 @@ for case in 3:count 3:roots 2:roots; do
     done
 done
 expect 0 "the call before this one (rank [01])" grep -h "" "$tmp/local"
+# Calls that may wait on nobody, all of them: the ranks look at their
+# unheard calls (and their peers' failures) every 16, so the
+# disagreement is found within 17 calls by a rank that runs them beside
+# its peer; a rank that ran all 40 ahead of it learns at its next call
+# that waits (the allreduce after them).
+expect 0 "" env MRC_TIMEOUT=5 MRC_ALGO=direct1 MRC_COMPLETION=local \
+    "$MRC" launch -n 2 --timeout 60 -- "$RANK" mismatch-local rootsloop
+cp "$tmp/out" "$tmp/loop"
+expect 0 "rank [01]: failed at call \([0-9]\|1[0-7]\): MRC_ERR_INVALID_ARG: .*calls\? before this one (rank [01]): the ranks disagree: rank [01] called reduce of 16 float32 from root [01] (sum) but rank [01] reduce of 16 float32 from root [01] (sum)" \
+    cat "$tmp/loop"
+for r in 0 1; do
+    expect 0 "rank $r: .*MRC_ERR_INVALID_ARG: .*ranks disagree: rank [01] called reduce of 16 float32 from root [01] (sum) but rank [01] reduce of 16 float32" \
+        cat "$tmp/loop"
+done
 
 # Ranks that run different families for one call ($MRC_ALGO on one rank
 # only) disagree, and fail so on every rank, naming the families.

@@ -97,9 +97,12 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq % RECORDS];
-    __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
-    __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
+    uint64_t *mine = post_at(e, e->rank)->calls[seq % RECORDS];
+    __atomic_store_n(&mine[0], 0, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&mine[1], call->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine[2], call->meta, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine[0], seq + 1, __ATOMIC_RELEASE);
     /* Nothing of this call came early: a rank takes a peer's pieces of
      * its own call only (p2p.c, drain), and compares their call there. */
     return MRC_OK;
@@ -111,7 +114,8 @@ static mrc_status_t shm_end(void *ctx)
     if (e->lost == MRC_OK) /* the windows of this call may be reused */
         __atomic_store_n(&post_at(e, e->rank)->ended, e->seq + 1,
                          __ATOMIC_RELEASE);
-    e->unconfirmed = e->heard ? 0 : e->seq + 1;
+    if (!e->heard && !e->unconfirmed)
+        e->unconfirmed = e->seq + 1;
     return e->lost;
 }
 

@@ -136,8 +136,9 @@ struct mrc__shm_endpoint {
     uint8_t ref_set[2];
     /* Whether this call compared its call with a peer's (a flag waited
      * for, a receive, the round of agreement); `unconfirmed`: seq + 1 of
-     * the last call that did not (local completion: a leaf of a reduce),
-     * whose call the next publish compares with the members' (memory.c). */
+     * the first call since the last look that did not (local completion:
+     * a leaf of a reduce), whose calls a later publish compares with the
+     * members' (memory.c). */
     int heard;
     uint64_t unconfirmed;
     /* This call may leave a rank waiting on nobody (see "Memory
@@ -315,9 +316,10 @@ typedef struct rank_post {
     int32_t unused;
     uint64_t revoked; /* atomic: seq + 1 of a call that failed here */
     char pad4[48];
-    mrc__call_t calls[RECORDS]; /* the call, by its number modulo
-                                   RECORDS, written before its first
-                                   message or flag */
+    /* The last RECORDS calls, by number modulo RECORDS, each written at
+     * its begin (before its first message or flag): stamp (seq + 1,
+     * written last; 0 while the entry is rewritten), count, meta. */
+    uint64_t calls[RECORDS][4];
 } rank_post_t;
 
 static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
@@ -325,8 +327,7 @@ static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
     return (rank_post_t *)e->posts + r;
 }
 
-_Static_assert(sizeof(rank_post_t) == 256 + RECORDS * sizeof(mrc__call_t) &&
-                   RECORDS % 4 == 0,
+_Static_assert(sizeof(rank_post_t) == 256 + RECORDS * 32,
                "what peers poll keeps to lines of its own");
 
 static inline size_t channels_at(int n)
@@ -365,6 +366,10 @@ mrc_status_t mrc__shm_peer_failed(mrc__shm_endpoint_t *e, int r);
 void mrc__shm_post_call(mrc__shm_endpoint_t *e, mrc__call_t call);
 /* Whether peer r, in the same call as this rank, called it otherwise. */
 mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r);
+/* Rank r's call number seq from its post into *out: 1, or 0 when r has
+ * not begun it or has gone RECORDS calls past it. */
+int mrc__shm_call_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                     mrc__call_t *out);
 /* While this rank waits on peer r: MRC_OK, or why r never will come. */
 mrc_status_t mrc__shm_waiting_on(mrc__shm_endpoint_t *e, int r);
 /* The transport's agree (transport.h): every peer has begun this call
