@@ -136,6 +136,15 @@ static void reseal(uint8_t *img, size_t len)
         img[24 + i] = (uint8_t)(sum >> (8 * i));
 }
 
+/* The image's header as of `version`, with `len` bytes in all, sealed. */
+static void restamp(uint8_t *img, uint8_t version, size_t len)
+{
+    img[8] = version;
+    for (int i = 0; i < 8; i++)
+        img[16 + i] = (uint8_t)((len - 32) >> (8 * i));
+    reseal(img, len);
+}
+
 static void test_refused_images(void **state)
 {
     (void)state;
@@ -518,20 +527,14 @@ static void test_image_origin(void **state)
     uint8_t *d = img;
     memmove(d + 72, d + 73, len - 73);
     size_t len4 = len - 1;
-    d[8] = 4;
-    for (int i = 0; i < 8; i++)
-        d[16 + i] = (uint8_t)((len4 - 32) >> (8 * i));
-    reseal(d, len4);
+    restamp(d, 4, len4);
     assert_int_equal(mrc__program_load_origin(d, len4, &q, &got), MRC_OK);
     assert_int_equal(q->cfg.completion, MRC_COMPLETION_GROUP);
     assert_int_equal(q->code_len, p->code_len);
     mrc_program_destroy(q);
     /* The same as version 3 (no origin bytes either): still read. */
     size_t len3 = len4 - 20;
-    d[8] = 3;
-    for (int i = 0; i < 8; i++)
-        d[16 + i] = (uint8_t)((len3 - 32) >> (8 * i));
-    reseal(d, len3);
+    restamp(d, 3, len3);
     assert_int_equal(mrc__program_load_origin(d, len3, &q, &got), MRC_OK);
     assert_null(got.topology);
     mrc_program_destroy(q);
