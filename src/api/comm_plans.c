@@ -155,16 +155,19 @@ static mrc_status_t select_program(const mrc_comm_t *c,
         at.cc.count = cls.count;
         mrc_program_t *p = NULL;
         st = mrc__select(&at, MRC_ALGO_AUTO, &sel, &p);
-        if (st != MRC_OK)
+        if (st == MRC_ERR_NO_MEMORY ||
+            (st != MRC_OK && cls.count == key->count))
             return st;
-        remember(s, &cls, sel.chosen);
-        if (cls.count == key->count) {
+        if (st == MRC_OK)
+            remember(s, &cls, sel.chosen);
+        if (st == MRC_OK && cls.count == key->count) {
             *out = p;
             log_choice(c, key, &sel);
             return MRC_OK;
         }
         mrc_program_destroy(p);
-        force = sel.chosen;
+        /* Nothing for the class's vector: this shape's own choice. */
+        force = st == MRC_OK ? sel.chosen : MRC_ALGO_AUTO;
     }
     st = mrc__select(&in, force, &sel, out);
     /* The class's family cannot take this count (direct1 past its
