@@ -161,7 +161,7 @@ mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r)
 int mrc__shm_call_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
                      mrc__call_t *out)
 {
-    const uint64_t *c = post_at(e, r)->calls[seq % RECORDS];
+    const uint64_t *c = post_at(e, r)->log[seq % RECORDS];
     if (__atomic_load_n(&c[0], __ATOMIC_ACQUIRE) != seq + 1)
         return 0;
     out->count = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
@@ -188,10 +188,15 @@ mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
         if (nth > e->nth + 1) /* two calls on: it compared ours in this */
             continue;         /* one, by a wait, a message or agreeing */
         if (nth > e->nth) {
-            /* On to its next call: this one's entry was written before
-             * (gone RECORDS calls on: it compared ours). */
-            mrc__call_t theirs;
-            if (!mrc__shm_call_of(e, r, e->seq, &theirs))
+            /* On to its next call: this one's entry by parity was written
+             * before, and is rewritten only two calls on. */
+            mrc__call_t theirs = {
+                __atomic_load_n(&p->calls[e->seq & 1].count, __ATOMIC_RELAXED),
+                __atomic_load_n(&p->calls[e->seq & 1].meta, __ATOMIC_RELAXED)};
+            /* Still one call on (no call lets a rank end one before every
+             * member began it; checked, should one ever). */
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&p->nth, __ATOMIC_RELAXED) > e->nth + 1)
                 continue;
             if (!mrc__call_same(theirs, e->call))
                 return mrc__shm_disagree(e, r, theirs, e->rank, e->call);

@@ -38,9 +38,11 @@ enum { LOOK_EVERY = 16 };
  * in which no rank received (each naming another the root of a reduce)
  * fail at a later call: the first call that is not such (a reduce or
  * broadcast that may wait on nobody), or LOOK_EVERY such calls on; and a
- * member's failure, found meanwhile, taken on. A member's entry of a call it
- * has not begun, or has gone RECORDS calls past, is not compared: that member
- * compares this rank's, or received from it, or another member did. */
+ * member's failure, found meanwhile, taken on. Only deep calls are in
+ * the logs: an unheard call of a message program (a tree's leaf with
+ * local completion) is not compared here. A member's entry of a call it
+ * has not begun, or has gone RECORDS calls past, is not compared: that
+ * member compares this rank's, or received from it, or another did. */
 static mrc_status_t compare_unheard_calls(mrc__shm_endpoint_t *e,
                                           const mrc__exposure_t *x)
 {

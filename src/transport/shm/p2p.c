@@ -107,15 +107,11 @@ static mrc__xfer_t *posted_recv(mrc__shm_endpoint_t *e, int peer, uint64_t seq,
  * its first message). */
 mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer)
 {
-    /* The sender may be calls ahead, with an eager send out: its entry of
-     * this call's number is the one to read (gone, when it is RECORDS
-     * calls on: the message's own call, hashed, is all there is). */
-    mrc__call_t theirs;
-    if (!mrc__shm_call_of(e, peer, e->seq, &theirs))
-        return mrc__error(MRC_ERR_INVALID_ARG,
-                          "the ranks disagree: rank %d sent a message of "
-                          "call %llu for another call than rank %d's",
-                          peer, (unsigned long long)e->seq, e->rank);
+    /* The sender may be a call ahead, with an eager send out: its call of
+     * the other parity is the one to read. */
+    mrc__call_t *c = &post_at(e, peer)->calls[e->seq & 1];
+    mrc__call_t theirs = {__atomic_load_n(&c->count, __ATOMIC_RELAXED),
+                          __atomic_load_n(&c->meta, __ATOMIC_RELAXED)};
     return mrc__shm_disagree(e, peer, theirs, e->rank, e->call);
 }
 

@@ -97,12 +97,17 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
-    uint64_t *mine = post_at(e, e->rank)->calls[seq % RECORDS];
-    __atomic_store_n(&mine[0], 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&mine[1], call->count, __ATOMIC_RELAXED);
-    __atomic_store_n(&mine[2], call->meta, __ATOMIC_RELAXED);
-    __atomic_store_n(&mine[0], seq + 1, __ATOMIC_RELEASE);
+    mrc__call_t *mine = &post_at(e, e->rank)->calls[seq & 1];
+    __atomic_store_n(&mine->count, call->count, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine->meta, call->meta, __ATOMIC_RELAXED);
+    if (e->deep) { /* in the log too, for a peer's later look */
+        uint64_t *log = post_at(e, e->rank)->log[seq % RECORDS];
+        __atomic_store_n(&log[0], 0, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        __atomic_store_n(&log[1], call->count, __ATOMIC_RELAXED);
+        __atomic_store_n(&log[2], call->meta, __ATOMIC_RELAXED);
+        __atomic_store_n(&log[0], seq + 1, __ATOMIC_RELEASE);
+    }
     /* Nothing of this call came early: a rank takes a peer's pieces of
      * its own call only (p2p.c, drain), and compares their call there. */
     return MRC_OK;
