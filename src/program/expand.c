@@ -369,8 +369,7 @@ static void op_head(const mrc__chain_iter_t *it, const frag_map_t *m,
     op->frags = (uint16_t)at->nfrags; /* hosts <= UINT16_MAX: hier.c */
     op->chunk = it->chunk;
     op->count = at->clen;
-    op->tag = ((uint64_t)it->k << 44) | ((uint64_t)op->step << 24) |
-              (uint64_t)it->chunk;
+    op->tag = mrc__op_tag(it->k, op->step, it->chunk);
     /* A whole-slice op of a split program covers every fragment
      * (the checker of memory programs tracks fragments). */
     if ((in->flags & MRC__INSN_WHOLE) && it->p->addressing != MRC__ADDR_WHOLE &&

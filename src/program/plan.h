@@ -202,7 +202,7 @@ typedef struct mrc__op {
     int32_t step; /* global step: loop iterations over the phases */
     int32_t frag; /* fragment number (0 for whole-slice ops) */
     int32_t chunk;
-    uint64_t tag; /* (stream, step, chunk): unique on its link */
+    uint64_t tag; /* (stream, step, chunk): mrc__op_tag */
     /* Element offsets in the buffers (see mrc__buffer_elems) and count. */
     uint64_t src_off, dst_off, local_off, count;
     /* Routed hops: SEND and RECV talk to the first and last relay of the
@@ -225,6 +225,18 @@ typedef struct mrc__plan {
     mrc__op_t *ops;
     int in_place; /* the executor's alias of send and recv buffers */
 } mrc__plan_t;
+
+/* A message's tag, unique on its link: the stream and the step in 20 bits
+ * each, the chunk in 24. */
+static inline uint64_t mrc__op_tag(int stream, int step, int chunk)
+{
+    return ((uint64_t)stream << 44) | ((uint64_t)step << 24) | (uint64_t)chunk;
+}
+
+static inline int mrc__tag_step(uint64_t tag)
+{
+    return (int)(tag >> 24 & 0xfffff);
+}
 
 /* Lazy expansion, one chain at a time (the checker and the simulator walk
  * programs of many thousands of nodes without holding every operation). */

@@ -36,7 +36,12 @@
  * - a flag (signal/wait) or a barrier within one host takes sync_us;
  * - with more nodes on a host than it has cores, a wait on another node
  *   takes that node's turn for a core more: turn_us for a send/receive
- *   program's message, flag_turn_us for a flag or a barrier.
+ *   program's message, flag_turn_us for a flag or a barrier. In the
+ *   pipelined walk a message's turn is the share (want - cores) /
+ *   (nodes - cores) of turn_us, want the nodes of the host with a
+ *   message in its step: the rings have every node in every step (where
+ *   turn_us is fitted); the tree's inner steps two nodes, which a core
+ *   each runs without a wait.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -258,6 +263,7 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
      * beside a turn; a get is a memory operation's latency. */
     double get = prof->get_us > 0 ? prof->get_us : prof->message_us;
     double message = s->memory ? get : turn;
+    m->turn = s->memory ? 0 : turn * 1e3;
     for (int u = 0; u < nn; u++) {
         m->local_route[u] = memory_route(s, u, 0, 0);
         m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
@@ -277,6 +283,87 @@ void mrc__sim_node_free(mrc__sim_t *s)
 {
     free(s->node.local_route);
     free(s->node.copy_route);
+    free(s->node.crowd);
+}
+
+/* Above this many (host, step, node) marks the crowd is not counted, and
+ * every step takes its whole turn. */
+enum { CROWD_MAX_MARKS = 1 << 24 };
+
+/* The last step of any message of the chains, or -1 (*st on an error). */
+static int last_message_step(const mrc__sim_chain_t *chains, int nchains,
+                             mrc_status_t *st)
+{
+    int last = -1;
+    for (int i = 0; i < nchains; i++) {
+        mrc__sim_chain_t c = chains[i]; /* a copy: the walk's stays put */
+        int rr;
+        while ((rr = mrc__cursor_peek(&c, st)) > 0) {
+            if (c.op.kind == MRC__SEND || c.op.kind == MRC__RECV)
+                last = c.op.step > last ? c.op.step : last;
+            mrc__cursor_take(&c);
+        }
+        if (rr < 0)
+            return -2;
+    }
+    return last;
+}
+
+mrc_status_t mrc__sim_node_crowd(mrc__sim_t *s, const mrc__sim_chain_t *chains,
+                                 int nchains)
+{
+    mrc__sim_node_t *m = &s->node;
+    mrc_status_t st = MRC_OK;
+    /* The symmetric walk's one node stands for every node of its step. */
+    if (!m->prof || m->turn <= 0 || m->crowd || s->sym_self)
+        return MRC_OK;
+    int steps = last_message_step(chains, nchains, &st) + 1;
+    int nn = s->p->num_nodes, nh = (nn + m->per_host - 1) / m->per_host;
+    if (steps < 0)
+        return st;
+    if (steps == 0 || (double)steps * nn > CROWD_MAX_MARKS)
+        return MRC_OK;
+    uint8_t *seen = calloc((size_t)steps * (size_t)nn, 1);
+    m->crowd = calloc((size_t)steps * (size_t)nh, sizeof *m->crowd);
+    if (!seen || !m->crowd) {
+        free(seen);
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    }
+    m->crowd_steps = steps;
+    for (int i = 0; i < nchains; i++) {
+        mrc__sim_chain_t c = chains[i];
+        int u = c.it.node;
+        while (mrc__cursor_peek(&c, &st) > 0) {
+            int k = c.op.step;
+            if ((c.op.kind == MRC__SEND || c.op.kind == MRC__RECV) &&
+                !seen[(size_t)k * nn + u]) {
+                seen[(size_t)k * nn + u] = 1;
+                m->crowd[(size_t)(u / m->per_host) * steps + k]++;
+            }
+            mrc__cursor_take(&c);
+        }
+    }
+    free(seen);
+    return MRC_OK;
+}
+
+double mrc__sim_node_latency(const mrc__sim_t *s, int route, int src, int dst,
+                             uint64_t tag)
+{
+    const mrc__sim_node_t *m = &s->node;
+    double latency = s->routes[route].latency;
+    int k = mrc__tag_step(tag);
+    if (!m->crowd || src < 0 || dst < 0 || k >= m->crowd_steps ||
+        !mrc__sim_same_host(s, src, dst))
+        return latency;
+    /* The turn is fitted where every node of the host has a message in
+     * every step (the rings); a step in which no more nodes want a core
+     * than there are cores takes none. */
+    int nn = s->p->num_nodes, cores = m->prof->cores;
+    int on_host = m->per_host < nn ? m->per_host : nn;
+    int want = m->crowd[(size_t)(src / m->per_host) * m->crowd_steps + k];
+    double share = (double)(want - cores) / (on_host - cores);
+    return latency - m->turn * (1 - fmin(1, fmax(0, share)));
 }
 
 int mrc__sim_same_host(const mrc__sim_t *s, int a, int b)

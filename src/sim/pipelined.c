@@ -262,7 +262,7 @@ static mrc_status_t pipe_init(mrc__sim_pipe_t *pp, mrc__sim_t *s,
     pp->q_free = -1;
     for (int i = 0; i < nchains; i++)
         pp->ready[pp->nready++] = i;
-    return MRC_OK;
+    return mrc__sim_node_crowd(s, chains, nchains);
 }
 
 static void pipe_free(mrc__sim_pipe_t *pp)

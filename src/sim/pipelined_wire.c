@@ -63,7 +63,9 @@ mrc_status_t mrc__sim_pipe_post_work(mrc__sim_pipe_t *pp, int route,
 {
     const mrc__sim_route_t *rt = &pp->s->routes[route];
     if (rt->len == 0 || bytes == 0) {
-        mrc__sim_arrival_t a = {pp->now + rt->latency, src, dst, tag, 0};
+        mrc__sim_arrival_t a = {
+            pp->now + mrc__sim_node_latency(pp->s, route, src, dst, tag), src,
+            dst, tag, 0};
         if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
                       sizeof *pp->heap))
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
@@ -211,8 +213,11 @@ mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)
         }
     }
     (void)dur;
-    mrc__sim_arrival_t arr = {pp->now + rt->latency, pp->meta[f].src,
-                              pp->meta[f].dst, pp->meta[f].tag, 0};
+    const mrc__sim_pmeta_t *mt = &pp->meta[f];
+    mrc__sim_arrival_t arr = {pp->now + mrc__sim_node_latency(pp->s, fl->route,
+                                                              mt->src, mt->dst,
+                                                              mt->tag),
+                              mt->src, mt->dst, mt->tag, 0};
     mrc__sim_pipe_arrival_push(pp, arr);
     int q = pp->s->chan_pool[rt->first];
     pp->act[f] = pp->act[pp->nact - 1];

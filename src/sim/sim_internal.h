@@ -55,6 +55,11 @@ typedef struct mrc__sim_node {
     double slot;               /* a message through a transport's slots */
     double kernel;             /* a copy through the kernel */
     double flag_turn;          /* us: a flag's turn for a core, or 0 */
+    double turn;               /* ns: a message's turn for a core, or 0 */
+    /* [host * crowd_steps + step]: the nodes of the host with a message
+     * in that step (the pipelined walk's turns; NULL: every step full). */
+    uint16_t *crowd;
+    int crowd_steps;
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */
     int32_t *local_route; /* [nodes]: the node's own memory work */
@@ -143,6 +148,16 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst);
  * send's own cost); any other op's, its bytes. */
 double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
                               const mrc__op_t *op, double bytes);
+/* Counts, per host and step, the nodes with a message in it, over the
+ * chains (walked on copies, before the walk takes them): with more nodes
+ * on a host than cores, a message's turn for a core then scales with
+ * the nodes that want one in its step. Nothing without a turn. */
+mrc_status_t mrc__sim_node_crowd(mrc__sim_t *s, const mrc__sim_chain_t *chains,
+                                 int nchains);
+/* The latency of a message over `route` from src to dst with `tag`: the
+ * route's, its turn (if any) scaled by its step's crowd. */
+double mrc__sim_node_latency(const mrc__sim_t *s, int route, int src, int dst,
+                             uint64_t tag);
 /* The node's own work of an op (a reduction of what it received or
  * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,

@@ -659,6 +659,43 @@ static void test_node_turns(void **state)
     drop(&s);
 }
 
+/* The pipelined walk takes a message's turn only in a step where more
+ * nodes have a message than the host has cores (scaled between: (want -
+ * cores) / (nodes - cores) of it). The tree's allreduce on ring:4 has
+ * four such steps in a row, one chunk each: 1 -> 0 and 3 -> 2, 2 -> 0,
+ * then 0 -> 2, then 0 -> 1 and 2 -> 3. Only the first and the last have
+ * four nodes: 2 T more on 2 or 3 cores, none on 4. The rings have every
+ * node in every step: the same whole turns on 2 and 3 cores. */
+static void test_node_turns_by_crowd(void **state)
+{
+    (void)state;
+    const double T = 3;
+    const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:4", NULL, algos[a], MRC_ALLREDUCE, 4096), 0);
+        mrc_profile_t f = profile(4, 20, 1, 1, 8, 0.5, 0);
+        double t[4];
+        for (int i = 0; i < 4; i++) {
+            f.turn_us = i ? T : 0;
+            f.cores = i < 2 ? 2 : i + 1;
+            mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+            t[i] = r->time_us;
+            mrc_sim_result_destroy(r);
+        }
+        if (a == 0) {
+            expect_close(t[1] - t[0], 2 * T, "tree, 2 cores");
+            expect_close(t[2] - t[0], 2 * T, "tree, 3 cores");
+        } else {
+            assert_true(t[1] - t[0] >= 2 * T); /* both streams' six steps */
+            expect_close(t[2], t[1], "rings, 3 cores");
+        }
+        expect_close(t[3], t[0], a ? "rings, 4 cores" : "tree, 4 cores");
+        drop(&s);
+    }
+}
+
 /* A memory program's waits are on flags: flag_turn_us F, not turn_us,
  * is their turn for a core when the nodes outnumber the cores. direct1's
  * allreduce on ring:4, BSP, has a round for each rank s, in which every
@@ -901,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_slots_rendezvous),
         cmocka_unit_test(test_node_turns),
+        cmocka_unit_test(test_node_turns_by_crowd),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
