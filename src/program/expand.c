@@ -164,6 +164,10 @@ static int memory_op(const frag_map_t *m, const mrc__chain_iter_t *it,
 /* The binomial tree's predicates at step t. */
 static int tree_holds(const mrc__insn_t *in, int rel, int n, int t)
 {
+    int fed = mrc__tree_received_before(rel, n, t);
+    if ((in->pred_hi == MRC__TREE_NONE_IN && fed) ||
+        (in->pred_hi == MRC__TREE_SOME_IN && !fed))
+        return 0;
     if (in->pred == MRC__PRED_TREE_CHILD)
         return mrc__tree_child(rel, t);
     if (!mrc__tree_parent(rel, n, t))

@@ -73,12 +73,14 @@ static void pred_text(mrc__strbuf_t *sb, const mrc__insn_t *in)
     case MRC__PRED_ALONE: mrc__sb_puts(sb, "  if N = 1"); break;
     case MRC__PRED_TREE_CHILD:
         mrc__sb_puts(sb, "  if rel mod 2^(t+1) = 2^t");
+        mrc__sb_puts(sb, mrc__listing_tree_before(in));
         break;
     case MRC__PRED_TREE_PARENT:
         mrc__sb_printf(sb, "  if rel mod 2^(t+1) = 0 and rel + 2^t < N%s",
                        in->pred_lo == 1   ? " and rel = 0"
                        : in->pred_lo == 2 ? " and rel > 0"
                                           : "");
+        mrc__sb_puts(sb, mrc__listing_tree_before(in));
         break;
     default: break;
     }

@@ -14,6 +14,10 @@ const char *mrc__listing_buf(int b);
 const char *mrc__listing_op_kind(int kind);
 /* " from node P" (a per-thread buffer: one use per printf). */
 const char *mrc__listing_from_node(int peer);
+/* A tree predicate's qualifier (enum mrc__tree_before): ", first in" for
+ * a node that has received nothing at an earlier step, ", after one in"
+ * for one that has, or "". */
+const char *mrc__listing_tree_before(const mrc__insn_t *in);
 
 /* How an instruction's fragment and peer are written: as expressions
  * (the shared code) or with one node's values (its local program). */

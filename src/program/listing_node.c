@@ -253,12 +253,14 @@ static void local_insn(mrc__strbuf_t *sb, const mrc_program_t *p, int k, int u,
             mrc__sb_printf(sb, "?%d", in->op);
     }
     }
-    if (holds < 0) /* the tree's: rel given, t the loop's step */
+    if (holds < 0) { /* the tree's: rel given, t the loop's step */
         mrc__sb_printf(sb,
                        in->pred == MRC__PRED_TREE_CHILD
                            ? "  if %d mod 2^(t+1) = 2^t"
                            : "  if %d mod 2^(t+1) = 0 and %d + 2^t < %d",
                        v.rel, v.rel, v.n);
+        mrc__sb_puts(sb, mrc__listing_tree_before(in));
+    }
 }
 
 /* Streams of a node shown in full; the rest are counted. */

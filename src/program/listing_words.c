@@ -75,3 +75,10 @@ const char *mrc__listing_from_node(int peer)
     snprintf(buf, sizeof buf, " from node %d", peer);
     return buf;
 }
+
+const char *mrc__listing_tree_before(const mrc__insn_t *in)
+{
+    return in->pred_hi == MRC__TREE_NONE_IN   ? ", first in"
+           : in->pred_hi == MRC__TREE_SOME_IN ? ", after one in"
+                                              : "";
+}

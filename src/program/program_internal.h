@@ -64,6 +64,12 @@ enum mrc__pred {
     MRC__PRED_TREE_PARENT
 };
 
+/* A tree predicate's pred_hi: whether the node has received at an
+ * earlier step of the reduce (mrc__tree_received_before). A child that
+ * has not is a leaf and sends its own input; a parent's first receive
+ * reduces into its input. Any other value: either. */
+enum mrc__tree_before { MRC__TREE_NONE_IN = 1, MRC__TREE_SOME_IN = 2 };
+
 enum mrc__insn_flags {
     MRC__INSN_WHOLE = 1,    /* the whole slice, not a fragment */
     MRC__INSN_REF = 2,      /* EXPOSE by reference, not by copy */

@@ -162,6 +162,14 @@ static inline int mrc__tree_parent(int rel, int n, int t)
     return rel % (step << 1) == 0 && rel + step < n;
 }
 
+/* Whether tree node rel has received at a step before t of the reduce
+ * (t ascending): a parent at t' = 0, the earliest, whenever it is one at
+ * any t' < t, which takes rel even and rel + 1 < n. */
+static inline int mrc__tree_received_before(int rel, int n, int t)
+{
+    return t > 0 && rel % 2 == 0 && rel + 1 < n;
+}
+
 /* The tree peer's position: root + rel + dir 2^t (mod n), dir -1 for a
  * child's parent, 1 for a parent's child. */
 static inline int mrc__tree_peer(int root, int rel, int dir, int t, int n)

@@ -33,43 +33,36 @@
 #include "program_internal.h"
 #include "template.h"
 
-/* (.pred_hi = -1 throughout: REL_IN runs to N - 1, and the other
- * predicates ignore it.) Partial sums in recvbuf at the root, scratch
- * elsewhere. */
+/* Sends and receives of the reduce, by what the node received at an
+ * earlier step (.pred_hi, enum mrc__tree_before): a leaf sends its own
+ * input, a parent's first receive reduces into its input, so that no
+ * node copies its input first (a 64 KiB reduce at P = 2 on shm: the
+ * leaf's copy made its lines the other core's to read through the
+ * kernel). The root sums into recvbuf, the others into scratch. Other
+ * predicates' .pred_hi = -1: REL_IN runs to N - 1, the rest ignore it. */
+enum { FIRST_IN = MRC__TREE_NONE_IN, LATER_IN = MRC__TREE_SOME_IN };
+
+/* A parent's receive (lo: 1 the root, 2 the others; when: its first or
+ * a later one) into acc, reduced with `with`; a child's send of buf. */
+/* clang-format off */
+#define TREE_IN(lo, when, acc, with)                                           \
+    {.op = RECV, .pred = PARENT, .pred_lo = lo, .pred_hi = when,               \
+     .buf_a = acc, .buf_b = acc, .local = with, .flags = W | POW,              \
+     .peer_const = 1}
+#define TREE_OUT(when, buf)                                                    \
+    {.op = SEND, .pred = CHILD, .pred_hi = when, .buf_a = buf, .buf_b = buf,   \
+     .flags = W | POW, .peer_const = -1}
+/* clang-format on */
+
 static const mrc__insn_t tree_reduce[] = {
-    {.op = COPY,
-     .pred = EQ,
-     .pred_hi = -1,
-     .buf_a = SB,
-     .buf_b = RB,
-     .flags = W},
-    {.op = COPY, NOT_ROOT, .buf_a = SB, .buf_b = XB, .flags = W},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = LOOP, .flags = LOG},
-    {.op = RECV,
-     .pred = PARENT,
-     .pred_lo = 1,
-     .pred_hi = -1,
-     .buf_a = RB,
-     .buf_b = RB,
-     .local = RB,
-     .flags = W | POW,
-     .peer_const = 1},
-    {.op = RECV,
-     .pred = PARENT,
-     .pred_lo = 2,
-     .pred_hi = -1,
-     .buf_a = XB,
-     .buf_b = XB,
-     .local = XB,
-     .flags = W | POW,
-     .peer_const = 1},
-    {.op = SEND,
-     .pred = CHILD,
-     .pred_hi = -1,
-     .buf_a = XB,
-     .buf_b = XB,
-     .flags = W | POW,
-     .peer_const = -1},
+    TREE_IN(1, FIRST_IN, RB, SB),
+    TREE_IN(1, LATER_IN, RB, RB),
+    TREE_IN(2, FIRST_IN, XB, SB),
+    TREE_IN(2, LATER_IN, XB, XB),
+    TREE_OUT(FIRST_IN, SB),
+    TREE_OUT(LATER_IN, XB),
     {.op = END},
     {.op = SCALE, .pred = EQ, .pred_hi = -1, .buf_b = RB, .flags = W},
 };
@@ -100,23 +93,12 @@ static const mrc__insn_t tree_broadcast[] = {
 };
 
 static const mrc__insn_t tree_allreduce[] = {
-    {.op = COPY, .pred_hi = -1, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = LOOP, .flags = LOG},
-    {.op = RECV,
-     .pred = PARENT,
-     .pred_hi = -1,
-     .buf_a = RB,
-     .buf_b = RB,
-     .local = RB,
-     .flags = W | POW,
-     .peer_const = 1},
-    {.op = SEND,
-     .pred = CHILD,
-     .pred_hi = -1,
-     .buf_a = RB,
-     .buf_b = RB,
-     .flags = W | POW,
-     .peer_const = -1},
+    TREE_IN(0, FIRST_IN, RB, SB),
+    TREE_IN(0, LATER_IN, RB, RB),
+    TREE_OUT(FIRST_IN, SB),
+    TREE_OUT(LATER_IN, RB),
     {.op = END},
     {.op = SCALE, .pred = EQ, .pred_hi = -1, .buf_b = RB, .flags = W},
     {.op = LOOP, .flags = LOG},
