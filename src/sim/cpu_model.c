@@ -82,7 +82,11 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
 
 int mrc__cpu_tier(uint64_t bytes)
 {
-    static const uint64_t limit[MRC__CPU_TIERS - 1] = {(uint64_t)32 << 10,
+    /* (a vector of 32 KiB is past the first tier: its buffers, window
+     * and peer's lines overflow a core's 48 KiB L1 here, and a
+     * broadcast's window get of 32 KiB at P = 2 took 3.1 us where the
+     * tree's one read took 2.3; the first tier had chosen the get) */
+    static const uint64_t limit[MRC__CPU_TIERS - 1] = {((uint64_t)32 << 10) - 1,
                                                        (uint64_t)4 << 20};
     int t = 0;
     while (t < MRC__CPU_TIERS - 1 && bytes > limit[t])

@@ -64,7 +64,7 @@ typedef struct mrc__cpu_cost {
     double cache_bytes;
 } mrc__cpu_cost_t;
 
-/* The tier of a vector of `bytes`: 0 up to 32 KiB, 1 up to 4 MiB, 2. */
+/* The tier of a vector of `bytes`: 0 below 32 KiB, 1 up to 4 MiB, 2. */
 int mrc__cpu_tier(uint64_t bytes);
 
 const mrc__cpu_cost_t *mrc__cpu_cost(mrc__sim_transport_t x);
