@@ -61,16 +61,14 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * each call (bench/family_sweep.sh, bench/selector_regret.py;
      * docs/families.md). Refitted once the drop-in library's reduce and
      * broadcast completed locally and the tree stopped copying its
-     * input: a search over these constants on 3 rounds at P = 2 and 4,
-     * the same buffers every call and others (docs/families.md). In the
-     * shared cache every family copies and reduces about as much, and
-     * the fit all but drops those terms there: rounds and rendezvous
-     * decide. */
+     * input: a search over these constants on 3 rounds at P = 2 and 4
+     * of the same buffers every call, chosen for the fewest sizes
+     * slower than Open MPI over both patterns (docs/families.md). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.255,
-                                .flag_sync_us = 0.144,
+                                .flag_sync_us = 0.12,
                                 .op_us = 0.05,
-                                .copy_gbps = {60, 120, 4},
-                                .reduce_gbps = {116, 120, 3.7},
+                                .copy_gbps = {51, 15, 4},
+                                .reduce_gbps = {116, 15, 3.7},
                                 .send_copies = 1,
                                 .rdv_bytes = 16 << 10,
                                 .rdv_us = 0.5,
