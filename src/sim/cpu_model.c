@@ -71,7 +71,7 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                 .reduce_gbps = {116, 15, 3.7},
                                 .send_copies = 1,
                                 .rdv_bytes = 16 << 10,
-                                .rdv_us = 0.5,
+                                .rdv_us = 1.0,
                                 .oversub_recv_us = 2,
                                 .oversub_recv_gbps = 8},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,

@@ -58,7 +58,7 @@ typedef struct mrc__sim_node {
     double turn;               /* ns: a message's turn for a core, or 0 */
     /* [host * crowd_steps + step]: the nodes of the host with a message
      * in that step (the pipelined walk's turns; NULL: every step full). */
-    uint16_t *crowd;
+    int32_t *crowd;
     int crowd_steps;
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */
