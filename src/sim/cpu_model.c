@@ -45,25 +45,19 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                     CPU_RATES,
                                     .send_copies = 0},
     /* Shared memory (the figures and their commands: docs/families.md,
-     * "Selection"): a send through the segment goes a slot at a time,
-     * and the receiver's copy out of a slot waits for the sender's copy
-     * into it, so it is counted twice (the rings at P = 2 took 84-92 us
-     * at 512 KiB where direct2 took 44.5); a flag's round is a line
-     * between cores and the executor's straight run, where a message's
-     * is the slots and the chains' loop (8 bytes at P = 2: direct1's
-     * broadcast 0.13-0.15 us, the tree's 0.33-0.41; 0.12, not 0.1, for
-     * the turn from direct1 to direct2 at P = 2, 4-6 KiB as measured on
-     * an AVX-512 Xeon: docs/families.md); from 16 KiB a
-     * message goes by rendezvous, a system call and a handshake. The
-     * rendezvous, the oversubscribed receive and the shared cache's
-     * rates are fitted to every family timed on every collective and
-     * size, at P = 2 and 4 on the same buffers and at P = 2 on others
-     * each call (bench/family_sweep.sh, bench/selector_regret.py;
-     * docs/families.md). Refitted once the drop-in library's reduce and
+     * "Selection" and "Refitted"): a send below 16 KiB copies into the
+     * segment's slots; from 16 KiB a message goes by rendezvous (a system
+     * call and a handshake; the sender copies nothing); a flag's round
+     * is a line between cores and the executor's straight run, where a
+     * message's is the slots and the chains' loop (8 bytes at P = 2:
+     * direct1's broadcast 0.13-0.15 us, the tree's 0.33-0.41). Every
+     * figure here was fitted by a search over them to every family timed
+     * under the drop-in library on every collective and size, 3 rounds
+     * at P = 2 and 4 of the same buffers every call and of others
+     * (bench/family_sweep.sh, bench/selector_regret.py), once reduce and
      * broadcast completed locally and the tree stopped copying its
-     * input: a search over these constants on 3 rounds at P = 2 and 4
-     * of the same buffers every call, chosen for the fewest sizes
-     * slower than Open MPI over both patterns (docs/families.md). */
+     * input: of the sets the search gave, the one leaving the fewest
+     * sizes slower than Open MPI over both patterns. */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.255,
                                 .flag_sync_us = 0.12,
                                 .op_us = 0.05,

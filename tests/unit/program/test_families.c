@@ -570,6 +570,62 @@ static void test_local_completion(void **state)
             }
 }
 
+/* The tree copies no input first: for reduce and allreduce over 1-9
+ * nodes and several roots, no node copies unless it is alone; a node's
+ * first receive reduces with its sendbuf, its later ones with what it
+ * accumulated; a node sends its sendbuf when it has received nothing
+ * before (a leaf) and its accumulation otherwise. The checker proves
+ * each program (compile). */
+static void test_tree_copies_nothing(void **state)
+{
+    (void)state;
+    char spec[32];
+    for (int n = 1; n <= 9; n++)
+        for (int root = 0; root<n; root += n> 3 ? 3 : 1)
+            for (int k = 0; k < 2; k++) {
+                snprintf(spec, sizeof spec, n > 1 ? "ring:%d" : "line:1", n);
+                mrc_topo_t *t = NULL;
+                mrc_embedding_t *e = NULL;
+                mrc_program_t *p = NULL;
+                mrc_embed_config_t ec = {.strategy = "auto"};
+                assert_int_equal(mrc_topo_create(spec, &t), MRC_OK);
+                assert_int_equal(mrc_embed_create(t, &ec, &e), MRC_OK);
+                mrc_compile_config_t cc = {.collective =
+                                               k ? MRC_ALLREDUCE : MRC_REDUCE,
+                                           .count = 11,
+                                           .dtype = MRC_INT32,
+                                           .op = MRC_SUM,
+                                           .root = k ? 0 : root,
+                                           .algo = MRC_ALGO_TREE};
+                assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
+                for (int u = 0; u < n; u++) {
+                    mrc__plan_t pl;
+                    assert_int_equal(mrc__plan_build(p, u, 0, 0, &pl), MRC_OK);
+                    int received = 0, sent = 0, copies = 0;
+                    for (int i = 0; i < pl.num_ops; i++) {
+                        const mrc__op_t *op = &pl.ops[i];
+                        copies += op->kind == MRC__COPY;
+                        if (op->kind == MRC__RECV &&
+                            op->local != MRC__BUF_NONE) {
+                            assert_int_equal(
+                                op->local, received ? op->dst : MRC__BUF_SEND);
+                            received++;
+                        } else if (op->kind == MRC__SEND && !sent) {
+                            /* (the reduce's send; a broadcast's follow) */
+                            assert_int_equal(op->src == MRC__BUF_SEND,
+                                             !received);
+                            sent = 1;
+                        }
+                    }
+                    assert_int_equal(copies, n == 1);
+                    mrc__plan_free(&pl);
+                }
+                mrc_program_destroy(p);
+                mrc_embed_destroy(e);
+                mrc_topo_destroy(t);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +635,7 @@ int main(void)
         cmocka_unit_test(test_listing_and_image),
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_local_completion),
+        cmocka_unit_test(test_tree_copies_nothing),
         cmocka_unit_test(test_exposes_all_but_own),
         cmocka_unit_test(test_others_refused),
         cmocka_unit_test(test_hier_proven),
