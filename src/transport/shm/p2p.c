@@ -161,8 +161,14 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
     return MRC_OK;
 }
 
-/* Takes every full slot addressed to this rank. */
-static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
+/* Takes every full slot addressed to this rank, up to a rendezvous for
+ * a posted receive other than `target`: that read waits for its own
+ * receive's test. Read here, a whole window of them went before the
+ * executor could send on the first: the tree's root at 2 ranks read
+ * every chunk of a 4 MiB allreduce before its leaf read one, and the
+ * call took the reduce's time plus the broadcast's. */
+static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
+                          int *moved)
 {
     for (int p = 0; p < e->n; p++) {
         if (p == e->rank)
@@ -184,6 +190,8 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, int *moved)
             size_t i;
             mrc_status_t st = MRC_OK;
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
+            if (x && s->rdv && x != target)
+                break;
             if (x && s->call != mrc__call_hash(e->call))
                 return mrc__shm_message_differs(e, p);
             if (x && (s->total != x->bytes || s->offset + s->len > x->bytes))
@@ -293,10 +301,10 @@ static void reap_rdvs(mrc__shm_endpoint_t *e, int *moved)
     e->num_rdvs = keep;
 }
 
-static mrc_status_t progress(mrc__shm_endpoint_t *e)
+static mrc_status_t progress(mrc__shm_endpoint_t *e, const mrc__xfer_t *target)
 {
     int moved = 0;
-    mrc_status_t st = drain(e, &moved);
+    mrc_status_t st = drain(e, target, &moved);
     if (st != MRC_OK)
         return st;
     reap_rdvs(e, &moved);
@@ -332,7 +340,7 @@ mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
     /* What came early is taken now. A channel delivers a message's pieces
      * in order, so what came is a prefix; the rest will find the receive
      * posted. */
-    mrc_status_t st = progress(e);
+    mrc_status_t st = progress(e, NULL);
     if (st != MRC_OK)
         return st;
     for (early_t **pp = &e->early; *pp; pp = &(*pp)->next) {
@@ -368,5 +376,5 @@ mrc_status_t mrc__shm_test(void *ctx, mrc__xfer_t *x)
     mrc__shm_endpoint_t *e = ctx;
     if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE))
         return MRC_OK;
-    return progress(e);
+    return progress(e, x);
 }
