@@ -85,6 +85,8 @@ static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
                      __ATOMIC_RELEASE);
     if (st != MRC_OK)
         return st;
+    __atomic_fetch_add(&e->tokens[(size_t)x->peer * TOKENS + TAKE_COUNT], 1,
+                       __ATOMIC_RELEASE);
     __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
     return MRC_OK;
 }
@@ -171,7 +173,7 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
                           int *moved)
 {
     for (int p = 0; p < e->n; p++) {
-        if (p == e->rank)
+        if (p == e->rank || (e->held[p] && e->held[p] != target))
             continue;
         for (;;) {
             char *at = slot_at(e, p, e->rank, e->recv_slot[p]);
@@ -190,8 +192,6 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
             size_t i;
             mrc_status_t st = MRC_OK;
             mrc__xfer_t *x = posted_recv(e, p, s->seq, s->tag, &i);
-            if (x && s->rdv && x != target)
-                break;
             if (x && s->call != mrc__call_hash(e->call))
                 return mrc__shm_message_differs(e, p);
             if (x && (s->total != x->bytes || s->offset + s->len > x->bytes))
@@ -200,6 +200,11 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
                                   "where %zu were expected",
                                   e->rank, (unsigned long long)s->total, p,
                                   x->bytes);
+            if (x && s->rdv && x != target) {
+                e->held[p] = x;
+                break;
+            }
+            e->held[p] = NULL;
             if (x && s->rdv)
                 st = take_rdv(e, x, s->addr, s->token);
             else if (x)
@@ -227,21 +232,48 @@ static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
            __atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE);
 }
 
+static int slot_free(const mrc__shm_endpoint_t *e, int peer)
+{
+    const slot_t *s =
+        (const slot_t *)slot_at(e, e->rank, peer, e->send_slot[peer]);
+    return !__atomic_load_n(&s->full, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a send waits for a slot that is now free. */
+static int fill_may_move(const mrc__shm_endpoint_t *e)
+{
+    for (int p = 0; p < e->n; p++)
+        if (e->sends_to[p] > 0 && slot_free(e, p))
+            return 1;
+    return 0;
+}
+
 /* Puts out what pending sends can: pieces where slots are free, or a
- * rendezvous (then the send is done when its receiver says so). */
+ * rendezvous (then the send is done when its receiver says so). A
+ * channel's next slot full, the sends after to that peer are passed
+ * over (mark: the peer's pending count with its top bit set). */
+#define FULL ((size_t)1 << (sizeof(size_t) * 8 - 1))
 static void fill(mrc__shm_endpoint_t *e, int *moved)
 {
+    if (e->num_sends == 0 || !fill_may_move(e))
+        return;
     size_t keep = 0;
     for (size_t i = 0; i < e->num_sends; i++) {
         mrc__xfer_t *x = e->sends[i];
+        if (e->sends_to[x->peer] & FULL) {
+            e->sends[keep++] = x;
+            continue;
+        }
         const char *buf = (const char *)x->priv[0];
         int rdv = by_rendezvous(e, x);
         while (!x->priv[3] || (!rdv && x->priv[1] < x->bytes)) {
             uint64_t off = x->priv[1];
             char *at = slot_at(e, e->rank, x->peer, e->send_slot[x->peer]);
             slot_t *s = (slot_t *)at;
-            if (__atomic_load_n(&s->full, __ATOMIC_ACQUIRE))
+            if (__atomic_load_n(&s->full, __ATOMIC_ACQUIRE)) {
+                e->sends_to[x->peer] |= FULL;
                 break;
+            }
             if (rdv && e->num_free == 0)
                 break; /* every token in flight: later */
             size_t len = x->bytes - off;
@@ -271,19 +303,31 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
             x->priv[3] = 1;
             *moved = 1;
         }
-        if (x->priv[3] && !rdv && x->priv[1] >= x->bytes)
+        if (x->priv[3] && !rdv && x->priv[1] >= x->bytes) {
+            e->sends_to[x->peer]--;
             __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
-        else if (!x->priv[3] || !rdv)
+        } else if (!x->priv[3] || !rdv)
             e->sends[keep++] = x;
         else if (push((void ***)&e->rdvs, &e->num_rdvs, &e->cap_rdvs, x))
             e->sends[keep++] = x; /* no memory: watched from here */
+        else
+            e->sends_to[x->peer]--;
     }
     e->num_sends = keep;
+    for (int p = 0; p < e->n; p++)
+        e->sends_to[p] &= ~FULL;
 }
+#undef FULL
 
-/* Rendezvous sends whose receivers have read them are done. */
+/* Rendezvous sends whose receivers have read them are done: looked for
+ * only when the count of those taken moved. */
 static void reap_rdvs(mrc__shm_endpoint_t *e, int *moved)
 {
+    int32_t taken = __atomic_load_n(
+        &e->tokens[(size_t)e->rank * TOKENS + TAKE_COUNT], __ATOMIC_ACQUIRE);
+    if (taken == e->reaped)
+        return;
+    e->reaped = taken;
     size_t keep = 0;
     for (size_t i = 0; i < e->num_rdvs; i++) {
         mrc__xfer_t *x = e->rdvs[i];
@@ -325,6 +369,7 @@ mrc_status_t mrc__shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
     x->priv[3] = 0;
     if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
         return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
+    e->sends_to[x->peer]++;
     x->posted = 1;
     int moved = 0;
     fill(e, &moved);

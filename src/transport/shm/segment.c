@@ -228,7 +228,7 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
     e->free_tokens = malloc(TOKENS * sizeof *e->free_tokens);
     if (!e->free_tokens)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    for (int t = 0; t < TOKENS; t++)
+    for (int t = 0; t < TOKENS - 1; t++) /* not TAKE_COUNT */
         e->free_tokens[e->num_free++] = (uint32_t)(TOKENS - 1 - t);
     __atomic_store_n(&e->info[e->rank].can_read, ok && e->bounce != NULL,
                      __ATOMIC_RELEASE);
@@ -351,10 +351,13 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         memcpy(e->token, token, strnlen(token, sizeof e->token));
     e->send_slot = calloc((size_t)nranks, sizeof *e->send_slot);
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
+    e->held = calloc((size_t)nranks, sizeof *e->held);
+    e->sends_to = calloc((size_t)nranks, sizeof *e->sends_to);
     e->ended = calloc((size_t)nranks, sizeof *e->ended);
-    mrc_status_t st = e->send_slot && e->recv_slot && e->ended
-                          ? open_segment(e, timeout_s)
-                          : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st =
+        e->send_slot && e->recv_slot && e->ended && e->held && e->sends_to
+            ? open_segment(e, timeout_s)
+            : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st == MRC_OK) {
         e->info = (rank_info_t *)(e->base + sizeof(header_t));
         e->tokens = (int32_t *)(e->base + HEADER_BYTES);
@@ -395,6 +398,8 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     free(e->ended);
     free(e->free_tokens);
     free(e->bounce);
+    free(e->held);
+    free(e->sends_to);
     free(e->sends);
     free(e->rdvs);
     free(e->recvs);

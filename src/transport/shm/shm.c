@@ -162,6 +162,10 @@ static void shm_cancel(void *ctx, mrc_status_t st)
     e->num_rdvs = 0;
     e->num_sends = 0;
     e->num_recvs = 0;
+    for (int p = 0; p < e->n; p++) {
+        e->held[p] = NULL;
+        e->sends_to[p] = 0;
+    }
 }
 
 int mrc__shm_reads_buffers(void *ctx)
