@@ -41,7 +41,10 @@
  *   (nodes - cores) of turn_us, want the nodes of the host with a
  *   message in its step: the rings have every node in every step (where
  *   turn_us is fitted); the tree's inner steps two nodes, which a core
- *   each runs without a wait.
+ *   each runs without a wait;
+ * - in the pipelined walk, a crowded host's cores are shared by its nodes
+ *   with work in flight (mrc__sim_node_cores): with more busy nodes than
+ *   cores, each runs its channels at cores / busy of their rates.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -270,6 +273,14 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
         if (m->local_route[u] < 0 || m->copy_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
+    if (crowded) {
+        m->busy = calloc((size_t)nh + 1, sizeof *m->busy);
+        m->touched = malloc(((size_t)nn + 1) * sizeof *m->touched);
+        m->scaled = malloc(((size_t)nn + 1) * sizeof *m->scaled);
+        m->mark = calloc((size_t)nn + 1, 1);
+        if (!m->busy || !m->touched || !m->scaled || !m->mark)
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    }
     m->sync_route = mrc__sim_new_route(s);
     if (m->sync_route < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
@@ -284,6 +295,66 @@ void mrc__sim_node_free(mrc__sim_t *s)
     free(s->node.local_route);
     free(s->node.copy_route);
     free(s->node.crowd);
+    free(s->node.busy);
+    free(s->node.touched);
+    free(s->node.scaled);
+    free(s->node.mark);
+}
+
+/* The node whose own channel route r crosses, or -1 (a link's message). */
+static int route_node(const mrc__sim_t *s, int r)
+{
+    const mrc__sim_route_t *rt = &s->routes[r];
+    int first = s->node.first_node_chan, nn = s->p->num_nodes;
+    for (int q = 0; q < rt->len; q++) {
+        int ch = s->chan_pool[rt->first + q];
+        if (ch >= first && ch < first + nn)
+            return ch - first;
+    }
+    return -1;
+}
+
+/* Node u's channels at `share` of their rates. */
+static void scale_node(mrc__sim_t *s, int u, double share)
+{
+    const mrc__sim_node_t *m = &s->node;
+    s->cap[m->first_node_chan + u] = m->copy * share;
+    if (m->first_peer_chan >= 0)
+        s->cap[m->first_peer_chan + u] = m->peer * share;
+}
+
+void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
+{
+    mrc__sim_node_t *m = &s->node;
+    if (!m->busy)
+        return;
+    int nn = s->p->num_nodes, on_host = m->per_host < nn ? m->per_host : nn;
+    int cores = m->prof->cores, ntouched = 0;
+    for (int f = 0; f < nact; f++) {
+        int u = route_node(s, act[f].route);
+        if (u < 0 || m->mark[u])
+            continue;
+        m->mark[u] = 1;
+        m->touched[ntouched++] = u;
+        m->busy[u / m->per_host]++;
+    }
+    for (int i = 0; i < m->nscaled; i++)
+        scale_node(s, m->scaled[i], 1);
+    m->nscaled = 0;
+    for (int i = 0; i < ntouched; i++) {
+        int u = m->touched[i];
+        /* The symmetric walk's one node stands for every node of its
+         * host, all busy when it is. */
+        int busy = s->sym_self ? on_host : m->busy[u / m->per_host];
+        if (busy > cores) {
+            scale_node(s, u, (double)cores / busy);
+            m->scaled[m->nscaled++] = u;
+        }
+    }
+    for (int i = 0; i < ntouched; i++) {
+        m->mark[m->touched[i]] = 0;
+        m->busy[m->touched[i] / m->per_host] = 0;
+    }
 }
 
 /* Above this many (host, step, node) marks the crowd is not counted, and

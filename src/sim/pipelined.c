@@ -298,6 +298,7 @@ static mrc_status_t next_event(mrc__sim_pipe_t *pp, mrc__sim_ws_t *w,
         mrc_status_t st = mrc__sim_reserve_for(pp->s, w, pp->act, pp->nact);
         if (st != MRC_OK)
             return st;
+        mrc__sim_node_cores(pp->s, pp->act, pp->nact);
         mrc__sim_share(pp->s, pp->act, pp->nact, w);
         pp->dirty = 0;
     }

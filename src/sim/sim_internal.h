@@ -60,6 +60,12 @@ typedef struct mrc__sim_node {
      * in that step (the pipelined walk's turns; NULL: every step full). */
     int32_t *crowd;
     int crowd_steps;
+    /* The pipelined walk's share of the cores (mrc__sim_node_cores): a
+     * crowded host's nodes with work in flight, per host; the nodes
+     * marked; the nodes whose channels run scaled. NULL: not crowded. */
+    int32_t *busy, *touched, *scaled;
+    uint8_t *mark;
+    int nscaled;
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */
     int32_t *local_route; /* [nodes]: the node's own memory work */
@@ -158,6 +164,11 @@ mrc_status_t mrc__sim_node_crowd(mrc__sim_t *s, const mrc__sim_chain_t *chains,
  * route's, its turn (if any) scaled by its step's crowd. */
 double mrc__sim_node_latency(const mrc__sim_t *s, int route, int src, int dst,
                              uint64_t tag);
+/* Before the pipelined walk shares its channels: with more nodes on a
+ * host than cores, a core is shared by the nodes that have work in
+ * flight (nact flows act), and each runs its copies at cores / busy of
+ * its rate; a host whose busy nodes have a core each runs them whole. */
+void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact);
 /* The node's own work of an op (a reduction of what it received or
  * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
