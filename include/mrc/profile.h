@@ -98,6 +98,12 @@ typedef struct mrc_profile {
      * from a window in shared memory is a plain copy at the peer rate.
      * Optional; 0: the peer rate. */
     double kernel_gbps;
+    /* When a host runs more nodes than it has cores: the share of a core
+     * a node of the call takes while it waits (spinning, yielding) beside
+     * the nodes at work, 0 to 1. The nodes at work share the cores with
+     * the waiting ones at this weight (docs/simulator.md, "Cores shared
+     * by the nodes at work"). Optional; 0: a waiting node takes none. */
+    double spin_share;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -123,7 +123,8 @@ class Profile(Structure):
                 ("rendezvous_bytes", c_double),
                 ("rendezvous_us", c_double), ("slot_gbps", c_double),
                 ("turn_us", c_double), ("flag_turn_us", c_double),
-                ("get_us", c_double), ("kernel_gbps", c_double)]
+                ("get_us", c_double), ("kernel_gbps", c_double),
+                ("spin_share", c_double)]
 
 
 class SimConfig(Structure):

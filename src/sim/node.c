@@ -43,8 +43,10 @@
  *   turn_us is fitted); the tree's inner steps two nodes, which a core
  *   each runs without a wait;
  * - in the pipelined walk, a crowded host's cores are shared by its nodes
- *   with work in flight (mrc__sim_node_cores): with more busy nodes than
- *   cores, each runs its channels at cores / busy of their rates.
+ *   with work in flight (mrc__sim_node_cores), beside its waiting nodes
+ *   at spin_share of a core each: with want = busy + spin_share x
+ *   (waiting) above the cores, each busy node runs its channels at
+ *   cores / want of their rates.
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -77,6 +79,8 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
         bad = "sync_us";
     else if (f->nodes_per_memory < 0)
         bad = "nodes_per_memory";
+    else if (!(f->spin_share >= 0 && f->spin_share <= 1))
+        bad = "spin_share";
     if (bad)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "the profile's %s is out of range for the "
@@ -346,8 +350,9 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
         /* The symmetric walk's one node stands for every node of its
          * host, all busy when it is. */
         int busy = s->sym_self ? on_host : m->busy[u / m->per_host];
-        if (busy > cores) {
-            scale_node(s, u, (double)cores / busy);
+        double want = busy + m->prof->spin_share * (on_host - busy);
+        if (want > cores) {
+            scale_node(s, u, cores / want);
             m->scaled[m->nscaled++] = u;
         }
     }

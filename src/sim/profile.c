@@ -9,8 +9,8 @@
  *    "peer_gbps_cache": 12, "private_cache_bytes": 1048576,
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
- *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9 (these ten
- *    optional),
+ *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
+ *    "spin_share": 0.5 (these eleven optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -59,6 +59,7 @@ static const char *const top_fields[] = {"format",
                                          "flag_turn_us",
                                          "get_us",
                                          "kernel_gbps",
+                                         "spin_share",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -256,6 +257,7 @@ static const struct number_field {
     {"flag_turn_us", offsetof(mrc_profile_t, flag_turn_us), 1, MAX_US, 1},
     {"get_us", offsetof(mrc_profile_t, get_us), 1, MAX_US, 1},
     {"kernel_gbps", offsetof(mrc_profile_t, kernel_gbps), 1, MAX_GBPS, 1},
+    {"spin_share", offsetof(mrc_profile_t, spin_share), 1, 1, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -417,6 +419,7 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "flag_turn_us", p->flag_turn_us, ",\n");
     put_number(&sb, "get_us", p->get_us, ",\n");
     put_number(&sb, "kernel_gbps", p->kernel_gbps, ",\n");
+    put_number(&sb, "spin_share", p->spin_share, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -139,7 +139,8 @@ enum {
     FIT_CACHE_BYTES = 256 << 10,
     FIT_EDGE_BYTES = 1 << 20,
     FIT_SHARED_BYTES = 4 << 20,
-    FIT_MID_BYTES = 16 << 20
+    FIT_MID_BYTES = 16 << 20,
+    FIT_SPIN_BYTES = 1 << 20
 };
 
 /* The rates in cache: what a node takes from a peer's cache (a rings
@@ -330,6 +331,31 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     return st;
 }
 
+/* With more ranks than cores: the share of a core a waiting rank takes
+ * beside the ranks at work (spin_share), from a call whose steps have
+ * fewer ranks at work than the host has ranks: the tree's allreduce of
+ * FIT_SPIN_BYTES in four chunks, whose inner steps have two. (The rings,
+ * whose rates the fits above take, have every rank at work throughout:
+ * the share does not move them.) On the build machine, 4 ranks on 2
+ * cores: threads near 1 (a waiting thread kept its core as long as one
+ * at work), shm near a half. */
+static mrc_status_t fit_spin(const cal_plan_t *plan, mrc_profile_t *p)
+{
+    cal_probe_t tree = {.count = FIT_SPIN_BYTES / sizeof(float),
+                        .iters = 20,
+                        .reps = 3 * plan->reps,
+                        .algo = MRC_ALGO_TREE};
+    double us = 0;
+    int clamped = 0;
+    cal_tell(plan, 0.98, "collectives");
+    mrc_status_t st =
+        cal_probe_allreduce(plan->transport, plan->ranks, &tree, &us);
+    if (st == MRC_OK)
+        st = fit_family(p, KNOB(spin_share), 1e-3, 1, plan->ranks, &tree, us,
+                        &clamped);
+    return st;
+}
+
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
 {
     mrc_status_t st = cal_measure_host(plan, p);
@@ -395,6 +421,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     }
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
+    if (st == MRC_OK && plan->ranks > p->cores)
+        st = fit_spin(plan, p);
     cal_tell(plan, 1, "done");
     return st;
 }

@@ -702,7 +702,11 @@ static void test_node_turns_by_crowd(void **state)
  * every node busy at once throughout: on 2 cores, twice their time on
  * 4. (A model that gave every node a core predicts the rings alike on
  * both; one that shared the cores among all the host's nodes, busy or
- * not, the tree slower on 2.) */
+ * not, the tree slower on 2.) With spin_share w, the waiting nodes take
+ * w of a core each: a step of b receivers has b + (4 - b) w wanting the
+ * 2 cores. w = 1/2: the first and last steps (b = 2) 3 / 2 S / C each,
+ * the inner ones (b = 1) 5 / 4 S / C: 11 / 2 S / C in all; w = 1: every
+ * step 2 S / C. The rings, every node at work, as before. */
 static void test_node_cores_shared(void **state)
 {
     (void)state;
@@ -720,6 +724,18 @@ static void test_node_cores_shared(void **state)
     r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
     expect_close(r->time_us * 1e3, 4 * S / C, "tree, 2 cores");
     mrc_sim_result_destroy(r);
+    f.spin_share = 0.5;
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+    expect_close(r->time_us * 1e3, 5.5 * S / C, "tree, 2 cores, w 1/2");
+    mrc_sim_result_destroy(r);
+    f.spin_share = 1;
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+    expect_close(r->time_us * 1e3, 2 * 4 * S / C, "tree, 2 cores, w 1");
+    mrc_sim_result_destroy(r);
+    f.cores = 4; /* a core each: no one waits for one */
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+    expect_close(r->time_us * 1e3, 4 * S / C, "tree, 4 cores, w 1");
+    mrc_sim_result_destroy(r);
     drop(&s);
     assert_int_equal(
         make_algo(&s, "ring:4", NULL, MRC_ALGO_RINGS, MRC_ALLREDUCE, count), 0);
@@ -731,6 +747,10 @@ static void test_node_cores_shared(void **state)
         mrc_sim_result_destroy(r);
     }
     expect_close(t[1], 2 * t[0], "rings, 2 cores");
+    f.spin_share = 0;
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+    expect_close(r->time_us, t[1], "rings, 2 cores, w 0");
+    mrc_sim_result_destroy(r);
     drop(&s);
 }
 
