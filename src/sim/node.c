@@ -98,7 +98,8 @@ static double blend(double h, double a, double b)
 
 /* The share of a memory system's working set that its cache holds: the
  * send and receive buffers of every node of the host (a node's buffer is
- * the whole vector for reduce-scatter and allgather). */
+ * the whole vector for reduce-scatter and allgather), and the window a
+ * memory program exposes by copy, a third buffer as large. */
 static double node_set(const mrc__sim_t *s)
 {
     const mrc_program_t *p = s->p;
@@ -106,7 +107,7 @@ static double node_set(const mrc__sim_t *s)
     if (p->cfg.collective == MRC_REDUCE_SCATTER ||
         p->cfg.collective == MRC_ALLGATHER)
         data *= p->num_groups ? p->groups[0].size : 1;
-    return 2 * data;
+    return (mrc__program_uses_window(p) ? 3 : 2) * data;
 }
 
 static double cache_share(const mrc__sim_t *s)

@@ -803,6 +803,37 @@ static void test_flow_over_at_large_times(void **state)
     assert_true(mrc__sim_flow_over(&f, 1.0));
 }
 
+/* A memory program's window by copy is a third buffer of the working
+ * set. direct1's allreduce of S bytes on ring:2 exposes its input by
+ * copy: 2 nodes x 3 S touched; the rings, 2 x 2 S. With a cache of 5 S
+ * and memory slower than the cache, direct1 is past it (and slower than
+ * with a cache of 6 S) where the rings are not (the same with either). */
+static void test_node_window_in_set(void **state)
+{
+    (void)state;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    const mrc_algo_t algos[] = {MRC_ALGO_DIRECT1, MRC_ALGO_RINGS};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        mrc_profile_t f = profile(2, 40, 4, 8, 40, 0.25, 0.1);
+        double t[2];
+        for (int i = 0; i < 2; i++) {
+            f.cache_bytes = (i ? 6 : 5) * S;
+            mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+            t[i] = r->time_us;
+            mrc_sim_result_destroy(r);
+        }
+        if (a == 0)
+            assert_true(t[0] > 1.05 * t[1]);
+        else
+            expect_close(t[0], t[1], "rings, 5 S or 6 S of cache");
+        drop(&s);
+    }
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S in two messages,
@@ -1001,6 +1032,7 @@ int main(void)
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
+        cmocka_unit_test(test_node_window_in_set),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_profile_null),
         cmocka_unit_test(test_node_families),
