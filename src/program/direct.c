@@ -23,8 +23,11 @@
  * Accepts: any group (1 node included), any count, every dtype and op.
  * Exposure by copy (the window) while the window fits in
  * mrc__stage_max(N) bytes, else by reference, which adds a final sync so
- * that no node leaves while a peer reads its buffers. direct1 is by copy
- * only (it is for small messages). direct2 does not apply to
+ * that no node leaves while a peer reads its buffers (direct1's
+ * allgather and reduce-scatter on 2 nodes from a smaller window:
+ * copy_limit).
+ * direct1's allreduce, reduce and broadcast are by copy only (they are
+ * for small messages). direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
  * Every node waits on a flag of every peer, or on one that has (direct2's
  * broadcast: the others on the root, whose scatter waited on all): the
@@ -423,6 +426,33 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
     return mrc__sat_mul_add(blocks, count, 0);
 }
 
+/* The largest window direct1's allgather and reduce-scatter copy their
+ * input through on 2 nodes; past it, by reference. There a peer's
+ * input read once, through the kernel (shm) or straight (threads),
+ * beats a copy into the window that the peer then reads (lines its
+ * writer's core has just written). The drop-in library's suite, 2 ranks
+ * on 2 cores, mrc / Open MPI by copy and by reference from this size,
+ * the same buffers: allgather of 16-256 KiB a rank 1.08, 1.61, 1.07,
+ * 1.10, 1.07 -> 0.76, 0.80, 0.91, 0.94, 0.95; reduce-scatter of 32-256
+ * KiB 0.68-0.26 -> 0.35-0.24. Other buffers each call: allgather of
+ * 64-128 KiB 1.07-1.25 -> 0.96-1.04, of 16-32 KiB 0.54-0.75 -> 0.92-
+ * 0.98 (an 8 KiB block by reference, 0.53-0.58 -> 0.90-1.00: hence
+ * 16 KiB). The form by reference lost for broadcast, reduce and
+ * allreduce, as the selector then chose it over the tree and the rings
+ * (broadcast of 64-256 KiB 0.96-0.98 -> 1.07-1.15, reduce of 512 KiB
+ * 1.10 -> 1.40); and on 4 ranks, where the reference's closing sync (a
+ * node waits for its readers) cost more than the copy: allgather of 64
+ * KiB blocks, 4 ranks on 2 cores, 26 us by copy, 36-40 by reference.
+ * The same for every node of the group, as the form must be. */
+static uint64_t copy_limit(mrc_collective_t c, int n)
+{
+    uint64_t stage = mrc__stage_max(n);
+    uint64_t lim = (uint64_t)16 << 10;
+    if (n != 2 || (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER))
+        return stage;
+    return lim < stage ? lim : stage;
+}
+
 /* The code of a family for a collective and a group of n nodes. */
 static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
                          const family_code_t **out)
@@ -449,7 +479,8 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
     uint64_t window =
         mrc__sat_mul_add(mrc__window_elems(cfg->collective, cfg->count, n),
                          mrc_dtype_size(cfg->dtype), 0);
-    int ref = window > mrc__stage_max(n);
+    int ref = window > mrc__stage_max(n) ||
+              (byc[1].code && window > copy_limit(cfg->collective, n));
     if (!byc[0].code)
         return mrc__error(MRC_ERR_UNSUPPORTED, "%s does not apply to %s%s",
                           mrc_algo_name(cfg->algo),

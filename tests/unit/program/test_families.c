@@ -626,6 +626,45 @@ static void test_tree_copies_nothing(void **state)
             }
 }
 
+/* direct1's allgather and reduce-scatter go by reference past a window
+ * of 16 KiB on 2 nodes, by copy up to mrc__stage_max on more; the other
+ * collectives by copy up to mrc__stage_max on any group. (count: floats
+ * a node, a block for allgather and reduce-scatter: the window is n
+ * blocks.) */
+static void test_copy_limit(void **state)
+{
+    (void)state;
+    const struct {
+        mrc_algo_t a;
+        mrc_collective_t c;
+        const char *spec;
+        size_t count;
+        int ref;
+    } cases[] = {
+        {MRC_ALGO_DIRECT1, MRC_ALLGATHER, "ring:2", 2048, 0}, /* 16 KiB */
+        {MRC_ALGO_DIRECT1, MRC_ALLGATHER, "ring:2", 2049, 1}, /* past it */
+        {MRC_ALGO_DIRECT1, MRC_REDUCE_SCATTER, "ring:2", 2048, 0},
+        {MRC_ALGO_DIRECT1, MRC_REDUCE_SCATTER, "ring:2", 4096, 1},
+        {MRC_ALGO_DIRECT1, MRC_ALLGATHER, "ring:3", 4096, 0}, /* 48 KiB */
+        {MRC_ALGO_DIRECT1, MRC_REDUCE_SCATTER, "ring:4", 8192, 0},
+        {MRC_ALGO_DIRECT2, MRC_ALLREDUCE, "ring:2", 65536, 0}, /* 256 KiB */
+        {MRC_ALGO_DIRECT2, MRC_BROADCAST, "ring:2", 65536, 0},
+        {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 65536, 0},
+        {MRC_ALGO_DIRECT2, MRC_ALLREDUCE, "ring:2", 1 << 20, 1}, /* 4 MiB */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        mrc_program_t *p = NULL;
+        assert_int_equal(compile(cases[i].spec, NULL, cases[i].a, cases[i].c,
+                                 cases[i].count, 0, &p),
+                         MRC_OK);
+        if (mrc__program_exposes_by_ref(p) != cases[i].ref)
+            fail_msg("case %zu: %s by %s", i, mrc_collective_name(cases[i].c),
+                     cases[i].ref ? "copy" : "reference");
+        assert_int_equal(mrc__program_uses_window(p), !cases[i].ref);
+        mrc_program_destroy(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_checker_catches),
         cmocka_unit_test(test_local_completion),
         cmocka_unit_test(test_tree_copies_nothing),
+        cmocka_unit_test(test_copy_limit),
         cmocka_unit_test(test_exposes_all_but_own),
         cmocka_unit_test(test_others_refused),
         cmocka_unit_test(test_hier_proven),
