@@ -54,6 +54,11 @@ static void apply(mrc__xfer_t *x, uint64_t offset, const void *src, size_t len)
 static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
                              uint64_t addr, uint32_t token)
 {
+    if (token == TAKE_COUNT || token >= TOKENS)
+        return mrc__error(MRC_ERR_TRANSPORT,
+                          "rank %d: rank %d named rendezvous token %u, "
+                          "which it cannot hold (1 to %d)",
+                          e->rank, x->peer, token, TOKENS - 1);
     int32_t *flag = &e->tokens[(size_t)x->peer * TOKENS + token];
     int32_t posted = RDV_POSTED;
     if (!__atomic_compare_exchange_n(flag, &posted, RDV_READING, 0,
