@@ -260,11 +260,12 @@ static int fill_may_move(const mrc__shm_endpoint_t *e)
 #define FULL ((size_t)1 << (sizeof(size_t) * 8 - 1))
 static void fill(mrc__shm_endpoint_t *e, int *moved)
 {
-    if (e->num_sends == 0 || !fill_may_move(e))
+    if (e->num_sends == 0 || (!e->unlisted && !fill_may_move(e)))
         return;
     size_t keep = 0;
     for (size_t i = 0; i < e->num_sends; i++) {
         mrc__xfer_t *x = e->sends[i];
+        int was_out = (int)x->priv[3];
         if (e->sends_to[x->peer] & FULL) {
             e->sends[keep++] = x;
             continue;
@@ -313,10 +314,22 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
             __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
         } else if (!x->priv[3] || !rdv)
             e->sends[keep++] = x;
-        else if (push((void ***)&e->rdvs, &e->num_rdvs, &e->cap_rdvs, x))
-            e->sends[keep++] = x; /* no memory: watched from here */
-        else
+        else if (push((void ***)&e->rdvs, &e->num_rdvs, &e->cap_rdvs, x)) {
+            e->sends[keep++] = x; /* no memory: listed later */
+            e->unlisted += !was_out;
+        } else {
             e->sends_to[x->peer]--;
+            if (was_out) {
+                /* Out since an earlier fill: a reap may have counted
+                 * its take before it was listed. Look again. */
+                e->unlisted--;
+                e->reaped =
+                    __atomic_load_n(
+                        &e->tokens[(size_t)e->rank * TOKENS + TAKE_COUNT],
+                        __ATOMIC_ACQUIRE) -
+                    1;
+            }
+        }
     }
     e->num_sends = keep;
     for (int p = 0; p < e->n; p++)

@@ -128,23 +128,31 @@ static mrc_status_t shm_end(void *ctx)
  * fail too, naming the cause), and takes back every rendezvous send no
  * receiver has started to read; one being read is waited for (one copy,
  * or the reader's death). Eager sends are copies: nothing to take back. */
+/* Takes back a rendezvous send no receiver has started to read; waits
+ * for one being read (one copy, or the reader's death). */
+static void take_back(mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
+{
+    int32_t *flag =
+        &e->tokens[(size_t)e->rank * TOKENS + (uint32_t)x->priv[2] - 1];
+    int32_t posted = RDV_POSTED;
+    if (__atomic_compare_exchange_n(flag, &posted, RDV_REVOKED, 0,
+                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return;
+    while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == RDV_READING &&
+           mrc__shm_peer_alive(e, x->peer))
+        sched_yield();
+}
+
 static void shm_cancel(void *ctx, mrc_status_t st)
 {
     mrc__shm_endpoint_t *e = ctx;
     mrc__call_t none = {0, 0};
     mrc__shm_post_failure(e, st, e->rank, -1, none, none);
-    for (size_t i = 0; i < e->num_rdvs; i++) {
-        mrc__xfer_t *x = e->rdvs[i];
-        int32_t *flag =
-            &e->tokens[(size_t)e->rank * TOKENS + (uint32_t)x->priv[2] - 1];
-        int32_t posted = RDV_POSTED;
-        if (__atomic_compare_exchange_n(flag, &posted, RDV_REVOKED, 0,
-                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            continue;
-        while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) == RDV_READING &&
-               mrc__shm_peer_alive(e, x->peer))
-            sched_yield();
-    }
+    for (size_t i = 0; i < e->num_rdvs; i++)
+        take_back(e, e->rdvs[i]);
+    for (size_t i = 0; i < e->num_sends; i++) /* out, not yet listed */
+        if (e->sends[i]->priv[3] && e->sends[i]->priv[2])
+            take_back(e, e->sends[i]);
     /* No get of this rank's buffers starts from now on, and the ones in
      * flight are waited for (or their reader's death). */
     rank_post_t *mine = post_at(e, e->rank);
@@ -162,6 +170,7 @@ static void shm_cancel(void *ctx, mrc_status_t st)
     e->num_rdvs = 0;
     e->num_sends = 0;
     e->num_recvs = 0;
+    e->unlisted = 0;
     for (int p = 0; p < e->n; p++) {
         e->held[p] = NULL;
         e->sends_to[p] = 0;

@@ -20,7 +20,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 8,          /* 8: a deep call's records in a ring */
+    SHM_VERSION = 9,          /* 9: token 0 counts the rendezvous taken */
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -117,7 +117,8 @@ struct mrc__shm_endpoint {
      * 64). */
     mrc__xfer_t **held;
     size_t *sends_to;
-    int32_t reaped; /* the count of rendezvous taken (TAKE_COUNT) reaped */
+    int32_t reaped;  /* the count of rendezvous taken (TAKE_COUNT) reaped */
+    size_t unlisted; /* rendezvous out but kept in sends (no memory) */
     early_t *early;
     unsigned idle;
     unsigned looks; /* waits that found no flag (shm_wait) */
