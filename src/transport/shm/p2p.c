@@ -266,12 +266,12 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
     for (size_t i = 0; i < e->num_sends; i++) {
         mrc__xfer_t *x = e->sends[i];
         int was_out = (int)x->priv[3];
-        if (e->sends_to[x->peer] & FULL) {
-            e->sends[keep++] = x;
+        int rdv = by_rendezvous(e, x);
+        if ((e->sends_to[x->peer] & FULL) && (!was_out || !rdv)) {
+            e->sends[keep++] = x; /* wants a slot: none this time */
             continue;
         }
         const char *buf = (const char *)x->priv[0];
-        int rdv = by_rendezvous(e, x);
         while (!x->priv[3] || (!rdv && x->priv[1] < x->bytes)) {
             uint64_t off = x->priv[1];
             char *at = slot_at(e, e->rank, x->peer, e->send_slot[x->peer]);
