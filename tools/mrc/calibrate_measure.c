@@ -337,8 +337,8 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
  * FIT_SPIN_BYTES in four chunks, whose inner steps have two. (The rings,
  * whose rates the fits above take, have every rank at work throughout:
  * the share does not move them.) On the build machine, 4 ranks on 2
- * cores: threads near 1 (a waiting thread kept its core as long as one
- * at work), shm near a half. */
+ * cores, four calibrations in a row: threads 0.25-0.62, shm 0-0.77 (the
+ * probe's time swings between runs). */
 static mrc_status_t fit_spin(const cal_plan_t *plan, mrc_profile_t *p)
 {
     cal_probe_t tree = {.count = FIT_SPIN_BYTES / sizeof(float),
