@@ -442,7 +442,8 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
  * (broadcast of 64-256 KiB 0.96-0.98 -> 1.07-1.15, reduce of 512 KiB
  * 1.10 -> 1.40); and on 4 ranks, where the reference's closing sync (a
  * node waits for its readers) cost more than the copy: allgather of 64
- * KiB blocks, 4 ranks on 2 cores, 26 us by copy, 36-40 by reference.
+ * KiB blocks, 4 ranks on 2 cores, 26 us by copy, 36-40 by reference (a
+ * build that took the reference past 4-16 KiB on any group).
  * The same for every node of the group, as the form must be. */
 static uint64_t copy_limit(mrc_collective_t c, int n)
 {

@@ -266,8 +266,9 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
     for (size_t i = 0; i < e->num_sends; i++) {
         mrc__xfer_t *x = e->sends[i];
         int was_out = (int)x->priv[3];
-        int rdv = by_rendezvous(e, x);
-        if ((e->sends_to[x->peer] & FULL) && (!was_out || !rdv)) {
+        int full = (e->sends_to[x->peer] & FULL) != 0;
+        int rdv = full && !was_out ? 0 : by_rendezvous(e, x);
+        if (full && (!was_out || !rdv)) {
             e->sends[keep++] = x; /* wants a slot: none this time */
             continue;
         }
