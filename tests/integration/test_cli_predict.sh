@@ -69,10 +69,21 @@ assert fams == {"rings", "direct1", "direct2", "tree"}, fams
 sizes = sorted({r["bytes"] for r in c["rows"]})
 assert sizes == [4096, 16384, 65536, 262144], sizes
 for r in c["rows"]:
-    for k in ("measured_us", "predicted_us", "ratio"):
+    for k in ("measured_us", "fastest_us", "slowest_us", "predicted_us",
+              "ratio"):
         assert math.isfinite(r[k]) and r[k] > 0, r
+    assert r["fastest_us"] <= r["measured_us"] <= r["slowest_us"], r
+    # A row within has a run within; one outside has one within only
+    # when the runs reach past the bound it misses.
+    lo, hi = c["lo"], c["hi"]
+    reach = (r["predicted_us"] / r["slowest_us"] <= hi and
+             r["predicted_us"] / r["fastest_us"] >= lo)
+    assert r["a_run_within"] == (r["within"] or reach), r
+    if runs == 1:
+        assert r["a_run_within"] == r["within"], r
 within = sum(r["within"] for r in c["rows"])
 assert c["within"] == within, c
+assert c["a_run_within"] == sum(r["a_run_within"] for r in c["rows"]), c
 # Ranks outnumbering the cores the profile saw widen the bounds.
 wide = P > c["profile"]["cores"]
 assert (c["lo"], c["hi"]) == ((0.67, 1.5) if wide else (0.8, 1.25)), c
@@ -99,8 +110,11 @@ cp "$tmp/out" "$tmp/shm_table"
 expect 0 "" test -z "$(ls -A "$tmp/t")"
 expect 0 "^# profile: measured just now (shm, 2 ranks on [0-9]* cores)" \
     cat "$tmp/shm_table"
-expect 0 "^tree  *262144 " cat "$tmp/shm_table"
-expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside)" cat "$tmp/shm_table"
+expect 0 "^family  *bytes measured(us)  *spread  *predicted pred/meas" \
+    cat "$tmp/shm_table"
+expect 0 "^tree  *262144  *[0-9.]*  *1\.00 " cat "$tmp/shm_table"
+expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside; \*~: outside, but one of its runs is within: 0)" \
+    cat "$tmp/shm_table"
 # Refused: a profile of another transport or corrupt, --runs out of range
 # or alone, a rank started by hand.
 expect 2 "--transport shm: .*threads.json is a profile of the threads" \

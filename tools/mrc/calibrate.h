@@ -105,9 +105,20 @@ mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
 /* The median of v[0..n) (reorders v). */
 double cal_check_median(double *v, int n);
 
-/* The table: rows counted within [lo, hi]. */
+/* A row's measured side (us): the median of its runs, and the fastest
+ * and slowest of them. */
+typedef struct cal_meas {
+    double median, fastest, slowest;
+} cal_meas_t;
+/* Of the runs' times v[0..n) in seconds (reorders v). */
+cal_meas_t cal_check_meas(double *v, int n);
+
+/* The table: rows counted within [lo, hi], and of the rows outside, those
+ * that one of their own runs would have put within (`reach`): the runs'
+ * spread is as wide as the miss, so the row tells noise, not a model
+ * error. */
 typedef struct cal_table {
-    int json, rows, within;
+    int json, rows, within, reach;
     double lo, hi;
 } cal_table_t;
 /* The bounds for P ranks under the profile (wider when ranks outnumber
@@ -117,8 +128,8 @@ void cal_table_init(cal_table_t *t, const cal_check_t *o,
 /* What was measured: transport, P, profile, host, load, runs. */
 void cal_table_head(const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
-void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes, double us,
-                   double pred);
+void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
+                   cal_meas_t m, double pred);
 void cal_table_end(const cal_table_t *t);
 
 /* Frees the buffers the single-node probes keep between them. */

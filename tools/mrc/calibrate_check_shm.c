@@ -37,7 +37,7 @@ static mrc_status_t allreduce_sync(void *ctx, mrc_status_t st)
  * MRC_ERR_UNSUPPORTED on every rank alike when the family does not take
  * the size (it fails the first call, before any message). */
 static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
-                              const mrc_profile_t *prof, double *us,
+                              const mrc_profile_t *prof, cal_meas_t *us,
                               double *pred)
 {
     double t[CAL_CHECK_MAX_RUNS + 1] = {0};
@@ -63,7 +63,7 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
                           "rank 0 could not predict the "
                           "row of %zu bytes",
                           bytes);
-    *us = cal_check_median(t, o->runs) * 1e6;
+    *us = cal_check_meas(t, o->runs);
     return MRC_OK;
 }
 
@@ -83,7 +83,8 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
     mrc_status_t st = mrc_comm_init_env(&c, &cfg);
     for (size_t b = 4096; st == MRC_OK && b <= cal_check_last_bytes(o->quick);
          b *= 4) {
-        double us = 0, pred = 0;
+        cal_meas_t us = {0, 0, 0};
+        double pred = 0;
         st = time_size(c, o, b, prof, &us, &pred);
         if (st == MRC_ERR_UNSUPPORTED) {
             st = MRC_OK; /* the family does not take this size */
