@@ -6,6 +6,7 @@
  *                                [-n 20] [-w 5] [-c 1] [--json]
  *   mpirun -np 4 mrc-bench [...] [--mpi] [-r 5]
  *   mrc launch -n 2 -- mrc-bench [...] --predict PROFILE
+ *   mrc launch -n 2 -- mrc-bench [...] --mem-alloc
  *
  * Under mpirun the ranks join through mrc_comm_init_mpi, and --mpi also
  * times MPI's own MPI_Allreduce (PMPI_Allreduce, so even under the
@@ -17,6 +18,9 @@
  * simulator's time for the very program each row's calls ran (the
  * communicator's last plan, pipelined, with the profile's node model)
  * and predicted / measured.
+ *
+ * --mem-alloc takes the buffers from mrc_mem_alloc (memory the peers on
+ * the host map and read directly) instead of malloc.
  *
  * Every rank times its own loop; a row reports the slowest rank. The
  * floor: an allreduce of S bytes on P ranks reads every input and writes
@@ -55,6 +59,7 @@ typedef struct args {
     mrc_op_t op;
     int iters, warmup, check, json, mpi, repeats;
     const char *predict; /* --predict PROFILE, or NULL */
+    int shared;          /* --mem-alloc */
 } args_t;
 
 static int usage(const char *msg, const char *v)
@@ -63,19 +68,40 @@ static int usage(const char *msg, const char *v)
     fprintf(stderr,
             "usage: mrc-bench [-b MIN] [-e MAX] [-f FACTOR] "
             "[-d TYPE] [-o OP] [-n ITERS] [-w WARMUP] [-c 0|1] [-r REPEATS] "
-            "[--json] [--mpi] [--predict PROFILE]\n");
+            "[--json] [--mpi] [--predict PROFILE] [--mem-alloc]\n");
     return 2;
+}
+
+/* A row's buffer, from malloc or (--mem-alloc) mrc_mem_alloc. */
+static void *buf_alloc(const args_t *a, size_t bytes)
+{
+    void *p = NULL;
+    if (!a->shared)
+        return malloc(bytes);
+    return mrc_mem_alloc(bytes, &p) == MRC_OK ? p : NULL;
+}
+
+static void buf_free(const args_t *a, void *p)
+{
+    if (a->shared)
+        mrc_mem_free(p);
+    else
+        free(p);
 }
 
 static int parse(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20,
-                  5,       1,        0, 0,           1,       NULL};
+    *a = (args_t){1 << 20, 64 << 20, 4, MRC_FLOAT32, MRC_SUM, 20, 5,
+                  1,       0,        0, 1,           NULL,    0};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         uint64_t x;
         if (strcmp(o, "--json") == 0) {
             a->json = 1;
+            continue;
+        }
+        if (strcmp(o, "--mem-alloc") == 0) {
+            a->shared = 1;
             continue;
         }
         if (strcmp(o, "--mpi") == 0) {
@@ -401,7 +427,8 @@ int main(int argc, char **argv)
         size_t count = (size_t)(bytes / es);
         if (count == 0)
             continue;
-        char *send = malloc(count * es), *recv = malloc(count * es);
+        char *send = buf_alloc(&a, count * es),
+             *recv = buf_alloc(&a, count * es);
         if (!send || !recv) {
             fprintf(stderr,
                     "mrc-bench: rank %d: out of memory for %llu "
@@ -450,8 +477,8 @@ int main(int argc, char **argv)
         }
         double dt = st == MRC_OK ? median(dts, a.repeats) : 0;
         double mpi_dt = st == MRC_OK && a.mpi ? median(mpi_dts, a.repeats) : 0;
-        free(send);
-        free(recv);
+        buf_free(&a, send);
+        buf_free(&a, recv);
         if (st != MRC_OK)
             break;
         double S = (double)count * (double)es, algbw = S / dt;

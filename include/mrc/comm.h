@@ -104,6 +104,17 @@ MRC_EXTERN mrc_status_t mrc_comm_init_env(mrc_comm_t **comm,
  * NULL is a no-op. */
 MRC_EXTERN mrc_status_t mrc_comm_destroy(mrc_comm_t *comm);
 
+/* Memory for buffers that the ranks of a job on one host read directly
+ * (as MPI_Alloc_mem): over shared memory a peer maps it once and reads it
+ * with plain loads, where other memory is read through the kernel (a
+ * copy more for a reduction). Any buffer works with any call; these are
+ * faster. bytes > 0; *ptr is page-aligned, or NULL on failure. Free with
+ * mrc_mem_free (NULL is a no-op; a pointer it did not return is an
+ * error). On Linux only the first 16 regions alive at once are shared;
+ * later ones are ordinary memory to the peers. */
+MRC_EXTERN mrc_status_t mrc_mem_alloc(size_t bytes, void **ptr);
+MRC_EXTERN mrc_status_t mrc_mem_free(void *ptr);
+
 /* Rank within the communicator's group, and the group's size. */
 MRC_EXTERN int mrc_comm_rank(const mrc_comm_t *comm);
 MRC_EXTERN int mrc_comm_size(const mrc_comm_t *comm);

@@ -227,6 +227,10 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
                              const char *token, double timeout_s,
                              mrc__shm_endpoint_t **out);
 void mrc__shm_detach(mrc__shm_endpoint_t *e);
+/* Memory the ranks of a shared-memory job on this host map and read
+ * directly (mrc_mem_alloc, mrc_mem_free; transport/shm/regions.c). */
+mrc_status_t mrc__shm_region_alloc(size_t bytes, void **ptr);
+mrc_status_t mrc__shm_region_free(void *ptr);
 /* While it waits in its own loops (a failed call waiting for the reads
  * of its buffers in flight), e calls idle(arg) now and then; NULL:
  * nothing. So that the MPI transport can let MPI progress without shm

@@ -10,6 +10,8 @@
  *   shm_rank die-small          the same with 2 elements (the one-step path)
  *   shm_rank sweep-odd          the sweep's sums and averages with every
  *                               buffer at an odd address
+ *   shm_rank sweep-shared       the sweep with every buffer from
+ *                               mrc_mem_alloc (the peers map it)
  *   shm_rank die                the last rank kills itself in the middle of
  *                               an allreduce; the others must see the lost
  *                               peer and then a poisoned communicator
@@ -58,6 +60,24 @@
 
 /* 1: buffers start one byte past malloc's (sweep-odd). */
 static size_t odd;
+/* 1: buffers from mrc_mem_alloc (sweep-shared). */
+static int shared;
+
+static char *buf_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (!shared)
+        return malloc(bytes);
+    return mrc_mem_alloc(bytes, &p) == MRC_OK ? p : NULL;
+}
+
+static void buf_free(void *p)
+{
+    if (!shared)
+        free(p);
+    else if (mrc_mem_free(p) != MRC_OK)
+        abort(); /* it returned it: a free that fails is a bug */
+}
 
 /* Cases MRC_ALGO's family does not apply to. */
 static long skipped;
@@ -72,10 +92,10 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     size_t in = c == MRC_REDUCE_SCATTER ? count * (size_t)n : count;
     size_t out = c == MRC_ALLGATHER ? count * (size_t)n : count;
     size_t big = (in > out ? in : out) + 1;
-    char *a = malloc(big * es + odd), *b = malloc(big * es + odd);
+    char *a = buf_alloc(big * es + odd), *b = buf_alloc(big * es + odd);
     if (!a || !b) {
-        free(a);
-        free(b);
+        buf_free(a);
+        buf_free(b);
         return -1;
     }
     memset(a, 0xab, big * es + odd);
@@ -87,8 +107,8 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
     if (st == MRC_ERR_UNSUPPORTED &&
         !mrc__ref_family_applies(c, count, d, op, n)) {
         skipped++;
-        free(a);
-        free(b);
+        buf_free(a);
+        buf_free(b);
         return 0;
     }
     long wrong = st == MRC_OK
@@ -96,8 +116,8 @@ static long one_case(mrc_comm_t *comm, mrc_collective_t c, size_t count,
                      : -1;
     if (st != MRC_OK)
         fprintf(stderr, "rank %d: %s\n", r, mrc_last_error());
-    free(a);
-    free(b);
+    buf_free(a);
+    buf_free(b);
     return wrong;
 }
 
@@ -366,7 +386,7 @@ int main(int argc, char **argv)
     if (argc < 2) {
         fprintf(stderr,
                 "usage: shm_rank sweep [TOPOLOGY [STRATEGY [REPLICA_SIZE]]] | "
-                "quick [...] | sweep-odd | die | "
+                "quick [...] | sweep-odd | sweep-shared | die | "
                 "die-small | mismatch WHAT | mismatch-local WHAT\n");
         return 2;
     }
@@ -386,6 +406,7 @@ int main(int argc, char **argv)
         return 1;
     }
     odd = strcmp(argv[1], "sweep-odd") == 0;
+    shared = strcmp(argv[1], "sweep-shared") == 0;
     int rc = strcmp(argv[1], "mismatch-local") == 0
                  ? mismatch_local(comm, argc > 2 ? argv[2] : "")
              : mis ? mismatch(comm, argc > 2 ? argv[2] : "")

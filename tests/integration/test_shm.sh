@@ -38,6 +38,26 @@ expect 0 "rank 2 of 3: runahead MRC_OK, [0-9]* ms, the fastest rank [0-9]* ms, t
 # misaligned address (the sanitizer build).
 expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
     "$MRC" launch -n 3 --timeout 120 -- "$RANK" sweep-odd
+# Buffers from mrc_mem_alloc: the peers map them and read them with plain
+# loads (each case's buffers are new regions, so mappings of freed ones
+# are dropped and slots taken again); through the program's path too, and
+# through the kernel with MRC_NO_MAP. The same results.
+for n in 2 3 4; do
+    expect 0 "rank 1: maps rank 0's shared region [0-9]* ([0-9]* bytes)" \
+        env MRC_DEBUG=TRACE "$MRC" launch -n $n --timeout 120 -- "$RANK" \
+        sweep-shared
+    cp "$tmp/out" "$tmp/shared"
+    expect 0 "rank 0 of $n: [0-9]* cases, 0 wrong elements, 0 failed" \
+        cat "$tmp/shared"
+done
+expect 0 "rank 0 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
+    env MRC_NO_DIRECT=1 "$MRC" launch -n 3 --timeout 120 -- "$RANK" \
+    sweep-shared
+expect 0 "rank 2 of 3: [0-9]* cases, 0 wrong elements, 0 failed" \
+    env MRC_NO_MAP=1 MRC_DEBUG=TRACE "$MRC" launch -n 3 --timeout 120 -- \
+    "$RANK" sweep-shared
+cp "$tmp/out" "$tmp/shared"
+expect 1 "" grep -q "maps rank" "$tmp/shared"
 # Allreduces of the whole job skip the program (one step, two steps through
 # the segment, or reading the peers' buffers); the program's path for them
 # too (MRC_NO_DIRECT).

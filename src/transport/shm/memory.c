@@ -174,12 +174,15 @@ static mrc_status_t read_pinned(mrc__shm_endpoint_t *e, int r, uint64_t addr,
     rank_post_t *rp = post_at(e, r);
     __atomic_add_fetch(&rp->readers, 1, __ATOMIC_ACQ_REL);
     mrc_status_t st = MRC_OK;
+    const char *view = NULL;
     if (__atomic_load_n(&rp->revoked, __ATOMIC_ACQUIRE) == e->seq + 1) {
         st = mrc__shm_peer_failed(e, r);
         if (st == MRC_OK)
             st =
                 mrc__error(MRC_ERR_TRANSPORT,
                            "rank %d: rank %d withdrew its buffers", e->rank, r);
+    } else if ((view = mrc__shm_peer_view(e, r, addr, x->bytes))) {
+        take(x, view, 0, x->bytes); /* a shared region: no kernel copy */
     } else if (!x->local) {
         st = mrc__shm_read_peer(e, r, x->dst, addr, x->bytes);
     } else {

@@ -72,7 +72,10 @@ static mrc_status_t take_rdv(mrc__shm_endpoint_t *e, mrc__xfer_t *x,
                                          e->rank, x->peer);
     }
     mrc_status_t st = MRC_OK;
-    if (!x->local) {
+    const char *view = mrc__shm_peer_view(e, x->peer, addr, x->bytes);
+    if (view) { /* a shared region: one pass, no kernel copy */
+        apply(x, 0, view, x->bytes);
+    } else if (!x->local) {
         st = mrc__shm_read_peer(e, x->peer, x->dst, addr, x->bytes);
         x->priv[1] = x->bytes;
     } else {

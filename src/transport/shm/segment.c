@@ -25,7 +25,8 @@ static void set_layout(mrc__shm_endpoint_t *e)
     e->win_max = window_max(e->n);
     e->windows = e->base + HEADER_BYTES + tokens_bytes(e->n);
     e->posts = e->windows + windows_bytes(e->n);
-    e->channels = e->posts + n * sizeof(rank_post_t);
+    e->regions = e->posts + n * sizeof(rank_post_t);
+    e->channels = e->regions + n * sizeof(region_table_t);
     assert(e->channels == e->base + channels_at(e->n));
 }
 
@@ -367,6 +368,8 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
         st = meet_ranks(e, timeout_s);
     if (st == MRC_OK)
         st = probe_peers(e, timeout_s);
+    if (st == MRC_OK)
+        st = mrc__shm_views_init(e);
     if (st != MRC_OK) {
         mrc__shm_detach(e);
         return st;
@@ -393,6 +396,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
         free(x->data);
         free(x);
     }
+    mrc__shm_views_free(e);
     free(e->send_slot);
     free(e->recv_slot);
     free(e->ended);

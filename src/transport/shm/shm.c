@@ -84,6 +84,9 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc__shm_endpoint_t *e = ctx;
     if (e->lost != MRC_OK)
         return e->lost;
+    /* Before any address of this call goes out (regions.c). */
+    mrc__shm_regions_publish(e);
+    mrc__shm_regions_look(e);
     e->seq = seq;
     e->call = *call;
     e->pending = 0;

@@ -6,6 +6,7 @@
  *   failure.c  peers lost, calls failed, ranks that disagree
  *   p2p.c      messages: the channels, eager and rendezvous
  *   memory.c   memory semantics: publish, get, signal, wait
+ *   regions.c  shared regions (mrc_mem_alloc): published, mapped by peers
  */
 #ifndef MRC_SHM_INTERNAL_H
 #define MRC_SHM_INTERNAL_H
@@ -20,7 +21,7 @@
 
 enum {
     SHM_MAGIC = 0x6d72637368, /* "mrcsh" */
-    SHM_VERSION = 9,          /* 9: token 0 counts the rendezvous taken */
+    SHM_VERSION = 10,         /* 10: each rank's table of shared regions */
     TOKEN_BYTES = 32,
     HEADER_BYTES = 1 << 16,
     SLOT_HEADER = 64,
@@ -55,6 +56,29 @@ typedef struct rank_info {
     int32_t can_read;
     uint64_t probe;
 } rank_info_t;
+
+/* Shared regions (regions.c): a rank's table of the regions it allocated
+ * with mrc_mem_alloc, in the segment, which peers read to map them. */
+enum { REGIONS = 16 };
+
+typedef struct region_slot {
+    uint64_t id;        /* atomic: 0 free, else never reused */
+    uint64_t base, len; /* in the owner's memory */
+    int32_t fd, pad;    /* the owner's descriptor of the region's file */
+} region_slot_t;
+
+typedef struct region_table {
+    uint64_t gen; /* atomic: bumped whenever a slot changed */
+    uint64_t pad[7];
+    region_slot_t slot[REGIONS];
+} region_table_t;
+
+/* A peer's region mapped here for reading. */
+typedef struct region_view {
+    uint64_t id, base;
+    size_t len;
+    char *ptr;
+} region_view_t;
 
 typedef struct slot {
     int32_t full; /* atomic: 0 empty (sender's), 1 full (receiver's) */
@@ -158,6 +182,16 @@ struct mrc__shm_endpoint {
     /* This call may leave a rank waiting on nobody (see "Memory
      * semantics"): its record in the ring. */
     int deep;
+    /* Shared regions: this rank's table as last copied into the segment
+     * (the process's generation), and its views of the peers' regions
+     * ([n][REGIONS]), each peer's table generation as last looked at, and
+     * the peers whose regions cannot be mapped (read through the kernel). */
+    uint64_t regions_gen;
+    char *regions;
+    region_view_t *views;
+    uint64_t *views_gen;
+    char *no_views;
+    int viewed;
 };
 
 static inline double mrc__shm_now(void)
@@ -351,8 +385,29 @@ _Static_assert(sizeof(rank_post_t) == 256 + RECORDS * 32,
 static inline size_t channels_at(int n)
 {
     return HEADER_BYTES + tokens_bytes(n) + windows_bytes(n) +
-           (size_t)n * sizeof(rank_post_t);
+           (size_t)n * (sizeof(rank_post_t) + sizeof(region_table_t));
 }
+
+static inline region_table_t *region_table_at(const mrc__shm_endpoint_t *e,
+                                              int r)
+{
+    return (region_table_t *)e->regions + r;
+}
+
+/* ---- regions.c ---------------------------------------------------------- */
+
+/* Copies the process's regions into this rank's table when they changed
+ * (at the start of a call, before any address of it goes out). */
+void mrc__shm_regions_publish(mrc__shm_endpoint_t *e);
+/* Drops the views of regions their owners freed (a call's start). */
+void mrc__shm_regions_look(mrc__shm_endpoint_t *e);
+/* Where [addr, addr + bytes) of peer p's memory is mapped here, when it
+ * lies in one of p's regions and p's regions can be mapped; else NULL
+ * (read it through the kernel). */
+const char *mrc__shm_peer_view(mrc__shm_endpoint_t *e, int p, uint64_t addr,
+                               size_t bytes);
+mrc_status_t mrc__shm_views_init(mrc__shm_endpoint_t *e);
+void mrc__shm_views_free(mrc__shm_endpoint_t *e);
 
 static inline char *slot_at(const mrc__shm_endpoint_t *e, int from, int to,
                             unsigned k)
