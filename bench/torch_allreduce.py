@@ -11,7 +11,7 @@ gloo's. The result of one call per size and backend is checked (#wrong).
 
     PYTHONPATH=build/python python3 bench/torch_allreduce.py -n 2
     PYTHONPATH=build/python python3 bench/torch_allreduce.py -n 4 \\
-        -b 1M -e 64M -f 4
+        -b 1M -e 64M -f 4 [--shared-memory]
 
 A benchmark, not a test: nothing here passes or fails on a time.
 """
@@ -58,6 +58,10 @@ def parse_args(argv):
                    help="calls per round: this over the size, 2 to 100 "
                         "(default 128M)")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--shared-memory", action="store_true",
+                   help="tensors of 1 MiB or more from mrc's shared memory "
+                        "(mrc.torch.use_shared_memory; both backends run "
+                        "on the same tensors)")
     a = p.parse_args(argv)
     if a.nprocs < 2:
         p.error("-n must be at least 2")
@@ -101,6 +105,8 @@ def rank_main(rank, a, store_path):
     import mrc.torch  # noqa: F401  (registers the backend)
 
     torch.set_num_threads(1)  # the ranks share the host's cores
+    if a.shared_memory:
+        mrc.torch.use_shared_memory()
     timeout = datetime.timedelta(seconds=a.timeout)
     dist.init_process_group("gloo", init_method="file://" + store_path,
                             rank=rank, world_size=a.nprocs, timeout=timeout)
@@ -109,7 +115,9 @@ def rank_main(rank, a, store_path):
     p = a.nprocs
     if rank == 0:
         print("# torch %s, dist.all_reduce float32 sum, %d processes, "
-              "medians of %d rounds" % (torch.__version__, p, a.rounds))
+              "medians of %d rounds%s" % (torch.__version__, p, a.rounds,
+                                          ", tensors in shared memory"
+                                          if a.shared_memory else ""))
         print("#%46s   %-30s   %-30s" % ("", "mrc", "gloo"))
         cols = "%8s %8s %6s" % ("time", "algbw", "busbw")
         print("#%12s %12s %6s %6s   %s %6s   %s %6s   %7s"

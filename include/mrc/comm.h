@@ -110,8 +110,8 @@ MRC_EXTERN mrc_status_t mrc_comm_destroy(mrc_comm_t *comm);
  * copy more for a reduction). Any buffer works with any call; these are
  * faster. bytes > 0; *ptr is page-aligned, or NULL on failure. Free with
  * mrc_mem_free (NULL is a no-op; a pointer it did not return is an
- * error). On Linux only the first 16 regions alive at once are shared;
- * later ones are ordinary memory to the peers. */
+ * error). On Linux only 64 regions alive at once are shared (the
+ * first ones); later ones are ordinary memory to the peers. */
 MRC_EXTERN mrc_status_t mrc_mem_alloc(size_t bytes, void **ptr);
 MRC_EXTERN mrc_status_t mrc_mem_free(void *ptr);
 

@@ -65,6 +65,20 @@ def test_every_collective_dtype_and_op(n):
     assert problems == []
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_shared_memory_tensors(n):
+    got = run_ranks(torch_workers.shared_memory, n)
+    assert sorted(got) == list(range(n))
+    problems = [p for r in range(n) for p in got[r][0]]
+    assert problems == []
+
+
+def test_shared_memory_bad_size():
+    import mrc.torch
+    with pytest.raises(ValueError, match="min_bytes is -1, not a size"):
+        mrc.torch.use_shared_memory(min_bytes=-1)
+
+
 def test_refusals_name_what():
     n = 2
     got = run_ranks(torch_workers.refusals, n)

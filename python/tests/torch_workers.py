@@ -187,6 +187,68 @@ def sweep(rank, n, path, queue):
     queue.put((rank, bad))
 
 
+def shared_memory(rank, n, path, queue):
+    """Tensors from mrc.torch.use_shared_memory (the peers map them): every
+    collective past the rendezvous size, against reduce_ref; the tensors
+    made after it are in shared memory, those before and the small ones
+    not, and it can be turned off again."""
+    bad = []
+    try:
+        before = torch.zeros(BIG)
+        mrc.torch.use_shared_memory(min_bytes=4096)
+        init(rank, n, path)
+        root = n - 1
+
+        def check(what, got, want):
+            if not same(got, want):
+                bad.append("rank %d: %s: got %s, want %s"
+                           % (rank, what, got[:8].tolist(), want[:8].tolist()))
+
+        for dtype in [torch.int32, torch.bfloat16, torch.float32,
+                      torch.float64]:
+            for op in ["SUM", "MAX"]:
+                tag = "%s %s count %d" % (dtype, op, BIG)
+                ins = [data(r, BIG, dtype) for r in range(n)]
+                want = reduce_ref(ins, op, n)
+                t = ins[rank].clone()
+                if not mrc.torch.in_shared_memory(t):
+                    bad.append("rank %d: %s not in shared memory" % (rank,
+                                                                     tag))
+                dist.all_reduce(t, op=OPS[op])
+                check("all_reduce " + tag, t, want)
+                t = ins[rank].clone()
+                dist.reduce(t, dst=root, op=OPS[op])
+                check("reduce " + tag, t, want if rank == root else ins[rank])
+                blocks = [torch.cat([data(r, BIG, dtype, salt=b)
+                                     for b in range(n)]) for r in range(n)]
+                mine = reduce_ref([blocks[r][rank * BIG:(rank + 1) * BIG]
+                                   for r in range(n)], op, n)
+                out = torch.full((BIG,), 9, dtype=dtype)
+                dist._reduce_scatter_base(out, blocks[rank], op=OPS[op])
+                check("_reduce_scatter_base " + tag, out, mine)
+            out = torch.full((n * BIG,), 9, dtype=dtype)
+            dist._all_gather_base(out, ins[rank])
+            check("_all_gather_base %s" % dtype, out, torch.cat(ins))
+            t = ins[rank].clone() if rank == 1 else torch.zeros(BIG,
+                                                                dtype=dtype)
+            dist.broadcast(t, src=1)
+            check("broadcast %s" % dtype, t, ins[1])
+        small = torch.ones(10)
+        mrc.torch.use_shared_memory(False)
+        after = torch.zeros(BIG)
+        for name, t in [("made before", before), ("small", small),
+                        ("made after turning it off", after)]:
+            if mrc.torch.in_shared_memory(t):
+                bad.append("rank %d: a tensor %s is in shared memory"
+                           % (rank, name))
+        dist.all_reduce(after)  # ordinary memory, read through the kernel
+        check("all_reduce after", after, torch.zeros(BIG))
+        dist.destroy_process_group()
+    except Exception:
+        bad.append("rank %d: %s" % (rank, traceback.format_exc()))
+    queue.put((rank, bad))
+
+
 def refusals(rank, n, path, queue):
     """What mrc does not do raises a RuntimeError naming it, on the
     caller, before any peer is touched (so the group stays usable)."""

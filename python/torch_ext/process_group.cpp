@@ -49,6 +49,7 @@
 #include "mrc/comm.h"
 #include "mrc/status.h"
 #include "mrc/types.h"
+#include "torch_ext.h"
 
 namespace {
 
@@ -571,6 +572,13 @@ PYBIND11_MODULE(_torch_ext, m)
           pybind11::call_guard<pybind11::gil_scoped_release>(),
           "A process group of backend \"mrc\" (the creator that "
           "torch.distributed.Backend.register_backend takes).");
+    m.def("use_shared_memory", &mrc_torch_use_shared_memory,
+          pybind11::arg("enable"), pybind11::arg("min_bytes"),
+          "Tensors of min_bytes or more from mrc_mem_alloc (see "
+          "mrc.torch.use_shared_memory).");
+    m.def("in_shared_memory", &mrc_torch_in_shared_memory,
+          pybind11::arg("tensor"),
+          "Whether the tensor's storage came from mrc_mem_alloc.");
     /* The check every collective makes of its tensors, for the tests:
      * torch 1.13's dispatcher stops a meta tensor before a process group
      * sees it, and a build without CUDA cannot make a GPU tensor. */

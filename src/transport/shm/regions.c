@@ -3,8 +3,9 @@
  * the ranks of a shared-memory job on its host map and read with plain
  * loads instead of reading it through the kernel (process_vm_readv).
  *
- * Accepts: any number of regions; the first REGIONS alive at once are
- * published (the others are ordinary memory, read through the kernel).
+ * Accepts: any number of regions; those in the first REGIONS (64) slots
+ * of the process's table are published (the others are ordinary memory,
+ * read through the kernel).
  * Limits: Linux (memfd_create, pidfd_getfd: 5.6 and later); a peer takes
  * a region's file with pidfd_getfd, which the kernel allows where it
  * allows cross-memory attach (the same ptrace check). Where it does not,
@@ -180,6 +181,10 @@ void mrc__shm_regions_publish(mrc__shm_endpoint_t *e)
         __atomic_store_n(&s->fd, (int32_t)r.fd, __ATOMIC_RELAXED);
         __atomic_store_n(&s->id, r.id, __ATOMIC_RELEASE);
     }
+    size_t used = num_regions < REGIONS ? num_regions : REGIONS;
+    while (used > 0 && !regions[used - 1].id)
+        used--;
+    __atomic_store_n(&t->used, (uint64_t)used, __ATOMIC_RELEASE);
     e->regions_gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
     pthread_mutex_unlock(&lock);
     __atomic_add_fetch(&t->gen, 1, __ATOMIC_RELEASE);
@@ -225,8 +230,8 @@ static char *map_peer(const mrc__shm_endpoint_t *e, int p, int32_t fd,
     if (fstat(mine, &sb) == 0 && S_ISREG(sb.st_mode) &&
         (uint64_t)sb.st_size >= len && len > 0 && seals >= 0 &&
         (seals & F_SEAL_SHRINK)) {
-        m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE,
-                 mine, 0);
+        m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE, mine,
+                 0);
         if (m == MAP_FAILED)
             m = NULL;
     }
@@ -267,7 +272,10 @@ const char *mrc__shm_peer_view(mrc__shm_endpoint_t *e, int p, uint64_t addr,
     if (!e->views || e->no_views[p] || p == e->rank)
         return NULL;
     region_view_t *v = e->views + (size_t)p * REGIONS;
-    for (int i = 0; i < REGIONS; i++) {
+    /* Most memory is in no region: a look at the count first. */
+    uint64_t used =
+        __atomic_load_n(&region_table_at(e, p)->used, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < (int)used && i < REGIONS; i++) {
         uint64_t base, len;
         int32_t fd;
         uint64_t id = read_slot(e, p, i, &base, &len, &fd);

@@ -59,7 +59,7 @@ typedef struct rank_info {
 
 /* Shared regions (regions.c): a rank's table of the regions it allocated
  * with mrc_mem_alloc, in the segment, which peers read to map them. */
-enum { REGIONS = 16 };
+enum { REGIONS = 64 };
 
 typedef struct region_slot {
     uint64_t id;        /* atomic: 0 free, else never reused */
@@ -68,8 +68,9 @@ typedef struct region_slot {
 } region_slot_t;
 
 typedef struct region_table {
-    uint64_t gen; /* atomic: bumped whenever a slot changed */
-    uint64_t pad[7];
+    uint64_t gen;  /* atomic: bumped whenever a slot changed */
+    uint64_t used; /* atomic: the slots below it may be taken */
+    uint64_t pad[6];
     region_slot_t slot[REGIONS];
 } region_table_t;
 

@@ -1,0 +1,15 @@
+/* What the extension's files share (process_group.cpp registers them). */
+#ifndef MRC_TORCH_EXT_H
+#define MRC_TORCH_EXT_H
+
+#include <ATen/ATen.h>
+
+#include <cstddef>
+
+/* allocator.cpp: torch's CPU allocator takes tensors of min_bytes or more
+ * from mrc_mem_alloc (enable), or is put back as it was. */
+void mrc_torch_use_shared_memory(bool enable, size_t min_bytes);
+/* Whether t's storage is such a region. */
+bool mrc_torch_in_shared_memory(const at::Tensor &t);
+
+#endif
