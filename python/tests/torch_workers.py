@@ -66,17 +66,22 @@ def same(a, b):
     return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
 
 
+def checker(rank, bad):
+    """check(what, got, want): notes in bad where got is not want."""
+    def check(what, got, want):
+        if not same(got, want):
+            bad.append("rank %d: %s: got %s, want %s"
+                       % (rank, what, got[:8].tolist(), want[:8].tolist()))
+    return check
+
+
 def sweep(rank, n, path, queue):
     """Every collective, dtype, op and count, against reduce_ref."""
     bad = []
     try:
         init(rank, n, path)
         root = n - 1
-
-        def check(what, got, want):
-            if not same(got, want):
-                bad.append("rank %d: %s: got %s, want %s"
-                           % (rank, what, got[:8].tolist(), want[:8].tolist()))
+        check = checker(rank, bad)
 
         for dtype in DTYPES:
             for op in OPS:
@@ -198,11 +203,7 @@ def shared_memory(rank, n, path, queue):
         mrc.torch.use_shared_memory(min_bytes=4096)
         init(rank, n, path)
         root = n - 1
-
-        def check(what, got, want):
-            if not same(got, want):
-                bad.append("rank %d: %s: got %s, want %s"
-                           % (rank, what, got[:8].tolist(), want[:8].tolist()))
+        check = checker(rank, bad)
 
         for dtype in [torch.int32, torch.bfloat16, torch.float32,
                       torch.float64]:
