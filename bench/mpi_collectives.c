@@ -22,6 +22,9 @@
  * buffer sets spanning at least 64 MiB a rank, each touched before the
  * timing), as applications that reduce a different tensor each time do.
  *
+ * --alloc-mem: the buffers come from MPI_Alloc_mem (which the drop-in
+ * library serves from mrc_mem_alloc: memory its peers on the host map).
+ *
  * --shapes K: the calls cycle through K counts a size (its own, then one
  * element less, ... K - 1 less; at most as many as it has elements), as
  * applications whose messages vary in length do: a library that prepares
@@ -35,8 +38,8 @@
  * Options: -c LIST (allreduce,reduce,reduce_scatter,allgather,bcast; all by
  * default), -b MIN, -e MAX (bytes, K/M suffixes), -n ITERS (default 100;
  * sizes above 64 KiB a tenth, at least 5), -w WARMUP (default 10), --cold,
- * --shapes K, --json. Output: one row per collective and size, `coll size us
- * check`.
+ * --alloc-mem, --shapes K, --json. Output: one row per collective and size,
+ * `coll size us check`.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -53,6 +56,7 @@ typedef struct opts {
     unsigned long long min, max;
     int iters, warmup, cold, json, shapes;
     int colls[NUM_COLLS];
+    int alloc_mem;
 } opts_t;
 
 /* Bytes a rank sends and receives for a collective of `size` on p ranks
@@ -105,13 +109,15 @@ static int parse_colls(char *list, int *colls)
 /* The options, or -1 (with the option named on stderr by rank 0). */
 static int parse(int argc, char **argv, opts_t *o, int rank)
 {
-    *o = (opts_t){4, 16 << 20, 100, 10, 0, 0, 1, {1, 1, 1, 1, 1}};
+    *o = (opts_t){4, 16 << 20, 100, 10, 0, 0, 1, {1, 1, 1, 1, 1}, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         long v = 0;
         int bad = 0;
         if (strcmp(a, "--cold") == 0)
             o->cold = 1;
+        else if (strcmp(a, "--alloc-mem") == 0)
+            o->alloc_mem = 1;
         else if (strcmp(a, "--json") == 0)
             o->json = 1;
         else if (i + 1 >= argc)
@@ -140,7 +146,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                         "mpi-collectives: bad option or value: %s%s%s\n"
                         "usage: mpi-collectives [-c LIST] [-b MIN] "
                         "[-e MAX] [-n ITERS] [-w WARMUP] [--cold] "
-                        "[--shapes K] [--json]\n",
+                        "[--alloc-mem] [--shapes K] [--json]\n",
                         a, argv[i] != a ? " " : "",
                         argv[i] != a ? argv[i] : "");
             return -1;
@@ -151,19 +157,38 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
 
 /* Buffer sets for one size: one, or (cold) enough to span 64 MiB. */
 typedef struct sets {
-    int n;
+    int n, alloc_mem; /* alloc_mem: the buffers are MPI_Alloc_mem's */
     char **send, **recv;
 } sets_t;
+
+static char *buffer(const sets_t *s, size_t bytes)
+{
+    void *p = NULL;
+    if (!s->alloc_mem)
+        return malloc(bytes ? bytes : 1);
+    return MPI_Alloc_mem((MPI_Aint)(bytes ? bytes : 1), MPI_INFO_NULL, &p) ==
+                   MPI_SUCCESS
+               ? p
+               : NULL;
+}
+
+static void unbuffer(const sets_t *s, char *p)
+{
+    if (!s->alloc_mem)
+        free(p);
+    else if (p)
+        MPI_Free_mem(p);
+}
 
 static void free_sets(sets_t *s)
 {
     for (int i = 0; i < s->n; i++) {
-        free(s->send[i]);
-        free(s->recv[i]);
+        unbuffer(s, s->send[i]);
+        unbuffer(s, s->recv[i]);
     }
     free(s->send);
     free(s->recv);
-    *s = (sets_t){0, NULL, NULL};
+    *s = (sets_t){0, s->alloc_mem, NULL, NULL};
 }
 
 static int make_sets(sets_t *s, size_t sb, size_t rb, int cold)
@@ -177,8 +202,8 @@ static int make_sets(sets_t *s, size_t sb, size_t rb, int cold)
     if (!s->send || !s->recv)
         return -1;
     for (; s->n < n; s->n++) {
-        s->send[s->n] = malloc(sb);
-        s->recv[s->n] = malloc(rb);
+        s->send[s->n] = buffer(s, sb);
+        s->recv[s->n] = buffer(s, rb);
         if (!s->send[s->n] || !s->recv[s->n]) {
             s->n++;
             return -1;
@@ -308,7 +333,7 @@ static int sweep(const opts_t *o, int coll, int p, int me, int *rows)
         buffer_bytes(coll, (size_t)size, p, &sb, &rb);
         if (sb == 0)
             continue;
-        sets_t sets;
+        sets_t sets = {.alloc_mem = o->alloc_mem};
         int ok = make_sets(&sets, sb, rb, o->cold) == 0, all = 0;
         MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (!all) {

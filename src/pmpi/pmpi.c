@@ -2,7 +2,8 @@
  * libmrc_mpi.so: the drop-in MPI library. Loaded before MPI (LD_PRELOAD,
  * or linked ahead of it), it defines MPI_Allreduce, MPI_Reduce_scatter_block,
  * MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast and MPI_Reduce (and their
- * MPI-4 _c forms where the MPI headers have them). A call that mrc can
+ * MPI-4 _c forms where the MPI headers have them), and MPI_Alloc_mem and
+ * MPI_Free_mem (mrc_mem_alloc: memory the peers map). A call that mrc can
  * do goes to an mrc communicator made for the MPI communicator on its
  * first such call (collective, like the call) and cached on it as an
  * attribute; anything else goes to the PMPI_ call unchanged:
@@ -472,6 +473,26 @@ EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
     return rc >= 0 ? rc : PMPI_Bcast_c(buf, count, type, root, comm);
 }
 #endif
+
+/* Memory for MPI_Alloc_mem is mrc_mem_alloc's where it can be: the
+ * peers on the host map it and read it with plain loads instead of
+ * through the kernel. MPI_Free_mem gives back to each what it gave
+ * (mrc_mem_free refuses a pointer that is not its own). */
+EXPORT int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
+{
+    void *p = NULL;
+    if (size > 0 && mrc_mem_alloc((size_t)size, &p) == MRC_OK) {
+        memcpy(baseptr, &p, sizeof p);
+        return MPI_SUCCESS;
+    }
+    return PMPI_Alloc_mem(size, info, baseptr);
+}
+
+EXPORT int MPI_Free_mem(void *base)
+{
+    return base && mrc_mem_free(base) == MRC_OK ? MPI_SUCCESS
+                                                : PMPI_Free_mem(base);
+}
 
 /* The mrc communicators go before MPI does (their private MPI
  * communicators with them): deleting the attribute runs delete_entry. */

@@ -26,6 +26,16 @@ expect 0 "allgather: geometric mean" \
 # for the library at first, then found again.
 expect 0 "| allreduce | 256 |" \
     sh "$script" -r 1 -n 2 "$BUILD" -- -b 16 -e 1K -n 40 -w 2 --shapes 8
+# Buffers from MPI_Alloc_mem: the drop-in library serves them from
+# mrc_mem_alloc, the peers map them (the trace says so), and every check
+# passes (a wrong element exits 1); through the script, MPI's own too.
+expect 0 "rank 1: maps rank 0's shared region" \
+    "$MPIRUN" -np 2 -x MRC_DEBUG=TRACE -x LD_PRELOAD="$BUILD/libmrc_mpi.so" \
+    "$prog" -b 64K -e 1M -n 3 -w 1 --alloc-mem
+cp "$tmp/out" "$tmp/alloc"
+expect 0 "bcast  *1048576  *[0-9.]* ok" cat "$tmp/alloc"
+expect 0 "| allreduce | 1048576 |" \
+    sh "$script" -r 1 -n 3 "$BUILD" -- -b 256K -e 1M -n 3 -w 1 --alloc-mem
 # A size a reduction cannot take (under one float a rank) is skipped,
 # not run: reduce-scatter of 8 bytes on 3 ranks has no row.
 expect 0 "reduce_scatter  *16  *[0-9.]* ok" \
