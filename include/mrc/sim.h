@@ -44,6 +44,11 @@ typedef struct mrc_sim_config {
      * model"). NULL, the default: local memory is free, only links cost
      * time (an accelerator interconnect). */
     const struct mrc_profile *profile;
+    /* With a profile: the nodes' buffers are memory their peers map
+     * (mrc_mem_alloc), so a node reduces a peer's data in its one pass,
+     * with no copy into a bounce buffer first. 0, the default: ordinary
+     * memory, read through the kernel where the profile has its rate. */
+    int peers_mapped;
 } mrc_sim_config_t;
 
 typedef struct mrc_sim_result {

@@ -130,7 +130,8 @@ class Profile(Structure):
 class SimConfig(Structure):
     _fields_ = [("mode", c_int), ("pj_per_bit", c_double),
                 ("link_power_w", c_double), ("wake_us", c_double),
-                ("chunks", c_int), ("profile", POINTER(Profile))]
+                ("chunks", c_int), ("profile", POINTER(Profile)),
+                ("peers_mapped", c_int)]
 
 
 class SimResult(Structure):

@@ -391,6 +391,16 @@ mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "no call has run on this communicator yet: "
                           "nothing to predict");
+    /* A call on buffers its peers map (mrc_mem_alloc) reads them with
+     * plain loads: no kernel copy, no separate reduction pass. Told by
+     * this rank's buffers (every rank allocates alike, as mrc-bench's and
+     * torch's do). */
+    mrc_sim_config_t mine = *cfg;
+    if (cfg->profile && c->memo.valid && c->memo.sendbuf &&
+        mrc__shm_region_holds(c->memo.sendbuf, 1) &&
+        (!c->memo.recvbuf || c->memo.recvbuf == c->memo.sendbuf ||
+         mrc__shm_region_holds(c->memo.recvbuf, 1)))
+        mine.peers_mapped = 1;
     /* (the plan holds a reference on its program) */
-    return mrc__select_sim(c->last_plan->program, c->shared->topo, cfg, out);
+    return mrc__select_sim(c->last_plan->program, c->shared->topo, &mine, out);
 }

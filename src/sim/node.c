@@ -240,11 +240,13 @@ static void node_stream_routes(mrc__sim_t *s)
     }
 }
 
-mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof)
+mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
+                                 int mapped)
 {
     mrc__sim_node_t *m = &s->node;
     if (!prof)
         return MRC_OK;
+    m->mapped = mapped;
     mrc_status_t st = check_profile(prof);
     if (st != MRC_OK)
         return st;
@@ -464,11 +466,14 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
  * rendezvous, a send from its threshold on, and its gets by reference). The
  * data then lands in a bounce buffer when it is to be reduced, and the sum is
  * taken from there in a pass of its own (slots and windows are reduced as they
- * are read). */
-static int kernel_read(const mrc_profile_t *f, const mrc__op_t *op,
+ * are read). Not when the peers' buffers are mapped (mrc_mem_alloc): then
+ * a node reads them with plain loads, at the rate of a peer's lines, and
+ * reduces them in that pass. */
+static int kernel_read(const mrc__sim_node_t *m, const mrc__op_t *op,
                        double bytes)
 {
-    if (f->kernel_gbps <= 0 || f->rendezvous_bytes <= 0)
+    const mrc_profile_t *f = m->prof;
+    if (m->mapped || f->kernel_gbps <= 0 || f->rendezvous_bytes <= 0)
         return 0;
     if (op->kind == MRC__GET)
         return op->src != MRC__BUF_WINDOW;
@@ -489,7 +494,7 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
      * a buffer) unless it goes through the kernel. */
     double rdv = f->rendezvous_us * 1e3 * m->peer;
     if (op->kind == MRC__GET)
-        return kernel_read(f, op, bytes) ? bytes * m->peer / m->kernel + rdv
+        return kernel_read(m, op, bytes) ? bytes * m->peer / m->kernel + rdv
                                          : bytes;
     /* A send's own cost (post, match, completion) is its receiver's core's
      * too, so the two streams' messages of a step add up on it (as a
@@ -502,7 +507,7 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
         return bytes + own;
     if (bytes < f->rendezvous_bytes)
         return bytes * m->peer / m->slot + own;
-    return bytes * m->peer / m->kernel + rdv + own;
+    return (m->mapped ? bytes : bytes * m->peer / m->kernel) + rdv + own;
 }
 
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
@@ -523,7 +528,7 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
          * and the message was charged as the receiver's copy: only what
          * the reduction takes beyond that copy is left. */
         if (op->peer != node && mrc__sim_same_host(s, op->peer, node) &&
-            !kernel_read(m->prof, op, bytes))
+            !kernel_read(m, op, bytes))
             bytes *= fmax(0, m->copy / m->reduce - 1);
         else
             bytes *= m->copy / m->reduce;

@@ -403,7 +403,8 @@ int mrc__sim_sym_applies(const mrc_program_t *p, const mrc_topo_t *t,
     memset(&y, 0, sizeof y);
     mrc_status_t st = mrc__sim_build(&s);
     if (st == MRC_OK)
-        st = mrc__sim_node_build(&s, cfg ? cfg->profile : NULL);
+        st = mrc__sim_node_build(&s, cfg ? cfg->profile : NULL,
+                                 cfg ? cfg->peers_mapped : 0);
     *why = st == MRC_OK ? sym_check(&s, &y, &st) : NULL;
     if (st != MRC_OK)
         *why = "the model could not be built";

@@ -210,7 +210,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     if ((st = mrc__sim_build(&s)) == MRC_OK &&
         (st = mrc__sim_build_mask(&s)) == MRC_OK &&
-        (st = mrc__sim_node_build(&s, c.profile)) == MRC_OK &&
+        (st = mrc__sim_node_build(&s, c.profile, c.peers_mapped)) == MRC_OK &&
         (st = make_acct(&s, &c, r, &a)) == MRC_OK) {
         st = mrc__sim_ws_init(&w, s.num_chan)
                  ? mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating")

@@ -54,6 +54,7 @@ typedef struct mrc__sim_node {
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
     double kernel;             /* a copy through the kernel */
+    int mapped;                /* the peers' buffers mapped: no bounce */
     double flag_turn;          /* us: a flag's turn for a core, or 0 */
     double turn;               /* ns: a message's turn for a core, or 0 */
     /* [host * crowd_steps + step]: the nodes of the host with a message
@@ -143,7 +144,8 @@ int mrc__sim_op_flow(mrc__sim_t *s, int node, const mrc__op_t *op, size_t esize,
 
 /* ---- the node model (node.c) ------------------------------------------ */
 
-mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof);
+mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
+                                 int mapped);
 void mrc__sim_node_free(mrc__sim_t *s);
 int mrc__sim_same_host(const mrc__sim_t *s, int a, int b);
 /* A message's route from src to dst under the node model. */

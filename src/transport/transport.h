@@ -231,6 +231,9 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e);
  * directly (mrc_mem_alloc, mrc_mem_free; transport/shm/regions.c). */
 mrc_status_t mrc__shm_region_alloc(size_t bytes, void **ptr);
 mrc_status_t mrc__shm_region_free(void *ptr);
+/* Whether [ptr, ptr + bytes) lies in a region that peers map (one of
+ * those published). */
+int mrc__shm_region_holds(const void *ptr, size_t bytes);
 /* While it waits in its own loops (a failed call waiting for the reads
  * of its buffers in flight), e calls idle(arg) now and then; NULL:
  * nothing. So that the MPI transport can let MPI progress without shm

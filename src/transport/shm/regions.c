@@ -162,6 +162,19 @@ mrc_status_t mrc__shm_region_free(void *ptr)
     return MRC_OK;
 }
 
+int mrc__shm_region_holds(const void *ptr, size_t bytes)
+{
+    const char *p = ptr;
+    int held = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < num_regions && i < REGIONS && !held; i++)
+        held = regions[i].id && p >= regions[i].base &&
+               (size_t)(p - regions[i].base) <= regions[i].len &&
+               bytes <= regions[i].len - (size_t)(p - regions[i].base);
+    pthread_mutex_unlock(&lock);
+    return held;
+}
+
 void mrc__shm_regions_publish(mrc__shm_endpoint_t *e)
 {
     uint64_t gen = __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
