@@ -476,12 +476,18 @@ EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
 
 /* Memory for MPI_Alloc_mem is mrc_mem_alloc's where it can be: the
  * peers on the host map it and read it with plain loads instead of
- * through the kernel. MPI_Free_mem gives back to each what it gave
- * (mrc_mem_free refuses a pointer that is not its own). */
+ * through the kernel. Only blocks a message of which would go through
+ * the kernel (from the rendezvous size): a region is a file and a
+ * descriptor, which a program of many small blocks (RMA bookkeeping)
+ * would run out of for nothing. MPI_Free_mem gives back to each what it
+ * gave (mrc_mem_free refuses a pointer that is not its own). */
+enum { ALLOC_MEM_MIN = 16 << 10 }; /* the shm transport's rendezvous */
+
 EXPORT int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     void *p = NULL;
-    if (size > 0 && mrc_mem_alloc((size_t)size, &p) == MRC_OK) {
+    if (size >= (MPI_Aint)ALLOC_MEM_MIN &&
+        mrc_mem_alloc((size_t)size, &p) == MRC_OK) {
         memcpy(baseptr, &p, sizeof p);
         return MPI_SUCCESS;
     }
