@@ -18,7 +18,7 @@ package does not import torch.
 
 from ._lib import Error, LIBRARY_PATH, lib as _clib
 from .comm import (DTYPES, OPS, Comm, from_bfloat16, launched,
-                   to_bfloat16)
+                   shared_array, to_bfloat16)
 from .fabric import EAST, WEST, Exchange, Fabric, Schedule
 from .program import (Profile, Program, SimResult, compile, load_profile,
                       simulate, simulate_workload)
@@ -27,7 +27,7 @@ from .topology import Embedding, Topology, strategies
 __version__ = _clib.mrc_version().decode()
 
 __all__ = ["Error", "LIBRARY_PATH", "Comm", "DTYPES", "OPS", "launched",
-           "to_bfloat16", "from_bfloat16",
+           "to_bfloat16", "from_bfloat16", "shared_array",
            "Exchange", "Fabric", "Schedule", "EAST", "WEST", "Profile",
            "Program", "SimResult", "compile", "load_profile", "simulate",
            "simulate_workload", "Embedding", "Topology", "strategies"]

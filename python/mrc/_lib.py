@@ -307,6 +307,8 @@ _SIGNATURES = {
     "mrc_comm_destroy": (c_int, [_P]),
     "mrc_comm_rank": (c_int, [_P]),
     "mrc_comm_size": (c_int, [_P]),
+    "mrc_mem_alloc": (c_int, [c_size_t, _PP]),
+    "mrc_mem_free": (c_int, [_P]),
     "mrc_allreduce": (c_int, [_P, _P, c_size_t, c_int, c_int, _P]),
     "mrc_reduce_scatter": (c_int, [_P, _P, c_size_t, c_int, c_int, _P]),
     "mrc_allgather": (c_int, [_P, _P, c_size_t, c_int, _P]),

@@ -19,7 +19,8 @@ import numpy as np
 from . import _lib
 from ._lib import Owned, arg, check, lib, parse_enum
 
-__all__ = ["Comm", "DTYPES", "OPS", "to_bfloat16", "from_bfloat16"]
+__all__ = ["Comm", "DTYPES", "OPS", "to_bfloat16", "from_bfloat16",
+           "shared_array"]
 
 # numpy dtype -> mrc dtype name. bfloat16 has no numpy type: pass a uint16
 # array (the top 16 bits of each float32) with dtype="bfloat16".
@@ -42,6 +43,26 @@ def from_bfloat16(bits):
     """The float32 values of bfloat16 bits (a uint16 array)."""
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32)
             << 16).view(np.float32)
+
+
+def shared_array(shape, dtype=np.float32):
+    """A zeroed numpy array in memory from mrc_mem_alloc: the other ranks
+    of a job on this host map it and read it with plain loads, where an
+    ordinary array is read through the kernel (a copy more for a
+    reduction). The memory is freed when the array and every view of it
+    are gone."""
+    dt = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64)) if np.ndim(shape) else \
+        int(shape)
+    if count < 0:
+        raise ValueError("shape %r has a negative size" % (shape,))
+    nbytes = max(count * dt.itemsize, 1)
+    ptr = c_void_p()
+    check(lib.mrc_mem_alloc(nbytes, byref(ptr)))
+    raw = (ctypes.c_char * nbytes).from_address(ptr.value)
+    weakref.finalize(raw, lib.mrc_mem_free, ptr.value)
+    a = np.frombuffer(raw, dtype=dt, count=count).reshape(shape)
+    return a
 
 
 def _dtype_of(a, dtype, where):

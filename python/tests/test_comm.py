@@ -85,6 +85,35 @@ def test_every_case_under_mrc_launch(nranks):
     assert all(int(c) > 1000 for _, c in found)
 
 
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_shared_arrays_under_mrc_launch(nranks):
+    env = dict(os.environ, MRC_DEBUG="TRACE")
+    p = subprocess.run([CLI, "launch", "-n", str(nranks), "--",
+                        sys.executable, RANK, "shared"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout
+    for r in range(nranks):
+        assert "rank %d of %d: shared, 0 wrong" % (r, nranks) in p.stdout, \
+            p.stdout
+    # the peers read the arrays through their mappings
+    assert re.search(r"rank 1: maps rank 0's shared region", p.stdout), \
+        p.stdout
+
+
+def test_shared_array_shapes():
+    a = mrc.shared_array((3, 4), np.int32)
+    assert a.shape == (3, 4) and a.dtype == np.int32 and not a.any()
+    assert a.flags["C_CONTIGUOUS"] and a.flags["WRITEABLE"]
+    a[:] = 7
+    row = a[1]
+    del a  # the view keeps the memory
+    assert row.tolist() == [7] * 4
+    assert mrc.shared_array(0).shape == (0,)
+    with pytest.raises(ValueError, match="negative size"):
+        mrc.shared_array(-1)
+
+
 def test_lost_peer_raises_under_mrc_launch():
     p = subprocess.run([CLI, "launch", "-n", "3", "--", sys.executable, RANK,
                         "dies"], stdout=subprocess.PIPE,
