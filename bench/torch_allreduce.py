@@ -11,7 +11,7 @@ gloo's. The result of one call per size and backend is checked (#wrong).
 
     PYTHONPATH=build/python python3 bench/torch_allreduce.py -n 2
     PYTHONPATH=build/python python3 bench/torch_allreduce.py -n 4 \\
-        -b 1M -e 64M -f 4 [--shared-memory]
+        -b 1M -e 64M -f 4 [--shared-memory] [--mrc-only]
 
 A benchmark, not a test: nothing here passes or fails on a time.
 """
@@ -58,6 +58,9 @@ def parse_args(argv):
                    help="calls per round: this over the size, 2 to 100 "
                         "(default 128M)")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--mrc-only", action="store_true",
+                   help="time mrc alone (no gloo group, no alternation): "
+                        "what mrc takes without gloo's calls between")
     p.add_argument("--shared-memory", action="store_true",
                    help="tensors of 1 MiB or more from mrc's shared memory "
                         "(mrc.torch.use_shared_memory; both backends run "
@@ -110,8 +113,9 @@ def rank_main(rank, a, store_path):
     timeout = datetime.timedelta(seconds=a.timeout)
     dist.init_process_group("gloo", init_method="file://" + store_path,
                             rank=rank, world_size=a.nprocs, timeout=timeout)
-    groups = {"mrc": dist.new_group(backend="mrc", timeout=timeout),
-              "gloo": dist.new_group(backend="gloo", timeout=timeout)}
+    groups = {"mrc": dist.new_group(backend="mrc", timeout=timeout)}
+    if not a.mrc_only:
+        groups["gloo"] = dist.new_group(backend="gloo", timeout=timeout)
     p = a.nprocs
     if rank == 0:
         print("# torch %s, dist.all_reduce float32 sum, %d processes, "
@@ -130,7 +134,7 @@ def rank_main(rank, a, store_path):
         count = size // 4
         calls = max(2, min(100, a.bytes_per_round // size))
         t = torch.zeros(count)
-        times = {"mrc": [], "gloo": []}
+        times = {name: [] for name in groups}
         for name in times:  # warm-up: connections, plans, pages
             time_calls(dist, t, groups[name], 2)
         for _ in range(a.rounds):
@@ -150,9 +154,13 @@ def rank_main(rank, a, store_path):
                 line.append("%8.1f %8.3f %6.3f %6d" % (sec * 1e6, algbw,
                                                        busbw[name],
                                                        bad[name]))
-            print(" %12d %12d %6s %6s   %s   %s   %7.2f"
+            if a.mrc_only:
+                line.append("%8s %8s %6s %6s" % ("-", "-", "-", "-"))
+            ratio = ("%7.2f" % (busbw["mrc"] / busbw["gloo"])
+                     if "gloo" in busbw else "%7s" % "-")
+            print(" %12d %12d %6s %6s   %s   %s   %s"
                   % (count * 4, count, "float", "sum", line[0], line[1],
-                     busbw["mrc"] / busbw["gloo"]), flush=True)
+                     ratio), flush=True)
     dist.destroy_process_group()
 
 
