@@ -52,17 +52,16 @@ def shared_array(shape, dtype=np.float32):
     reduction). The memory is freed when the array and every view of it
     are gone."""
     dt = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64)) if np.ndim(shape) else \
-        int(shape)
-    if count < 0:
+    dims = (int(shape),) if np.ndim(shape) == 0 else tuple(map(int, shape))
+    if any(d < 0 for d in dims):
         raise ValueError("shape %r has a negative size" % (shape,))
+    count = int(np.prod(dims, dtype=np.int64))
     nbytes = max(count * dt.itemsize, 1)
     ptr = c_void_p()
     check(lib.mrc_mem_alloc(nbytes, byref(ptr)))
     raw = (ctypes.c_char * nbytes).from_address(ptr.value)
     weakref.finalize(raw, lib.mrc_mem_free, ptr.value)
-    a = np.frombuffer(raw, dtype=dt, count=count).reshape(shape)
-    return a
+    return np.frombuffer(raw, dtype=dt, count=count).reshape(dims)
 
 
 def _dtype_of(a, dtype, where):

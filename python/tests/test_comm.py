@@ -112,6 +112,8 @@ def test_shared_array_shapes():
     assert mrc.shared_array(0).shape == (0,)
     with pytest.raises(ValueError, match="negative size"):
         mrc.shared_array(-1)
+    with pytest.raises(ValueError, match="negative size"):
+        mrc.shared_array((2, -1, -1))  # a positive product
 
 
 def test_lost_peer_raises_under_mrc_launch():
