@@ -73,6 +73,22 @@ def test_shared_memory_tensors(n):
     assert problems == []
 
 
+def test_shared_memory_raw_allocations():
+    # torch's own code allocates through raw_allocate and frees through
+    # the allocator's raw deleter: a region and ordinary memory alike
+    # (in a process of its own: a wrong free aborts it).
+    code = ("import mrc.torch, mrc._torch_ext as x\n"
+            "mrc.torch.use_shared_memory(min_bytes=4096)\n"
+            "x._raw_roundtrip(1 << 20)\n"   # a region
+            "x._raw_roundtrip(100)\n"       # the allocator before's
+            "mrc.torch.use_shared_memory(False)\n"
+            "x._raw_roundtrip(1 << 20)\n"
+            "print('ok')\n")
+    p = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stdout
+
+
 def test_shared_memory_bad_size():
     import mrc.torch
     with pytest.raises(ValueError, match="min_bytes is -1, not a size"):

@@ -16,6 +16,7 @@
  */
 #include <c10/core/CPUAllocator.h>
 
+#include <cstring>
 #include <mutex>
 #include <unordered_set>
 
@@ -27,6 +28,7 @@ namespace {
 
 std::mutex lock;
 std::unordered_set<void *> regions; /* the tensors' regions alive */
+c10::DeleterFnPtr before_raw = nullptr; /* the allocator before's */
 
 void free_region(void *p)
 {
@@ -35,6 +37,21 @@ void free_region(void *p)
         regions.erase(p);
     }
     mrc_mem_free(p);
+}
+
+/* raw_deallocate's deleter: raw_allocate takes its memory from allocate,
+ * so it may be a region or the allocator before's. */
+void free_any(void *p)
+{
+    bool mine;
+    {
+        std::lock_guard<std::mutex> g(lock);
+        mine = regions.count(p) > 0;
+    }
+    if (mine)
+        free_region(p);
+    else if (before_raw)
+        before_raw(p);
 }
 
 struct SharedAllocator final : c10::Allocator {
@@ -51,12 +68,7 @@ struct SharedAllocator final : c10::Allocator {
         }
         return before->allocate(n);
     }
-    /* raw_allocate's memory comes from the allocator before, whose own
-     * deleter frees it. */
-    c10::DeleterFnPtr raw_deleter() const override
-    {
-        return before->raw_deleter();
-    }
+    c10::DeleterFnPtr raw_deleter() const override { return &free_any; }
 };
 
 SharedAllocator shared;
@@ -74,6 +86,7 @@ void mrc_torch_use_shared_memory(bool enable, size_t min_bytes)
         original = c10::GetCPUAllocator();
     if (enable) {
         shared.before = original;
+        before_raw = original->raw_deleter();
         shared.min_bytes = min_bytes;
         c10::SetCPUAllocator(&shared, PRIORITY);
     } else {
@@ -87,4 +100,12 @@ bool mrc_torch_in_shared_memory(const at::Tensor &t)
     std::lock_guard<std::mutex> g(lock);
     return t.storage().data_ptr().get_deleter() == &free_region &&
            regions.count(p) > 0;
+}
+
+void mrc_torch_raw_roundtrip(size_t bytes)
+{
+    c10::Allocator *a = c10::GetCPUAllocator();
+    void *p = a->raw_allocate(bytes);
+    memset(p, 1, bytes);
+    a->raw_deallocate(p);
 }

@@ -576,6 +576,9 @@ PYBIND11_MODULE(_torch_ext, m)
           pybind11::arg("enable"), pybind11::arg("min_bytes"),
           "Tensors of min_bytes or more from mrc_mem_alloc (see "
           "mrc.torch.use_shared_memory).");
+    m.def("_raw_roundtrip", &mrc_torch_raw_roundtrip, pybind11::arg("bytes"),
+          "raw_allocate, write, raw_deallocate through the CPU allocator "
+          "(for the tests).");
     m.def("in_shared_memory", &mrc_torch_in_shared_memory,
           pybind11::arg("tensor"),
           "Whether the tensor's storage came from mrc_mem_alloc.");

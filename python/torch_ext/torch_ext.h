@@ -11,5 +11,8 @@
 void mrc_torch_use_shared_memory(bool enable, size_t min_bytes);
 /* Whether t's storage is such a region. */
 bool mrc_torch_in_shared_memory(const at::Tensor &t);
+/* For the tests: bytes from the CPU allocator's raw_allocate, written,
+ * and given back with raw_deallocate (torch's own code calls them). */
+void mrc_torch_raw_roundtrip(size_t bytes);
 
 #endif
