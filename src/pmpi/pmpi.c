@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "pmpi_internal.h"
+#include "transport/transport.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -481,12 +482,10 @@ EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
  * descriptor, which a program of many small blocks (RMA bookkeeping)
  * would run out of for nothing. MPI_Free_mem gives back to each what it
  * gave (mrc_mem_free refuses a pointer that is not its own). */
-enum { ALLOC_MEM_MIN = 16 << 10 }; /* the shm transport's rendezvous */
-
 EXPORT int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     void *p = NULL;
-    if (size >= (MPI_Aint)ALLOC_MEM_MIN &&
+    if (size >= (MPI_Aint)MRC__SHM_RENDEZVOUS_BYTES &&
         mrc_mem_alloc((size_t)size, &p) == MRC_OK) {
         memcpy(baseptr, &p, sizeof p);
         return MPI_SUCCESS;
