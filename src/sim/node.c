@@ -158,7 +158,10 @@ static void node_rates(mrc__sim_t *s)
     /* The kernel's copy: the peer rate scaled as in cache. */
     double peer0 =
         f->peer_gbps_cache > 0 ? f->peer_gbps_cache : f->copy_gbps_cache;
-    m->kernel = f->kernel_gbps > 0 ? m->peer * f->kernel_gbps / peer0 : m->peer;
+    /* Buffers the peers map are read with plain loads, at a peer's rate. */
+    m->kernel = f->kernel_gbps > 0 && !m->mapped
+                    ? m->peer * f->kernel_gbps / peer0
+                    : m->peer;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {
@@ -246,7 +249,6 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     mrc__sim_node_t *m = &s->node;
     if (!prof)
         return MRC_OK;
-    m->mapped = mapped;
     mrc_status_t st = check_profile(prof);
     if (st != MRC_OK)
         return st;
@@ -254,6 +256,7 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     m->prof = prof;
     m->per_host = prof->nodes_per_memory > 0 ? prof->nodes_per_memory : nn;
     int nh = (nn + m->per_host - 1) / m->per_host;
+    m->mapped = mapped;
     node_rates(s);
     if ((st = node_channels(s, nn, nh)) != MRC_OK)
         return st;
@@ -507,7 +510,7 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
         return bytes + own;
     if (bytes < f->rendezvous_bytes)
         return bytes * m->peer / m->slot + own;
-    return (m->mapped ? bytes : bytes * m->peer / m->kernel) + rdv + own;
+    return bytes * m->peer / m->kernel + rdv + own;
 }
 
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
