@@ -226,27 +226,32 @@ static void unmap_view(region_view_t *v)
 }
 
 /* Peer p's region file fd, mapped for reading; NULL when the kernel
- * refuses or the file is not a region sealed at len bytes or more. */
+ * refuses or the file is not a region sealed at len bytes or more, with
+ * *why saying which. */
 static char *map_peer(const mrc__shm_endpoint_t *e, int p, int32_t fd,
-                      uint64_t len)
+                      uint64_t len, const char **why)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)e->info[p].pid, 0);
-    if (pidfd < 0)
-        return NULL;
-    int mine = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-    close(pidfd);
+    int mine = pidfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+    *why = strerror(errno);
+    if (pidfd >= 0)
+        close(pidfd);
     if (mine < 0)
         return NULL;
-    struct stat sb;
+    /* The seals first: once it cannot shrink, its size stands. */
     int seals = fcntl(mine, F_GET_SEALS);
+    struct stat sb;
     char *m = NULL;
-    if (fstat(mine, &sb) == 0 && S_ISREG(sb.st_mode) &&
-        (uint64_t)sb.st_size >= len && len > 0 && seals >= 0 &&
-        (seals & F_SEAL_SHRINK)) {
+    *why = "its table names a file that is not a sealed region of the "
+           "size it says";
+    if (seals >= 0 && (seals & F_SEAL_SHRINK) && fstat(mine, &sb) == 0 &&
+        S_ISREG(sb.st_mode) && (uint64_t)sb.st_size >= len && len > 0) {
         m = mmap(NULL, (size_t)len, PROT_READ, MAP_SHARED | MAP_POPULATE, mine,
                  0);
-        if (m == MAP_FAILED)
+        if (m == MAP_FAILED) {
+            *why = strerror(errno);
             m = NULL;
+        }
     }
     close(mine);
     return m;
@@ -297,13 +302,14 @@ const char *mrc__shm_peer_view(mrc__shm_endpoint_t *e, int p, uint64_t addr,
             continue;
         if (v[i].id != id) {
             unmap_view(&v[i]);
-            char *m = map_peer(e, p, fd, len);
+            const char *why;
+            char *m = map_peer(e, p, fd, len, &why);
             if (!m) {
                 e->no_views[p] = 1; /* through the kernel from now on */
                 mrc__log(MRC__LOG_INFO, e->rank,
                          "reads rank %d's shared regions through the "
                          "kernel: it cannot map them (%s)",
-                         p, strerror(errno));
+                         p, why);
                 return NULL;
             }
             mrc__log(MRC__LOG_TRACE, e->rank,

@@ -127,10 +127,6 @@ static mrc_status_t shm_end(void *ctx)
     return e->lost;
 }
 
-/* This rank's call failed: says so in its post (the ranks waiting on it
- * fail too, naming the cause), and takes back every rendezvous send no
- * receiver has started to read; one being read is waited for (one copy,
- * or the reader's death). Eager sends are copies: nothing to take back. */
 /* Takes back a rendezvous send no receiver has started to read; waits
  * for one being read (one copy, or the reader's death). */
 static void take_back(mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
@@ -146,6 +142,10 @@ static void take_back(mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
         sched_yield();
 }
 
+/* This rank's call failed: says so in its post (the ranks waiting on it
+ * fail too, naming the cause), and takes back every rendezvous send, the
+ * listed ones and those out but not yet listed. Eager sends are copies:
+ * nothing to take back. */
 static void shm_cancel(void *ctx, mrc_status_t st)
 {
     mrc__shm_endpoint_t *e = ctx;
