@@ -14,10 +14,14 @@
  * took 41 us a call under the drop-in library, against Open MPI's 2). A
  * chosen program that the checker refuses (a compiler fault) is dropped
  * with its reason, and the next fastest is proven in its place.
- * Limits: the CPU model is a few constants measured roughly on one
- * machine (docs/families.md), not a calibration; on the links model a
- * family is only as well timed as the simulator times its instructions.
- * The CPU transports' model is in cpu_model.c.
+ * With a host profile (mrc calibrate) a group of up to SIM_SELECT_NODES
+ * is timed by the simulator's node model, pipelined: the model the
+ * calibration's check holds to measured runs, so the cut-offs between
+ * families are the host's, not constants.
+ * Limits: without a profile the CPU model is a few constants fitted on
+ * one machine (docs/families.md), not a calibration; on the links model
+ * a family is only as well timed as the simulator times its
+ * instructions. The CPU transports' model is in cpu_model.c.
  */
 #include <stdio.h>
 #include <string.h>
@@ -234,21 +238,43 @@ static mrc_status_t prove_fastest(mrc_program_t **progs, mrc__selection_t *out,
     }
 }
 
+/* With a profile, groups up to this many nodes are timed by the
+ * simulator's node model (the model `mrc calibrate --check` holds to
+ * measured runs); larger ones by the CPU model, whose cost does not grow
+ * with the group (it samples CPU_SAMPLE nodes), since the selector runs
+ * at a call's first use of its shape. */
+enum { SIM_SELECT_NODES = 64 };
+
+/* The simulator's time for candidate p: the links' BSP walk, or with a
+ * profile the node model's pipelined walk (as `--predict` times a run). */
+static mrc_status_t sim_time(const mrc__select_input_t *in,
+                             const mrc_program_t *p, mrc__candidate_t *c)
+{
+    mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
+    if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
+        sc.mode = MRC_SIM_PIPELINED;
+        sc.profile = in->profile;
+    }
+    mrc_sim_result_t *r = NULL;
+    mrc_status_t st = mrc__select_sim(p, in->topo, &sc, &r);
+    if (st == MRC_OK) {
+        c->time_us = r->time_us;
+        if (in->transport == MRC__SIM_TRANSPORT_LINKS)
+            c->bound_gbps = r->bound_gbps;
+    }
+    mrc_sim_result_destroy(r);
+    return st;
+}
+
 /* Times a compiled candidate; one the model cannot time stops applying
  * (its program destroyed, *p NULL). */
 static mrc_status_t time_candidate(const mrc__select_input_t *in,
                                    mrc_program_t **p, mrc__candidate_t *c)
 {
     mrc_status_t st;
-    if (in->transport == MRC__SIM_TRANSPORT_LINKS) {
-        mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
-        mrc_sim_result_t *r = NULL;
-        st = mrc__select_sim(*p, in->topo, &sc, &r);
-        if (st == MRC_OK) {
-            c->time_us = r->time_us;
-            c->bound_gbps = r->bound_gbps;
-        }
-        mrc_sim_result_destroy(r);
+    if (in->transport == MRC__SIM_TRANSPORT_LINKS ||
+        (in->profile && in->topo && (*p)->num_nodes <= SIM_SELECT_NODES)) {
+        st = sim_time(in, *p, c);
     } else {
         st = mrc__cpu_time_profile(*p, in->topo, in->transport, in->profile,
                                    &c->time_us);
