@@ -134,16 +134,21 @@ static mrc_status_t profile_config(shared_t *s)
     return st;
 }
 
-/* A profile measured on another transport than the communicator's. */
-static mrc_status_t profile_refused(const shared_t *s, const char *name)
+/* A profile measured on another transport than the communicator's
+ * (`name`, or the one it runs as, `also`: MPI ranks of one host run the
+ * shared-memory endpoint, and a shm profile describes them). */
+static mrc_status_t profile_refused(const shared_t *s, const char *name,
+                                    const char *also)
 {
-    if (!s->profile || strcmp(s->profile->transport, name) == 0)
+    if (!s->profile || strcmp(s->profile->transport, name) == 0 ||
+        (also && strcmp(s->profile->transport, also) == 0))
         return MRC_OK;
     return mrc__error(MRC_ERR_INVALID_ARG,
                       "$MRC_PROFILE=%s was measured on the %s transport, "
                       "and this communicator runs over %s (measure it "
                       "with 'mrc calibrate --transport %s')",
-                      getenv("MRC_PROFILE"), s->profile->transport, name, name);
+                      getenv("MRC_PROFILE"), s->profile->transport, name,
+                      also ? also : name);
 }
 
 /* Replaces *topo by a copy without the failed links. */
@@ -300,7 +305,7 @@ static mrc_status_t threads_comms(shared_t *s, int nranks, double timeout,
 static mrc_status_t comm_create(shared_t *s, int r, mrc__transport_t t,
                                 double timeout, mrc_comm_t **out)
 {
-    mrc_status_t st = profile_refused(s, t.ops->name);
+    mrc_status_t st = profile_refused(s, t.ops->name, t.ops->profiled_as);
     if (st != MRC_OK)
         return st;
     mrc_comm_t *c = calloc(1, sizeof *c);
@@ -476,7 +481,7 @@ static mrc_status_t init_rank(mrc_comm_t **comm, int nranks, int rank,
     if (st != MRC_OK)
         return st;
     /* Before attaching: every rank refuses alone, none waits for it. */
-    st = profile_refused(s, "shm");
+    st = profile_refused(s, "shm", NULL);
     if (st == MRC_OK)
         st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
     if (st == MRC_OK)

@@ -125,6 +125,10 @@ typedef struct mrc__exposure {
 
 typedef struct mrc__transport_ops {
     const char *name;
+    /* The transport whose host profile (mrc calibrate) describes this
+     * one where that is not `name`: the MPI ranks of one host run the
+     * shared-memory endpoint itself, under MPI's name. NULL: name. */
+    const char *profiled_as;
     /* A collective starts: seq numbers the calls of a communicator (the
      * same on every rank), call says what it is (the transport compares it
      * with the peers' before it touches their memory, and fails with

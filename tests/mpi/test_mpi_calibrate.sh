@@ -2,8 +2,9 @@
 # mrc calibrate --transport mpi under mpirun on loopback: rank 0 writes a
 # profile of the mpi transport, which mrc explain reads back; one rank is
 # refused; mrc-bench --predict takes it under mpirun, and refuses a
-# profile of another transport. Figures are checked to be positive and
-# finite, not their values.
+# profile of another transport; the ranks of one host take a shm profile
+# for their selector. Figures are checked to be positive and finite, not
+# their values.
 # Usage: test_mpi_calibrate.sh MPIRUN MRC MRC_BENCH
 set -u
 MPIRUN=$1
@@ -43,4 +44,14 @@ expect 0 "^ *65536 .* 0$" cat "$tmp/table"
 "$MRC" calibrate --quick -o "$tmp/threads.json" > /dev/null
 expect 2 "threads.json: a profile of the threads .*ranks run on mpi" \
     "$MPIRUN" -np 2 "$BENCH" --predict "$tmp/threads.json"
+# MPI ranks all on one host run the shared-memory endpoint: a shm
+# profile describes them, and their selector takes it ($MRC_PROFILE);
+# a threads profile is refused, naming the transport to measure.
+"$MRC" calibrate --transport shm -n 2 --quick -o "$tmp/shm.json" > /dev/null
+expect 0 "fastest of [0-9] on the shm model" "$MPIRUN" -np 2 \
+    -x MRC_PROFILE="$tmp/shm.json" -x MRC_DEBUG=info "$BENCH" -b 64K -e 64K \
+    -n 3 -w 1
+expect 0 "" test "$(grep -c 'stays with MPI' "$tmp/out")" -eq 0
+expect 1 "measured on the threads transport.*--transport shm" "$MPIRUN" \
+    -np 2 -x MRC_PROFILE="$tmp/threads.json" "$BENCH" -b 64K -e 64K -n 3 -w 1
 expect_summary

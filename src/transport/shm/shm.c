@@ -226,6 +226,7 @@ mrc__transport_t mrc__shm_transport_named(mrc__shm_endpoint_t *e,
 {
     e->named = shm_ops;
     e->named.name = name;
+    e->named.profiled_as = shm_ops.name;
     e->named.idle = e->on_idle ? shm_idle : NULL;
     mrc__transport_t t = {&e->named, e};
     return t;
