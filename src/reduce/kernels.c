@@ -263,6 +263,109 @@ FLOAT_KERNELS(f64, double)
 HALF_KERNEL(f16_any, mrc__half_to_float, mrc__float_to_half)
 HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
 
+/* ---- 16-bit floats, eight lanes at a time ------------------------------ */
+
+/* The loops above convert one value at a time in software: float16 sum
+ * at 0.73 GB/s, bfloat16 at 4.6, where float32 runs at 38-45 (a Zen 5
+ * core, in cache: the profile's reduce table). Where the processor has
+ * them, F16C's conversions (round to nearest even, as
+ * mrc__float_to_half) and AVX2's integer lanes do eight at a time, and
+ * give the same bits as the loops above for every result that is a
+ * number: the operations are the same in float, and min and max take
+ * their operands as MIN and MAX do (so a NaN picks the same side). A NaN
+ * result is a NaN; its sign and payload are not promised (as in IEEE
+ * 754, and in C, whose compilers may swap an addition's operands). Each
+ * returns how many leading elements it did (a multiple of 8); the loops
+ * above do the rest. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MRC_HAVE_HALF_LANES 1
+
+#define LANES_BY_OP(op, X, Y, R, BODY)                                         \
+    switch (op) {                                                              \
+    case MRC_PROD: BODY(R = _mm256_mul_ps(X, Y)); break;                       \
+    case MRC_MIN: BODY(R = _mm256_min_ps(Y, X)); break;                        \
+    case MRC_MAX: BODY(R = _mm256_max_ps(Y, X)); break;                        \
+    default: BODY(R = _mm256_add_ps(X, Y)); break;                             \
+    }
+
+__attribute__((target("avx,f16c"))) static size_t
+f16_lanes(uint16_t *d, const uint16_t *a, const uint16_t *b, size_t n,
+          mrc_op_t op)
+{
+    size_t m = n & ~(size_t)7;
+#define F16_BODY(OPERATION)                                                    \
+    for (size_t i = 0; i < m; i += 8) {                                        \
+        __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))); \
+        __m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))); \
+        __m256 r;                                                              \
+        OPERATION;                                                             \
+        __m128i h =                                                            \
+            _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); \
+        _mm_storeu_si128((__m128i *)(d + i), h);                               \
+    }
+    LANES_BY_OP(op, x, y, r, F16_BODY)
+#undef F16_BODY
+    return m;
+}
+
+__attribute__((target("avx2"))) static size_t bf16_lanes(uint16_t *d,
+                                                         const uint16_t *a,
+                                                         const uint16_t *b,
+                                                         size_t n, mrc_op_t op)
+{
+    size_t m = n & ~(size_t)7;
+    const __m256i one = _mm256_set1_epi32(1), half = _mm256_set1_epi32(0x7fff);
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+    const __m256i inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i quiet = _mm256_set1_epi32(0x40);
+#define BF16_IN(p)                                                             \
+    _mm256_castsi256_ps(_mm256_slli_epi32(                                     \
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define BF16_BODY(OPERATION)                                                   \
+    for (size_t i = 0; i < m; i += 8) {                                        \
+        __m256 x = BF16_IN(a + i), y = BF16_IN(b + i), r;                      \
+        OPERATION;                                                             \
+        __m256i u = _mm256_castps_si256(r);                                    \
+        __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);         \
+        __m256i near = _mm256_srli_epi32(                                      \
+            _mm256_add_epi32(_mm256_add_epi32(u, half), odd), 16);             \
+        __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, magnitude), inf); \
+        __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);          \
+        __m256i v = _mm256_blendv_epi8(near, q, nan);                          \
+        _mm_storeu_si128((__m128i *)(d + i),                                   \
+                         _mm_packus_epi32(_mm256_castsi256_si128(v),           \
+                                          _mm256_extracti128_si256(v, 1)));    \
+    }
+    LANES_BY_OP(op, x, y, r, BF16_BODY)
+#undef BF16_BODY
+#undef BF16_IN
+    return m;
+}
+
+static void f16_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b,
+                       size_t n, mrc_op_t op)
+{
+    size_t done = 0;
+    if (n >= 8 && __builtin_cpu_supports("avx") &&
+        __builtin_cpu_supports("f16c"))
+        done = f16_lanes(d, a, b, n, op);
+    f16_any(d + done, a + done, b + done, n - done, op);
+}
+
+static void bf16_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b,
+                        size_t n, mrc_op_t op)
+{
+    size_t done = 0;
+    if (n >= 8 && __builtin_cpu_supports("avx2"))
+        done = bf16_lanes(d, a, b, n, op);
+    bf16_any(d + done, a + done, b + done, n - done, op);
+}
+#else
+#define f16_reduce  f16_any
+#define bf16_reduce bf16_any
+#endif
+
 #define DISPATCH(name, T)                                                      \
     do {                                                                       \
         T *d = dst;                                                            \
@@ -323,8 +426,8 @@ static void reduce_aligned(void *dst, const void *a, const void *b, size_t n,
     case MRC_UINT64: DISPATCH(u64, uint64_t);
     case MRC_FLOAT32: DISPATCH(f32, float);
     case MRC_FLOAT64: DISPATCH(f64, double);
-    case MRC_FLOAT16: f16_any(dst, a, b, n, op); return;
-    case MRC_BFLOAT16: bf16_any(dst, a, b, n, op); return;
+    case MRC_FLOAT16: f16_reduce(dst, a, b, n, op); return;
+    case MRC_BFLOAT16: bf16_reduce(dst, a, b, n, op); return;
     default: return;
     }
 }
