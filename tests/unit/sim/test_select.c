@@ -312,7 +312,8 @@ static void test_profile(void **state)
 /* With a profile a group of up to 64 nodes is timed by the simulator's
  * node model, pipelined (as --predict times a run: the model the
  * calibration's check holds to measured runs); a larger one by the CPU
- * model, whose cost does not grow with the group. */
+ * model, whose cost does not grow with the group; a call below 4 KiB a
+ * node, under the calibration's check, by the CPU model's constants. */
 static void test_profile_times_by_simulator(void **state)
 {
     (void)state;
@@ -346,6 +347,24 @@ static void test_profile_times_by_simulator(void **state)
         mrc_program_destroy(p);
         drop(&f);
     }
+    fixture_t f;
+    make(&f, "ring:4", MRC_ALLREDUCE, 1023, MRC__SIM_TRANSPORT_SHM);
+    f.in.want_times = 1;
+    f.in.profile = &pr;
+    mrc__selection_t s;
+    mrc_program_t *p = NULL;
+    assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, &p), MRC_OK);
+    double builtin = 0, profiled = 0;
+    assert_int_equal(mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM,
+                                           NULL, &builtin),
+                     MRC_OK);
+    assert_int_equal(mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM,
+                                           &pr, &profiled),
+                     MRC_OK);
+    assert_true(builtin != profiled);
+    assert_true(s.cand[MRC_ALGO_RINGS].time_us == builtin);
+    mrc_program_destroy(p);
+    drop(&f);
 }
 
 int main(void)
