@@ -278,7 +278,9 @@ HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
  * returns how many leading elements it did (a multiple of 8); the loops
  * above do the rest. */
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 #define MRC_HAVE_HALF_LANES 1
 
 #define LANES_BY_OP(op, X, Y, R, BODY)                                         \
@@ -343,12 +345,30 @@ __attribute__((target("avx2"))) static size_t bf16_lanes(uint16_t *d,
     return m;
 }
 
+/* Whether the processor has F16C (and AVX, whose registers it uses):
+ * asked of cpuid once (clang's __builtin_cpu_supports knows no "f16c",
+ * and cpuid traps to the hypervisor in a VM: not a question for every
+ * call). */
+static int have_f16c(void)
+{
+    static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
+    int k = atomic_load_explicit(&known, memory_order_relaxed);
+    if (!k) {
+        unsigned a, b, c, d;
+        k = __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) &&
+                    (c & bit_F16C)
+                ? 2
+                : 1;
+        atomic_store_explicit(&known, k, memory_order_relaxed);
+    }
+    return k == 2;
+}
+
 static void f16_reduce(uint16_t *d, const uint16_t *a, const uint16_t *b,
                        size_t n, mrc_op_t op)
 {
     size_t done = 0;
-    if (n >= 8 && __builtin_cpu_supports("avx") &&
-        __builtin_cpu_supports("f16c"))
+    if (n >= 8 && have_f16c())
         done = f16_lanes(d, a, b, n, op);
     f16_any(d + done, a + done, b + done, n - done, op);
 }
