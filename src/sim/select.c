@@ -14,10 +14,11 @@
  * took 41 us a call under the drop-in library, against Open MPI's 2). A
  * chosen program that the checker refuses (a compiler fault) is dropped
  * with its reason, and the next fastest is proven in its place.
- * With a host profile (mrc calibrate) a group of up to SIM_SELECT_NODES
- * is timed by the simulator's node model, pipelined: the model the
- * calibration's check holds to measured runs, so the cut-offs between
- * families are the host's, not constants.
+ * With a host profile (mrc calibrate) a call on one host of 4 KiB or
+ * more a node, in a group of up to 64 nodes, is timed by the
+ * simulator's node model, pipelined: the model the calibration's check
+ * holds to measured runs, so the cut-offs between families are the
+ * host's, not constants (SIM_SELECT_NODES says where else what times).
  * Limits: without a profile the CPU model is a few constants fitted on
  * one machine (docs/families.md), not a calibration; on the links model
  * a family is only as well timed as the simulator times its
@@ -74,15 +75,70 @@ double mrc__busbw_factor(mrc_collective_t c, int n)
     }
 }
 
-/* Data per node and the bound, as the simulator reports them. */
-static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
-                    mrc__candidate_t *c)
+/* A call's data per node: the vector (allreduce, reduce, broadcast) or
+ * every block (reduce-scatter, allgather), as the simulator reports it. */
+static double call_bytes(const mrc_program_t *p)
 {
     int n = p->num_groups ? p->groups[0].size : 1;
     double data = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
     if (p->cfg.collective == MRC_REDUCE_SCATTER ||
         p->cfg.collective == MRC_ALLGATHER)
         data *= n;
+    return data;
+}
+
+/* With a profile, a call on one host (threads, shm, and MPI ranks all on
+ * one host, which the selector models as shm) is timed by the
+ * simulator's node model when its group has up to SIM_SELECT_NODES
+ * nodes, it moves SIM_SELECT_BYTES or more a node, and its pipelined walk
+ * has at most SIM_SELECT_WORK node-chunks (the selector runs at a call's
+ * first use of its shape, on every rank). That is the model `mrc
+ * calibrate --check` holds to measured runs, over the sizes it checks
+ * (allreduce from 4 KiB). Otherwise:
+ * - calls below SIM_SELECT_BYTES take the CPU model's built-in
+ *   constants, fitted to small calls under the drop-in library (the node
+ *   model took the rings for a 4-byte allreduce on 4 ranks of 2 cores:
+ *   0.71 us predicted, 11.8 measured, against 3.0 for the constants'
+ *   choice; and the CPU model with the profile's figures chose worse
+ *   than the constants below 4 KiB: docs/simulator.md);
+ * - larger groups or walks, and MPI between hosts (whose network the
+ *   profile does not describe, nor the check hold to runs), take the CPU
+ *   model with the profile's figures. */
+enum {
+    SIM_SELECT_NODES = 64,
+    SIM_SELECT_BYTES = 4096,
+    SIM_SELECT_WORK = 8192,
+    SIM_SELECT_CHUNK = 256 << 10 /* the compiler's default chunk */
+};
+
+/* The profile the CPU model times candidate p with: the input's, or
+ * none (the built-in constants) for a call below SIM_SELECT_BYTES. */
+static const mrc_profile_t *cpu_profile(const mrc__select_input_t *in,
+                                        const mrc_program_t *p)
+{
+    return call_bytes(p) >= SIM_SELECT_BYTES ? in->profile : NULL;
+}
+
+/* Whether candidate p is timed by the simulator (see SIM_SELECT_NODES). */
+static int timed_by_sim(const mrc__select_input_t *in, const mrc_program_t *p)
+{
+    if (in->transport == MRC__SIM_TRANSPORT_LINKS)
+        return 1;
+    if (!in->profile || !in->topo || in->transport == MRC__SIM_TRANSPORT_MPI ||
+        p->num_nodes > SIM_SELECT_NODES || !cpu_profile(in, p))
+        return 0;
+    double chunk =
+        (double)(in->cc.chunk_bytes ? in->cc.chunk_bytes : SIM_SELECT_CHUNK);
+    double chunks = call_bytes(p) / chunk + 1;
+    return chunks * p->num_nodes <= SIM_SELECT_WORK;
+}
+
+/* Data per node and the bound, as the simulator reports them. */
+static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
+                    mrc__candidate_t *c)
+{
+    int n = p->num_groups ? p->groups[0].size : 1;
+    double data = call_bytes(p);
     double algbw = c->time_us > 0 ? data / (c->time_us * 1e3) : 0;
     c->busbw_gbps = algbw * mrc__busbw_factor(p->cfg.collective, n);
     if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
@@ -91,9 +147,9 @@ static void figures(const mrc_program_t *p, const mrc__select_input_t *in,
         double share = mrc__busbw_factor(p->cfg.collective, n);
         mrc__cpu_cost_t kp;
         const mrc__cpu_cost_t *k = mrc__cpu_cost(in->transport);
-        if (in->profile &&
-            mrc__cpu_cost_of_profile(in->profile, in->transport, p->cfg.dtype,
-                                     p->cfg.op, n, &kp) == MRC_OK)
+        const mrc_profile_t *pr = cpu_profile(in, p);
+        if (pr && mrc__cpu_cost_of_profile(pr, in->transport, p->cfg.dtype,
+                                           p->cfg.op, n, &kp) == MRC_OK)
             k = &kp;
         c->bound_gbps =
             n > 1 ? k->copy_gbps[mrc__cpu_cost_tier(k, (uint64_t)data)] / share
@@ -238,47 +294,22 @@ static mrc_status_t prove_fastest(mrc_program_t **progs, mrc__selection_t *out,
     }
 }
 
-/* With a profile, calls of groups up to SIM_SELECT_NODES nodes and of
- * SIM_SELECT_BYTES or more a node are timed by the simulator's node
- * model: the model `mrc calibrate --check` holds to measured runs, over
- * the sizes it checks (4 KiB up). Larger groups go to the CPU model with
- * the profile's figures, whose cost does not grow with the group (it
- * samples CPU_SAMPLE nodes; the selector runs at a call's first use of
- * its shape). Smaller calls go to the CPU model's built-in constants,
- * fitted to small calls under the drop-in library: the node model took
- * the rings for a 4-byte allreduce on 4 ranks of 2 cores (0.71 us
- * predicted, 11.8 measured, against 3.0 for the constants' choice), and
- * the CPU model with the profile's figures chose worse than the
- * constants below 4 KiB (docs/simulator.md). */
-enum { SIM_SELECT_NODES = 64, SIM_SELECT_BYTES = 4096 };
-
-/* The profile the CPU model times candidate p with: the input's, or
- * none (the built-in constants) for a call below SIM_SELECT_BYTES. */
-static const mrc_profile_t *cpu_profile(const mrc__select_input_t *in,
-                                        const mrc_program_t *p)
-{
-    double bytes = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
-    return bytes >= SIM_SELECT_BYTES ? in->profile : NULL;
-}
-
-/* Whether candidate p is timed by the simulator (see SIM_SELECT_NODES). */
-static int timed_by_sim(const mrc__select_input_t *in, const mrc_program_t *p)
-{
-    if (in->transport == MRC__SIM_TRANSPORT_LINKS)
-        return 1;
-    return in->profile && in->topo && p->num_nodes <= SIM_SELECT_NODES &&
-           cpu_profile(in, p) != NULL;
-}
-
 /* The simulator's time for candidate p: the links' BSP walk, or with a
- * profile the node model's pipelined walk (as `--predict` times a run). */
+ * profile the node model's pipelined walk, as `--predict` times a run on
+ * ordinary memory (not on buffers the peers map: the selector does not
+ * see the call's buffers), with every node on one host. */
 static mrc_status_t sim_time(const mrc__select_input_t *in,
                              const mrc_program_t *p, mrc__candidate_t *c)
 {
     mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
+    mrc_profile_t one_host;
     if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
+        /* (a profile says how many nodes shared a memory where it was
+         * measured; here every node of the call does) */
+        one_host = *in->profile;
+        one_host.nodes_per_memory = p->num_nodes;
         sc.mode = MRC_SIM_PIPELINED;
-        sc.profile = in->profile;
+        sc.profile = &one_host;
     }
     mrc_sim_result_t *r = NULL;
     mrc_status_t st = mrc__select_sim(p, in->topo, &sc, &r);
@@ -292,14 +323,17 @@ static mrc_status_t sim_time(const mrc__select_input_t *in,
 }
 
 /* Times a compiled candidate; one the model cannot time stops applying
- * (its program destroyed, *p NULL). */
+ * (its program destroyed, *p NULL). A CPU transport's candidate that the
+ * simulator cannot walk is timed by the CPU model instead. */
 static mrc_status_t time_candidate(const mrc__select_input_t *in,
                                    mrc_program_t **p, mrc__candidate_t *c)
 {
-    mrc_status_t st;
-    if (timed_by_sim(in, *p))
+    mrc_status_t st = MRC_ERR_UNSUPPORTED;
+    int by_sim = timed_by_sim(in, *p);
+    if (by_sim)
         st = sim_time(in, *p, c);
-    else
+    if (!by_sim || (st != MRC_OK && st != MRC_ERR_NO_MEMORY &&
+                    in->transport != MRC__SIM_TRANSPORT_LINKS))
         st = mrc__cpu_time_profile(*p, in->topo, in->transport,
                                    cpu_profile(in, *p), &c->time_us);
     if (st == MRC_ERR_NO_MEMORY)

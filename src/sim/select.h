@@ -121,9 +121,11 @@ typedef struct mrc__select_input {
     /* Time every candidate even when only one applies (explain, logs);
      * otherwise a lone candidate is chosen untimed (time_us 0). */
     int want_times;
-    /* A host profile (mrc calibrate) whose figures replace the CPU
-     * model's built-in constants; NULL: the built-in ones. It must be
-     * of the input's transport. */
+    /* A host profile (mrc calibrate), NULL: none. With one, a call on
+     * one host of 4 KiB or more a node is timed by the simulator's node
+     * model with it, other calls by the CPU model with its figures (below
+     * 4 KiB: the built-in constants); select.c says where each applies.
+     * It must be of the input's transport. */
     const mrc_profile_t *profile;
 } mrc__select_input_t;
 

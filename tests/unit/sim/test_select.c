@@ -309,60 +309,83 @@ static void test_profile(void **state)
     drop(&f);
 }
 
-/* With a profile a group of up to 64 nodes is timed by the simulator's
- * node model, pipelined (as --predict times a run: the model the
- * calibration's check holds to measured runs); a larger one by the CPU
- * model, whose cost does not grow with the group; a call below 4 KiB a
- * node, under the calibration's check, by the CPU model's constants. */
+/* The selector's time for the rings' allreduce of `count` float32 on
+ * `spec` over transport x with profile pr, and the program. */
+static double rings_time(const char *spec, size_t count, mrc__sim_transport_t x,
+                         const mrc_profile_t *pr, fixture_t *f,
+                         mrc_program_t **p)
+{
+    make(f, spec, MRC_ALLREDUCE, count, x);
+    f->in.want_times = 1;
+    f->in.profile = pr;
+    mrc__selection_t s;
+    assert_int_equal(mrc__select(&f->in, MRC_ALGO_RINGS, &s, p), MRC_OK);
+    return s.cand[MRC_ALGO_RINGS].time_us;
+}
+
+static double sim_pipelined(const mrc_program_t *p, const mrc_topo_t *t,
+                            const mrc_profile_t *pr)
+{
+    mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = pr};
+    mrc_sim_result_t *r = NULL;
+    assert_int_equal(mrc_sim_run(p, t, &sc, &r), MRC_OK);
+    double us = r->time_us;
+    mrc_sim_result_destroy(r);
+    return us;
+}
+
+static double cpu_time(const mrc_program_t *p, const mrc_topo_t *t,
+                       mrc__sim_transport_t x, const mrc_profile_t *pr)
+{
+    double us = 0;
+    assert_int_equal(mrc__cpu_time_profile(p, t, x, pr, &us), MRC_OK);
+    return us;
+}
+
+/* With a profile, a call on one host of 4 KiB or more a node in a group
+ * of up to 64 nodes is timed by the simulator's node model, pipelined
+ * (as --predict times a run), with every node on one memory system
+ * (the profile's nodes_per_memory is where it was measured); a larger
+ * group, and MPI between hosts, by the CPU model with the profile's
+ * figures; a call below 4 KiB a node by the CPU model's constants. */
 static void test_profile_times_by_simulator(void **state)
 {
     (void)state;
-    mrc_profile_t pr = flat_profile("shm", 8);
+    mrc_profile_t pr = flat_profile("shm", 8), one_host, mpi;
     pr.message_us = 0.5;
     pr.sync_us = 0.25;
-    const char *specs[2] = {"ring:4", "ring:66"};
-    for (int i = 0; i < 2; i++) {
-        fixture_t f;
-        make(&f, specs[i], MRC_ALLREDUCE, (size_t)1 << 18,
-             MRC__SIM_TRANSPORT_SHM);
-        f.in.want_times = 1;
-        f.in.profile = &pr;
-        mrc__selection_t s;
-        mrc_program_t *p = NULL;
-        assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, &p), MRC_OK);
-        double want = 0;
-        if (i == 0) {
-            mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = &pr};
-            mrc_sim_result_t *r = NULL;
-            assert_int_equal(mrc_sim_run(p, f.topo, &sc, &r), MRC_OK);
-            want = r->time_us;
-            mrc_sim_result_destroy(r);
-        } else {
-            assert_int_equal(mrc__cpu_time_profile(
-                                 p, f.topo, MRC__SIM_TRANSPORT_SHM, &pr, &want),
-                             MRC_OK);
-        }
-        assert_true(want > 0);
-        assert_true(s.cand[MRC_ALGO_RINGS].time_us == want);
-        mrc_program_destroy(p);
-        drop(&f);
-    }
     fixture_t f;
-    make(&f, "ring:4", MRC_ALLREDUCE, 1023, MRC__SIM_TRANSPORT_SHM);
-    f.in.want_times = 1;
-    f.in.profile = &pr;
-    mrc__selection_t s;
     mrc_program_t *p = NULL;
-    assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, &p), MRC_OK);
-    double builtin = 0, profiled = 0;
-    assert_int_equal(mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM,
-                                           NULL, &builtin),
-                     MRC_OK);
-    assert_int_equal(mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM,
-                                           &pr, &profiled),
-                     MRC_OK);
-    assert_true(builtin != profiled);
-    assert_true(s.cand[MRC_ALGO_RINGS].time_us == builtin);
+
+    double t = rings_time("ring:4", (size_t)1 << 18, MRC__SIM_TRANSPORT_SHM,
+                          &pr, &f, &p);
+    one_host = pr;
+    one_host.nodes_per_memory = 4;
+    double host = sim_pipelined(p, f.topo, &one_host);
+    assert_true(host > 0 && host != sim_pipelined(p, f.topo, &pr));
+    assert_true(t == host);
+    mrc_program_destroy(p);
+    drop(&f);
+
+    t = rings_time("ring:66", (size_t)1 << 18, MRC__SIM_TRANSPORT_SHM, &pr, &f,
+                   &p);
+    assert_true(t > 0 && t == cpu_time(p, f.topo, MRC__SIM_TRANSPORT_SHM, &pr));
+    mrc_program_destroy(p);
+    drop(&f);
+
+    mpi = pr;
+    snprintf(mpi.transport, sizeof mpi.transport, "mpi");
+    t = rings_time("ring:4", (size_t)1 << 18, MRC__SIM_TRANSPORT_MPI, &mpi, &f,
+                   &p);
+    assert_true(t > 0 &&
+                t == cpu_time(p, f.topo, MRC__SIM_TRANSPORT_MPI, &mpi));
+    mrc_program_destroy(p);
+    drop(&f);
+
+    t = rings_time("ring:4", 1023, MRC__SIM_TRANSPORT_SHM, &pr, &f, &p);
+    double builtin = cpu_time(p, f.topo, MRC__SIM_TRANSPORT_SHM, NULL);
+    assert_true(builtin != cpu_time(p, f.topo, MRC__SIM_TRANSPORT_SHM, &pr));
+    assert_true(t == builtin);
     mrc_program_destroy(p);
     drop(&f);
 }
