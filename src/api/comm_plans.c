@@ -396,6 +396,12 @@ mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
      * this rank's buffers (every rank allocates alike, as mrc-bench's and
      * torch's do). */
     mrc_sim_config_t mine = *cfg;
+    /* Ranks of one host (all but MPI's between hosts, or hier's pretend
+     * hosts) share its memory, however many ran the calibration. */
+    mrc_profile_t one_host;
+    if (cfg->profile && c->shared->hosts <= 1)
+        mine.profile = mrc__profile_one_host(
+            cfg->profile, c->last_plan->program->num_nodes, &one_host);
     if (cfg->profile && c->memo.valid && c->memo.sendbuf &&
         mrc__shm_region_holds(c->memo.sendbuf, 1) &&
         (!c->memo.recvbuf || c->memo.recvbuf == c->memo.sendbuf ||

@@ -281,7 +281,6 @@ HALF_KERNEL(bf16_any, mrc__bf16_to_float, mrc__float_to_bf16)
 #include <cpuid.h>
 #include <immintrin.h>
 #include <stdatomic.h>
-#define MRC_HAVE_HALF_LANES 1
 
 #define LANES_BY_OP(op, X, Y, R, BODY)                                         \
     switch (op) {                                                              \

@@ -14,11 +14,9 @@
  * took 41 us a call under the drop-in library, against Open MPI's 2). A
  * chosen program that the checker refuses (a compiler fault) is dropped
  * with its reason, and the next fastest is proven in its place.
- * With a host profile (mrc calibrate) a call on one host of 4 KiB or
- * more a node, in a group of up to 64 nodes, is timed by the
- * simulator's node model, pipelined: the model the calibration's check
- * holds to measured runs, so the cut-offs between families are the
- * host's, not constants (SIM_SELECT_NODES says where else what times).
+ * With a host profile (mrc calibrate) most calls on one host are timed
+ * by the simulator's node model, so the cut-offs between families are
+ * the host's, not constants (SIM_SELECT_NODES says which).
  * Limits: without a profile the CPU model is a few constants fitted on
  * one machine (docs/families.md), not a calibration; on the links model
  * a family is only as well timed as the simulator times its
@@ -92,7 +90,11 @@ static double call_bytes(const mrc_program_t *p)
  * simulator's node model when its group has up to SIM_SELECT_NODES
  * nodes, it moves SIM_SELECT_BYTES or more a node, and its pipelined walk
  * has at most SIM_SELECT_WORK node-chunks (the selector runs at a call's
- * first use of its shape, on every rank). That is the model `mrc
+ * first use of its shape, on every rank: direct2's walk, whose gets grow
+ * as the square of the group, took 25-35 ms at 32 nodes and 140-580 ms
+ * at 64, `mrc sim ring:N --collective allreduce --algo direct2 --mode
+ * pipelined --profile F`, 1-32 MiB; at 16, 4-15 ms for every family up to
+ * 128 MiB, compile and start included). That is the model `mrc
  * calibrate --check` holds to measured runs, over the sizes it checks
  * (allreduce from 4 KiB). Otherwise:
  * - calls below SIM_SELECT_BYTES take the CPU model's built-in
@@ -105,7 +107,7 @@ static double call_bytes(const mrc_program_t *p)
  *   profile does not describe, nor the check hold to runs), take the CPU
  *   model with the profile's figures. */
 enum {
-    SIM_SELECT_NODES = 64,
+    SIM_SELECT_NODES = 16,
     SIM_SELECT_BYTES = 4096,
     SIM_SELECT_WORK = 8192,
     SIM_SELECT_CHUNK = 256 << 10 /* the compiler's default chunk */
@@ -294,6 +296,14 @@ static mrc_status_t prove_fastest(mrc_program_t **progs, mrc__selection_t *out,
     }
 }
 
+const mrc_profile_t *mrc__profile_one_host(const mrc_profile_t *pr, int nodes,
+                                           mrc_profile_t *copy)
+{
+    *copy = *pr;
+    copy->nodes_per_memory = nodes;
+    return copy;
+}
+
 /* The simulator's time for candidate p: the links' BSP walk, or with a
  * profile the node model's pipelined walk, as `--predict` times a run on
  * ordinary memory (not on buffers the peers map: the selector does not
@@ -304,12 +314,9 @@ static mrc_status_t sim_time(const mrc__select_input_t *in,
     mrc_sim_config_t sc = {.mode = MRC_SIM_BSP};
     mrc_profile_t one_host;
     if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
-        /* (a profile says how many nodes shared a memory where it was
-         * measured; here every node of the call does) */
-        one_host = *in->profile;
-        one_host.nodes_per_memory = p->num_nodes;
         sc.mode = MRC_SIM_PIPELINED;
-        sc.profile = &one_host;
+        sc.profile =
+            mrc__profile_one_host(in->profile, p->num_nodes, &one_host);
     }
     mrc_sim_result_t *r = NULL;
     mrc_status_t st = mrc__select_sim(p, in->topo, &sc, &r);

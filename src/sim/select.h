@@ -121,11 +121,9 @@ typedef struct mrc__select_input {
     /* Time every candidate even when only one applies (explain, logs);
      * otherwise a lone candidate is chosen untimed (time_us 0). */
     int want_times;
-    /* A host profile (mrc calibrate), NULL: none. With one, a call on
-     * one host of 4 KiB or more a node is timed by the simulator's node
-     * model with it, other calls by the CPU model with its figures (below
-     * 4 KiB: the built-in constants); select.c says where each applies.
-     * It must be of the input's transport. */
+    /* A host profile (mrc calibrate), NULL: none; it must be of the
+     * input's transport. What times a call with one: select.c,
+     * SIM_SELECT_NODES. */
     const mrc_profile_t *profile;
 } mrc__select_input_t;
 
@@ -136,6 +134,14 @@ typedef struct mrc__select_input {
  * does not apply; other errors (out of memory) as they come. */
 mrc_status_t mrc__select(const mrc__select_input_t *in, mrc_algo_t force,
                          mrc__selection_t *out, mrc_program_t **program);
+
+/* Profile pr for a call whose `nodes` all run on one host (threads,
+ * shm, MPI ranks of one host), in *copy: every node on one memory
+ * system. A profile's nodes_per_memory is how many shared one where it
+ * was measured (its ranks), and the simulator would otherwise split a
+ * call of more nodes into hosts of that many. */
+const mrc_profile_t *mrc__profile_one_host(const mrc_profile_t *pr, int nodes,
+                                           mrc_profile_t *copy);
 
 /* mrc_sim_run, refusing (MRC_ERR_UNSUPPORTED) a program whose memory
  * operations the simulator does not time, rather than a time of 0. */

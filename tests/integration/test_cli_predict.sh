@@ -1,8 +1,9 @@
 #!/bin/sh
 # Predicted beside measured between processes: mrc-bench --predict under
 # mrc launch (the columns, a positive ratio; profiles that are not right
-# refused with exit 2 naming the file) and mrc calibrate --check on shm
-# and at P = 4. Figures are checked to be positive, never their values.
+# refused with exit 2 naming the file; a profile of 2 ranks predicts 4 on
+# one host as one memory system) and mrc calibrate --check on shm and at
+# P = 4. Figures are checked to be positive, never their values.
 # Usage: test_cli_predict.sh MRC MRC_BENCH
 MRC=$1
 BENCH=$2
@@ -54,6 +55,25 @@ p, m = (json.load(open(f))["rows"][0] for f in sys.argv[1:])
 assert p["wrong"] == 0 and m["wrong"] == 0, (p, m)
 assert m["predicted_us"] < p["predicted_us"], (p, m)
 ' "$tmp/plain.json" "$tmp/mapped.json"
+# A profile measured on 2 ranks predicts 4 ranks of one host as one
+# memory system, not two hosts of two: the same figure as the profile
+# that says 4 share it (16 MiB, past the cache, where sharing counts).
+$PY -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["nodes_per_memory"] = 4
+json.dump(p, open(sys.argv[2], "w"))
+' "$tmp/shm.json" "$tmp/shm4.json"
+for f in shm shm4; do
+    MRC_ALGO=rings "$MRC" launch -n 4 -- "$BENCH" -b 16M -e 16M -n 1 -w 0 \
+        --json --predict "$tmp/$f.json" > "$tmp/p_$f.json"
+done
+expect 0 "" $PY -c '
+import json, sys
+a, b = (json.load(open(f))["rows"][0] for f in sys.argv[1:])
+assert a["wrong"] == 0 and a["predicted_us"] > 0, a
+assert a["predicted_us"] == b["predicted_us"], (a, b)
+' "$tmp/p_shm.json" "$tmp/p_shm4.json"
 # Without --predict, neither.
 "$MRC" launch -n 2 -- "$BENCH" -b 4K -e 4K -n 2 -w 1 --json > "$tmp/plain.json"
 expect 1 "" grep -q predicted "$tmp/plain.json"

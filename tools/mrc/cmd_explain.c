@@ -32,7 +32,7 @@ void help_explain(void)
         "--profile    a host profile ('mrc calibrate -o FILE'): each\n"
         "             family is timed by the simulator's node model with\n"
         "             it, as 'mrc sim --profile' (below 4 KiB a node: the\n"
-        "             CPU model's constants; groups past 64 nodes, and mpi:\n"
+        "             CPU model's constants; groups past 16 nodes, and mpi:\n"
         "             the CPU model with its figures); the\n"
         "             transport defaults to the profile's, and another CPU\n"
         "             transport or links is refused (exit 2)\n"

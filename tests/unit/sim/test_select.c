@@ -245,7 +245,7 @@ static void test_shm_rounds(void **state)
  * its bytes over that rate, so twice the rate halves every time; beyond
  * cache the ranks share the memory system; a profile of another
  * transport, or for the links, is refused with a message naming both.
- * (The selector times groups of up to 64 nodes by the simulator when it
+ * (The selector times groups of up to 16 nodes by the simulator when it
  * has a profile: the CPU model is asked directly here.) */
 static void test_profile(void **state)
 {
@@ -343,7 +343,7 @@ static double cpu_time(const mrc_program_t *p, const mrc_topo_t *t,
 }
 
 /* With a profile, a call on one host of 4 KiB or more a node in a group
- * of up to 64 nodes is timed by the simulator's node model, pipelined
+ * of up to 16 nodes is timed by the simulator's node model, pipelined
  * (as --predict times a run), with every node on one memory system
  * (the profile's nodes_per_memory is where it was measured); a larger
  * group, and MPI between hosts, by the CPU model with the profile's
