@@ -477,15 +477,17 @@ EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
 
 /* Memory for MPI_Alloc_mem is mrc_mem_alloc's where it can be: the
  * peers on the host map it and read it with plain loads instead of
- * through the kernel. Only blocks a message of which would go through
- * the kernel (from the rendezvous size): a region is a file and a
- * descriptor, which a program of many small blocks (RMA bookkeeping)
- * would run out of for nothing. MPI_Free_mem gives back to each what it
- * gave (mrc_mem_free refuses a pointer that is not its own). */
+ * through the kernel. Only blocks of ALLOC_MEM_REGION_BYTES or more: a
+ * region is a file and a descriptor, which a program of many small
+ * blocks (RMA bookkeeping) would run out of for nothing. MPI_Free_mem
+ * gives back to each what it gave (mrc_mem_free refuses a pointer that
+ * is not its own). */
+enum { ALLOC_MEM_REGION_BYTES = 16 << 10 };
+
 EXPORT int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 {
     void *p = NULL;
-    if (size >= (MPI_Aint)MRC__SHM_RENDEZVOUS_BYTES &&
+    if (size >= (MPI_Aint)ALLOC_MEM_REGION_BYTES &&
         mrc_mem_alloc((size_t)size, &p) == MRC_OK) {
         memcpy(baseptr, &p, sizeof p);
         return MPI_SUCCESS;

@@ -18,11 +18,18 @@
 #include "mrc/status.h"
 #include "mrc/types.h"
 
-/* The shared-memory transport: a message of at least this many bytes
- * goes by rendezvous (the receiver reads the sender's buffer through the
- * kernel), a smaller one through the channel's slots. `mrc calibrate`
- * writes it into an shm profile for the simulator. */
-#define MRC__SHM_RENDEZVOUS_BYTES (16 << 10)
+/* The shared-memory transport of nranks ranks: a message of at least
+ * this many bytes goes by rendezvous (the receiver reads the sender's
+ * buffer through the kernel), a smaller one through the channel's slots:
+ * the channel's capacity, 1 MiB up to 64 ranks, so a program's messages
+ * (chunks, 256 KiB by default) go through the slots. Copied in by the
+ * sender's core and out (or reduced) by the receiver's, a message keeps
+ * both cores at work; read through the kernel it kept only the
+ * receiver's, at a third of a user copy's rate on the build machine
+ * (P = 2, a rings reduce of 2 MiB: 113 us a call through the slots, 208
+ * from 16 KiB by rendezvous). `mrc calibrate` writes it into an shm
+ * profile for the simulator. */
+size_t mrc__shm_rendezvous_bytes(int nranks);
 
 /* One posted transfer. The executor owns the memory (allocated with the
  * plan) and keeps it in place until `done`; the transport may use the

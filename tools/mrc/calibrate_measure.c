@@ -143,66 +143,94 @@ enum {
     FIT_SPIN_BYTES = 1 << 20
 };
 
-/* The rates in cache: what a node takes from a peer's cache (a rings
- * allreduce of FIT_CACHE_BYTES, the writer's buffers well within its
- * core's cache) and, where the transport has slots and a rendezvous,
- * the slots' rate (a call whose messages are half the threshold) and
- * the rendezvous's fixed cost (messages of the threshold); each fit
- * moves the others, so twice. */
-static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
+/* The median us of a probe on the plan's ranks, its loops three times
+ * the plan's: the short calls swing between two regimes on a busy host
+ * (a peer spinning or descheduled). */
+static mrc_status_t probe(const cal_plan_t *plan, size_t count, int iters,
+                          mrc_algo_t algo, cal_probe_t *pr, double *us)
 {
-    /* The short calls swing between two regimes on a busy host (a peer
-     * spinning or descheduled): the median of three times the loops. */
-    /* 2 streams of P fragments, each of rendezvous_bytes (and half);
-     * the peer rate's call has fragments of four times that at least (at
+    *pr = (cal_probe_t){
+        .count = count, .iters = iters, .reps = 3 * plan->reps, .algo = algo};
+    return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
+}
+
+/* threads, whose receiver reads the sender's buffer at any size: the
+ * rate a node takes what a peer wrote (a rings allreduce of
+ * FIT_CACHE_BYTES, the writer's buffers well within its core's cache),
+ * and below the size where that turns from a line at a time to a stream
+ * (rendezvous_bytes), the small messages' rate (a call whose messages
+ * are half of it) and the turn's fixed cost (messages of it); each fit
+ * moves the others, so twice. */
+static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
+                                         mrc_profile_t *p)
+{
+    /* 2 streams of P fragments, each of rendezvous_bytes (and half); the
+     * peer rate's call has fragments of four times that at least (at
      * P = 4 the 256 KiB call's were the threshold's, and the peer rate
      * and the rendezvous's cost fitted one call between them). */
     size_t rdv_count =
         (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
     size_t peer_count = FIT_CACHE_BYTES / sizeof(float);
     peer_count = 4 * rdv_count > peer_count ? 4 * rdv_count : peer_count;
-    cal_probe_t pr = {
-        .count = peer_count, .iters = 100, .reps = 3 * plan->reps};
-    cal_probe_t rdv = {
-        .count = rdv_count, .iters = 200, .reps = 3 * plan->reps};
-    cal_probe_t slot = {
-        .count = rdv_count / 2, .iters = 200, .reps = 3 * plan->reps};
+    cal_probe_t pr, rdv, slot;
     double us = 0, rdv_us = 0, slot_us = 0;
     int clamped = 0;
     cal_tell(plan, 0.9, "collectives");
-    mrc_status_t st =
-        cal_probe_allreduce(plan->transport, plan->ranks, &pr, &us);
-    if (st == MRC_OK && rdv_count)
-        st = cal_probe_allreduce(plan->transport, plan->ranks, &rdv, &rdv_us);
-    if (st == MRC_OK && rdv_count)
-        st = cal_probe_allreduce(plan->transport, plan->ranks, &slot, &slot_us);
-    /* shm: the rings' large messages go through the kernel, and a
-     * direct1 call's gets from windows in the segment give the peer
-     * rate (a plain copy); threads: the rings give the peer rate. */
-    int kernel = strcmp(plan->transport, "shm") == 0;
-    cal_probe_t win = {.count = FIT_CACHE_BYTES / sizeof(float),
-                       .iters = 100,
-                       .reps = 3 * plan->reps,
-                       .algo = MRC_ALGO_DIRECT1};
-    double win_us = 0;
-    if (st == MRC_OK && kernel)
-        st = cal_probe_allreduce(plan->transport, plan->ranks, &win, &win_us);
+    mrc_status_t st = probe(plan, peer_count, 100, MRC_ALGO_RINGS, &pr, &us);
+    if (st == MRC_OK)
+        st = probe(plan, rdv_count, 200, MRC_ALGO_RINGS, &rdv, &rdv_us);
+    if (st == MRC_OK)
+        st = probe(plan, rdv_count / 2, 200, MRC_ALGO_RINGS, &slot, &slot_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        if (rdv_count)
-            st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
-                     slot_us, &clamped);
-        if (st == MRC_OK && rdv_count)
+        st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
+                 slot_us, &clamped);
+        if (st == MRC_OK)
             st = fit(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks, rdv.count,
                      rdv_us, &clamped);
-        if (st == MRC_OK && kernel)
+        if (st == MRC_OK)
+            st = fit(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
+                     plan->ranks, pr.count, us, &clamped);
+    }
+    return st;
+}
+
+/* shm: a program's messages go through the channels' slots (below
+ * rendezvous_bytes, the channel's capacity), so a rings allreduce of
+ * FIT_CACHE_BYTES gives the slots' rate; a direct1 call's gets from
+ * windows in the segment a peer's lines (a plain copy); and a direct2
+ * call of twice mrc__stage_max, past what it exposes by copy, read by
+ * reference, the kernel's copy. Twice, as each fit moves the others. */
+static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
+{
+    cal_probe_t rings, win, ref;
+    double rings_us = 0, win_us = 0, ref_us = 0;
+    int clamped = 0;
+    size_t stage = mrc__stage_max(plan->ranks) / sizeof(float);
+    cal_tell(plan, 0.9, "collectives");
+    mrc_status_t st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
+                            MRC_ALGO_RINGS, &rings, &rings_us);
+    if (st == MRC_OK)
+        st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_DIRECT1,
+                   &win, &win_us);
+    if (st == MRC_OK)
+        st = probe(plan, 2 * stage, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
+    for (int round = 0; round < 2 && st == MRC_OK; round++) {
+        st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, rings.count,
+                 rings_us, &clamped);
+        if (st == MRC_OK)
             st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
                             plan->ranks, &win, win_us, &clamped);
         if (st == MRC_OK)
-            st =
-                fit(p, kernel ? KNOB(kernel_gbps) : KNOB(peer_gbps_cache), 0.01,
-                    p->copy_gbps_cache, plan->ranks, pr.count, us, &clamped);
+            st = fit_family(p, KNOB(kernel_gbps), 0.01, p->copy_gbps_cache,
+                            plan->ranks, &ref, ref_us, &clamped);
     }
     return st;
+}
+
+static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
+{
+    return strcmp(plan->transport, "shm") == 0 ? fit_shm_in_cache(plan, p)
+                                               : fit_threads_in_cache(plan, p);
 }
 
 /* The two calls beyond the cores' caches: one partly in the shared
@@ -310,8 +338,12 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     far_probe_t far = {plan->ranks, mid.count, mid_us, pr.count, big_us};
     /* With more ranks than cores the 1 MiB call is mostly turns for a
      * core, and the fit swung from a sixteenth of the kernel's figure to
-     * all of it between runs: the kernel's figure stands. */
-    double own = p->private_cache_bytes;
+     * all of it between runs: the kernel's figure stands. shm's rings
+     * take their peers' lines from the slots, whatever the buffers'
+     * size, so their calls say nothing of these two: the kernel's
+     * figure and the cache's rate stand. */
+    double own =
+        strcmp(plan->transport, "shm") == 0 ? 0 : p->private_cache_bytes;
     int crowded = plan->ranks > p->cores;
     for (int round = 0; round < 2 && st == MRC_OK && own > 0 && !crowded;
          round++) {
@@ -368,7 +400,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * at a time (rings at P = 2, 16-128 KiB: 5-8 GB/s more a byte) to
      * streaming it (128-256 KiB: 17-50). */
     if (strcmp(plan->transport, "shm") == 0)
-        p->rendezvous_bytes = MRC__SHM_RENDEZVOUS_BYTES;
+        p->rendezvous_bytes = (double)mrc__shm_rendezvous_bytes(plan->ranks);
     else if (strcmp(plan->transport, "threads") == 0)
         p->rendezvous_bytes = CAL_THREADS_SMALL_BYTES;
     cal_tell(plan, 0.75, "sync");

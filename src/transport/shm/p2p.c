@@ -125,6 +125,64 @@ mrc_status_t mrc__shm_message_differs(mrc__shm_endpoint_t *e, int peer)
     return mrc__shm_disagree(e, peer, theirs, e->rank, e->call);
 }
 
+void mrc__shm_early_free(early_t *list)
+{
+    while (list) {
+        early_t *x = list;
+        list = x->next;
+        free(x->data);
+        free(x);
+    }
+}
+
+/* A record for an early message of `bytes`: the smallest spare whose
+ * buffer holds it, else a new one. */
+static early_t *new_early(mrc__shm_endpoint_t *e, uint64_t bytes)
+{
+    early_t **best = NULL;
+    for (early_t **pp = &e->spare; *pp; pp = &(*pp)->next)
+        if ((*pp)->cap >= bytes && (!best || (*pp)->cap < (*best)->cap))
+            best = pp;
+    if (best) {
+        early_t *x = *best;
+        *best = x->next;
+        e->num_spare--;
+        char *data = x->data;
+        size_t cap = x->cap;
+        memset(x, 0, sizeof *x);
+        x->data = data;
+        x->cap = cap;
+        return x;
+    }
+    early_t *x = calloc(1, sizeof *x);
+    if (x && bytes && !(x->data = malloc(bytes))) {
+        free(x);
+        return NULL;
+    }
+    if (x)
+        x->cap = bytes;
+    return x;
+}
+
+/* Keeps a taken record for the next early message; past EARLY_SPARES,
+ * the smallest goes. */
+static void spare_early(mrc__shm_endpoint_t *e, early_t *x)
+{
+    x->next = e->spare;
+    e->spare = x;
+    if (++e->num_spare <= EARLY_SPARES)
+        return;
+    early_t **small = &e->spare;
+    for (early_t **pp = &e->spare; *pp; pp = &(*pp)->next)
+        if ((*pp)->cap < (*small)->cap)
+            small = pp;
+    early_t *gone = *small;
+    *small = gone->next;
+    e->num_spare--;
+    gone->next = NULL;
+    mrc__shm_early_free(gone);
+}
+
 static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
                                const slot_t *s, const void *data)
 {
@@ -137,11 +195,7 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
         if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
             break;
     if (!x) {
-        x = calloc(1, sizeof *x);
-        if (x && !s->rdv && !(x->data = malloc(s->total ? s->total : 1))) {
-            free(x);
-            x = NULL;
-        }
+        x = new_early(e, s->rdv ? 0 : s->total);
         if (!x)
             return mrc__error(MRC_ERR_NO_MEMORY,
                               "rank %d: out of memory for %llu early bytes "
@@ -236,7 +290,7 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
  * the rendezvous token + 1. */
 static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
 {
-    return x->bytes >= RDV_MIN && e->bounce &&
+    return x->bytes >= e->rendezvous_bytes && e->bounce &&
            __atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE);
 }
 
@@ -427,8 +481,7 @@ mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
         else
             apply(x, 0, m->data, m->got);
         *pp = m->next;
-        free(m->data);
-        free(m);
+        spare_early(e, m);
         if (st != MRC_OK)
             return st;
         break;

@@ -44,6 +44,11 @@ static size_t pick_slot_bytes(int n)
     return s & ~(size_t)63;
 }
 
+size_t mrc__shm_rendezvous_bytes(int nranks)
+{
+    return SLOTS * pick_slot_bytes(nranks);
+}
+
 /* ---- attaching -------------------------------------------------------- */
 
 /* Whether the segment open on fd can be this job's: a regular object of
@@ -347,6 +352,7 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->n = nranks;
     e->rank = rank;
     e->slot_bytes = pick_slot_bytes(nranks);
+    e->rendezvous_bytes = mrc__shm_rendezvous_bytes(nranks);
     snprintf(e->name, sizeof e->name, "/mrc-%s-seg", job);
     if (token)
         memcpy(e->token, token, strnlen(token, sizeof e->token));
@@ -390,12 +396,8 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     if (e->base) {
         munmap(e->base, e->bytes);
     }
-    while (e->early) {
-        early_t *x = e->early;
-        e->early = x->next;
-        free(x->data);
-        free(x);
-    }
+    mrc__shm_early_free(e->early);
+    mrc__shm_early_free(e->spare);
     mrc__shm_views_free(e);
     free(e->send_slot);
     free(e->recv_slot);
