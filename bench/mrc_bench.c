@@ -364,15 +364,18 @@ int main(int argc, char **argv)
             return 2;
         prof = &profile;
     }
+    /* Every rank's buffers from mrc_mem_alloc: the selector may read
+     * them in place. */
+    mrc_config_t cfg = {.shared_buffers = a.shared};
 #if MRC_HAVE_MPI
     if (mpi) {
         MPI_Init(&argc, &argv);
-        init = mrc_comm_init_mpi(MPI_COMM_WORLD, NULL, &c);
+        init = mrc_comm_init_mpi(MPI_COMM_WORLD, &cfg, &c);
     } else {
-        init = mrc_comm_init_env(&c, NULL);
+        init = mrc_comm_init_env(&c, &cfg);
     }
 #else
-    init = mrc_comm_init_env(&c, NULL);
+    init = mrc_comm_init_env(&c, &cfg);
 #endif
     if (init != MRC_OK) {
         fprintf(stderr, "mrc-bench: %s\n", mrc_last_error());

@@ -76,6 +76,14 @@ typedef struct mrc_config {
      * mrc_completion_t; the drop-in MPI library asks for local, as MPI's
      * collectives complete); NULL: $MRC_COMPLETION, else group. */
     const char *completion;
+    /* 1: the buffers of this communicator's calls are, on every rank,
+     * memory from mrc_mem_alloc (mrc.torch.use_shared_memory's tensors,
+     * mrc-bench --mem-alloc), which the peers map and read with plain
+     * loads: the selector then prices reading a peer's buffer in place
+     * as a copy, not as the kernel's (which it avoids: docs/families.md).
+     * Every rank must pass the same: ranks that choose different
+     * families for a call fail it, naming both. 0: any memory. */
+    int shared_buffers;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

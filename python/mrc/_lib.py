@@ -181,7 +181,8 @@ class Config(Structure):
                 ("groups", c_char_p), ("timeout_s", c_double),
                 ("chunk_bytes", c_size_t), ("replica_size", c_int),
                 ("max_rings", c_int), ("algo", c_char_p), ("hosts", c_int),
-                ("failed_links", c_char_p), ("completion", c_char_p)]
+                ("failed_links", c_char_p), ("completion", c_char_p),
+                ("shared_buffers", c_int)]
 
 
 # ---- function signatures --------------------------------------------------

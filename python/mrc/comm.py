@@ -116,11 +116,12 @@ def _ptr(a):
 
 def _config(topology=None, strategy=None, groups=None, timeout_s=0.0,
             chunk_bytes=0, replica_size=0, max_rings=0, algo=None, hosts=0,
-            failed_links=None):
+            failed_links=None, completion=None, shared_buffers=False):
     return _lib.Config(arg(topology), arg(strategy), arg(groups),
                        float(timeout_s), int(chunk_bytes), int(replica_size),
                        int(max_rings), arg(algo), int(hosts),
-                       arg(failed_links))
+                       arg(failed_links), arg(completion),
+                       int(bool(shared_buffers)))
 
 
 class Comm(Owned):
@@ -130,7 +131,9 @@ class Comm(Owned):
     :meth:`init_rank` (processes of one host joined by a job name) or
     :meth:`init_all` (ranks as threads of this process). Keyword options
     for all three, as mrc_config_t: topology, strategy, groups, timeout_s,
-    chunk_bytes, replica_size, max_rings, algo, hosts, failed_links.
+    chunk_bytes, replica_size, max_rings, algo, hosts, failed_links,
+    completion, shared_buffers (True when every rank's arrays come from
+    :func:`shared_array`: the peers read them in place).
 
     Collectives take a send array and an optional receive array; with no
     receive array a new one is returned, and passing the send array itself

@@ -51,7 +51,8 @@ def shared(comm):
 
 
 def main(mode):
-    with mrc.Comm.from_env(timeout_s=30) as comm:
+    with mrc.Comm.from_env(timeout_s=30,
+                           shared_buffers=mode == "shared") as comm:
         r, n = comm.rank, comm.size
         if mode == "cases":
             cases, wrong, failures = run_cases(comm)

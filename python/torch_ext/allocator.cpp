@@ -94,6 +94,12 @@ void mrc_torch_use_shared_memory(bool enable, size_t min_bytes)
     }
 }
 
+bool mrc_torch_shared_memory_on()
+{
+    std::lock_guard<std::mutex> g(lock);
+    return original && c10::GetCPUAllocator() == &shared;
+}
+
 bool mrc_torch_in_shared_memory(const at::Tensor &t)
 {
     void *p = t.storage().data_ptr().get_context();

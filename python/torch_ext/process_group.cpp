@@ -297,6 +297,7 @@ class ProcessGroupMrc : public c10d::ProcessGroup {
         }
         mrc_config_t cfg = {};
         cfg.timeout_s = timeout.count() / 1000.0;
+        cfg.shared_buffers = mrc_torch_shared_memory_on() ? 1 : 0;
         if (cfg.timeout_s <= 0)
             cfg.timeout_s = 1e-3; /* 0 would mean mrc's default */
         mrc_status_t st = init_from(size, rank, job, token, &cfg, &comm_);

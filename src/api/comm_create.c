@@ -186,6 +186,7 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     mrc_status_t st = algo_config(cfg, &s->algo);
     if (st == MRC_OK)
         st = completion_config(cfg, &s->completion);
+    s->shared_buffers = cfg->shared_buffers != 0;
     if (st == MRC_OK)
         st = profile_config(s);
     if (st != MRC_OK) {

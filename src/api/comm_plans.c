@@ -65,7 +65,8 @@ static mrc__select_input_t select_input(const mrc_comm_t *c,
         .no_memory_why = between ? NULL : refused,
         .ref_ok = !c->transport.ops->reads_buffers ||
                   c->transport.ops->reads_buffers(c->transport.ctx),
-        .want_times = mrc__log_level() >= MRC__LOG_INFO};
+        .want_times = mrc__log_level() >= MRC__LOG_INFO,
+        .peers_mapped = s->shared_buffers};
     in.profile = profile_for(s, in.transport, profile);
     return in;
 }

@@ -65,6 +65,7 @@ struct mrc__shared {
     mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
     /* cfg->completion, else $MRC_COMPLETION, else group */
     mrc_completion_t completion;
+    int shared_buffers; /* cfg->shared_buffers */
     /* The ranks' hosts, in equal blocks (hier): MPI's, or $MRC_HOSTS for
      * tests of the other transports; 1: one host. */
     int hosts;

@@ -45,29 +45,38 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                     CPU_RATES,
                                     .send_copies = 0},
     /* Shared memory (the figures and their commands: docs/families.md,
-     * "Selection" and "Refitted"): a send below 16 KiB copies into the
-     * segment's slots; from 16 KiB a message goes by rendezvous (a system
-     * call and a handshake; the sender copies nothing); a flag's round
-     * is a line between cores and the executor's straight run, where a
-     * message's is the slots and the chains' loop (8 bytes at P = 2:
-     * direct1's broadcast 0.13-0.15 us, the tree's 0.33-0.41). Every
-     * figure here was fitted by a search over them to every family timed
-     * under the drop-in library on every collective and size, 3 rounds
-     * at P = 2 and 4 of the same buffers every call and of others
-     * (bench/family_sweep.sh, bench/selector_regret.py), once reduce and
-     * broadcast completed locally and the tree stopped copying its
-     * input: of the sets the search gave, the one leaving the fewest
-     * sizes slower than Open MPI over both patterns. */
-    [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.255,
-                                .flag_sync_us = 0.12,
-                                .op_us = 0.05,
-                                .copy_gbps = {51, 15, 4},
+     * "Selection" and "Refitted"): a send copies into the segment's
+     * slots; from the channel's capacity (1 MiB up to 64 ranks, past the
+     * default chunk) a message goes by rendezvous (a system call and a
+     * handshake; the sender copies nothing); what the kernel copies (a
+     * rendezvous, a get of a buffer exposed by reference) moves at
+     * kernel_gbps; a flag's round is a line between cores and the
+     * executor's straight run, where a message's is the slots and the
+     * chains' loop. Every figure here was fitted by a search over them
+     * (bench/fit_cpu_costs.py) to every family timed under the drop-in
+     * library on every collective and size, at P = 2 and 4, of the same
+     * buffers every call and of others (bench/family_sweep.sh, scored by
+     * bench/selector_regret.py), on the 2-core Zen 5 build machine once
+     * messages went through the slots: 378 of 438 cells within 5% of
+     * the fastest family, against 291 for the figures before. They are
+     * the selector's weights, not rates: the kernel copies at 13 GB/s
+     * here (`mrc calibrate --transport shm`), but where the direct
+     * families read their peers' buffers by reference through it (2 MiB
+     * and more at P = 2, 4 MiB at P = 4), the rings or the tree, through
+     * the slots, were faster in every cell but one (an allgather within
+     * 4%), and the fit prices the kernel's copy at a thirtieth of its
+     * rate. */
+    [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.357,
+                                .flag_sync_us = 0.24,
+                                .op_us = 0.1,
+                                .copy_gbps = {51, 10.5, 4},
                                 .reduce_gbps = {116, 15, 3.7},
                                 .send_copies = 1,
-                                .rdv_bytes = 16 << 10,
+                                .rdv_bytes = 1 << 20,
                                 .rdv_us = 1.0,
+                                .kernel_gbps = 0.41,
                                 .oversub_recv_us = 2,
-                                .oversub_recv_gbps = 8},
+                                .oversub_recv_gbps = 11.2},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
                                 .op_us = 0.2,
                                 CPU_RATES,
@@ -139,6 +148,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
     out->op_us = pr->message_us;
     out->cache_bytes = pr->cache_bytes;
+    out->kernel_gbps = pr->kernel_gbps;
     double share = memory_share(pr, x, n);
     double rc = 0, rm = 0;
     if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
@@ -187,7 +197,8 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     if (st != MRC_OK)
         return st;
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
-    double copied = 0, reduced = 0, fixed = 0, sync = 0;
+    double chunk = (double)p->cfg.chunk_bytes;
+    double copied = 0, reduced = 0, kernel_us = 0, fixed = 0, sync = 0;
     int rounds = 0;
     for (int c = 0; c < plan.num_chains; c++) {
         int r = 0, worked = 1;
@@ -212,16 +223,24 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             }
             if (op->kind == MRC__RECV || op->kind == MRC__GET)
                 fixed += ko->op_us;
+            /* (a message is a chunk at most: the transport's unit) */
             int rdv = (op->kind == MRC__RECV || op->kind == MRC__SEND) &&
-                      k->rdv_bytes > 0 && bytes >= k->rdv_bytes;
+                      k->rdv_bytes > 0 && bytes >= k->rdv_bytes &&
+                      (chunk == 0 || chunk >= k->rdv_bytes);
             if (op->kind == MRC__RECV)
                 fixed += extra_recv(k, bytes, rdv);
+            /* (through the kernel, then reduced from a bounce buffer) */
+            int by_kernel =
+                ko->kernel_gbps > 0 &&
+                (rdv || (op->kind == MRC__GET && op->src != MRC__BUF_WINDOW));
             switch (op->kind) {
             case MRC__RECV:
             case MRC__GET:
                 if (op->local != MRC__BUF_NONE)
                     reduced += bytes;
-                if (op->local == MRC__BUF_NONE || rdv) /* rdv: bounced */
+                if (by_kernel)
+                    kernel_us += bytes / (ko->kernel_gbps * 1e3);
+                else if (op->local == MRC__BUF_NONE || rdv)
                     copied += bytes;
                 break;
             case MRC__COPY: copied += bytes; break;
@@ -246,7 +265,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
         vec *= (uint64_t)n;
     int t = mrc__cpu_cost_tier(k, vec);
     *out = sync + fixed + copied / (k->copy_gbps[t] * 1e3) +
-           reduced / (k->reduce_gbps[t] * 1e3);
+           reduced / (k->reduce_gbps[t] * 1e3) + kernel_us;
     return MRC_OK;
 }
 
@@ -291,6 +310,15 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
                                    const mrc_profile_t *profile,
                                    double *time_us)
 {
+    return mrc__cpu_time_buffers(p, topo, x, profile, 0, time_us);
+}
+
+mrc_status_t mrc__cpu_time_buffers(const mrc_program_t *p,
+                                   const mrc_topo_t *topo,
+                                   mrc__sim_transport_t x,
+                                   const mrc_profile_t *profile,
+                                   int peers_mapped, double *time_us)
+{
     const mrc__cpu_cost_t *k = mrc__cpu_cost(x);
     /* hier's memory operations are between the ranks of a host: shared
      * memory's costs, whatever carries the messages between hosts (with
@@ -299,7 +327,7 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
         p->cfg.algo == MRC_ALGO_HIER && x == MRC__SIM_TRANSPORT_MPI
             ? mrc__cpu_cost(MRC__SIM_TRANSPORT_SHM)
             : k;
-    mrc__cpu_cost_t kp, kf, kr;
+    mrc__cpu_cost_t kp, kf, kr, kk, kmm;
     *time_us = 0;
     /* More ranks than cores: a rank that waits yields its core, and a
      * flag's round costs a message's (P = 4 on 2 cores, 4 KiB: direct1
@@ -328,6 +356,14 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
         kr.oversub_recv_us = 0;
         kr.oversub_recv_gbps = 0;
         k = &kr;
+    }
+    /* Buffers the peers map are read with plain loads, as a copy. */
+    if (peers_mapped) {
+        kk = *k;
+        kmm = *km;
+        kk.kernel_gbps = kmm.kernel_gbps = 0;
+        k = &kk;
+        km = &kmm;
     }
     int depth = 0;
     mrc_status_t dst = dependency_depth(p, topo, &depth);

@@ -305,9 +305,9 @@ const mrc_profile_t *mrc__profile_one_host(const mrc_profile_t *pr, int nodes,
 }
 
 /* The simulator's time for candidate p: the links' BSP walk, or with a
- * profile the node model's pipelined walk, as `--predict` times a run on
- * ordinary memory (not on buffers the peers map: the selector does not
- * see the call's buffers), with every node on one host. */
+ * profile the node model's pipelined walk, as `--predict` times a run
+ * (on buffers the peers map where the communicator says so), with every
+ * node on one host. */
 static mrc_status_t sim_time(const mrc__select_input_t *in,
                              const mrc_program_t *p, mrc__candidate_t *c)
 {
@@ -315,6 +315,7 @@ static mrc_status_t sim_time(const mrc__select_input_t *in,
     mrc_profile_t one_host;
     if (in->transport != MRC__SIM_TRANSPORT_LINKS) {
         sc.mode = MRC_SIM_PIPELINED;
+        sc.peers_mapped = in->peers_mapped;
         sc.profile =
             mrc__profile_one_host(in->profile, p->num_nodes, &one_host);
     }
@@ -341,8 +342,9 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
         st = sim_time(in, *p, c);
     if (!by_sim || (st != MRC_OK && st != MRC_ERR_NO_MEMORY &&
                     in->transport != MRC__SIM_TRANSPORT_LINKS))
-        st = mrc__cpu_time_profile(*p, in->topo, in->transport,
-                                   cpu_profile(in, *p), &c->time_us);
+        st = mrc__cpu_time_buffers(*p, in->topo, in->transport,
+                                   cpu_profile(in, *p), in->peers_mapped,
+                                   &c->time_us);
     if (st == MRC_ERR_NO_MEMORY)
         return st;
     c->status = st;

@@ -54,6 +54,11 @@ typedef struct mrc__cpu_cost {
      * where it reduces, and the sender copies nothing): rdv_us more for
      * its receive (0: none does). */
     double rdv_bytes, rdv_us;
+    /* What the kernel copies (a rendezvous's message, a get from a
+     * buffer exposed by reference, between processes) moves at this
+     * rate, and is then reduced in a pass of its own; 0: it is read with
+     * plain loads like any copy. */
+    double kernel_gbps;
     /* With more ranks than cores, a receive waits for a sender that may
      * not hold a core: oversub_recv_us more, and its bytes 1 /
      * oversub_recv_gbps more (memory programs' gets need no running
@@ -125,6 +130,11 @@ typedef struct mrc__select_input {
      * input's transport. What times a call with one: select.c,
      * SIM_SELECT_NODES. */
     const mrc_profile_t *profile;
+    /* 1: the call's buffers are mapped by the peers on every rank
+     * (mrc_config_t.shared_buffers): a get of a buffer exposed by
+     * reference, or a rendezvous, reads with plain loads, not through
+     * the kernel. */
+    int peers_mapped;
 } mrc__select_input_t;
 
 /* Compiles and times every family (or only `force`, unless it is
@@ -160,6 +170,13 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
                                    mrc__sim_transport_t x,
                                    const mrc_profile_t *profile,
                                    double *time_us);
+/* The same for buffers the peers map (peers_mapped: nothing goes
+ * through the kernel) or not. */
+mrc_status_t mrc__cpu_time_buffers(const mrc_program_t *p,
+                                   const mrc_topo_t *topo,
+                                   mrc__sim_transport_t x,
+                                   const mrc_profile_t *profile,
+                                   int peers_mapped, double *time_us);
 
 /* nccl-tests' bus bandwidth factor for a collective over n ranks. */
 double mrc__busbw_factor(mrc_collective_t c, int n);

@@ -290,8 +290,14 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
  * the rendezvous token + 1. */
 static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
 {
-    return x->bytes >= e->rendezvous_bytes && e->bounce &&
-           __atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE);
+    if (!e->bounce ||
+        !__atomic_load_n(&e->info[x->peer].can_read, __ATOMIC_ACQUIRE))
+        return 0;
+    /* From a shared region the receiver maps the buffer and reads it
+     * with plain loads: one copy, and the sender's core free. */
+    return x->bytes >= e->rendezvous_bytes ||
+           (x->bytes >= MAPPED_RENDEZVOUS_BYTES &&
+            mrc__shm_region_holds((const void *)x->priv[0], x->bytes));
 }
 
 static int slot_free(const mrc__shm_endpoint_t *e, int peer)

@@ -92,7 +92,8 @@ static int keep(region_t r)
             regions = m;
             cap_regions = cap;
         }
-        num_regions++;
+        /* (atomic: mrc__shm_region_holds looks without the lock first) */
+        __atomic_store_n(&num_regions, num_regions + 1, __ATOMIC_RELEASE);
     }
     regions[at] = r;
     if (at < REGIONS)
@@ -166,6 +167,9 @@ int mrc__shm_region_holds(const void *ptr, size_t bytes)
 {
     const char *p = ptr;
     int held = 0;
+    /* A process that never made one (most) asks every large send. */
+    if (__atomic_load_n(&num_regions, __ATOMIC_ACQUIRE) == 0)
+        return 0;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < num_regions && i < REGIONS && !held; i++)
         held = regions[i].id && p >= regions[i].base &&

@@ -29,6 +29,10 @@ enum {
     TOKENS = 1024, /* rendezvous sends in flight per rank */
     BOUNCE = 128 << 10,
     EARLY_SPARES = 8,
+    /* A message from a shared region (mrc_mem_alloc) goes by rendezvous
+     * from this size: below it the slots' copy costs less than the
+     * handshake. */
+    MAPPED_RENDEZVOUS_BYTES = 16 << 10,
 };
 
 /* The channels of a job share this budget (sparse until used: only ring

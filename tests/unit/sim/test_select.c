@@ -205,12 +205,15 @@ static mrc_profile_t flat_profile(const char *transport, double gbps)
 
 /* The shm model's rounds: one that ends at a flag costs less than one
  * that ends at a message (direct1's broadcast beats the tree's at 2
- * ranks, 8 bytes, group completion), and a message of 16 KiB or more
- * goes by rendezvous (the rings' reduce at 2 ranks sends two messages a
- * call: 2 x 8 KiB against 2 x 16 KiB): the root's receives cost 1 us
- * more each and read into a bounce buffer before they reduce, and the
- * sender copies nothing (0.255 + 2 x (0.05 + 1) us, 32 KiB copied and
- * reduced at 15 GB/s, the second tier's: the constants of cpu_model.c). */
+ * ranks, 8 bytes, group completion). A message goes through the slots,
+ * copied in by its sender, unless its chunks are of the channel's
+ * capacity (1 MiB) or more: then by rendezvous, the sender copying
+ * nothing and the receiver reading through the kernel before it
+ * reduces. The rings' reduce of 2 MiB at 2 ranks sends two messages of
+ * 1 MiB a call: in 256 KiB chunks the leaf's copies of both take the
+ * longest (0.357 + 2 MiB at 10.5 GB/s, the second tier's); in 1 MiB
+ * chunks the root's kernel reads (0.357 + 2 x (0.1 + 1) us, 2 MiB at
+ * 0.41 GB/s and reduced at 15): the constants of cpu_model.c. */
 static void test_shm_rounds(void **state)
 {
     (void)state;
@@ -226,18 +229,21 @@ static void test_shm_rounds(void **state)
     assert_true(s.cand[MRC_ALGO_DIRECT1].time_us + 0.1 <
                 s.cand[MRC_ALGO_TREE].time_us);
     drop(&f);
-    const size_t counts[2] = {4095, 8192}; /* 2 x 8190 B; 2 x 16 KiB */
+    const size_t chunks[2] = {256 << 10, 1 << 20};
+    const double bytes = 2 << 20;
     double t[2];
     for (int i = 0; i < 2; i++) {
-        make(&f, "ring:2", MRC_REDUCE, counts[i], MRC__SIM_TRANSPORT_SHM);
+        make(&f, "ring:2", MRC_REDUCE, (size_t)bytes / 4,
+             MRC__SIM_TRANSPORT_SHM);
+        f.in.cc.chunk_bytes = chunks[i];
         f.in.want_times = 1;
         assert_int_equal(mrc__select(&f.in, MRC_ALGO_RINGS, &s, NULL), MRC_OK);
         t[i] = s.cand[MRC_ALGO_RINGS].time_us;
         drop(&f);
     }
-    assert_true(fabs(t[1] - (0.255 + 2 * (0.05 + 1.0) + 32768 / 15e3 +
-                             32768 / 15e3)) < 1e-9);
-    assert_true(t[1] - t[0] > 2 * 1.0);
+    assert_true(fabs(t[0] - (0.357 + bytes / 10.5e3)) < 1e-9);
+    assert_true(fabs(t[1] - (0.357 + 2 * (0.1 + 1.0) + bytes / 0.41e3 +
+                             bytes / 15e3)) < 1e-9);
 }
 
 /* A profile's figures replace the CPU model's built-in constants: with
