@@ -104,6 +104,14 @@ typedef struct mrc_profile {
      * the waiting ones at this weight (docs/simulator.md, "Cores shared
      * by the nodes at work"). Optional; 0: a waiting node takes none. */
     double spin_share;
+    /* How fast the share of a working set that the cache holds falls
+     * once the set is past cache_bytes: (cache_bytes / set) to this
+     * power, at least 1. A stream of lines through an LRU-like cache
+     * keeps little of a set twice its size, where the share of power 1
+     * keeps half (on a host with 32 MiB of L3, fitting power 1 to a
+     * call of a 64 MiB set made cache_bytes 2-15 MiB, and a 16 MiB set,
+     * in cache, was predicted as mostly beyond it). Optional; 0: 1. */
+    double cache_falloff;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

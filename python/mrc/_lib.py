@@ -124,7 +124,8 @@ class Profile(Structure):
                 ("rendezvous_us", c_double), ("slot_gbps", c_double),
                 ("turn_us", c_double), ("flag_turn_us", c_double),
                 ("get_us", c_double), ("kernel_gbps", c_double),
-                ("spin_share", c_double)]
+                ("spin_share", c_double),
+                ("cache_falloff", c_double)]
 
 
 class SimConfig(Structure):

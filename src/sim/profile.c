@@ -10,7 +10,7 @@
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
  *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
- *    "spin_share": 0.5 (these eleven optional),
+ *    "spin_share": 0.5, "cache_falloff": 2 (these twelve optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -38,6 +38,8 @@
 #define MAX_GBPS        1e5
 #define MAX_US          1e7
 #define MAX_CACHE_BYTES 1e12
+/* The power of the cache share past cache_bytes (a step, nearly). */
+#define MAX_CACHE_FALLOFF 64
 
 static const char *const top_fields[] = {"format",
                                          "version",
@@ -60,6 +62,7 @@ static const char *const top_fields[] = {"format",
                                          "get_us",
                                          "kernel_gbps",
                                          "spin_share",
+                                         "cache_falloff",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -258,6 +261,8 @@ static const struct number_field {
     {"get_us", offsetof(mrc_profile_t, get_us), 1, MAX_US, 1},
     {"kernel_gbps", offsetof(mrc_profile_t, kernel_gbps), 1, MAX_GBPS, 1},
     {"spin_share", offsetof(mrc_profile_t, spin_share), 1, 1, 1},
+    {"cache_falloff", offsetof(mrc_profile_t, cache_falloff), 1,
+     MAX_CACHE_FALLOFF, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -420,6 +425,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "get_us", p->get_us, ",\n");
     put_number(&sb, "kernel_gbps", p->kernel_gbps, ",\n");
     put_number(&sb, "spin_share", p->spin_share, ",\n");
+    if (p->cache_falloff > 0) /* (0: absent, as in earlier files) */
+        put_number(&sb, "cache_falloff", p->cache_falloff, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

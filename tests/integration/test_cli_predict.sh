@@ -96,12 +96,14 @@ expect 2 "missing value after --predict" "$BENCH" --predict
 
 # mrc calibrate --check on shm: P processes started as one job, the
 # same table as threads; the header says what was measured.
-check_json() { # FILE TRANSPORT P RUNS
+check_json() { # FILE TRANSPORT P RUNS [COLLECTIVE]
     $PY -c '
 import json, math, sys
 c = json.load(open(sys.argv[1]))
 t, P, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+coll = sys.argv[5] if len(sys.argv) > 5 else "allreduce"
 assert c["transport"] == t and c["ranks"] == P and c["runs"] == runs, c
+assert c["collective"] == coll, c
 assert c["profile"]["transport"] == t and c["profile"]["file"], c
 assert c["profile"]["written"].endswith("Z"), c
 assert c["host"] and c["cores"] >= 1 and len(c["load"]) == 3, c
@@ -141,10 +143,18 @@ expect 0 "" check_json "$tmp/shm4.json" shm 4 1
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
     -n 4 --json > "$tmp/threads4.json"
 expect 0 "" check_json "$tmp/threads4.json" threads 4 1
+# The other collectives the selector times by the same model: reduce on
+# shm's processes, broadcast on threads.
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 1 -c reduce --json > "$tmp/shm_reduce.json"
+expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce
+"$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
+    --collective broadcast --json > "$tmp/threads_bcast.json"
+expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast
 # A profile measured just now reaches the ranks in a file, removed after;
 # the table's header says what was measured.
 mkdir "$tmp/t"
-expect 0 "^# check: shm, P = 2, 1 run per row; host .*load .* at the start" \
+expect 0 "^# check: allreduce, shm, P = 2, 1 run per row; host .*load .* at the start" \
     env TMPDIR="$tmp/t" "$MRC" calibrate --check --transport shm --quick \
     --runs 1
 cp "$tmp/out" "$tmp/shm_table"
@@ -166,6 +176,8 @@ expect 2 "--runs '0' is not a number of runs (1..99)" "$MRC" calibrate \
     --check --runs 0
 expect 2 "--runs '100' is not a number" "$MRC" calibrate --check --runs 100
 expect 2 "--runs goes with --check" "$MRC" calibrate --runs 3
+expect 2 "--collective goes with --check" "$MRC" calibrate -c reduce
+expect 2 "--collective: .*gather" "$MRC" calibrate --check -c gather
 expect 2 "--check-rank is for the ranks" "$MRC" calibrate --check \
     --check-rank --transport shm --profile "$tmp/shm.json"
 

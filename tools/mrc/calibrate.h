@@ -73,6 +73,9 @@ typedef struct cal_check {
     int nranks;            /* P, >= 2 */
     int runs;              /* timed loops a row is the median of */
     int quick, json;
+    /* What the rows call (allreduce by default); a row's bytes are a
+     * node's vector, all blocks for reduce-scatter and allgather. */
+    mrc_collective_t collective;
 } cal_check_t;
 
 /* The sweep against the profile's predictions, the table on stdout: on
@@ -92,11 +95,12 @@ size_t cal_check_last_bytes(int quick);
 /* Calls in one timed loop of a size: a few milliseconds at least
  * (--quick: an eighth of that). */
 int cal_check_iters(size_t bytes, int quick);
-/* One rank's share of a row of `count` float32: two warm-up calls, then
- * o->runs loops of iters calls; sync(ctx, st) starts each loop with the
- * other ranks (and returns the status to go on with); t[r] gets loop
- * r's time per call (s). */
-mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters, int runs,
+/* One rank's share of a row of `count` float32 of collective `coll`:
+ * two warm-up calls, then o->runs loops of iters calls; sync(ctx, st)
+ * starts each loop with the other ranks (and returns the status to go
+ * on with); t[r] gets loop r's time per call (s). */
+mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
+                             int iters, int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t);
 /* The simulator's time (us) for the program of c's last call. */

@@ -1,14 +1,15 @@
 /*
  * mrc calibrate --check: the validation sweep. For every family, P ranks
- * run allreduces of 4 KiB to 64 MiB; each row is the median of several
+ * run the collective (allreduce unless --collective says another) on
+ * vectors of 4 KiB to 64 MiB; each row is the median of several
  * timed loops (the slowest rank's time per call), beside the simulator's
  * time for the very program the calls ran (pipelined, with the profile's
  * node model), and their ratio.
  *
  * Accepts: threads (the ranks are threads of this process, here) and shm
  * (P processes of this program as one job, calibrate_check_shm.c); the
- * profile must be of the transport swept. Limits: allreduce of float32
- * sum only; the header says what was measured (transport, P, profile,
+ * profile must be of the transport swept. Limits: float32 sum only,
+ * root 0; the header says what was measured (transport, P, profile,
  * host, load at the start, runs per row), the table does not judge the
  * machine's state.
  */
@@ -54,7 +55,26 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters, int runs,
+/* One call of the row's collective on a node's vector of `count` floats
+ * (its blocks for reduce-scatter and allgather; root 0). */
+static mrc_status_t row_call(mrc_comm_t *c, mrc_collective_t coll,
+                             const float *send, float *recv, size_t count)
+{
+    size_t block = count / (size_t)mrc_comm_size(c);
+    switch (coll) {
+    case MRC_REDUCE:
+        return mrc_reduce(send, recv, count, MRC_FLOAT32, MRC_SUM, 0, c);
+    case MRC_BROADCAST:
+        return mrc_broadcast(send, recv, count, MRC_FLOAT32, 0, c);
+    case MRC_REDUCE_SCATTER:
+        return mrc_reduce_scatter(send, recv, block, MRC_FLOAT32, MRC_SUM, c);
+    case MRC_ALLGATHER: return mrc_allgather(send, recv, block, MRC_FLOAT32, c);
+    default: return mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+    }
+}
+
+mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
+                             int iters, int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t)
 {
@@ -71,14 +91,14 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, size_t count, int iters, int runs,
     /* Warm: the buffers' pages, the communicator's plan, the peers
      * spinning (a quarter of a loop, at least 2 calls). */
     for (int w = 0; w < (iters / 4 > 2 ? iters / 4 : 2) && st == MRC_OK; w++)
-        st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+        st = row_call(c, coll, send, recv, count);
     /* Every loop syncs, even after a failure: the threads' barrier
      * waits for all of them. */
     for (int r = 0; r < runs; r++) {
         st = sync(ctx, st);
         double t0 = now_s();
         for (int i = 0; i < iters && st == MRC_OK; i++)
-            st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+            st = row_call(c, coll, send, recv, count);
         t[r] = (now_s() - t0) / iters;
     }
     free(send);
@@ -165,15 +185,16 @@ static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
 {
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
-    printf("{\"transport\": \"%s\", \"ranks\": %d, \"runs\": %d, "
-           "\"host\": %s, \"cores\": %ld, \"uptime_s\": %.0f, "
+    printf("{\"transport\": \"%s\", \"collective\": \"%s\", "
+           "\"ranks\": %d, \"runs\": %d, \"host\": %s, \"cores\": %ld, "
+           "\"uptime_s\": %.0f, "
            "\"load\": [%.2f, %.2f, %.2f],\n \"profile\": {\"file\": %s, "
            "\"written\": %s%s%s, \"transport\": \"%s\", \"ranks\": %d, "
            "\"cores\": %d},\n \"rows\": [",
-           o->transport, o->nranks, o->runs, host, h->cores, h->uptime_s,
-           h->load[0], h->load[1], h->load[2], file ? file : "null",
-           *date ? "\"" : "", *date ? date : "null", *date ? "\"" : "",
-           prof->transport, prof->ranks, prof->cores);
+           o->transport, mrc_collective_name(o->collective), o->nranks, o->runs,
+           host, h->cores, h->uptime_s, h->load[0], h->load[1], h->load[2],
+           file ? file : "null", *date ? "\"" : "", *date ? date : "null",
+           *date ? "\"" : "", prof->transport, prof->ranks, prof->cores);
     free(file);
     free(host);
 }
@@ -188,10 +209,11 @@ void cal_table_head(const cal_table_t *t, const cal_check_t *o,
     if (t->json) {
         head_json(o, prof, &h, date);
     } else {
-        printf("# check: %s, P = %d, %d run%s per row; host %s, %ld "
+        printf("# check: %s, %s, P = %d, %d run%s per row; host %s, %ld "
                "cores, up %.0f s, load %.2f %.2f %.2f at the start\n",
-               o->transport, o->nranks, o->runs, o->runs == 1 ? "" : "s",
-               h.name, h.cores, h.uptime_s, h.load[0], h.load[1], h.load[2]);
+               mrc_collective_name(o->collective), o->transport, o->nranks,
+               o->runs, o->runs == 1 ? "" : "s", h.name, h.cores, h.uptime_s,
+               h.load[0], h.load[1], h.load[2]);
         printf("# profile: %s (%s, %d ranks on %d cores%s%s)\n",
                o->profile ? o->profile : "measured just now", prof->transport,
                prof->ranks, prof->cores, *date ? ", written " : "", date);
@@ -247,6 +269,7 @@ void cal_table_end(const cal_table_t *t)
 
 typedef struct sweep_job {
     mrc_comm_t **comms;
+    mrc_collective_t coll;
     size_t count;
     int iters, nranks, runs;
     pthread_barrier_t barrier;
@@ -270,7 +293,7 @@ static void *sweep_rank(void *arg)
     sweep_rank_t *me = arg;
     sweep_job_t *j = me->job;
     j->st[me->rank] = cal_check_loops(
-        j->comms[me->rank], j->count, j->iters, j->runs, barrier_sync,
+        j->comms[me->rank], j->coll, j->count, j->iters, j->runs, barrier_sync,
         &j->barrier, j->t + (size_t)me->rank * (size_t)j->runs);
     return NULL;
 }
@@ -302,6 +325,7 @@ static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
         goto done;
     }
     *j = (sweep_job_t){.comms = comms,
+                       .coll = o->collective,
                        .nranks = o->nranks,
                        .runs = o->runs,
                        .count = bytes / sizeof(float),

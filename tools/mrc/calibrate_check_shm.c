@@ -15,6 +15,7 @@
  * the job's prefix.
  */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
                               double *pred)
 {
     double t[CAL_CHECK_MAX_RUNS + 1] = {0};
-    mrc_status_t st = cal_check_loops(c, bytes / sizeof(float),
+    mrc_status_t st = cal_check_loops(c, o->collective, bytes / sizeof(float),
                                       cal_check_iters(bytes, o->quick), o->runs,
                                       allreduce_sync, c, t);
     if (st != MRC_OK)
@@ -157,7 +158,7 @@ static int profile_file(const char *cmd, const mrc_profile_t *prof, char *path,
 int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
                   const cal_check_t *o)
 {
-    char self[4096], tmp[4096] = "", np[16], runs[16];
+    char self[4096], tmp[4096] = "", np[16], runs[16], coll[32];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) {
         fprintf(stderr,
@@ -171,7 +172,7 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
         return CLI_FAIL;
     snprintf(np, sizeof np, "%d", o->nranks);
     snprintf(runs, sizeof runs, "%d", o->runs);
-    char *argv[16];
+    char *argv[20];
     int k = 0;
     argv[k++] = self;
     argv[k++] = "calibrate";
@@ -185,10 +186,14 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
     argv[k++] = np;
     argv[k++] = "--runs";
     argv[k++] = runs;
+    snprintf(coll, sizeof coll, "%s", mrc_collective_name(o->collective));
+    argv[k++] = "--collective";
+    argv[k++] = coll;
     if (o->quick)
         argv[k++] = "--quick";
     if (o->json)
         argv[k++] = "--json";
+    assert(k < (int)(sizeof argv / sizeof argv[0]));
     argv[k] = NULL;
     cal_table_t tab;
     cal_table_init(&tab, o, prof);

@@ -233,10 +233,12 @@ static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
                                                : fit_threads_in_cache(plan, p);
 }
 
-/* The two calls beyond the cores' caches: one partly in the shared
- * cache (mid), one far beyond it (big). */
+/* The calls around the shared cache's edge: one whose set the cache
+ * may hold (near), one partly in it (mid), one far beyond it (big). */
 typedef struct far_probe {
     int ranks;
+    size_t near_count;
+    double near_us;
     size_t mid_count;
     double mid_us;
     size_t big_count;
@@ -264,33 +266,51 @@ static mrc_status_t fit_memory(mrc_profile_t *p, const mrc_profile_t *probed,
 
 enum { FAR_STEPS = 24 };
 
-/* The shared cache's effective size and the memory's rate together: for
- * each size from the cores' own caches to the kernel's last level (a
- * tenant of a VM may get far less than the 480 MiB the build machine's
- * kernel states), the memory figures that explain the big call; of
- * those, the pair that best explains the mid one. */
+/* How far the model's times of the near and mid calls are from the
+ * measured ones, once the memory's figures explain the big call. */
+static mrc_status_t far_error(mrc_profile_t *p, const mrc_profile_t *probed,
+                              const far_probe_t *f, double *err)
+{
+    double near = 0, mid = 0;
+    mrc_status_t st = fit_memory(p, probed, f);
+    if (st == MRC_OK)
+        st = sim_allreduce(p, f->ranks, f->near_count, &near);
+    if (st == MRC_OK)
+        st = sim_allreduce(p, f->ranks, f->mid_count, &mid);
+    *err = fabs(log(near / f->near_us)) + fabs(log(mid / f->mid_us));
+    return st;
+}
+
+/* The shared cache's effective size, how fast its share falls past it,
+ * and the memory's rate, together: for each size from the cores' own
+ * caches to the kernel's last level (a tenant of a VM may get far less
+ * than the 480 MiB the build machine's kernel states) and each power of
+ * the fall, the memory figures that explain the big call; of those, the
+ * set that best explains the near and mid ones. */
 static mrc_status_t fit_far(mrc_profile_t *p, const mrc_profile_t *probed,
                             const far_probe_t *f)
 {
+    static const double falloff[] = {1, 1.5, 2, 3, 4, 6, 8};
     double llc = probed->cache_bytes;
     double lo =
         fmin(llc, fmax(probed->private_cache_bytes * f->ranks, llc / 1024));
-    double best = INFINITY, best_cache = llc;
-    for (int i = 0; i <= FAR_STEPS; i++) {
-        p->cache_bytes = lo * pow(llc / lo, (double)i / FAR_STEPS);
-        double t = 0;
-        mrc_status_t st = fit_memory(p, probed, f);
-        if (st == MRC_OK)
-            st = sim_allreduce(p, f->ranks, f->mid_count, &t);
-        if (st != MRC_OK)
-            return st;
-        double err = fabs(log(t / f->mid_us));
-        if (err < best) {
-            best = err;
-            best_cache = p->cache_bytes;
+    double best = INFINITY, best_cache = llc, best_falloff = 1;
+    for (size_t k = 0; k < sizeof falloff / sizeof falloff[0]; k++)
+        for (int i = 0; i <= FAR_STEPS; i++) {
+            p->cache_falloff = falloff[k];
+            p->cache_bytes = lo * pow(llc / lo, (double)i / FAR_STEPS);
+            double err = 0;
+            mrc_status_t st = far_error(p, probed, f, &err);
+            if (st != MRC_OK)
+                return st;
+            if (err < best) {
+                best = err;
+                best_cache = p->cache_bytes;
+                best_falloff = p->cache_falloff;
+            }
         }
-    }
     p->cache_bytes = best_cache;
+    p->cache_falloff = best_falloff;
     return fit_memory(p, probed, f);
 }
 
@@ -335,7 +355,8 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     if (st == MRC_OK)
         st = cal_probe_allreduce(plan->transport, plan->ranks, &pr, &big_us);
     const mrc_profile_t probed = *p;
-    far_probe_t far = {plan->ranks, mid.count, mid_us, pr.count, big_us};
+    far_probe_t far = {plan->ranks, shared.count, shared_us, mid.count,
+                       mid_us,      pr.count,     big_us};
     /* With more ranks than cores the 1 MiB call is mostly turns for a
      * core, and the fit swung from a sixteenth of the kernel's figure to
      * all of it between runs: the kernel's figure stands. shm's rings

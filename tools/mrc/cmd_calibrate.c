@@ -17,7 +17,7 @@ void help_calibrate(void)
            "                     [-o PROFILE] [--quick] [--json]\n"
            "       mrc calibrate --check [--transport threads|shm]\n"
            "                     [--profile PROFILE] [-n P] [--runs K]\n"
-           "                     [--quick] [--json]\n"
+           "                     [-c COLLECTIVE] [--quick] [--json]\n"
            "\n"
            "Measures what one node of this host costs beside its links, with\n"
            "short probes (each figure the median of several runs), and writes\n"
@@ -63,6 +63,10 @@ void help_calibrate(void)
            "             was measured: transport, P, profile, host, load\n"
            "--runs K     timed loops a --check row is the median of\n"
            "             (default 5, at most 99)\n"
+           "-c, --collective C\n"
+           "             what --check calls (default allreduce; reduce,\n"
+           "             broadcast, reduce-scatter, allgather: float32\n"
+           "             sum, root 0; a row's bytes are a node's vector)\n"
            "\n"
            "A progress bar goes to stderr when it is a terminal.\n");
 }
@@ -214,7 +218,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
     const char *transport = "threads", *ranks = NULL, *out = NULL,
-               *given = NULL, *runs = NULL;
+               *given = NULL, *runs = NULL, *coll = NULL;
     int quick = 0, json = 0, check = 0, npos = 0, as_rank = 0;
     const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
                               {"ranks", 'n', &ranks, NULL},
@@ -224,6 +228,7 @@ int cmd_calibrate(int argc, char **argv)
                               {"check", 0, NULL, &check},
                               {"profile", 0, &given, NULL},
                               {"runs", 0, &runs, NULL},
+                              {"collective", 'c', &coll, NULL},
                               /* the ranks of an shm --check */
                               {"check-rank", 0, NULL, &as_rank},
                               {0}};
@@ -243,6 +248,12 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage(cmd, "calibrate",
                          "--runs '%s' is not a number of runs (1..%d)", runs,
                          CAL_CHECK_MAX_RUNS);
+    mrc_collective_t collective = MRC_ALLREDUCE;
+    if (coll && !check)
+        return cli_usage(cmd, "calibrate", "--collective goes with --check");
+    if (coll && mrc_collective_parse(coll, &collective) != MRC_OK)
+        return cli_usage(cmd, "calibrate", "--collective: %s",
+                         mrc_last_error());
     if (check && strcmp(transport, "threads") != 0 &&
         strcmp(transport, "shm") != 0)
         return cli_usage(cmd, "calibrate",
@@ -254,7 +265,8 @@ int cmd_calibrate(int argc, char **argv)
                       .nranks = (int)p,
                       .runs = (int)k,
                       .quick = quick,
-                      .json = json};
+                      .json = json,
+                      .collective = collective};
     if (as_rank)
         return cal_check_rank(cmd, &co);
     if (check && given) {

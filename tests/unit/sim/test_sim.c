@@ -880,8 +880,9 @@ static void test_node_memory_sharing(void **state)
  * receiver's copy of S (and the root's own copy beside it). With a
  * cache that holds half the host's working set (two nodes' send and
  * receive buffers, 4 S) half the bytes move at the cache's rate C and
- * half at the memory's Cm; with a peer rate P below C, what a node takes
- * from its peer in cache moves at P, as long as the peer's own cache
+ * half at the memory's Cm (a quarter and three quarters with a share
+ * that falls as the square past the cache); with a peer rate P below C, what a
+ * node takes from its peer in cache moves at P, as long as the peer's own cache
  * holds it. */
 static void test_node_blend(void **state)
 {
@@ -895,6 +896,12 @@ static void test_node_blend(void **state)
     mrc_sim_result_t *r = sim_profile(&b, MRC_SIM_BSP, &half);
     expect_close(r->time_us * 1e3, 2 * m * 1e3 + S * (0.5 / C + 0.5 / Cm),
                  "half in cache");
+    mrc_sim_result_destroy(r);
+    /* A share that falls as the square past the cache: a quarter. */
+    half.cache_falloff = 2;
+    r = sim_profile(&b, MRC_SIM_BSP, &half);
+    expect_close(r->time_us * 1e3, 2 * m * 1e3 + S * (0.25 / C + 0.75 / Cm),
+                 "a quarter in cache");
     mrc_sim_result_destroy(r);
     mrc_profile_t peer = profile(2, C, Cm, 1000, 10, m, 0);
     peer.cache_bytes = 8 * S;
