@@ -195,7 +195,8 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
         if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
             break;
     if (!x) {
-        x = new_early(e, s->rdv ? 0 : s->total);
+        /* (a byte at least: an empty message is a piece too) */
+        x = new_early(e, s->rdv ? 0 : s->total ? s->total : 1);
         if (!x)
             return mrc__error(MRC_ERR_NO_MEMORY,
                               "rank %d: out of memory for %llu early bytes "
