@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec_internal.h"
+#include "reduce/reduce.h"
 
 void mrc__exec_release(mrc__exec_t *x)
 {
@@ -439,7 +440,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     uint64_t se, re, xe;
     mrc__buffer_elems(p, node, &se, &re, &xe);
     const char *env = getenv("MRC_STREAM_BYTES");
-    uint64_t threshold = (uint64_t)8 << 20;
+    uint64_t threshold = MRC__NONTEMPORAL_BYTES;
     if (env)
         mrc__parse_size(env, &threshold);
     x->nontemporal = re * x->elem >= threshold;

@@ -17,7 +17,10 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
                  mrc_dtype_t dtype, mrc_op_t op);
 
 /* The same, writing dst around the cache where it can (large outputs that
- * nobody reads soon); and a copy that does the same. */
+ * nobody reads soon); and a copy that does the same. A rank's run writes
+ * around the cache once its receive buffer is this large (the default of
+ * $MRC_STREAM_BYTES): calibrate's probes time the same kernels. */
+#define MRC__NONTEMPORAL_BYTES ((uint64_t)8 << 20)
 void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);
 void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);
