@@ -46,7 +46,7 @@ typedef struct mrc__xfer {
     mrc_dtype_t dtype;
     mrc_op_t op;
     int nontemporal; /* receive: write around the cache (large buffers) */
-    uintptr_t priv[4];
+    uintptr_t priv[5];
 } mrc__xfer_t;
 
 /* What a call is, as its ranks must agree on it: the collective, count,

@@ -288,7 +288,9 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
 
 /* Sends: priv[0] the buffer, priv[1] bytes out, priv[3] 1 once a piece
  * (an empty message is one piece too) or the rendezvous is out, priv[2]
- * the rendezvous token + 1. */
+ * the rendezvous token + 1, priv[4] 1 when it goes by rendezvous
+ * (by_rendezvous, asked once at the send: a fill pass looks at every
+ * send waiting for a slot, and the region lookup takes a lock). */
 static int by_rendezvous(const mrc__shm_endpoint_t *e, const mrc__xfer_t *x)
 {
     if (!e->bounce ||
@@ -331,7 +333,7 @@ static void fill(mrc__shm_endpoint_t *e, int *moved)
         mrc__xfer_t *x = e->sends[i];
         int was_out = (int)x->priv[3];
         int full = (e->sends_to[x->peer] & FULL) != 0;
-        int rdv = full && !was_out ? 0 : by_rendezvous(e, x);
+        int rdv = full && !was_out ? 0 : (int)x->priv[4];
         if (full && (!was_out || !rdv)) {
             e->sends[keep++] = x; /* wants a slot: none this time */
             continue;
@@ -450,6 +452,7 @@ mrc_status_t mrc__shm_isend(void *ctx, const void *buf, mrc__xfer_t *x)
     x->priv[1] = 0;
     x->priv[2] = 0;
     x->priv[3] = 0;
+    x->priv[4] = (uintptr_t)by_rendezvous(e, x);
     if (push((void ***)&e->sends, &e->num_sends, &e->cap_sends, x))
         return mrc__error(MRC_ERR_NO_MEMORY, "rank %d: out of memory", e->rank);
     e->sends_to[x->peer]++;
