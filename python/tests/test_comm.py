@@ -99,6 +99,10 @@ def test_shared_arrays_under_mrc_launch(nranks):
     # the peers read the arrays through their mappings
     assert re.search(r"rank 1: maps rank 0's shared region", p.stdout), \
         p.stdout
+    # shared_buffers: the selector reads the peers in place (direct2 past
+    # its window), where on ordinary memory it avoids the kernel's copy
+    assert re.search(r"rank 0: program direct2 for allreduce count 1048576 ",
+                     p.stdout), p.stdout
 
 
 def test_shared_array_shapes():

@@ -301,19 +301,10 @@ static int largest_group(const mrc_program_t *p)
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                            mrc__sim_transport_t x, double *time_us)
 {
-    return mrc__cpu_time_profile(p, topo, x, NULL, time_us);
+    return mrc__cpu_time_profile(p, topo, x, NULL, 0, time_us);
 }
 
 mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
-                                   const mrc_topo_t *topo,
-                                   mrc__sim_transport_t x,
-                                   const mrc_profile_t *profile,
-                                   double *time_us)
-{
-    return mrc__cpu_time_buffers(p, topo, x, profile, 0, time_us);
-}
-
-mrc_status_t mrc__cpu_time_buffers(const mrc_program_t *p,
                                    const mrc_topo_t *topo,
                                    mrc__sim_transport_t x,
                                    const mrc_profile_t *profile,

@@ -342,7 +342,7 @@ static mrc_status_t time_candidate(const mrc__select_input_t *in,
         st = sim_time(in, *p, c);
     if (!by_sim || (st != MRC_OK && st != MRC_ERR_NO_MEMORY &&
                     in->transport != MRC__SIM_TRANSPORT_LINKS))
-        st = mrc__cpu_time_buffers(*p, in->topo, in->transport,
+        st = mrc__cpu_time_profile(*p, in->topo, in->transport,
                                    cpu_profile(in, *p), in->peers_mapped,
                                    &c->time_us);
     if (st == MRC_ERR_NO_MEMORY)

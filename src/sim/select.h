@@ -164,15 +164,10 @@ mrc_status_t mrc__select_sim(const mrc_program_t *p, const mrc_topo_t *t,
  * send/receive programs through the simulator's BSP steps. */
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
                            mrc__sim_transport_t x, double *time_us);
-/* The same with a profile's figures (NULL: the built-in ones). */
+/* The same with a profile's figures (NULL: the built-in ones), for
+ * buffers the peers map (peers_mapped: nothing goes through the kernel)
+ * or not. */
 mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
-                                   const mrc_topo_t *topo,
-                                   mrc__sim_transport_t x,
-                                   const mrc_profile_t *profile,
-                                   double *time_us);
-/* The same for buffers the peers map (peers_mapped: nothing goes
- * through the kernel) or not. */
-mrc_status_t mrc__cpu_time_buffers(const mrc_program_t *p,
                                    const mrc_topo_t *topo,
                                    mrc__sim_transport_t x,
                                    const mrc_profile_t *profile,

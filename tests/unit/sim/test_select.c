@@ -246,6 +246,33 @@ static void test_shm_rounds(void **state)
                              bytes / 15e3)) < 1e-9);
 }
 
+/* A communicator whose ranks' buffers are all shared regions
+ * (mrc_config_t.shared_buffers) reads its peers in place: the shm model
+ * then prices direct2's gets by reference as copies, not as the
+ * kernel's, and at 4 MiB on 2 ranks takes direct2, where on ordinary
+ * memory it takes a family that sends through the slots. */
+static void test_shared_buffers(void **state)
+{
+    (void)state;
+    mrc_algo_t chosen[2];
+    double direct2[2];
+    for (int mapped = 0; mapped < 2; mapped++) {
+        fixture_t f;
+        make(&f, "ring:2", MRC_ALLREDUCE, (size_t)1 << 20,
+             MRC__SIM_TRANSPORT_SHM);
+        f.in.want_times = 1;
+        f.in.peers_mapped = mapped;
+        mrc__selection_t s;
+        assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+        chosen[mapped] = s.chosen;
+        direct2[mapped] = s.cand[MRC_ALGO_DIRECT2].time_us;
+        drop(&f);
+    }
+    assert_true(chosen[0] == MRC_ALGO_RINGS || chosen[0] == MRC_ALGO_TREE);
+    assert_int_equal(chosen[1], MRC_ALGO_DIRECT2);
+    assert_true(direct2[1] < direct2[0]);
+}
+
 /* A profile's figures replace the CPU model's built-in constants: with
  * free syncs and messages and one rate everywhere, a family's time is
  * its bytes over that rate, so twice the rate halves every time; beyond
@@ -266,14 +293,15 @@ static void test_profile(void **state)
         if (mrc__select(&f.in, (mrc_algo_t)i, &s, &p) != MRC_OK)
             continue;
         double a = 0, b = 0, builtin = 0;
-        assert_int_equal(
-            mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM, &slow, &a),
-            MRC_OK);
-        assert_int_equal(
-            mrc__cpu_time_profile(p, f.topo, MRC__SIM_TRANSPORT_SHM, &fast, &b),
-            MRC_OK);
         assert_int_equal(mrc__cpu_time_profile(
-                             p, f.topo, MRC__SIM_TRANSPORT_SHM, NULL, &builtin),
+                             p, f.topo, MRC__SIM_TRANSPORT_SHM, &slow, 0, &a),
+                         MRC_OK);
+        assert_int_equal(mrc__cpu_time_profile(
+                             p, f.topo, MRC__SIM_TRANSPORT_SHM, &fast, 0, &b),
+                         MRC_OK);
+        assert_int_equal(mrc__cpu_time_profile(p, f.topo,
+                                               MRC__SIM_TRANSPORT_SHM, NULL, 0,
+                                               &builtin),
                          MRC_OK);
         mrc_program_destroy(p);
         timed++;
@@ -344,7 +372,7 @@ static double cpu_time(const mrc_program_t *p, const mrc_topo_t *t,
                        mrc__sim_transport_t x, const mrc_profile_t *pr)
 {
     double us = 0;
-    assert_int_equal(mrc__cpu_time_profile(p, t, x, pr, &us), MRC_OK);
+    assert_int_equal(mrc__cpu_time_profile(p, t, x, pr, 0, &us), MRC_OK);
     return us;
 }
 
@@ -408,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_profile),
         cmocka_unit_test(test_profile_times_by_simulator),
         cmocka_unit_test(test_shm_rounds),
+        cmocka_unit_test(test_shared_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
