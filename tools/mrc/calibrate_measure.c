@@ -342,8 +342,20 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     cal_probe_t mid = {.count = FIT_MID_BYTES / sizeof(float),
                        .iters = 4,
                        .reps = 3 * plan->reps};
+    /* With more ranks than cores the 1 MiB call is mostly turns for a
+     * core, and the fit swung from a sixteenth of the kernel's figure to
+     * all of it between runs: the kernel's figure stands. shm's rings
+     * take their peers' lines from the slots, whatever the buffers'
+     * size, so their calls say nothing of these two: the kernel's
+     * figure and the cache's rate stand. Either way the 1 MiB call is
+     * not made. */
+    double own =
+        strcmp(plan->transport, "shm") == 0 ? 0 : p->private_cache_bytes;
+    int crowded = plan->ranks > p->cores;
+    int fit_own = own > 0 && !crowded;
     cal_tell(plan, 0.93, "collectives");
-    st = cal_probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
+    if (fit_own)
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
     if (st == MRC_OK)
         st = cal_probe_allreduce(plan->transport, plan->ranks, &shared,
                                  &shared_us);
@@ -357,17 +369,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     const mrc_profile_t probed = *p;
     far_probe_t far = {plan->ranks, shared.count, shared_us, mid.count,
                        mid_us,      pr.count,     big_us};
-    /* With more ranks than cores the 1 MiB call is mostly turns for a
-     * core, and the fit swung from a sixteenth of the kernel's figure to
-     * all of it between runs: the kernel's figure stands. shm's rings
-     * take their peers' lines from the slots, whatever the buffers'
-     * size, so their calls say nothing of these two: the kernel's
-     * figure and the cache's rate stand. */
-    double own =
-        strcmp(plan->transport, "shm") == 0 ? 0 : p->private_cache_bytes;
-    int crowded = plan->ranks > p->cores;
-    for (int round = 0; round < 2 && st == MRC_OK && own > 0 && !crowded;
-         round++) {
+    for (int round = 0; round < 2 && st == MRC_OK && fit_own; round++) {
         st = fit(p, KNOB(private_cache_bytes), own / 16, own, plan->ranks,
                  edge.count, edge_us, &clamped);
         if (st == MRC_OK)
