@@ -355,7 +355,7 @@ static int sweep(const opts_t *o, int coll, int p, int me, int *rows)
                    (*rows)++ ? "," : "", coll_names[coll], size, us,
                    bad >= 0 ? "wrong" : "ok");
         else if (me == 0)
-            printf("%-15s %10llu %12.2f %s\n", coll_names[coll], size, us,
+            printf("%-15s %10llu %12.3f %s\n", coll_names[coll], size, us,
                    bad >= 0 ? "WRONG" : "ok");
         fflush(stdout);
         free_sets(&sets);

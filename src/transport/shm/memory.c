@@ -305,6 +305,11 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
         for (size_t at = p->window_bytes <= SMALL_WINDOW ? n : 0; at < n;
              at += 64)
             __builtin_prefetch(w + at);
+        /* A deep call's peer never waits on this rank, so it is usually
+         * calls ahead: its next record is written already, and fetching
+         * it now overlaps that transfer with the rest of this call. */
+        if (e->deep)
+            __builtin_prefetch(ring_record_at(e, peer, e->seq + 1));
         /* A peer that set a flag of this call has begun it, so it has
          * ended the one before: the next publish need not read its
          * `ended` line (one transfer between cores less a call). */
