@@ -112,6 +112,15 @@ typedef struct mrc_profile {
      * call of a 64 MiB set made cache_bytes 2-15 MiB, and a 16 MiB set,
      * in cache, was predicted as mostly beyond it). Optional; 0: 1. */
     double cache_falloff;
+    /* How much slower a node takes a peer's lines while other nodes of
+     * its host take theirs (the pipelined walk): its reads of peers'
+     * lines run 1 + peer_contention x (readers - 1) times as long,
+     * readers the nodes of the host reading at that moment (at most
+     * its cores), for the share of the set in cache. Cores that read
+     * each other's lines share the path between them: on a 2-core host
+     * one core read a peer's fresh 64-256 KiB at 74-80 GB/s alone and at
+     * 57-62 while the other did the same. Optional; 0: none. */
+    double peer_contention;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

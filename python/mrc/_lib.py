@@ -125,7 +125,8 @@ class Profile(Structure):
                 ("turn_us", c_double), ("flag_turn_us", c_double),
                 ("get_us", c_double), ("kernel_gbps", c_double),
                 ("spin_share", c_double),
-                ("cache_falloff", c_double)]
+                ("cache_falloff", c_double),
+                ("peer_contention", c_double)]
 
 
 class SimConfig(Structure):

@@ -47,7 +47,13 @@
  *   with work in flight (mrc__sim_node_cores), beside its waiting nodes
  *   at spin_share of a core each: with want = busy + spin_share x
  *   (waiting) above the cores, each busy node runs its channels at
- *   cores / want of their rates.
+ *   cores / want of their rates;
+ * - in the pipelined walk, cores that read one another's lines at once
+ *   share the path between them: a node's reads of peers' lines run
+ *   1 + peer_contention x (readers - 1) times as long, readers the
+ *   nodes of its host with such a read in flight (at most its cores),
+ *   for the share of the set in cache (beyond it the host's memory
+ *   channel shares them).
  *
  * docs/simulator.md ("Node model") gives the closed forms it implies.
  */
@@ -285,12 +291,15 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
         if (m->local_route[u] < 0 || m->copy_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
-    if (crowded) {
+    if (crowded || prof->peer_contention > 0) {
         m->busy = calloc((size_t)nh + 1, sizeof *m->busy);
+        m->readers = calloc((size_t)nh + 1, sizeof *m->readers);
+        m->reading = calloc((size_t)nn + 1, 1);
         m->touched = malloc(((size_t)nn + 1) * sizeof *m->touched);
         m->scaled = malloc(((size_t)nn + 1) * sizeof *m->scaled);
         m->mark = calloc((size_t)nn + 1, 1);
-        if (!m->busy || !m->touched || !m->scaled || !m->mark)
+        if (!m->busy || !m->readers || !m->reading || !m->touched ||
+            !m->scaled || !m->mark)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
     m->sync_route = mrc__sim_new_route(s);
@@ -308,31 +317,54 @@ void mrc__sim_node_free(mrc__sim_t *s)
     free(s->node.copy_route);
     free(s->node.crowd);
     free(s->node.busy);
+    free(s->node.readers);
+    free(s->node.reading);
     free(s->node.touched);
     free(s->node.scaled);
     free(s->node.mark);
 }
 
-/* The node whose own channel route r crosses, or -1 (a link's message). */
-static int route_node(const mrc__sim_t *s, int r)
+/* The node whose own channel route r crosses, or -1 (a link's message);
+ * *reads: whether the route also crosses that node's peer channel (it
+ * takes what a peer wrote). */
+static int route_node(const mrc__sim_t *s, int r, int *reads)
 {
     const mrc__sim_route_t *rt = &s->routes[r];
-    int first = s->node.first_node_chan, nn = s->p->num_nodes;
+    const mrc__sim_node_t *m = &s->node;
+    int first = m->first_node_chan, nn = s->p->num_nodes, u = -1;
+    *reads = 0;
     for (int q = 0; q < rt->len; q++) {
         int ch = s->chan_pool[rt->first + q];
         if (ch >= first && ch < first + nn)
-            return ch - first;
+            u = ch - first;
+        else if (m->first_peer_chan >= 0 && ch >= m->first_peer_chan &&
+                 ch < m->first_peer_chan + nn)
+            *reads = 1;
     }
-    return -1;
+    return u;
 }
 
-/* Node u's channels at `share` of their rates. */
-static void scale_node(mrc__sim_t *s, int u, double share)
+/* Node u's channels at `share` of their rates, its reads of peers'
+ * lines besides slowed `contended` times. */
+static void scale_node(mrc__sim_t *s, int u, double share, double contended)
 {
     const mrc__sim_node_t *m = &s->node;
     s->cap[m->first_node_chan + u] = m->copy * share;
     if (m->first_peer_chan >= 0)
-        s->cap[m->first_peer_chan + u] = m->peer * share;
+        s->cap[m->first_peer_chan + u] = m->peer * share / contended;
+}
+
+/* How many times as long a node's reads of peers' lines take beside the
+ * other readers of its host (`readers` with it, at most one a core), for
+ * the share of the set in cache. */
+static double contention(const mrc__sim_node_t *m, int readers)
+{
+    int cores = m->prof->cores;
+    if (cores > 0 && readers > cores)
+        readers = cores;
+    return readers > 1
+               ? 1 + m->prof->peer_contention * m->cached * (readers - 1)
+               : 1;
 }
 
 void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
@@ -343,30 +375,40 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
     int nn = s->p->num_nodes, on_host = m->per_host < nn ? m->per_host : nn;
     int cores = m->prof->cores, ntouched = 0;
     for (int f = 0; f < nact; f++) {
-        int u = route_node(s, act[f].route);
-        if (u < 0 || m->mark[u])
+        int reads = 0, u = route_node(s, act[f].route, &reads);
+        if (u < 0)
+            continue;
+        if (reads && !m->reading[u]) {
+            m->reading[u] = 1;
+            m->readers[u / m->per_host]++;
+        }
+        if (m->mark[u])
             continue;
         m->mark[u] = 1;
         m->touched[ntouched++] = u;
         m->busy[u / m->per_host]++;
     }
     for (int i = 0; i < m->nscaled; i++)
-        scale_node(s, m->scaled[i], 1);
+        scale_node(s, m->scaled[i], 1, 1);
     m->nscaled = 0;
     for (int i = 0; i < ntouched; i++) {
-        int u = m->touched[i];
+        int u = m->touched[i], h = u / m->per_host;
         /* The symmetric walk's one node stands for every node of its
-         * host, all busy when it is. */
-        int busy = s->sym_self ? on_host : m->busy[u / m->per_host];
+         * host, all busy (and reading) when it is. */
+        int busy = s->sym_self ? on_host : m->busy[h];
+        int readers = s->sym_self ? on_host : m->readers[h];
         double want = busy + m->prof->spin_share * (on_host - busy);
-        if (want > cores) {
-            scale_node(s, u, cores / want);
+        double share = cores > 0 && want > cores ? cores / want : 1;
+        double contended = m->reading[u] ? contention(m, readers) : 1;
+        if (share < 1 || contended > 1) {
+            scale_node(s, u, share, contended);
             m->scaled[m->nscaled++] = u;
         }
     }
     for (int i = 0; i < ntouched; i++) {
-        m->mark[m->touched[i]] = 0;
-        m->busy[m->touched[i] / m->per_host] = 0;
+        int u = m->touched[i];
+        m->mark[u] = m->reading[u] = 0;
+        m->busy[u / m->per_host] = m->readers[u / m->per_host] = 0;
     }
 }
 

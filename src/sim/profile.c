@@ -10,7 +10,8 @@
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
  *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
- *    "spin_share": 0.5, "cache_falloff": 2 (these twelve optional),
+ *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3
+ *    (these thirteen optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -40,6 +41,9 @@
 #define MAX_CACHE_BYTES 1e12
 /* The power of the cache share past cache_bytes (a step, nearly). */
 #define MAX_CACHE_FALLOFF 64
+/* Readers of a host slowing one another (1: each read at half its rate
+ * beside one other). */
+#define MAX_PEER_CONTENTION 16
 
 static const char *const top_fields[] = {"format",
                                          "version",
@@ -63,6 +67,7 @@ static const char *const top_fields[] = {"format",
                                          "kernel_gbps",
                                          "spin_share",
                                          "cache_falloff",
+                                         "peer_contention",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -263,6 +268,8 @@ static const struct number_field {
     {"spin_share", offsetof(mrc_profile_t, spin_share), 1, 1, 1},
     {"cache_falloff", offsetof(mrc_profile_t, cache_falloff), 1,
      MAX_CACHE_FALLOFF, 1},
+    {"peer_contention", offsetof(mrc_profile_t, peer_contention), 1,
+     MAX_PEER_CONTENTION, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -427,6 +434,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     put_number(&sb, "spin_share", p->spin_share, ",\n");
     if (p->cache_falloff > 0) /* (0: absent, as in earlier files) */
         put_number(&sb, "cache_falloff", p->cache_falloff, ",\n");
+    if (p->peer_contention > 0)
+        put_number(&sb, "peer_contention", p->peer_contention, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -66,6 +66,10 @@ typedef struct mrc__sim_node {
      * marked; the nodes whose channels run scaled. NULL: not crowded. */
     int32_t *busy, *touched, *scaled;
     uint8_t *mark;
+    /* With peer_contention (or crowded): per host, its nodes with a read
+     * of a peer's lines in flight; the nodes marked as such. */
+    int32_t *readers;
+    uint8_t *reading;
     int nscaled;
     int first_node_chan, first_host_chan;
     int first_peer_chan;  /* -1: peers' data at the copy rate */

@@ -154,10 +154,32 @@ static mrc_status_t probe(const cal_plan_t *plan, size_t count, int iters,
     return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
 }
 
+/* The contention between a host's readers (peer_contention): the rings'
+ * call, in whose every step each node reads, against the tree's, whose
+ * steps at P = 2 have one reader, which fitted the rate of a reader
+ * alone. Not with more ranks than cores: there the readers of a step
+ * are the cores' turns (turn_us, spin_share), and the tree's call took
+ * the peer rate to half the rings' (4 ranks on 2 cores: 15 GB/s against
+ * 27-30, and 19 of 29 rows within where there had been 23). */
+static int readers_alone(const cal_plan_t *plan, const mrc_profile_t *p)
+{
+    return plan->ranks <= p->cores;
+}
+
+static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
+                                   const cal_probe_t *rings, double us,
+                                   int *clamped)
+{
+    return fit_family(p, KNOB(peer_contention), 1e-3, 4, plan->ranks, rings, us,
+                      clamped);
+}
+
 /* threads, whose receiver reads the sender's buffer at any size: the
- * rate a node takes what a peer wrote (a rings allreduce of
- * FIT_CACHE_BYTES, the writer's buffers well within its core's cache),
- * and below the size where that turns from a line at a time to a stream
+ * rate a node takes what a peer wrote (a tree allreduce of
+ * FIT_CACHE_BYTES, the writer's buffers well within its core's cache,
+ * one reader a step), how much the readers of a step slow one another
+ * (the rings' call of as many bytes, every node a reader), and below the
+ * size where that turns from a line at a time to a stream
  * (rendezvous_bytes), the small messages' rate (a call whose messages
  * are half of it) and the turn's fixed cost (messages of it); each fit
  * moves the others, so twice. */
@@ -172,11 +194,13 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
         (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
     size_t peer_count = FIT_CACHE_BYTES / sizeof(float);
     peer_count = 4 * rdv_count > peer_count ? 4 * rdv_count : peer_count;
-    cal_probe_t pr, rdv, slot;
-    double us = 0, rdv_us = 0, slot_us = 0;
-    int clamped = 0;
+    cal_probe_t pr, tree = {0}, rdv, slot;
+    double us = 0, tree_us = 0, rdv_us = 0, slot_us = 0;
+    int clamped = 0, alone = readers_alone(plan, p);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, peer_count, 100, MRC_ALGO_RINGS, &pr, &us);
+    if (st == MRC_OK && alone)
+        st = probe(plan, peer_count, 100, MRC_ALGO_TREE, &tree, &tree_us);
     if (st == MRC_OK)
         st = probe(plan, rdv_count, 200, MRC_ALGO_RINGS, &rdv, &rdv_us);
     if (st == MRC_OK)
@@ -188,35 +212,46 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
             st = fit(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks, rdv.count,
                      rdv_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
-                     plan->ranks, pr.count, us, &clamped);
+            st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
+                            plan->ranks, alone ? &tree : &pr,
+                            alone ? tree_us : us, &clamped);
+        if (st == MRC_OK && alone)
+            st = fit_contention(plan, p, &pr, us, &clamped);
     }
     return st;
 }
 
 /* shm: a program's messages go through the channels' slots (below
- * rendezvous_bytes, the channel's capacity), so a rings allreduce of
- * FIT_CACHE_BYTES gives the slots' rate; a direct1 call's gets from
- * windows in the segment a peer's lines (a plain copy); and a direct2
- * call of twice mrc__stage_max, past what it exposes by copy, read by
- * reference, the kernel's copy. Twice, as each fit moves the others. */
+ * rendezvous_bytes, the channel's capacity), so a tree allreduce of
+ * FIT_CACHE_BYTES (one reader a step at P = 2) gives the slots' rate
+ * and the rings' call of as many bytes the readers' contention; a
+ * direct1 call's gets from windows in the segment a peer's lines (a
+ * plain copy); and a direct2 call of twice mrc__stage_max, past what it
+ * exposes by copy, read by reference, the kernel's copy. Twice, as each
+ * fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    cal_probe_t rings, win, ref;
-    double rings_us = 0, win_us = 0, ref_us = 0;
-    int clamped = 0;
+    cal_probe_t rings, tree = {0}, win, ref;
+    double rings_us = 0, tree_us = 0, win_us = 0, ref_us = 0;
+    int clamped = 0, alone = readers_alone(plan, p);
     size_t stage = mrc__stage_max(plan->ranks) / sizeof(float);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
                             MRC_ALGO_RINGS, &rings, &rings_us);
+    if (st == MRC_OK && alone)
+        st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_TREE,
+                   &tree, &tree_us);
     if (st == MRC_OK)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_DIRECT1,
                    &win, &win_us);
     if (st == MRC_OK)
         st = probe(plan, 2 * stage, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, rings.count,
-                 rings_us, &clamped);
+        st = fit_family(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks,
+                        alone ? &tree : &rings, alone ? tree_us : rings_us,
+                        &clamped);
+        if (st == MRC_OK && alone)
+            st = fit_contention(plan, p, &rings, rings_us, &clamped);
         if (st == MRC_OK)
             st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
                             plan->ranks, &win, win_us, &clamped);
@@ -476,6 +511,11 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     }
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
+    /* The readers' contention slows a message's own cost too (it is work
+     * on the receiver's peer channel): the message's figure again, with
+     * the contention the rates' calls found. */
+    if (st == MRC_OK && p->peer_contention > 0)
+        st = cal_set_costs(p, alone, sync, msg);
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_spin(plan, p);
     cal_tell(plan, 1, "done");

@@ -99,6 +99,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("peer       %.2f GB/s taking what another node wrote, in "
                "cache\n",
                p->peer_gbps_cache);
+    if (p->peer_contention > 0)
+        printf("           each other node reading at once costs a "
+               "reader %.0f%% more\n",
+               100 * p->peer_contention);
     if (p->kernel_gbps > 0)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",

@@ -42,6 +42,7 @@ static mrc_profile_t sample(void)
     p.kernel_gbps = 8.5;
     p.spin_share = 0.375;
     p.cache_falloff = 2.5;
+    p.peer_contention = 0.25;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -104,7 +105,8 @@ static void test_optional_transport(void **state)
         "  \"rendezvous_us\": 2.25,\n",   "  \"slot_gbps\": 4.75,\n",
         "  \"turn_us\": 2.5,\n",          "  \"flag_turn_us\": 0.75,\n",
         "  \"get_us\": 0.625,\n",         "  \"kernel_gbps\": 8.5,\n",
-        "  \"spin_share\": 0.375,\n",     "  \"cache_falloff\": 2.5,\n"};
+        "  \"spin_share\": 0.375,\n",     "  \"cache_falloff\": 2.5,\n",
+        "  \"peer_contention\": 0.25,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -114,7 +116,7 @@ static void test_optional_transport(void **state)
     assert_int_equal(mrc_profile_parse(json, strlen(json), &q), MRC_OK);
     p.peer_gbps_shared = p.rendezvous_bytes = p.rendezvous_us = 0;
     p.slot_gbps = p.turn_us = p.flag_turn_us = p.get_us = p.kernel_gbps = 0;
-    p.spin_share = p.cache_falloff = 0;
+    p.spin_share = p.cache_falloff = p.peer_contention = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -184,6 +186,10 @@ static void test_bad_fields(void **state)
             "\"cache_falloff\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": -1",
             "\"cache_falloff\"");
+    refused("\"peer_contention\": 0.25", "\"peer_contention\": 17",
+            "\"peer_contention\"");
+    refused("\"peer_contention\": 0.25", "\"peer_contention\": -0.5",
+            "\"peer_contention\"");
     refused("\"rendezvous_us\": 2.25", "\"rendezvous_us\": \"long\"",
             "\"rendezvous_us\"");
     refused("\"rendezvous_bytes\": 16384", "\"rendezvous_bytes\": 1e300",

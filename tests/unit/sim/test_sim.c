@@ -707,6 +707,45 @@ static void test_node_turns_by_crowd(void **state)
  * 2 cores. w = 1/2: the first and last steps (b = 2) 3 / 2 S / C each,
  * the inner ones (b = 1) 5 / 4 S / C: 11 / 2 S / C in all; w = 1: every
  * step 2 S / C. The rings, every node at work, as before. */
+/* Cores that read one another's lines at once slow one another
+ * (peer_contention c): in the pipelined walk a node's reads of peers'
+ * lines take 1 + c x (readers - 1) times as long. Only the peer rate P
+ * costs anything here (copies, reductions and messages free, in
+ * cache). The tree's allreduce on ring:2, one chunk, has one reader a
+ * step (1 -> 0, then 0 -> 1): 2 S / P whatever c. The rings' has both
+ * nodes reading in both steps: S / P without contention, (1 + c) times
+ * that with it. */
+static void test_node_contention(void **state)
+{
+    (void)state;
+    const double P = 10, c = 0.5;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
+        f.peer_gbps_cache = P;
+        double t[2];
+        for (int i = 0; i < 2; i++) {
+            f.peer_contention = i ? c : 0;
+            mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
+            t[i] = r->time_us * 1e3;
+            mrc_sim_result_destroy(r);
+        }
+        if (a == 0) {
+            expect_close(t[0], 2 * S / P, "tree");
+            expect_close(t[1], 2 * S / P, "tree, contended");
+        } else {
+            expect_close(t[0], S / P, "rings");
+            expect_close(t[1], (1 + c) * S / P, "rings, contended");
+        }
+        drop(&s);
+    }
+}
+
 static void test_node_cores_shared(void **state)
 {
     (void)state;
@@ -1036,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_node_turns),
         cmocka_unit_test(test_node_turns_by_crowd),
         cmocka_unit_test(test_node_cores_shared),
+        cmocka_unit_test(test_node_contention),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
