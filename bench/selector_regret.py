@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scores the selector's picks against measured times of every family.
 
-    usage: bench/selector_regret.py [--all] BUILD|MRC DIR [DIR...]
+    usage: bench/selector_regret.py [--all] [--profile FILE] BUILD|MRC DIR...
 
 BUILD is a build directory (or MRC the mrc program itself); DIR holds
 bench/family_sweep.sh's outputs (P.COLLECTIVE.FAMILY.ROUND.txt).
@@ -13,6 +13,9 @@ the fastest: regret = its time / the fastest's. Prints the cells whose
 pick is more than 5% behind (--all: every cell), then per ranks and
 collective the cells within 5% and the geometric mean of the regret and
 of the pick's time over Open MPI's, and the same over all cells.
+--profile: the model is the simulator's with that host profile (as the
+drop-in library's selector with MRC_PROFILE set), not the CPU model's
+constants.
 
 Sizes are mpi-collectives': a rank's vector (allreduce, reduce,
 broadcast), the whole vector (reduce-scatter: explain's block is a P-th
@@ -51,7 +54,7 @@ def load(dirs):
             for k, fams in runs.items()}
 
 
-def predicted(mrc, p, coll, size):
+def predicted(mrc, p, coll, size, profile=None):
     """{family: us} from mrc explain, or {} for a size it cannot take."""
     per = size // p if coll == "reduce_scatter" else size
     if per < 4:
@@ -60,7 +63,7 @@ def predicted(mrc, p, coll, size):
         [mrc, "explain", "ring:%d" % p, "--transport", "shm", "--collective",
          EXPLAIN_NAME.get(coll, coll), "--size", str(per),
          # the sweep ran under the drop-in library: MPI's completion
-         "--completion", "local"],
+         "--completion", "local"] + (["--profile", profile] if profile else []),
         capture_output=True, text=True).stdout
     times = {}
     for line in out.splitlines():
@@ -80,6 +83,14 @@ def geomean(xs):
 def main(argv):
     show_all = "--all" in argv
     args = [a for a in argv if a != "--all"]
+    profile = None
+    if "--profile" in args:
+        at = args.index("--profile")
+        if at + 1 >= len(args):
+            print("selector_regret.py: --profile needs a file", file=sys.stderr)
+            return 2
+        profile = args[at + 1]
+        del args[at:at + 2]
     if len(args) < 2:
         print(__doc__.split("\n\n")[1].strip(), file=sys.stderr)
         return 2
@@ -99,7 +110,8 @@ def main(argv):
         fams = {f: t for f, t in times.items() if f in FAMILIES}
         if len(fams) < 2:
             continue
-        model = {f: t for f, t in predicted(mrc, p, coll, size).items()
+        model = {f: t for f, t in predicted(mrc, p, coll, size,
+                                            profile).items()
                  if f in fams}
         if not model:
             continue
