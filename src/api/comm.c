@@ -74,6 +74,14 @@ static int same_call(const mrc_comm_t *c, mrc_collective_t coll,
            c->memo.root == root;
 }
 
+/* Whether a call has the last one's shape (all but its buffers). */
+static int same_shape(const mrc_comm_t *c, mrc_collective_t coll, size_t count,
+                      mrc_dtype_t dtype, mrc_op_t op, int root)
+{
+    return c->memo.valid && c->memo.count == count && c->memo.coll == coll &&
+           c->memo.dtype == dtype && c->memo.op == op && c->memo.root == root;
+}
+
 /* The shape of a call, as the caches know programs. */
 static program_key_t key_of(const mrc_comm_t *c, mrc_collective_t coll,
                             size_t count, mrc_dtype_t dtype, mrc_op_t op,
@@ -247,10 +255,23 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
     const mrc_program_t *p;
     mrc__exec_t *x;
     int in_place = 0;
+    int need_recv = 0;
     if (same_call(c, coll, sendbuf, recvbuf, count, dtype, op, root)) {
         p = c->last_plan->program;
         x = &c->last_plan->exec;
         in_place = c->memo.in_place;
+    } else if (same_shape(c, coll, count, dtype, op, root) &&
+               check_buffers(fn, c, coll, sendbuf, recvbuf, count,
+                             mrc_dtype_size(dtype), root, &in_place,
+                             &need_recv) == MRC_OK &&
+               in_place == c->memo.in_place) {
+        /* The last call's shape on other buffers (a loop over buffers):
+         * its plan, once the buffers pass the checks (the shape's
+         * lookup was a tenth of a 128-byte reduce's time at 2 ranks). */
+        p = c->last_plan->program;
+        x = &c->last_plan->exec;
+        c->memo.sendbuf = sendbuf;
+        c->memo.recvbuf = recvbuf;
     } else {
         mrc_status_t st = plan_for(fn, coll, sendbuf, recvbuf, count, dtype, op,
                                    root, c, &p, &x, &in_place);

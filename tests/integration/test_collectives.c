@@ -474,19 +474,21 @@ static void test_misaligned_buffers(void **state)
 
 /* ---- calls repeated on the same buffers ---------------------------------- */
 
-/* A loop over one pair of buffers, as applications and the benchmarks
- * make: the communicator takes a call with the last one's arguments
- * straight to its plan. New data each time, the count changed under the
- * same pointers, the in-place form of the same buffer, and a bad call in
- * between must each still be seen. */
+/* A loop over buffers, as applications and the benchmarks make: the
+ * communicator takes a call with the last one's arguments straight to its
+ * plan, and a call of the last one's shape on other buffers to it once
+ * they pass the checks. New data each time, the count changed under the
+ * same pointers, two pairs of buffers in turn, the in-place form, and bad
+ * calls of the same shape in between must each still be seen. */
 static void *repeat_work(void *arg)
 {
     ref_worker_t *w = arg;
     int r = mrc_comm_rank(w->comm), n = mrc_comm_size(w->comm);
-    int32_t send[8], recv[8];
+    int32_t sends[2][8], recvs[2][8];
     for (int it = 0; it < 60; it++) {
         size_t count = it % 20 < 10 ? 5 : 7; /* same pointers, new count */
         int in_place = it % 7 == 6;
+        int32_t *send = sends[it / 3 % 2], *recv = recvs[it / 3 % 2];
         for (size_t i = 0; i < 8; i++) {
             send[i] = (int32_t)(r * 100 + it * 10 + (int)i);
             recv[i] = in_place ? send[i] : -1;
@@ -501,9 +503,13 @@ static void *repeat_work(void *arg)
                     : (in_place ? send[i] : -1);
             bad += recv[i] != want;
         }
-        /* A bad call between two good ones is refused, not run. */
+        /* A bad call between two good ones is refused, not run: no
+         * receive buffer, or buffers that overlap, in the last shape. */
         if (it == 30 && mrc_allreduce(send, NULL, count, MRC_INT32, MRC_SUM,
                                       w->comm) != MRC_ERR_INVALID_ARG)
+            bad++;
+        if (it == 40 && mrc_allreduce(recv + 1, recv, count, MRC_INT32,
+                                      MRC_SUM, w->comm) != MRC_ERR_INVALID_ARG)
             bad++;
         w->failures += st != MRC_OK;
         w->wrong += bad;
