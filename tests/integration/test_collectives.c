@@ -508,8 +508,8 @@ static void *repeat_work(void *arg)
         if (it == 30 && mrc_allreduce(send, NULL, count, MRC_INT32, MRC_SUM,
                                       w->comm) != MRC_ERR_INVALID_ARG)
             bad++;
-        if (it == 40 && mrc_allreduce(recv + 1, recv, count, MRC_INT32,
-                                      MRC_SUM, w->comm) != MRC_ERR_INVALID_ARG)
+        if (it == 40 && mrc_allreduce(recv + 1, recv, count, MRC_INT32, MRC_SUM,
+                                      w->comm) != MRC_ERR_INVALID_ARG)
             bad++;
         w->failures += st != MRC_OK;
         w->wrong += bad;
