@@ -512,10 +512,14 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
     /* The readers' contention slows a message's own cost too (it is work
-     * on the receiver's peer channel): the message's figure again, with
-     * the contention the rates' calls found. */
+     * on the receiver's peer channel), and a get's bytes: the message's
+     * and the get's figures again, with the contention the rates' calls
+     * found. */
     if (st == MRC_OK && p->peer_contention > 0)
         st = cal_set_costs(p, alone, sync, msg);
+    if (st == MRC_OK && p->peer_contention > 0)
+        st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
+                        &clamped);
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_spin(plan, p);
     cal_tell(plan, 1, "done");
