@@ -559,6 +559,15 @@ static mrc_sim_result_t *sim_profile(const setup_t *s, mrc_sim_mode_t mode,
     return r;
 }
 
+/* The pipelined walk's time of s's program with profile f (us). */
+static double pipelined_us(const setup_t *s, const mrc_profile_t *f)
+{
+    mrc_sim_result_t *r = sim_profile(s, MRC_SIM_PIPELINED, f);
+    double t = r->time_us;
+    mrc_sim_result_destroy(r);
+    return t;
+}
+
 /* A ring allreduce of S bytes on N nodes of one host, in cache, BSP, one
  * bidirectional ring: in each of its 2(N-1) steps a node receives two
  * messages (one a stream), each costing its core message_us m, and
@@ -680,14 +689,10 @@ static void test_node_turns_by_crowd(void **state)
         mrc_profile_t f = profile(4, 1e12, 1e12, 1e12, 1e12, 0, 0);
         for (int cores = 2; cores <= 4; cores++) {
             f.cores = cores;
-            double t[2];
-            for (int i = 0; i < 2; i++) {
-                f.turn_us = i ? T : 0;
-                mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
-                t[i] = r->time_us;
-                mrc_sim_result_destroy(r);
-            }
-            expect_close(t[1] - t[0], cores < 4 ? want[a] : 0,
+            f.turn_us = 0;
+            double t0 = pipelined_us(&s, &f);
+            f.turn_us = T;
+            expect_close(pipelined_us(&s, &f) - t0, cores < 4 ? want[a] : 0,
                          a ? "rings" : "tree");
         }
         drop(&s);
@@ -728,20 +733,12 @@ static void test_node_contention(void **state)
             make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
         mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
         f.peer_gbps_cache = P;
-        double t[2];
-        for (int i = 0; i < 2; i++) {
-            f.peer_contention = i ? c : 0;
-            mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
-            t[i] = r->time_us * 1e3;
-            mrc_sim_result_destroy(r);
-        }
-        if (a == 0) {
-            expect_close(t[0], 2 * S / P, "tree");
-            expect_close(t[1], 2 * S / P, "tree, contended");
-        } else {
-            expect_close(t[0], S / P, "rings");
-            expect_close(t[1], (1 + c) * S / P, "rings, contended");
-        }
+        double alone = pipelined_us(&s, &f) * 1e3;
+        f.peer_contention = c;
+        double contended = pipelined_us(&s, &f) * 1e3;
+        expect_close(alone, (a ? 1 : 2) * S / P, a ? "rings" : "tree");
+        expect_close(contended, (a ? 1 + c : 2) * S / P,
+                     a ? "rings, contended" : "tree, contended");
         drop(&s);
     }
 }
@@ -858,17 +855,14 @@ static void test_node_window_in_set(void **state)
         assert_int_equal(
             make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
         mrc_profile_t f = profile(2, 40, 4, 8, 40, 0.25, 0.1);
-        double t[2];
-        for (int i = 0; i < 2; i++) {
-            f.cache_bytes = (i ? 6 : 5) * S;
-            mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_PIPELINED, &f);
-            t[i] = r->time_us;
-            mrc_sim_result_destroy(r);
-        }
+        f.cache_bytes = 5 * S;
+        double small = pipelined_us(&s, &f);
+        f.cache_bytes = 6 * S;
+        double large = pipelined_us(&s, &f);
         if (a == 0)
-            assert_true(t[0] > 1.05 * t[1]);
+            assert_true(small > 1.05 * large);
         else
-            expect_close(t[0], t[1], "rings, 5 S or 6 S of cache");
+            expect_close(small, large, "rings, 5 S or 6 S of cache");
         drop(&s);
     }
 }
