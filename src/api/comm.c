@@ -63,23 +63,21 @@ static mrc_status_t run_plan(const char *fn, const mrc__call_t *as,
     return st;
 }
 
-/* Whether a call has the arguments of the last one run (c->memo). */
-static int same_call(const mrc_comm_t *c, mrc_collective_t coll,
-                     const void *sendbuf, const void *recvbuf, size_t count,
-                     mrc_dtype_t dtype, mrc_op_t op, int root)
-{
-    return c->memo.valid && c->memo.sendbuf == sendbuf &&
-           c->memo.recvbuf == recvbuf && c->memo.count == count &&
-           c->memo.coll == coll && c->memo.dtype == dtype && c->memo.op == op &&
-           c->memo.root == root;
-}
-
 /* Whether a call has the last one's shape (all but its buffers). */
 static int same_shape(const mrc_comm_t *c, mrc_collective_t coll, size_t count,
                       mrc_dtype_t dtype, mrc_op_t op, int root)
 {
     return c->memo.valid && c->memo.count == count && c->memo.coll == coll &&
            c->memo.dtype == dtype && c->memo.op == op && c->memo.root == root;
+}
+
+/* Whether a call has the arguments of the last one run (c->memo). */
+static int same_call(const mrc_comm_t *c, mrc_collective_t coll,
+                     const void *sendbuf, const void *recvbuf, size_t count,
+                     mrc_dtype_t dtype, mrc_op_t op, int root)
+{
+    return same_shape(c, coll, count, dtype, op, root) &&
+           c->memo.sendbuf == sendbuf && c->memo.recvbuf == recvbuf;
 }
 
 /* The shape of a call, as the caches know programs. */
@@ -266,8 +264,9 @@ static mrc_status_t collective_as(const char *fn, const mrc__call_t *as,
                              &need_recv) == MRC_OK &&
                in_place == c->memo.in_place) {
         /* The last call's shape on other buffers (a loop over buffers):
-         * its plan, once the buffers pass the checks (the shape's
-         * lookup was a tenth of a 128-byte reduce's time at 2 ranks). */
+         * its plan, once the buffers pass the checks (the root of a 128 B
+         * reduce at 2 ranks over cold buffers: 1936 instructions a call
+         * against 2056 looking the shape up again, callgrind). */
         p = c->last_plan->program;
         x = &c->last_plan->exec;
         c->memo.sendbuf = sendbuf;
