@@ -118,8 +118,8 @@ typedef struct mrc_profile {
      * readers the nodes of the host reading at that moment (at most
      * its cores), for the share of the set in cache. Cores that read
      * each other's lines share the path between them: on a 2-core host
-     * one core read a peer's fresh 64-256 KiB at 74-80 GB/s alone and at
-     * 57-62 while the other did the same. Optional; 0: none. */
+     * one core read a peer's fresh 256 KiB at 82 GB/s alone and at 63
+     * while the other did the same (bench/peer-read). Optional; 0: none. */
     double peer_contention;
 } mrc_profile_t;
 
