@@ -170,8 +170,12 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
                                    const cal_probe_t *rings, double us,
                                    int *clamped)
 {
-    return fit_family(p, KNOB(peer_contention), 1e-3, 4, plan->ranks, rings, us,
-                      clamped);
+    mrc_status_t st = fit_family(p, KNOB(peer_contention), 1e-3, 4,
+                                 plan->ranks, rings, us, clamped);
+    /* At its lower bound the rings were no slower than alone: none. */
+    if (st == MRC_OK && *clamped && p->peer_contention < 2e-3)
+        p->peer_contention = 0;
+    return st;
 }
 
 /* threads, whose receiver reads the sender's buffer at any size: the
@@ -515,11 +519,12 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * on the receiver's peer channel), and a get's bytes: the message's
      * and the get's figures again, with the contention the rates' calls
      * found. */
-    if (st == MRC_OK && p->peer_contention > 0)
+    if (st == MRC_OK && p->peer_contention > 0) {
         st = cal_set_costs(p, alone, sync, msg);
-    if (st == MRC_OK && p->peer_contention > 0)
-        st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
-                        &clamped);
+        if (st == MRC_OK)
+            st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
+                            &clamped);
+    }
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_spin(plan, p);
     cal_tell(plan, 1, "done");
