@@ -170,8 +170,8 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
                                    const cal_probe_t *rings, double us,
                                    int *clamped)
 {
-    mrc_status_t st = fit_family(p, KNOB(peer_contention), 1e-3, 4,
-                                 plan->ranks, rings, us, clamped);
+    mrc_status_t st = fit_family(p, KNOB(peer_contention), 1e-3, 4, plan->ranks,
+                                 rings, us, clamped);
     /* At its lower bound the rings were no slower than alone: none. */
     if (st == MRC_OK && *clamped && p->peer_contention < 2e-3)
         p->peer_contention = 0;
