@@ -121,6 +121,17 @@ typedef struct mrc_profile {
      * one core read a peer's fresh 256 KiB at 82 GB/s alone and at 63
      * while the other did the same (bench/peer-read). Optional; 0: none. */
     double peer_contention;
+    /* A node's copy rate once its own buffers have left its private
+     * cache (private_cache_bytes) for the shared one (GB/s): for the
+     * share of the node's send, receive and window buffers past its
+     * private cache every in-cache rate of the node (its copies and
+     * reductions, the slots', the peers' lines, the kernel's copy) runs
+     * at copy_gbps_shared / copy_gbps_cache of its figure. On a 2-core
+     * host with 1 MiB of L2 a core, shm's 1 MiB allreduces took 1.3-1.6x
+     * their 256 KiB calls scaled, every family alike. Optional; 0: no
+     * such level (the threads transport's peer_gbps_shared takes the
+     * peer's lines past the writer's core). */
+    double copy_gbps_shared;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -126,7 +126,8 @@ class Profile(Structure):
                 ("get_us", c_double), ("kernel_gbps", c_double),
                 ("spin_share", c_double),
                 ("cache_falloff", c_double),
-                ("peer_contention", c_double)]
+                ("peer_contention", c_double),
+                ("copy_gbps_shared", c_double)]
 
 
 class SimConfig(Structure):

@@ -293,6 +293,9 @@ static int message_flow(mrc__sim_t *s, int node, const mrc__op_t *op,
             (*st = mrc__sim_path_route(s, node, op->ring_peer, &route)) !=
                 MRC_OK)
             return -1;
+        if ((*st = mrc__sim_node_send_route(s, node, op->ring_peer, bytes,
+                                            &route)) != MRC_OK)
+            return -1;
         break;
     }
     case MRC__GET:

@@ -14,7 +14,9 @@
  *   share h = min(1, cache_bytes / set)^cache_falloff hits the cache,
  *   so each rate is
  *   the cache's for h of the bytes and the memory's for the rest, and
- *   the host's channel carries the 1 - h that misses;
+ *   the host's channel carries the 1 - h that misses; in cache, with
+ *   copy_gbps_shared, a node whose own buffers are partly past its
+ *   private cache runs its rates at the share that level leaves them;
  * - a message between two nodes of one host is a copy by the receiver
  *   over those channels (not over the topology's links), at the rate it
  *   takes lines another core wrote (peer_gbps_cache, in cache, for the
@@ -27,6 +29,9 @@
  *   (its copy rate where the profile has none); within a host the
  *   transports reduce as they take, so what the reduction takes beyond
  *   the receiver's copy; a local copy or scaling at the copy rate;
+ * - a send through a transport's slots (shm's, below its threshold)
+ *   also crosses its sender's peer channel, the sender's copy into the
+ *   slot: a node that sends and receives at once shares it between them;
  * - a send's message within one host costs its receiver's core
  *   message_us beside its copy, as work on the same channel (the two
  *   streams' messages of a step add up); on a transport with slots and a
@@ -59,6 +64,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/sim_internal.h"
 
@@ -143,33 +149,47 @@ static double peer_rate(const mrc__sim_t *s)
     return blend(own / set, peer, shared);
 }
 
+/* What share of its in-cache rates a node keeps with its own buffers
+ * partly past its private cache (copy_gbps_shared): 1 without that
+ * level or within it. */
+static double own_level(const mrc__sim_t *s)
+{
+    const mrc_profile_t *f = s->node.prof;
+    double set = node_set(s), own = f->private_cache_bytes;
+    if (!(f->copy_gbps_shared > 0) || own <= 0 || set <= own)
+        return 1;
+    return blend(own / set, 1, f->copy_gbps_shared / f->copy_gbps_cache);
+}
+
 /* The run's rates: each the cache's for the share of the working set
  * that fits, the memory's for the rest (a stream of lines, some hits and
- * some misses, not a switch at one size). */
+ * some misses, not a switch at one size); in cache, at the share the
+ * node's own level leaves them. */
 static void node_rates(mrc__sim_t *s)
 {
     mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
     const mrc_program_t *p = s->p;
-    double h = cache_share(s);
+    double h = cache_share(s), k = own_level(s);
     m->cached = h;
     m->beyond_cache = h < 1;
-    m->copy = blend(h, f->copy_gbps_cache, f->copy_gbps_memory);
+    m->copy = blend(h, k * f->copy_gbps_cache, f->copy_gbps_memory);
     /* Beyond cache a peer's lines come from memory, never faster than
      * from the shared cache. */
     double far = f->peer_gbps_shared > 0
                      ? fmin(f->peer_gbps_shared, f->copy_gbps_memory)
                      : f->copy_gbps_memory;
-    m->peer = blend(h, peer_rate(s), far);
-    m->slot = f->slot_gbps > 0 ? blend(h, f->slot_gbps, f->copy_gbps_memory)
+    m->peer = blend(h, k * peer_rate(s), far);
+    m->slot = f->slot_gbps > 0 ? blend(h, k * f->slot_gbps, f->copy_gbps_memory)
                                : m->peer;
     /* The kernel's copy: its own rate, never above a peer's read (beyond
      * cache the kernel's pinning, not the memory, holds it: P = 2, shm,
      * direct2's 16 MiB by reference took 3.0 ms, where the rate scaled
      * with the memory's predicted 6.5). Buffers the peers map are read
      * with plain loads, at a peer's rate. */
-    m->kernel = f->kernel_gbps > 0 && !m->mapped ? fmin(f->kernel_gbps, m->peer)
-                                                 : m->peer;
+    m->kernel = f->kernel_gbps > 0 && !m->mapped
+                    ? fmin(k * f->kernel_gbps, m->peer)
+                    : m->peer;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {
@@ -178,7 +198,7 @@ static void node_rates(mrc__sim_t *s)
     }
     rc = rc > 0 && isfinite(rc) ? rc : f->copy_gbps_cache;
     rm = rm > 0 && isfinite(rm) ? rm : f->copy_gbps_memory;
-    m->reduce = blend(h, rc, rm);
+    m->reduce = blend(h, k * rc, rm);
 }
 
 /* The memory channels: one per node, one per memory system, and one
@@ -302,6 +322,8 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
             !m->scaled || !m->mark)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
+    if (prof->rendezvous_bytes > 0 && mrc__msgmap_init(&m->slot_routes, 64))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     m->sync_route = mrc__sim_new_route(s);
     if (m->sync_route < 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
@@ -322,26 +344,43 @@ void mrc__sim_node_free(mrc__sim_t *s)
     free(s->node.touched);
     free(s->node.scaled);
     free(s->node.mark);
+    mrc__msgmap_free(&s->node.slot_routes); /* zeroed when unused */
 }
 
 /* The node whose own channel route r crosses, or -1 (a link's message);
  * *reads: whether the route also crosses that node's peer channel (it
- * takes what a peer wrote). */
-static int route_node(const mrc__sim_t *s, int r, int *reads)
+ * takes what a peer wrote); *sender: the node whose copy into a slot the
+ * route also carries (another node's peer channel), or -1. */
+static int route_node(const mrc__sim_t *s, int r, int *reads, int *sender)
 {
     const mrc__sim_route_t *rt = &s->routes[r];
     const mrc__sim_node_t *m = &s->node;
     int first = m->first_node_chan, nn = s->p->num_nodes, u = -1;
+    int peer = m->first_peer_chan, crossed = -1;
     *reads = 0;
+    *sender = -1;
     for (int q = 0; q < rt->len; q++) {
         int ch = s->chan_pool[rt->first + q];
         if (ch >= first && ch < first + nn)
             u = ch - first;
-        else if (m->first_peer_chan >= 0 && ch >= m->first_peer_chan &&
-                 ch < m->first_peer_chan + nn)
+        else if (peer >= 0 && ch >= peer && ch < peer + nn) {
+            if (crossed >= 0 && crossed != ch - peer)
+                *sender = crossed;
+            crossed = ch - peer;
             *reads = 1;
+        }
     }
     return u;
+}
+
+/* Marks node u as one with work in flight on its host. */
+static void mark_busy(mrc__sim_node_t *m, int u, int *ntouched)
+{
+    if (m->mark[u])
+        return;
+    m->mark[u] = 1;
+    m->touched[(*ntouched)++] = u;
+    m->busy[u / m->per_host]++;
 }
 
 /* Node u's channels at `share` of their rates, its reads of peers'
@@ -375,18 +414,16 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
     int nn = s->p->num_nodes, on_host = m->per_host < nn ? m->per_host : nn;
     int cores = m->prof->cores, ntouched = 0;
     for (int f = 0; f < nact; f++) {
-        int reads = 0, u = route_node(s, act[f].route, &reads);
+        int reads = 0, sender, u = route_node(s, act[f].route, &reads, &sender);
         if (u < 0)
             continue;
         if (reads && !m->reading[u]) {
             m->reading[u] = 1;
             m->readers[u / m->per_host]++;
         }
-        if (m->mark[u])
-            continue;
-        m->mark[u] = 1;
-        m->touched[ntouched++] = u;
-        m->busy[u / m->per_host]++;
+        mark_busy(m, u, &ntouched);
+        if (sender >= 0)
+            mark_busy(m, sender, &ntouched);
     }
     for (int i = 0; i < m->nscaled; i++)
         scale_node(s, m->scaled[i], 1, 1);
@@ -506,6 +543,56 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
         s->routes[route] = s->routes[m->copy_route[dst]];
     else
         s->routes[route].latency += m->prof->message_us * 1e3;
+}
+
+/* Whether a send of `bytes` from src to dst is copied into the
+ * transport's slots by its sender: below the rendezvous threshold, within
+ * one host, on a transport whose sender copies (not the threads one,
+ * whose receiver reads the sender's buffer at any size: its small
+ * messages' rate is a line at a time, not a second copy). */
+static int through_slots(const mrc__sim_t *s, int src, int dst, double bytes)
+{
+    const mrc__sim_node_t *m = &s->node;
+    return m->prof && strcmp(m->prof->transport, "threads") != 0 &&
+           m->prof->rendezvous_bytes > 0 && bytes < m->prof->rendezvous_bytes &&
+           m->first_peer_chan >= 0 && mrc__sim_same_host(s, src, dst);
+}
+
+/* A send through the slots is two copies a fragment at a time: the
+ * sender's into the slot, the receiver's out of it, each taking lines
+ * the other core last held. Its route crosses the sender's peer channel
+ * before the receiver's copy route, so a node that sends and receives at
+ * once (every node of the rings) shares its peer channel between the two
+ * (the tree's one send a step at P = 2, where slot_gbps is fitted, runs
+ * the two copies side by side at that rate). In the symmetric walk a node
+ * stands for its predecessor (src == dst): its channel then carries both
+ * copies of the one flow. */
+mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
+                                      double bytes, int *route)
+{
+    if (!through_slots(s, src, dst, bytes))
+        return MRC_OK;
+    mrc__sim_node_t *m = &s->node;
+    int32_t *found = mrc__msgmap_find(&m->slot_routes, src, dst, 0);
+    if (*found >= 0) {
+        *route = m->slot_routes.pool[*found].i[0];
+        return MRC_OK;
+    }
+    int copy = m->copy_route[dst], r = mrc__sim_new_route(s);
+    if (r < 0 || mrc__sim_route_hop(s, r, m->first_peer_chan + src, -1))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int q = 0; q < s->routes[copy].len; q++) {
+        int at = s->routes[copy].first + q;
+        if (mrc__sim_route_hop(s, r, s->chan_pool[at], s->phys_pool[at]))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    }
+    s->routes[r].latency = s->routes[copy].latency;
+    mrc__msg_t *e = mrc__msgmap_add(&m->slot_routes, src, dst, 0);
+    if (!e)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    e->i[0] = r;
+    *route = r;
+    return MRC_OK;
 }
 
 /* Whether the transport moves what op takes from another process of the

@@ -10,8 +10,8 @@
  *    "peer_gbps_shared": 7, "rendezvous_bytes": 16384,
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
  *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
- *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3
- *    (these thirteen optional),
+ *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3,
+ *    "copy_gbps_shared": 30 (these fourteen optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -68,6 +68,7 @@ static const char *const top_fields[] = {"format",
                                          "spin_share",
                                          "cache_falloff",
                                          "peer_contention",
+                                         "copy_gbps_shared",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -270,6 +271,8 @@ static const struct number_field {
      MAX_CACHE_FALLOFF, 1},
     {"peer_contention", offsetof(mrc_profile_t, peer_contention), 1,
      MAX_PEER_CONTENTION, 1},
+    {"copy_gbps_shared", offsetof(mrc_profile_t, copy_gbps_shared), 1, MAX_GBPS,
+     1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -436,6 +439,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "cache_falloff", p->cache_falloff, ",\n");
     if (p->peer_contention > 0)
         put_number(&sb, "peer_contention", p->peer_contention, ",\n");
+    if (p->copy_gbps_shared > 0)
+        put_number(&sb, "copy_gbps_shared", p->copy_gbps_shared, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

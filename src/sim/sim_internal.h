@@ -76,6 +76,9 @@ typedef struct mrc__sim_node {
     int32_t *local_route; /* [nodes]: the node's own memory work */
     int32_t *copy_route;  /* [nodes]: a message it copies in */
     int sync_route;       /* a flag or barrier within one host */
+    /* (src, dst, 0): i[0] = the route of a send through the slots
+     * (mrc__sim_node_send_route), found on demand. */
+    mrc__msgmap_t slot_routes;
 } mrc__sim_node_t;
 
 typedef struct mrc__sim {
@@ -154,6 +157,11 @@ void mrc__sim_node_free(mrc__sim_t *s);
 int mrc__sim_same_host(const mrc__sim_t *s, int a, int b);
 /* A message's route from src to dst under the node model. */
 void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst);
+/* The route of a SEND of `bytes` from src to dst: *route, or under the
+ * node model through a transport's slots, one that also crosses the
+ * sender's peer channel (its copy into the slot). */
+mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
+                                      double bytes, int *route);
 /* The work (bytes of its route's time) of node's SEND or GET of `bytes`
  * (from or to its peer): its bytes, or under the node model within a
  * host what the transport makes of them (its slots, a rendezvous, a

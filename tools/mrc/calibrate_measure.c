@@ -228,16 +228,19 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
 /* shm: a program's messages go through the channels' slots (below
  * rendezvous_bytes, the channel's capacity), so a tree allreduce of
  * FIT_CACHE_BYTES (one reader a step at P = 2) gives the slots' rate
- * and the rings' call of as many bytes the readers' contention; a
- * direct1 call's gets from windows in the segment a peer's lines (a
+ * and the rings' call of as many bytes the readers' contention; the
+ * rings' call of FIT_EDGE_BYTES, each node's buffers past its core's
+ * cache, the rate of its copies from the shared one (copy_gbps_shared);
+ * a direct1 call's gets from windows in the segment a peer's lines (a
  * plain copy); and a direct2 call of twice mrc__stage_max, past what it
- * exposes by copy, read by reference, the kernel's copy. Twice, as each
- * fit moves the others. */
+ * exposes by copy, read by reference, the kernel's copy (its buffers
+ * past the core's cache too). Twice, as each fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    cal_probe_t rings, tree = {0}, win, ref;
-    double rings_us = 0, tree_us = 0, win_us = 0, ref_us = 0;
+    cal_probe_t rings, tree = {0}, edge = {0}, win, ref;
+    double rings_us = 0, tree_us = 0, edge_us = 0, win_us = 0, ref_us = 0;
     int clamped = 0, alone = readers_alone(plan, p);
+    int own = alone && p->private_cache_bytes > 0;
     size_t stage = mrc__stage_max(plan->ranks) / sizeof(float);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
@@ -245,6 +248,9 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK && alone)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_TREE,
                    &tree, &tree_us);
+    if (st == MRC_OK && own)
+        st = probe(plan, FIT_EDGE_BYTES / sizeof(float), 30, MRC_ALGO_RINGS,
+                   &edge, &edge_us);
     if (st == MRC_OK)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_DIRECT1,
                    &win, &win_us);
@@ -256,6 +262,9 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
                         &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &rings, rings_us, &clamped);
+        if (st == MRC_OK && own)
+            st = fit_family(p, KNOB(copy_gbps_shared), 0.01, p->copy_gbps_cache,
+                            plan->ranks, &edge, edge_us, &clamped);
         if (st == MRC_OK)
             st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
                             plan->ranks, &win, win_us, &clamped);

@@ -103,6 +103,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("           each other node reading at once costs a "
                "reader %.0f%% more\n",
                100 * p->peer_contention);
+    if (p->copy_gbps_shared > 0)
+        printf("           %.2f GB/s once its own buffers have left its "
+               "core's cache\n",
+               p->copy_gbps_shared);
     if (p->kernel_gbps > 0)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",

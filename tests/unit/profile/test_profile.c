@@ -43,6 +43,7 @@ static mrc_profile_t sample(void)
     p.spin_share = 0.375;
     p.cache_falloff = 2.5;
     p.peer_contention = 0.25;
+    p.copy_gbps_shared = 30.5;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -106,7 +107,7 @@ static void test_optional_transport(void **state)
         "  \"turn_us\": 2.5,\n",          "  \"flag_turn_us\": 0.75,\n",
         "  \"get_us\": 0.625,\n",         "  \"kernel_gbps\": 8.5,\n",
         "  \"spin_share\": 0.375,\n",     "  \"cache_falloff\": 2.5,\n",
-        "  \"peer_contention\": 0.25,\n"};
+        "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -117,6 +118,7 @@ static void test_optional_transport(void **state)
     p.peer_gbps_shared = p.rendezvous_bytes = p.rendezvous_us = 0;
     p.slot_gbps = p.turn_us = p.flag_turn_us = p.get_us = p.kernel_gbps = 0;
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
+    p.copy_gbps_shared = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -190,6 +192,8 @@ static void test_bad_fields(void **state)
             "\"peer_contention\"");
     refused("\"peer_contention\": 0.25", "\"peer_contention\": -0.5",
             "\"peer_contention\"");
+    refused("\"copy_gbps_shared\": 30.5", "\"copy_gbps_shared\": -1",
+            "\"copy_gbps_shared\"");
     refused("\"rendezvous_us\": 2.25", "\"rendezvous_us\": \"long\"",
             "\"rendezvous_us\"");
     refused("\"rendezvous_bytes\": 16384", "\"rendezvous_bytes\": 1e300",

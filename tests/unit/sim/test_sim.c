@@ -606,11 +606,12 @@ static void test_node_closed_form(void **state)
 
 /* A transport with slots and rendezvous (shm): the same ring allreduce
  * on ring:2, each step's two messages (one a stream) of S/4 bytes. Below
- * rendezvous_bytes they go through the slots at slot_gbps Q: a step
- * takes m + (S/2) / Q. From it on, by rendezvous: the receiver's core
- * takes both messages one after the other at the peer rate P, each
- * rendezvous_us r more: m + (S/2) / P + 2 r (a latency would have let
- * the two overlap). Gets by reference go by rendezvous too. */
+ * rendezvous_bytes they go through the slots at slot_gbps Q, and a node's
+ * core copies its two sends into slots beside its two receives out of
+ * them: a step takes 2 (m + (S/2) / Q). From it on, by rendezvous: the
+ * receiver's core takes both messages one after the other at the peer rate P,
+ * each rendezvous_us r more: m + (S/2) / P + 2 r (a latency would have let the
+ * two overlap). Gets by reference go by rendezvous too. */
 static void test_node_slots_rendezvous(void **state)
 {
     (void)state;
@@ -619,14 +620,23 @@ static void test_node_slots_rendezvous(void **state)
     double S = 4.0 * (double)count, reduce = S / 2 * fmax(0, 1 / R - 1 / C);
     setup_t s = make("ring:2", "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
     mrc_profile_t f = profile(2, C, 1, 1, R, m, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
     f.peer_gbps_cache = P;
     f.slot_gbps = Q;
     f.rendezvous_us = rdv;
     f.rendezvous_bytes = S / 4 + 1;
     mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
-    expect_close(r->time_us * 1e3, 2 * (2 * m * 1e3 + S / 2 / Q) + reduce,
+    expect_close(r->time_us * 1e3, 2 * 2 * (2 * m * 1e3 + S / 2 / Q) + reduce,
                  "slots");
     mrc_sim_result_destroy(r);
+    /* The threads transport's receiver reads the sender's buffer: no
+     * copy into a slot on the sender's core. */
+    snprintf(f.transport, sizeof f.transport, "threads");
+    r = sim_profile(&s, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3, 2 * (2 * m * 1e3 + S / 2 / Q) + reduce,
+                 "threads' slots");
+    mrc_sim_result_destroy(r);
+    snprintf(f.transport, sizeof f.transport, "shm");
     f.rendezvous_bytes = S / 4;
     r = sim_profile(&s, MRC_SIM_BSP, &f);
     expect_close(r->time_us * 1e3,
@@ -741,6 +751,64 @@ static void test_node_contention(void **state)
                      a ? "rings, contended" : "tree, contended");
         drop(&s);
     }
+}
+
+/* shm's sender copies a small message into a slot, its receiver out of
+ * it, one fragment after the other: the two copies run side by side,
+ * each at the slots' rate Q, on two cores. The tree's allreduce on ring:2
+ * has one message a step: 2 S / Q, with or without the sender's copy.
+ * The rings' has each node sending and receiving at once, the two copies
+ * on one core: S / Q on threads (the receiver alone copies), 2 S / Q on
+ * shm. Only the slots cost anything here. */
+static void test_node_slot_copies(void **state)
+{
+    (void)state;
+    const double Q = 10;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
+        f.slot_gbps = Q;
+        f.rendezvous_bytes = 2 * S;
+        double threads = pipelined_us(&s, &f) * 1e3;
+        snprintf(f.transport, sizeof f.transport, "shm");
+        double shm = pipelined_us(&s, &f) * 1e3;
+        expect_close(threads, (a ? 1 : 2) * S / Q, "threads");
+        expect_close(shm, 2 * S / Q, a ? "shm's rings" : "shm's tree");
+        drop(&s);
+    }
+}
+
+/* A node whose own buffers are partly past its private cache runs its
+ * in-cache rates at the share copy_gbps_shared leaves them: the closed
+ * form of test_node_closed_form (ring:2, BSP, m = 0) with C and R times
+ * k = 1 / (o / 1 + (1 - o) C / Cs), o the private cache's share of the
+ * node's set (its send and receive buffers, 2 S). Within it, nothing
+ * changes. */
+static void test_node_own_level(void **state)
+{
+    (void)state;
+    const double C = 20, R = 8, Cs = 5;
+    size_t count = 4000;
+    double S = 4.0 * (double)count;
+    setup_t s =
+        make("ring:2,bw=3,lat=700", "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+    mrc_profile_t f = profile(2, C, 1, 1, R, 0, 0);
+    double plain = 2.0 * (S / (2 * C)) + S / 2 * (1 / R - 1 / C);
+    f.copy_gbps_shared = Cs;
+    for (int past = 0; past < 2; past++) {
+        f.private_cache_bytes = past ? S / 2 : 2 * S;
+        double o = past ? 0.25 : 1, k = 1 / (o + (1 - o) * C / Cs);
+        mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+        expect_close(r->time_us * 1e3, plain / k,
+                     past ? "past the private cache" : "within it");
+        mrc_sim_result_destroy(r);
+    }
+    drop(&s);
 }
 
 static void test_node_cores_shared(void **state)
@@ -1070,6 +1138,8 @@ int main(void)
         cmocka_unit_test(test_node_turns_by_crowd),
         cmocka_unit_test(test_node_cores_shared),
         cmocka_unit_test(test_node_contention),
+        cmocka_unit_test(test_node_slot_copies),
+        cmocka_unit_test(test_node_own_level),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
