@@ -41,6 +41,10 @@ for d, ops in r.items():
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
     -o "$tmp/threads.json"
 expect 0 "" check_profile "$tmp/threads.json" threads
+# The summary says how steady the host was beside the collective probes
+# (a canary call brackets each; --quick waits for no slow spell).
+expect 0 "^host       [a-z]*steady: a 4 KiB call took [0-9.]*-[0-9.]* us beside the [1-9][0-9]* probes" \
+    "$MRC" calibrate --quick
 expect 0 "\"transport\": \"threads\"" cat "$tmp/threads.json"
 # The profile in explain: the transport is the profile's.
 expect 0 "^profile  .*threads.json (threads, 2 ranks" "$MRC" explain ring:4 \

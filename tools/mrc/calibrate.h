@@ -19,6 +19,7 @@ typedef struct cal_plan {
     size_t rep_bytes;      /* bytes a repetition moves at least */
     int all_ops_beyond;    /* 0: beyond cache, only sum of each dtype */
     int trips;             /* round trips a sync or message figure times */
+    double steady_wait_s;  /* pauses for a slow host, in all (s) */
     /* Called between probes with the share done (0..1) and what runs. */
     void (*progress)(void *ctx, double done, const char *what);
     void *ctx;
@@ -56,7 +57,25 @@ typedef struct cal_probe {
     mrc_algo_t algo;
 } cal_probe_t;
 /* The probe on `ranks` ranks of the transport (threads or shm): the
- * median us a call. */
+ * median us a call (calibrate_calls.c). */
+mrc_status_t cal_probe_once(const char *transport, int ranks,
+                            const cal_probe_t *pr, double *out);
+
+/* How steady the host was (calibrate_steady.c): the probes timed, how
+ * many were timed again for a slow canary, how many never had steady
+ * ones, the pauses waiting for the host, and the canary's fastest time
+ * and its slowest beside a probe that was kept (us). */
+typedef struct cal_steady {
+    int probes, retried, unsteady;
+    double waited_s, best_us, worst_us;
+} cal_steady_t;
+/* A new calibration, pausing at most wait_s in all for a slow host. */
+void cal_steady_begin(double wait_s);
+cal_steady_t cal_steady_report(void);
+/* Whether every probe kept ran within the factor of the fastest canary. */
+int cal_steady_held(const cal_steady_t *s);
+/* cal_probe_once, bracketed by canaries and timed again while the host is
+ * slower than its best (calibrate_steady.c). */
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out);
 /* The simulator's time (us) of the probe's call on ring:`ranks` under

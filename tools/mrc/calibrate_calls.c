@@ -271,8 +271,8 @@ static mrc_status_t probe_shm(int ranks, const cal_probe_t *pr, double *out)
 
 /* The median us of a rings allreduce of `count` floats on `ranks` ranks
  * of the transport. */
-mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
-                                 const cal_probe_t *pr, double *out)
+mrc_status_t cal_probe_once(const char *transport, int ranks,
+                            const cal_probe_t *pr, double *out)
 {
     if (ranks < 2 || ranks > MAX_PROBE_RANKS)
         return mrc__error(MRC_ERR_INVALID_ARG, "calibrate: %d ranks (2..%d)",

@@ -461,6 +461,7 @@ static mrc_status_t fit_spin(const cal_plan_t *plan, mrc_profile_t *p)
 
 mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
 {
+    cal_steady_begin(plan->steady_wait_s);
     mrc_status_t st = cal_measure_host(plan, p);
     if (st != MRC_OK)
         return st;

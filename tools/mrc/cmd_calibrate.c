@@ -46,7 +46,9 @@ void help_calibrate(void)
            "-o PROFILE   write the profile there (whole or not at all);\n"
            "             without it, only the summary is printed\n"
            "--quick      fewer and smaller probes (about 1 s instead of 12):\n"
-           "             rougher figures, for tests\n"
+           "             rougher figures, for tests; without it a probe\n"
+           "             timed while the host ran at half its speed is\n"
+           "             timed again (up to 90 s of waiting in all)\n"
            "--json       print the profile instead of the summary\n"
            "--check      the validation sweep: every family's allreduce of\n"
            "             4 KiB to 64 MiB (--quick: to 256 KiB, shorter loops)\n"
@@ -176,6 +178,29 @@ static int check_measure(const char *cmd, const char *transport,
     return CLI_OK;
 }
 
+/* How steady the host was while the probes ran: a line of the summary,
+ * and where a probe kept ran in a slow spell, a warning (whatever the
+ * output). */
+static void tell_steady(const char *cmd, int summary_line)
+{
+    cal_steady_t s = cal_steady_report();
+    if (s.probes == 0)
+        return;
+    if (summary_line)
+        printf("host       %s: a 4 KiB call took %.2f-%.2f us beside the %d "
+               "probes (%d timed again, %.0f s waited)\n",
+               cal_steady_held(&s) ? "steady" : "unsteady", s.best_us,
+               s.worst_us, s.probes, s.retried, s.waited_s);
+    fflush(stdout);
+    if (!cal_steady_held(&s))
+        fprintf(stderr,
+                "%s: warning: the host ran at less than half its speed "
+                "during %d of %d probes (a 4 KiB call: %.2f us at best, "
+                "%.2f beside a probe kept); the profile may not describe "
+                "it: calibrate again when the host is quiet\n",
+                cmd, s.unsteady, s.probes, s.best_us, s.worst_us);
+}
+
 /* The probes, then the profile: written (-o), checked (--check), printed
  * as JSON or summed up. */
 static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
@@ -190,6 +215,7 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
                        .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
                        .all_ops_beyond = !quick,
                        .trips = quick ? 2000 : 20000,
+                       .steady_wait_s = quick ? 0 : 90,
                        .progress = isatty(2) ? bar : NULL};
     mrc_profile_t prof;
     mrc_status_t st = MRC_OK;
@@ -211,12 +237,16 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
     if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
         goto done;
     if (check) {
+        tell_steady(cmd, 0);
         co->profile = out; /* the header names it, if it was written */
         rc = cal_check(cmd, &prof, co);
-    } else if (co->json)
+    } else if (co->json) {
+        tell_steady(cmd, 0);
         fputs(text, stdout);
-    else
+    } else {
         summary(&prof, out);
+        tell_steady(cmd, 1);
+    }
 done:
     mrc_free(text);
     return rc;
