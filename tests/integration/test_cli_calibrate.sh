@@ -87,8 +87,13 @@ for r in c["rows"]:
     for k in ("measured_us", "predicted_us", "ratio"):
         assert math.isfinite(r[k]) and r[k] > 0, r
 assert 0 <= c["within"] <= len(c["rows"]), c
+# each row is bracketed by a canary; rows timed again are counted
+assert c["timed_again"] >= 0 and 0 <= c["kept_slow"] <= len(c["rows"]), c
 ' "$tmp/check.json"
 expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
+    calibrate --check --quick --transport shm --profile "$tmp/shm.json"
+
 expect 2 "--profile goes with --check" "$MRC" calibrate \
     --profile "$tmp/threads.json"
 expect 2 "--check sweeps the threads or shm transport, not 'mpi'" "$MRC" \

@@ -117,11 +117,27 @@ int cal_check_iters(size_t bytes, int quick);
 /* One rank's share of a row of `count` float32 of collective `coll`:
  * two warm-up calls, then o->runs loops of iters calls; sync(ctx, st)
  * starts each loop with the other ranks (and returns the status to go
- * on with); t[r] gets loop r's time per call (s). */
+ * on with); t[r] gets loop r's time per call (s). canaries: the us a
+ * call of a 4 KiB allreduce on c before and after, the slowest rank's
+ * (the same on every rank). */
 mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
                              int iters, int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
-                             void *ctx, double *t);
+                             void *ctx, double *t, double canaries[2]);
+/* A family's rows against a host that slows down: the fastest canary of
+ * the family, and the rows timed again or kept beside a slow canary. */
+#define CAL_STEADY_FACTOR 2.0
+enum { CAL_STEADY_TRIES = 4, CAL_CHECK_WAIT_S = 90 };
+typedef struct cal_guard {
+    double best_us, waited_s;
+    int retried, unsteady;
+} cal_guard_t;
+/* Whether a row's canaries are within the factor of the family's best. */
+int cal_check_steady(cal_guard_t *g, const double canaries[2]);
+/* After a row's attempt: 1 to time it again (after a pause; the host ran
+ * slow and the tries and the wait allow), 0 to keep it. Every rank
+ * decides alike on the same canaries. */
+int cal_check_again(cal_guard_t *g, const double canaries[2], int attempt);
 /* The simulator's time (us) for the program of c's last call. */
 mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
                                double *us);
@@ -153,7 +169,8 @@ void cal_table_head(const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
 void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
                    cal_meas_t m, double pred);
-void cal_table_end(const cal_table_t *t);
+/* The summary, and how often the host ran slow beside a row. */
+void cal_table_end(const cal_table_t *t, const cal_guard_t *g);
 
 /* Frees the buffers the single-node probes keep between them. */
 void cal_release(void);
