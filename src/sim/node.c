@@ -578,8 +578,15 @@ mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
         *route = m->slot_routes.pool[*found].i[0];
         return MRC_OK;
     }
+    /* The sender's copy: its core (the peer channel, at the slots'
+     * rate) and its memory (beyond cache its host's too: the rings'
+     * slot messages cost the memory two copies a byte where a kernel's
+     * read by reference costs one); then the receiver's. */
     int copy = m->copy_route[dst], r = mrc__sim_new_route(s);
-    if (r < 0 || mrc__sim_route_hop(s, r, m->first_peer_chan + src, -1))
+    if (r < 0 || mrc__sim_route_hop(s, r, m->first_peer_chan + src, -1) ||
+        mrc__sim_route_hop(s, r, m->first_node_chan + src, -1) ||
+        (m->beyond_cache &&
+         mrc__sim_route_hop(s, r, m->first_host_chan + src / m->per_host, -1)))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     for (int q = 0; q < s->routes[copy].len; q++) {
         int at = s->routes[copy].first + q;

@@ -70,6 +70,24 @@ static mrc_status_t settle(double *us)
     return st;
 }
 
+/* The canary after a probe: right after an shm probe's processes exit
+ * it ran at 16 us where it had run at 0.8 before the probe and did again
+ * a moment later (the kernel freeing their memory on a core), so a slow
+ * one is taken again, up to three times 20 ms apart: the fastest. A slow
+ * spell of the host outlasts that. */
+static mrc_status_t canary_after(double *us)
+{
+    mrc_status_t st = canary(us);
+    for (int i = 0; i < 3 && st == MRC_OK && slow(*us); i++) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        double again = 0;
+        st = canary(&again);
+        *us = fmin(*us, again);
+    }
+    return st;
+}
+
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out)
 {
@@ -80,7 +98,7 @@ mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
         if (st == MRC_OK)
             st = cal_probe_once(transport, ranks, pr, &us);
         if (st == MRC_OK)
-            st = canary(&after);
+            st = canary_after(&after);
         if (st != MRC_OK)
             return st;
         double worse = fmax(before, after);
