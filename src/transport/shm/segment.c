@@ -242,8 +242,7 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
      * peer below), not by a job's first 64 small calls: with 10 calls of
      * warm-up, a 4-byte reduce at 2 ranks timed 0.5 us a call over the
      * next 1000, 0.12 once they were in. */
-    memset(ring_record_at(e, e->rank, 0), 0, (size_t)RECORDS * 64);
-    memset(ring_window_at(e, e->rank, 0), 0, (size_t)RECORDS * DEEP_WINDOW);
+    memset(ring_record_at(e, e->rank, 0), 0, (size_t)RECORDS * DEEP_ENTRY);
     /* and the log of deep calls, whose page faulted at the first deep
      * call that reached it (a 4-byte broadcast after 16 MiB allgathers:
      * 30-100 us at its 17th or 22nd call) */
@@ -268,10 +267,8 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
     for (int r = 0; r < e->n; r++)
         e->all_read &= __atomic_load_n(&e->info[r].can_read, __ATOMIC_ACQUIRE);
     for (int r = 0; r < e->n; r++) {
-        for (size_t at = 0; at < (size_t)RECORDS * 64; at += 4096)
+        for (size_t at = 0; at < (size_t)RECORDS * DEEP_ENTRY; at += 4096)
             (void)*(volatile const char *)(ring_record_at(e, r, 0) + at);
-        for (size_t at = 0; at < (size_t)RECORDS * DEEP_WINDOW; at += 4096)
-            (void)*(volatile const char *)(ring_window_at(e, r, 0) + at);
         const char *log = (const char *)post_at(e, r)->log;
         for (size_t at = 0; at < sizeof post_at(e, r)->log; at += 64)
             (void)*(volatile const char *)(log + at);

@@ -240,10 +240,10 @@ static inline size_t tokens_bytes(int n)
  * call that used it, which ties a rank to its peers. A call in which a
  * rank may wait on nobody (direct1's reduce and broadcast with local
  * completion, `deep`) keeps its record instead in a ring of RECORDS
- * lines, and a window of up to DEEP_WINDOW bytes in a ring of as many,
- * rewritten RECORDS calls on: a leaf of such reduces runs up to 63 calls
- * ahead of its root, as an MPI library's eager messages let it (4-256 B
- * at 4 ranks on 2 cores: 0.3-0.4 us a call against 1.6 through two).
+ * entries, each its record's line and a window of up to DEEP_WINDOW
+ * bytes right after it, rewritten RECORDS calls on: a leaf of such reduces runs
+ * up to 63 calls ahead of its root, as an MPI library's eager messages let it
+ * (4-256 B at 4 ranks on 2 cores: 0.3-0.4 us a call against 1.6 through two).
  * Only those calls: a ring that every call went round is cold at each
  * turn (loops of 20 small allreduces timed 5-30% slower through 64). */
 static inline size_t window_max(int n)
@@ -271,10 +271,17 @@ enum {
     DEEP_WINDOW = 1024
 };
 
+/* A deep call's record line and its window, one after the other in a
+ * ring entry 128-byte aligned: the reader's core fetches lines in
+ * aligned pairs, and a 64-256 B window then comes with the record (or
+ * right after it, in the same page) as Open MPI's header and data do in
+ * its fast boxes. */
+enum { DEEP_ENTRY = 128 + DEEP_WINDOW };
+
 static inline size_t windows_bytes(int n)
 {
-    return (size_t)n * (2 * (window_max(n) + AREA_EXTRA) +
-                        (size_t)RECORDS * (64 + DEEP_WINDOW));
+    return (size_t)n *
+           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * DEEP_ENTRY);
 }
 
 static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
@@ -282,23 +289,20 @@ static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
     return e->windows + ((size_t)r * 2 + (seq & 1)) * (e->win_max + AREA_EXTRA);
 }
 
-/* Rank r's line of the ring of records (after every rank's areas; 4 KiB
- * a rank), and its window of up to DEEP_WINDOW bytes (after every rank's
- * records), of a deep call seq. */
+/* Rank r's line of the ring of records (after every rank's areas), of a
+ * deep call seq, and its window of up to DEEP_WINDOW bytes in the lines
+ * right after it (DEEP_ENTRY). */
 static inline char *ring_record_at(const mrc__shm_endpoint_t *e, int r,
                                    uint64_t seq)
 {
     return e->windows + (size_t)e->n * 2 * (e->win_max + AREA_EXTRA) +
-           ((size_t)r * RECORDS + seq % RECORDS) * 64;
+           ((size_t)r * RECORDS + seq % RECORDS) * DEEP_ENTRY;
 }
 
 static inline char *ring_window_at(const mrc__shm_endpoint_t *e, int r,
                                    uint64_t seq)
 {
-    return e->windows +
-           (size_t)e->n *
-               (2 * (e->win_max + AREA_EXTRA) + (size_t)RECORDS * 64) +
-           ((size_t)r * RECORDS + seq % RECORDS) * DEEP_WINDOW;
+    return ring_record_at(e, r, seq) + 64;
 }
 
 /* Rank r's record of call seq (the calls of this rank's, e->deep). */
