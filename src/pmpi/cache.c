@@ -16,15 +16,14 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int keyval = MPI_KEYVAL_INVALID;
 static cached_t *all; /* every live entry, for MPI_Finalize */
-static int verbose = -1;
+int mrc__pmpi_verbose_flag = -1;
 
-int mrc__pmpi_verbose(void)
+int mrc__pmpi_verbose_read(void)
 {
-    if (verbose < 0) {
-        const char *v = getenv("MRC_MPI_VERBOSE");
-        verbose = v && *v && strcmp(v, "0") != 0;
-    }
-    return verbose;
+    const char *v = getenv("MRC_MPI_VERBOSE");
+    int on = v && *v && strcmp(v, "0") != 0;
+    __atomic_store_n(&mrc__pmpi_verbose_flag, on, __ATOMIC_RELAXED);
+    return on;
 }
 
 uint64_t mrc__pmpi_generation;
