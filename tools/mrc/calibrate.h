@@ -131,7 +131,13 @@ enum { CAL_STEADY_TRIES = 4, CAL_CHECK_WAIT_S = 90 };
 typedef struct cal_guard {
     double best_us, waited_s;
     int retried, unsteady;
+    double factor; /* slower than this x best: slow (0: the default) */
 } cal_guard_t;
+/* A guard for a sweep on `ranks` ranks: with more ranks than the host's
+ * cores a 4 KiB allreduce's time is bimodal on a steady host (4 ranks
+ * on 2 cores: 22 or 48 us, 5 or 9.6, row after row), so there only a
+ * canary three times the best tells a slow host. */
+cal_guard_t cal_check_guard(int ranks);
 /* Whether a row's canaries are within the factor of the family's best. */
 int cal_check_steady(cal_guard_t *g, const double canaries[2]);
 /* After a row's attempt: 1 to time it again (after a pause; the host ran

@@ -119,7 +119,7 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
         return cli_fail(cmd, st);
     cal_table_t tab;
     cal_table_init(&tab, o, &prof);
-    cal_guard_t g = {0};
+    cal_guard_t g = cal_check_guard(o->nranks);
     for (size_t f = 0; f < 4 && st == MRC_OK; f++)
         st = sweep_family(&tab, o, &prof, cal_check_families[f], job, &g);
     if (st != MRC_OK) {
