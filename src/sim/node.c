@@ -322,7 +322,10 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
             !m->scaled || !m->mark)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
-    if (prof->rendezvous_bytes > 0 && mrc__msgmap_init(&m->slot_routes, 64))
+    /* Decided once, not at each send of the walk (see through_slots). */
+    m->sender_copies = prof->rendezvous_bytes > 0 && m->first_peer_chan >= 0 &&
+                       strcmp(prof->transport, "threads") != 0;
+    if (m->sender_copies && mrc__msgmap_init(&m->slot_routes, 64))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     m->sync_route = mrc__sim_new_route(s);
     if (m->sync_route < 0)
@@ -553,9 +556,8 @@ void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst)
 static int through_slots(const mrc__sim_t *s, int src, int dst, double bytes)
 {
     const mrc__sim_node_t *m = &s->node;
-    return m->prof && strcmp(m->prof->transport, "threads") != 0 &&
-           m->prof->rendezvous_bytes > 0 && bytes < m->prof->rendezvous_bytes &&
-           m->first_peer_chan >= 0 && mrc__sim_same_host(s, src, dst);
+    return m->sender_copies && bytes < m->prof->rendezvous_bytes &&
+           mrc__sim_same_host(s, src, dst);
 }
 
 /* A send through the slots is two copies a fragment at a time: the

@@ -76,8 +76,10 @@ typedef struct mrc__sim_node {
     int32_t *local_route; /* [nodes]: the node's own memory work */
     int32_t *copy_route;  /* [nodes]: a message it copies in */
     int sync_route;       /* a flag or barrier within one host */
-    /* (src, dst, 0): i[0] = the route of a send through the slots
-     * (mrc__sim_node_send_route), found on demand. */
+    /* Whether a send below rendezvous_bytes is also its sender's copy
+     * into a slot (shm's, not threads'), and (src, dst, 0): i[0] = the
+     * route of such a send (mrc__sim_node_send_route), found on demand. */
+    int sender_copies;
     mrc__msgmap_t slot_routes;
 } mrc__sim_node_t;
 
