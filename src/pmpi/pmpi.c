@@ -70,8 +70,7 @@ static int allreduce(const void *sendbuf, void *recvbuf, size_t count,
         mrc__pmpi_say(fn, site, "MPI", why);
         return -1;
     }
-    if (mrc__pmpi_verbose())
-        mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
+    mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
     int ip = sendbuf == MPI_IN_PLACE;
     if (mrc__pmpi_reducible(type) >=
         0) { /* a predefined type: its buffers as they are */
@@ -133,8 +132,7 @@ static int reduce(const void *sendbuf, void *recvbuf, size_t count,
         mrc__pmpi_say(fn, site, "MPI", why);
         return -1;
     }
-    if (mrc__pmpi_verbose())
-        mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
+    mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
     int ip = sendbuf == MPI_IN_PLACE && rank == root, out = rank == root;
     if (mrc__pmpi_reducible(type) >=
         0) { /* a predefined type: buffers as they are */
@@ -199,8 +197,7 @@ static int reduce_scatter_block(const void *sendbuf, void *recvbuf,
         mrc__pmpi_say(fn, site, "MPI", why);
         return -1;
     }
-    if (mrc__pmpi_verbose())
-        mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
+    mrc__pmpi_say(fn, site, "mrc", mrc_dtype_name(dtype));
     size_t block = elems * mrc_dtype_size(dtype);
     /* In place, MPI takes the input from all of recvbuf and writes the
      * result at its start, leaving the rest as it was: mrc's in-place form
@@ -299,8 +296,7 @@ static int allgather(const void *sendbuf, size_t sendcount,
         mrc__pmpi_say(fn, site, "MPI", why);
         return -1;
     }
-    if (mrc__pmpi_verbose())
-        mrc__pmpi_say(fn, site, "mrc", "bytes");
+    mrc__pmpi_say(fn, site, "mrc", "bytes");
     MPI_Count lb = 0, extent = 0;
     if (mrc__pmpi_predefined(recvtype)) /* its extent is its size */
         extent = (MPI_Count)(rbytes / recvcount);
@@ -368,8 +364,7 @@ static int bcast(void *buf, size_t count, MPI_Datatype type, int root,
         mrc__pmpi_say(fn, site, "MPI", why);
         return -1;
     }
-    if (mrc__pmpi_verbose())
-        mrc__pmpi_say(fn, site, "mrc", "bytes");
+    mrc__pmpi_say(fn, site, "mrc", "bytes");
     if (mrc__pmpi_predefined(type)) { /* the buffer as it is */
         mrc_status_t st =
             mrc_broadcast(buf, buf, bytes, MRC_UINT8, root, c->comm);

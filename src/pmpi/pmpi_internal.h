@@ -67,8 +67,8 @@ static inline void mrc__pmpi_comm_shape(MPI_Comm comm, int *size, int *rank)
 }
 
 /* Whether MRC_MPI_VERBOSE asks for the report of each call site's route
- * (read once): inline, as every call asks it (a call and a say's frame
- * cost a small reduce 30 instructions of its 1750). */
+ * (read once): inline, as every call asks it (a function call and the
+ * report's frame cost a small reduce 30 instructions of its 1750). */
 extern int mrc__pmpi_verbose_flag; /* -1: not read yet */
 int mrc__pmpi_verbose_read(void);
 static inline int mrc__pmpi_verbose(void)
@@ -143,8 +143,16 @@ int mrc__pmpi_data_close(data_t *d, int out, MPI_Comm comm);
 
 /* ---- report.c ---- */
 
-void mrc__pmpi_say(const char *fn, const void *site, const char *path,
-                   const char *why);
+/* With MRC_MPI_VERBOSE, the route a call site took (path "mrc" or
+ * "MPI") and why, once a site (rank 0); inline, as every call says it. */
+void mrc__pmpi_report(const char *fn, const void *site, const char *path,
+                      const char *why);
+static inline void mrc__pmpi_say(const char *fn, const void *site,
+                                 const char *path, const char *why)
+{
+    if (mrc__pmpi_verbose())
+        mrc__pmpi_report(fn, site, path, why);
+}
 int mrc__pmpi_failed(const char *fn, MPI_Comm comm, cached_t *c,
                      mrc_status_t st, const char *why);
 int mrc__pmpi_stranded(const char *fn, MPI_Comm comm, const char *why);

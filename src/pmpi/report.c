@@ -18,11 +18,9 @@ enum { SITES = 256 };
 /* The call sites said so far (their own lock: say runs on any thread). */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-void mrc__pmpi_say(const char *fn, const void *site, const char *path,
-                   const char *why)
+void mrc__pmpi_report(const char *fn, const void *site, const char *path,
+                      const char *why)
 {
-    if (!mrc__pmpi_verbose())
-        return;
     static struct {
         const void *site;
         const char *fn, *why;
