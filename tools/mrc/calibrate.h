@@ -61,19 +61,39 @@ typedef struct cal_probe {
 mrc_status_t cal_probe_once(const char *transport, int ranks,
                             const cal_probe_t *pr, double *out);
 
-/* How steady the host was (calibrate_steady.c): the probes timed, how
- * many were timed again for a slow canary, how many never had steady
- * ones, the pauses waiting for the host, and the canary's fastest time
- * and its slowest beside a probe that was kept (us). */
-typedef struct cal_steady {
-    int probes, retried, unsteady;
-    double waited_s, best_us, worst_us;
-} cal_steady_t;
-/* A new calibration, pausing at most wait_s in all for a slow host. */
+/* A host that slows down (calibrate_steady.c): each measurement is
+ * bracketed by a canary (a short call whose time tells the host's
+ * speed); one beside a canary over `factor` times the fastest seen is
+ * timed again after a pause, up to CAL_GUARD_TRIES times and budget_s of
+ * pauses in all. Counted: the measurements, those timed again, those
+ * kept beside a slow canary; the canary's fastest and its slowest beside
+ * a measurement kept (us). */
+enum { CAL_GUARD_TRIES = 4, CAL_GUARD_WAIT_S = 90 };
+typedef struct cal_guard {
+    double factor, budget_s;
+    double best_us, worst_us, waited_s;
+    int measured, retried, unsteady;
+} cal_guard_t;
+/* A guard for canaries on `ranks` ranks: twice the best is slow; with
+ * more ranks than the host's cores three times (there a steady host's
+ * 4 KiB allreduce is bimodal: 4 ranks on 2 cores took 22 or 48 us, row
+ * after row). */
+cal_guard_t cal_guard_new(int ranks, double budget_s);
+/* A canary's time: the fastest seen so far kept. */
+void cal_guard_saw(cal_guard_t *g, double us);
+int cal_guard_slow(const cal_guard_t *g, double us);
+/* A pause for the host, if the budget has one left: 1, else 0. */
+int cal_guard_pause(cal_guard_t *g);
+/* After attempt `attempt` of a measurement between canaries[0] and [1]:
+ * 1 to time it again (after a pause), 0 to keep it. Callers given the
+ * same canaries decide alike. */
+int cal_guard_again(cal_guard_t *g, const double canaries[2], int attempt);
+/* Whether every measurement kept ran beside steady canaries. */
+int cal_guard_held(const cal_guard_t *g);
+/* calibrate's guard: a new calibration pausing at most wait_s, and how
+ * it went. */
 void cal_steady_begin(double wait_s);
-cal_steady_t cal_steady_report(void);
-/* Whether every probe kept ran within the factor of the fastest canary. */
-int cal_steady_held(const cal_steady_t *s);
+cal_guard_t cal_steady_report(void);
 /* cal_probe_once, bracketed by canaries and timed again while the host is
  * slower than its best (calibrate_steady.c). */
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
@@ -124,26 +144,6 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
                              int iters, int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t, double canaries[2]);
-/* A family's rows against a host that slows down: the fastest canary of
- * the family, and the rows timed again or kept beside a slow canary. */
-#define CAL_STEADY_FACTOR 2.0
-enum { CAL_STEADY_TRIES = 4, CAL_CHECK_WAIT_S = 90 };
-typedef struct cal_guard {
-    double best_us, waited_s;
-    int retried, unsteady;
-    double factor; /* slower than this x best: slow (0: the default) */
-} cal_guard_t;
-/* A guard for a sweep on `ranks` ranks: with more ranks than the host's
- * cores a 4 KiB allreduce's time is bimodal on a steady host (4 ranks
- * on 2 cores: 22 or 48 us, 5 or 9.6, row after row), so there only a
- * canary three times the best tells a slow host. */
-cal_guard_t cal_check_guard(int ranks);
-/* Whether a row's canaries are within the factor of the family's best. */
-int cal_check_steady(cal_guard_t *g, const double canaries[2]);
-/* After a row's attempt: 1 to time it again (after a pause; the host ran
- * slow and the tries and the wait allow), 0 to keep it. Every rank
- * decides alike on the same canaries. */
-int cal_check_again(cal_guard_t *g, const double canaries[2], int attempt);
 /* The simulator's time (us) for the program of c's last call. */
 mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
                                double *us);

@@ -145,39 +145,6 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
     return st;
 }
 
-int cal_check_steady(cal_guard_t *g, const double canaries[2])
-{
-    double worse = fmax(canaries[0], canaries[1]);
-    double better = fmin(canaries[0], canaries[1]);
-    if (!(g->best_us > 0) || better < g->best_us)
-        g->best_us = better;
-    return worse <=
-           (g->factor > 0 ? g->factor : CAL_STEADY_FACTOR) * g->best_us;
-}
-
-cal_guard_t cal_check_guard(int ranks)
-{
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cal_guard_t g = {0};
-    g.factor = cores > 0 && ranks > cores ? 3 : CAL_STEADY_FACTOR;
-    return g;
-}
-
-int cal_check_again(cal_guard_t *g, const double canaries[2], int attempt)
-{
-    int steady = cal_check_steady(g, canaries);
-    if (steady || attempt >= CAL_STEADY_TRIES ||
-        g->waited_s >= CAL_CHECK_WAIT_S) {
-        g->unsteady += !steady;
-        return 0;
-    }
-    g->retried++;
-    struct timespec pause = {0, 500000000};
-    nanosleep(&pause, NULL);
-    g->waited_s += 0.5;
-    return 1;
-}
-
 mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
                                double *us)
 {
@@ -442,7 +409,7 @@ done:
     return st;
 }
 
-/* Times one size, again while the host runs slow (cal_check_again). */
+/* Times one size, again while the host runs slow (cal_guard_again). */
 static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
                               size_t bytes, const mrc_profile_t *prof,
                               cal_guard_t *g, cal_meas_t *us, double *pred)
@@ -452,7 +419,7 @@ static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
     int attempt = 0;
     do
         st = time_once(comms, o, bytes, prof, us, pred, canaries);
-    while (st == MRC_OK && cal_check_again(g, canaries, ++attempt));
+    while (st == MRC_OK && cal_guard_again(g, canaries, ++attempt));
     return st;
 }
 
@@ -492,7 +459,7 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
     cal_table_t tab;
     cal_table_init(&tab, o, prof);
     cal_table_head(&tab, o, prof);
-    cal_guard_t g = cal_check_guard(o->nranks);
+    cal_guard_t g = cal_guard_new(o->nranks, CAL_GUARD_WAIT_S);
     for (size_t f = 0; f < 4; f++) {
         mrc_status_t st =
             sweep_family(&tab, o, prof, cal_check_families[f], &g);

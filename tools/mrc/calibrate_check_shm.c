@@ -49,7 +49,7 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
         st = cal_check_loops(c, o->collective, bytes / sizeof(float),
                              cal_check_iters(bytes, o->quick), o->runs,
                              allreduce_sync, c, t, canaries);
-    while (st == MRC_OK && cal_check_again(g, canaries, ++attempt));
+    while (st == MRC_OK && cal_guard_again(g, canaries, ++attempt));
     if (st != MRC_OK)
         return st;
     /* Before the gather: it runs a program of its own. */
@@ -119,7 +119,7 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
         return cli_fail(cmd, st);
     cal_table_t tab;
     cal_table_init(&tab, o, &prof);
-    cal_guard_t g = cal_check_guard(o->nranks);
+    cal_guard_t g = cal_guard_new(o->nranks, CAL_GUARD_WAIT_S);
     for (size_t f = 0; f < 4 && st == MRC_OK; f++)
         st = sweep_family(&tab, o, &prof, cal_check_families[f], job, &g);
     if (st != MRC_OK) {

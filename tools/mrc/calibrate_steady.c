@@ -1,40 +1,94 @@
 /*
- * Whether the host held its speed while `mrc calibrate` measured it
- * (calibrate.h). A VM's cores can run at a fraction of their speed for a
- * minute at a time (on the build machine a 4 KiB allreduce of two threads
- * took 0.8 us in one minute and 3.9 in the next), and a probe timed in
- * such a spell fits a figure the host's other calls do not have: a
- * profile whose slot rate is half the real one, silently. Each collective
- * probe is therefore bracketed by a canary, that short call on two
- * threads: when the canary runs slower than twice the fastest one seen,
- * the probe is timed again, after waiting for the host to settle (within
- * the plan's budget), and a probe never bracketed by steady canaries is
- * counted. The run's report says how steady the host was.
+ * Whether the host held its speed while `mrc calibrate` measured it, or
+ * while --check timed a row (calibrate.h, cal_guard_t). A VM's cores can run at
+ * a fraction of their speed for a minute at a time (on the build machine a 4
+ * KiB allreduce of two threads took 0.8 us in one minute and 3.9 in the next),
+ * and a probe timed in such a spell fits a figure the host's other calls do not
+ * have: a profile whose slot rate is half the real one, silently. Each
+ * collective probe is therefore bracketed by a canary, a 4 KiB allreduce of two
+ * threads (a --check row: of its own communicator): when the canary runs
+ * slower than twice the fastest one seen, the measurement is timed
+ * again, after waiting for the host to settle (within a budget), and one
+ * never bracketed by steady canaries is counted. The run's report says
+ * how steady the host was.
  *
- * Accepts: any probe of cal_probe_once. Limits: a spell shorter than a
- * probe, between its canaries, is not seen; a calibration that starts in
- * a slow spell and never leaves it takes the slow speed as the host's
+ * Accepts: any probe of cal_probe_once, any row of --check. Limits: a spell
+ * shorter than a probe, between its canaries, is not seen; a calibration that
+ * starts in a slow spell and never leaves it takes the slow speed as the host's
  * (its canaries all agree).
  */
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 
-enum { STEADY_TRIES = 4, CANARY_COUNT = 1024, CANARY_ITERS = 300 };
-#define STEADY_FACTOR 2.0
-#define SETTLE_STEP_S 0.5
+enum { CANARY_COUNT = 1024, CANARY_ITERS = 300 };
+#define GUARD_FACTOR         2.0
+#define GUARD_CROWDED_FACTOR 3.0
+#define GUARD_PAUSE_S        0.5
 
-static cal_steady_t steady;
-static double wait_budget_s;
+cal_guard_t cal_guard_new(int ranks, double budget_s)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return (cal_guard_t){.factor = cores > 0 && ranks > cores
+                                       ? GUARD_CROWDED_FACTOR
+                                       : GUARD_FACTOR,
+                         .budget_s = budget_s > 0 ? budget_s : 0};
+}
+
+void cal_guard_saw(cal_guard_t *g, double us)
+{
+    if (!(g->best_us > 0) || us < g->best_us)
+        g->best_us = us;
+}
+
+int cal_guard_slow(const cal_guard_t *g, double us)
+{
+    return us > g->factor * g->best_us;
+}
+
+int cal_guard_pause(cal_guard_t *g)
+{
+    if (g->waited_s >= g->budget_s)
+        return 0;
+    struct timespec pause = {0, (long)(GUARD_PAUSE_S * 1e9)};
+    nanosleep(&pause, NULL);
+    g->waited_s += GUARD_PAUSE_S;
+    return 1;
+}
+
+int cal_guard_again(cal_guard_t *g, const double canaries[2], int attempt)
+{
+    cal_guard_saw(g, fmin(canaries[0], canaries[1]));
+    double worse = fmax(canaries[0], canaries[1]);
+    int steady = !cal_guard_slow(g, worse);
+    if (!steady && attempt < CAL_GUARD_TRIES && cal_guard_pause(g)) {
+        g->retried++;
+        return 1;
+    }
+    g->measured++;
+    g->unsteady += !steady;
+    if (worse > g->worst_us)
+        g->worst_us = worse;
+    return 0;
+}
+
+int cal_guard_held(const cal_guard_t *g)
+{
+    return g->measured == 0 || g->worst_us <= g->factor * g->best_us;
+}
+
+/* ---- calibrate's probes ---- */
+
+static cal_guard_t steady = {.factor = GUARD_FACTOR};
 
 void cal_steady_begin(double wait_s)
 {
-    steady = (cal_steady_t){.best_us = INFINITY};
-    wait_budget_s = wait_s > 0 ? wait_s : 0;
+    steady = cal_guard_new(2, wait_s);
 }
 
-cal_steady_t cal_steady_report(void)
+cal_guard_t cal_steady_report(void)
 {
     return steady;
 }
@@ -46,15 +100,9 @@ static mrc_status_t canary(double *us)
                       .reps = 3,
                       .algo = MRC_ALGO_RINGS};
     mrc_status_t st = cal_probe_once("threads", 2, &pr, us);
-    /* (best_us 0: no calibration began, as for a probe made alone) */
-    if (st == MRC_OK && (!(steady.best_us > 0) || *us < steady.best_us))
-        steady.best_us = *us;
+    if (st == MRC_OK)
+        cal_guard_saw(&steady, *us);
     return st;
-}
-
-static int slow(double us)
-{
-    return us > STEADY_FACTOR * steady.best_us;
 }
 
 /* A canary, and while it is slow and the budget lasts, another after a
@@ -62,12 +110,9 @@ static int slow(double us)
 static mrc_status_t settle(double *us)
 {
     mrc_status_t st = canary(us);
-    while (st == MRC_OK && slow(*us) && steady.waited_s < wait_budget_s) {
-        struct timespec pause = {0, (long)(SETTLE_STEP_S * 1e9)};
-        nanosleep(&pause, NULL);
-        steady.waited_s += SETTLE_STEP_S;
+    while (st == MRC_OK && cal_guard_slow(&steady, *us) &&
+           cal_guard_pause(&steady))
         st = canary(us);
-    }
     return st;
 }
 
@@ -79,7 +124,8 @@ static mrc_status_t settle(double *us)
 static mrc_status_t canary_after(double *us)
 {
     mrc_status_t st = canary(us);
-    for (int i = 0; i < 3 && st == MRC_OK && slow(*us); i++) {
+    for (int i = 0; i < 3 && st == MRC_OK && cal_guard_slow(&steady, *us);
+         i++) {
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);
         double again = 0;
@@ -92,31 +138,18 @@ static mrc_status_t canary_after(double *us)
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out)
 {
-    steady.probes++;
     for (int attempt = 1;; attempt++) {
-        double before = 0, after = 0, us = 0;
-        mrc_status_t st = settle(&before);
+        double canaries[2] = {0, 0}, us = 0;
+        mrc_status_t st = settle(&canaries[0]);
         if (st == MRC_OK)
             st = cal_probe_once(transport, ranks, pr, &us);
         if (st == MRC_OK)
-            st = canary_after(&after);
+            st = canary_after(&canaries[1]);
         if (st != MRC_OK)
             return st;
-        double worse = fmax(before, after);
-        int steady_run = !slow(worse);
-        if (steady_run || attempt == STEADY_TRIES ||
-            steady.waited_s >= wait_budget_s) {
-            steady.unsteady += !steady_run;
-            if (worse > steady.worst_us)
-                steady.worst_us = worse;
+        if (!cal_guard_again(&steady, canaries, attempt)) {
             *out = us;
             return MRC_OK;
         }
-        steady.retried++;
     }
-}
-
-int cal_steady_held(const cal_steady_t *s)
-{
-    return s->probes == 0 || s->worst_us <= STEADY_FACTOR * s->best_us;
 }

@@ -183,22 +183,22 @@ static int check_measure(const char *cmd, const char *transport,
  * output). */
 static void tell_steady(const char *cmd, int summary_line)
 {
-    cal_steady_t s = cal_steady_report();
-    if (s.probes == 0)
+    cal_guard_t s = cal_steady_report();
+    if (s.measured == 0)
         return;
     if (summary_line)
         printf("host       %s: a 4 KiB call took %.2f-%.2f us beside the %d "
                "probes (%d timed again, %.0f s waited)\n",
-               cal_steady_held(&s) ? "steady" : "unsteady", s.best_us,
-               s.worst_us, s.probes, s.retried, s.waited_s);
+               cal_guard_held(&s) ? "steady" : "unsteady", s.best_us,
+               s.worst_us, s.measured, s.retried, s.waited_s);
     fflush(stdout);
-    if (!cal_steady_held(&s))
+    if (!cal_guard_held(&s))
         fprintf(stderr,
                 "%s: warning: the host ran at less than half its speed "
                 "during %d of %d probes (a 4 KiB call: %.2f us at best, "
                 "%.2f beside a probe kept); the profile may not describe "
                 "it: calibrate again when the host is quiet\n",
-                cmd, s.unsteady, s.probes, s.best_us, s.worst_us);
+                cmd, s.unsteady, s.measured, s.best_us, s.worst_us);
 }
 
 /* The probes, then the profile: written (-o), checked (--check), printed
@@ -215,7 +215,7 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
                        .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
                        .all_ops_beyond = !quick,
                        .trips = quick ? 2000 : 20000,
-                       .steady_wait_s = quick ? 0 : 90,
+                       .steady_wait_s = quick ? 0 : CAL_GUARD_WAIT_S,
                        .progress = isatty(2) ? bar : NULL};
     mrc_profile_t prof;
     mrc_status_t st = MRC_OK;

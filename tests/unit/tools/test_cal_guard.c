@@ -1,0 +1,70 @@
+/*
+ * The guard of `mrc calibrate` and --check against a host that slows down
+ * (tools/mrc/calibrate_steady.c): which canaries are slow, when a
+ * measurement is timed again, what is counted.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "calibrate.h"
+
+/* Twice the fastest canary is slow; with more ranks than cores three
+ * times. */
+static void test_factor(void **state)
+{
+    (void)state;
+    cal_guard_t g = cal_guard_new(1, 0);
+    cal_guard_saw(&g, 2);
+    cal_guard_saw(&g, 1);
+    cal_guard_saw(&g, 3);
+    assert_true(g.best_us == 1);
+    assert_false(cal_guard_slow(&g, 2));
+    assert_true(cal_guard_slow(&g, 2.5));
+    cal_guard_t crowded = cal_guard_new(1 << 20, 0);
+    cal_guard_saw(&crowded, 1);
+    assert_false(cal_guard_slow(&crowded, 2.5));
+    assert_true(cal_guard_slow(&crowded, 3.5));
+}
+
+/* Steady canaries keep the measurement; a slow one times it again while
+ * the tries and the pauses' budget last, then keeps it, counted. */
+static void test_again(void **state)
+{
+    (void)state;
+    cal_guard_t g = cal_guard_new(1, 1);
+    const double steady[2] = {1, 1.5}, slow[2] = {1, 5};
+    assert_int_equal(cal_guard_again(&g, steady, 1), 0);
+    assert_int_equal(g.measured, 1);
+    assert_int_equal(cal_guard_again(&g, slow, 1), 1); /* a pause */
+    assert_int_equal(cal_guard_again(&g, slow, 2), 1); /* the budget's last */
+    assert_int_equal(cal_guard_again(&g, slow, 3), 0); /* none left */
+    assert_int_equal(g.retried, 2);
+    assert_true(g.waited_s == 1);
+    assert_int_equal(g.measured, 2);
+    assert_int_equal(g.unsteady, 1);
+    assert_true(g.worst_us == 5);
+    assert_false(cal_guard_held(&g));
+    /* Out of tries before the budget: kept at the last. */
+    cal_guard_t h = cal_guard_new(1, 100);
+    assert_int_equal(cal_guard_again(&h, slow, CAL_GUARD_TRIES), 0);
+    assert_int_equal(h.retried, 0);
+    assert_int_equal(h.unsteady, 1);
+    /* Nothing measured, or only steady: held. */
+    cal_guard_t k = cal_guard_new(1, 0);
+    assert_true(cal_guard_held(&k));
+    assert_int_equal(cal_guard_again(&k, steady, 1), 0);
+    assert_true(cal_guard_held(&k));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_factor),
+        cmocka_unit_test(test_again),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
