@@ -722,6 +722,16 @@ static void test_node_turns_by_crowd(void **state)
  * 2 cores. w = 1/2: the first and last steps (b = 2) 3 / 2 S / C each,
  * the inner ones (b = 1) 5 / 4 S / C: 11 / 2 S / C in all; w = 1: every
  * step 2 S / C. The rings, every node at work, as before. */
+/* An allreduce of `count` floats by the family on ring:2 (the node
+ * model's closed forms below: two cores, one host). */
+static setup_t ring2(mrc_algo_t algo, size_t count)
+{
+    setup_t s;
+    assert_int_equal(make_algo(&s, "ring:2", NULL, algo, MRC_ALLREDUCE, count),
+                     0);
+    return s;
+}
+
 /* Cores that read one another's lines at once slow one another
  * (peer_contention c): in the pipelined walk a node's reads of peers'
  * lines take 1 + c x (readers - 1) times as long. Only the peer rate P
@@ -738,9 +748,7 @@ static void test_node_contention(void **state)
     double S = 4.0 * (double)count;
     const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
     for (int a = 0; a < 2; a++) {
-        setup_t s;
-        assert_int_equal(
-            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        setup_t s = ring2(algos[a], count);
         mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
         f.peer_gbps_cache = P;
         double alone = pipelined_us(&s, &f) * 1e3;
@@ -768,9 +776,7 @@ static void test_node_slot_copies(void **state)
     double S = 4.0 * (double)count;
     const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
     for (int a = 0; a < 2; a++) {
-        setup_t s;
-        assert_int_equal(
-            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        setup_t s = ring2(algos[a], count);
         mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
         f.slot_gbps = Q;
         f.rendezvous_bytes = 2 * S;
