@@ -186,9 +186,8 @@ mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
      * walk, to the node itself from its predecessor. */
     double bytes = (double)op->count * (double)pp->esize;
     double work = mrc__sim_node_msg_work(pp->s, ch->it.node, op, bytes);
-    int src = pp->s->sym_self ? op->ring_peer : ch->it.node;
-    mrc_status_t st =
-        mrc__sim_node_send_route(pp->s, src, op->ring_peer, bytes, &route);
+    mrc_status_t st = mrc__sim_node_send_route(pp->s, ch->it.node,
+                                               op->ring_peer, bytes, &route);
     if (st != MRC_OK)
         return st;
     if (pp->s->sym_self)

@@ -161,7 +161,8 @@ int mrc__sim_same_host(const mrc__sim_t *s, int a, int b);
 void mrc__sim_node_route(mrc__sim_t *s, int route, int src, int dst);
 /* The route of a SEND of `bytes` from src to dst: *route, or under the
  * node model through a transport's slots, one that also crosses the
- * sender's peer channel (its copy into the slot). */
+ * sender's peer channel (its copy into the slot); in the symmetric walk,
+ * over src's channels alone. */
 mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
                                       double bytes, int *route);
 /* The work (bytes of its route's time) of node's SEND or GET of `bytes`
