@@ -191,6 +191,10 @@ expect 2 "run it under mpirun" env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE \
     -u PMIX_RANK "$MRC" calibrate --transport mpi
 expect 2 "--transport 'tcp'" "$MRC" calibrate --transport tcp
 expect 2 "-n '1' is not a node count" "$MRC" calibrate -n 1
+expect 2 "--wait 'soon' is not a number of seconds" "$MRC" calibrate \
+    --wait soon
+expect 2 "--wait '-1' is not a number of seconds" "$MRC" calibrate --check \
+    --wait -1
 # A directory as output: refused before any probe, nothing left behind.
 mkdir "$tmp/dir"
 expect 2 "dir is a directory" "$MRC" calibrate --quick -o "$tmp/dir"

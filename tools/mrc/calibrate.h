@@ -68,7 +68,7 @@ mrc_status_t cal_probe_once(const char *transport, int ranks,
  * pauses in all. Counted: the measurements, those timed again, those
  * kept beside a slow canary; the canary's fastest and its slowest beside
  * a measurement kept (us). */
-enum { CAL_GUARD_TRIES = 4, CAL_GUARD_WAIT_S = 90 };
+enum { CAL_GUARD_TRIES = 4, CAL_GUARD_WAIT_S = 300 };
 typedef struct cal_guard {
     double factor, budget_s;
     double best_us, worst_us, waited_s;
@@ -94,8 +94,11 @@ int cal_guard_held(const cal_guard_t *g);
  * it went. */
 void cal_steady_begin(double wait_s);
 cal_guard_t cal_steady_report(void);
-/* cal_probe_once, bracketed by canaries and timed again while the host is
- * slower than its best (calibrate_steady.c). */
+/* measure(ctx) bracketed by canaries, and run again while the host is
+ * slower than its best (calibrate_steady.c): what it set is the last
+ * run's. */
+mrc_status_t cal_steady_run(mrc_status_t (*measure)(void *ctx), void *ctx);
+/* cal_probe_once under cal_steady_run. */
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out);
 /* The simulator's time (us) of the probe's call on ring:`ranks` under
@@ -112,6 +115,7 @@ typedef struct cal_check {
     int nranks;            /* P, >= 2 */
     int runs;              /* timed loops a row is the median of */
     int quick, json;
+    double wait_s; /* pauses for a slow host, in all (s) */
     /* What the rows call (allreduce by default); a row's bytes are a
      * node's vector, all blocks for reduce-scatter and allgather. */
     mrc_collective_t collective;

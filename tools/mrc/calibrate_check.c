@@ -459,7 +459,7 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
     cal_table_t tab;
     cal_table_init(&tab, o, prof);
     cal_table_head(&tab, o, prof);
-    cal_guard_t g = cal_guard_new(o->nranks, CAL_GUARD_WAIT_S);
+    cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
     for (size_t f = 0; f < 4; f++) {
         mrc_status_t st =
             sweep_family(&tab, o, prof, cal_check_families[f], &g);

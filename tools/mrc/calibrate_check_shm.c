@@ -119,7 +119,7 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
         return cli_fail(cmd, st);
     cal_table_t tab;
     cal_table_init(&tab, o, &prof);
-    cal_guard_t g = cal_guard_new(o->nranks, CAL_GUARD_WAIT_S);
+    cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
     for (size_t f = 0; f < 4 && st == MRC_OK; f++)
         st = sweep_family(&tab, o, &prof, cal_check_families[f], job, &g);
     if (st != MRC_OK) {
@@ -165,7 +165,7 @@ static int profile_file(const char *cmd, const mrc_profile_t *prof, char *path,
 int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
                   const cal_check_t *o)
 {
-    char self[4096], tmp[4096] = "", np[16], runs[16], coll[32];
+    char self[4096], tmp[4096] = "", np[16], runs[16], coll[32], wait[32];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) {
         fprintf(stderr,
@@ -196,6 +196,9 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
     snprintf(coll, sizeof coll, "%s", mrc_collective_name(o->collective));
     argv[k++] = "--collective";
     argv[k++] = coll;
+    snprintf(wait, sizeof wait, "%.0f", o->wait_s);
+    argv[k++] = "--wait";
+    argv[k++] = wait;
     if (o->quick)
         argv[k++] = "--quick";
     if (o->json)

@@ -12,7 +12,8 @@
  * never bracketed by steady canaries is counted. The run's report says
  * how steady the host was.
  *
- * Accepts: any probe of cal_probe_once, any row of --check. Limits: a spell
+ * Accepts: any probe of cal_probe_once (and the host's probes, the sync's:
+ * cal_steady_run), any row of --check. Limits: a spell
  * shorter than a probe, between its canaries, is not seen; a calibration that
  * starts in a slow spell and never leaves it takes the slow speed as the host's
  * (its canaries all agree).
@@ -135,21 +136,38 @@ static mrc_status_t canary_after(double *us)
     return st;
 }
 
-mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
-                                 const cal_probe_t *pr, double *out)
+mrc_status_t cal_steady_run(mrc_status_t (*measure)(void *ctx), void *ctx)
 {
     for (int attempt = 1;; attempt++) {
-        double canaries[2] = {0, 0}, us = 0;
+        double canaries[2] = {0, 0};
         mrc_status_t st = settle(&canaries[0]);
         if (st == MRC_OK)
-            st = cal_probe_once(transport, ranks, pr, &us);
+            st = measure(ctx);
         if (st == MRC_OK)
             st = canary_after(&canaries[1]);
         if (st != MRC_OK)
             return st;
-        if (!cal_guard_again(&steady, canaries, attempt)) {
-            *out = us;
+        if (!cal_guard_again(&steady, canaries, attempt))
             return MRC_OK;
-        }
     }
+}
+
+typedef struct probe_call {
+    const char *transport;
+    int ranks;
+    const cal_probe_t *pr;
+    double *out;
+} probe_call_t;
+
+static mrc_status_t probe_call(void *ctx)
+{
+    const probe_call_t *c = ctx;
+    return cal_probe_once(c->transport, c->ranks, c->pr, c->out);
+}
+
+mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
+                                 const cal_probe_t *pr, double *out)
+{
+    probe_call_t c = {transport, ranks, pr, out};
+    return cal_steady_run(probe_call, &c);
 }

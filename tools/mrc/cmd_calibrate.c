@@ -14,10 +14,11 @@
 void help_calibrate(void)
 {
     printf("usage: mrc calibrate [--transport threads|shm|mpi] [-n P]\n"
-           "                     [-o PROFILE] [--quick] [--json]\n"
+           "                     [-o PROFILE] [--quick] [--wait S] [--json]\n"
            "       mrc calibrate --check [--transport threads|shm]\n"
            "                     [--profile PROFILE] [-n P] [--runs K]\n"
-           "                     [-c COLLECTIVE] [--quick] [--json]\n"
+           "                     [-c COLLECTIVE] [--quick] [--wait S]\n"
+           "                     [--json]\n"
            "\n"
            "Measures what one node of this host costs beside its links, with\n"
            "short probes (each figure the median of several runs), and writes\n"
@@ -46,9 +47,11 @@ void help_calibrate(void)
            "-o PROFILE   write the profile there (whole or not at all);\n"
            "             without it, only the summary is printed\n"
            "--quick      fewer and smaller probes (about 1 s instead of 12):\n"
-           "             rougher figures, for tests; without it a probe\n"
-           "             timed while the host ran at half its speed is\n"
-           "             timed again (up to 90 s of waiting in all)\n"
+           "             rougher figures, for tests; never waits (--wait 0)\n"
+           "--wait S     a probe (or a --check row) timed while the host\n"
+           "             ran at half its speed is timed again once it is\n"
+           "             back, waiting at most S seconds in all (default\n"
+           "             300; 0: never wait, keep it and warn)\n"
            "--json       print the profile instead of the summary\n"
            "--check      the validation sweep: every family's allreduce of\n"
            "             4 KiB to 64 MiB (--quick: to 256 KiB, shorter loops)\n"
@@ -215,7 +218,7 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
                        .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
                        .all_ops_beyond = !quick,
                        .trips = quick ? 2000 : 20000,
-                       .steady_wait_s = quick ? 0 : CAL_GUARD_WAIT_S,
+                       .steady_wait_s = co->wait_s,
                        .progress = isatty(2) ? bar : NULL};
     mrc_profile_t prof;
     mrc_status_t st = MRC_OK;
@@ -256,7 +259,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
     const char *transport = "threads", *ranks = NULL, *out = NULL,
-               *given = NULL, *runs = NULL, *coll = NULL;
+               *given = NULL, *runs = NULL, *coll = NULL, *wait = NULL;
     int quick = 0, json = 0, check = 0, npos = 0, as_rank = 0;
     const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
                               {"ranks", 'n', &ranks, NULL},
@@ -267,6 +270,7 @@ int cmd_calibrate(int argc, char **argv)
                               {"profile", 0, &given, NULL},
                               {"runs", 0, &runs, NULL},
                               {"collective", 'c', &coll, NULL},
+                              {"wait", 0, &wait, NULL},
                               /* the ranks of an shm --check */
                               {"check-rank", 0, NULL, &as_rank},
                               {0}};
@@ -286,6 +290,11 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage(cmd, "calibrate",
                          "--runs '%s' is not a number of runs (1..%d)", runs,
                          CAL_CHECK_MAX_RUNS);
+    long wait_s = quick ? 0 : CAL_GUARD_WAIT_S;
+    if (wait && mrc__parse_long(wait, 0, 86400, &wait_s))
+        return cli_usage(cmd, "calibrate",
+                         "--wait '%s' is not a number of seconds (0..86400)",
+                         wait);
     mrc_collective_t collective = MRC_ALLREDUCE;
     if (coll && !check)
         return cli_usage(cmd, "calibrate", "--collective goes with --check");
@@ -304,6 +313,7 @@ int cmd_calibrate(int argc, char **argv)
                       .runs = (int)k,
                       .quick = quick,
                       .json = json,
+                      .wait_s = (double)wait_s,
                       .collective = collective};
     if (as_rank)
         return cal_check_rank(cmd, &co);
