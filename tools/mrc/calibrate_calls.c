@@ -17,7 +17,10 @@
 #include "calibrate.h"
 #include "common/common.h"
 
-enum { MAX_REPS = 64, WARMUP = 20 };
+/* WARM_AGREE: the warm-up's calls between the ranks' agreements on
+ * whether it has lasted CAL_WARM_S (each rank's clock decides, so they
+ * agree, or they would make different numbers of calls). */
+enum { MAX_REPS = 64, WARMUP = 20, WARM_AGREE = 10 };
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -45,16 +48,55 @@ size_t cal_probe_count(int ranks)
     return n > PROBE_COUNT ? n : PROBE_COUNT;
 }
 
+double cal_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+mrc_status_t cal_warm_up(mrc_comm_t *c, int calls,
+                         mrc_status_t (*call)(void *ctx), void *ctx)
+{
+    double until = cal_now_s() + CAL_WARM_S;
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; st == MRC_OK; i++) {
+        if (i >= calls && i % WARM_AGREE == 0) {
+            float more = cal_now_s() < until;
+            st = mrc_allreduce(&more, &more, 1, MRC_FLOAT32, MRC_MAX, c);
+            if (st != MRC_OK || more == 0)
+                break;
+        }
+        st = call(ctx);
+    }
+    return st;
+}
+
+typedef struct loop_call {
+    mrc_comm_t *c;
+    const float *send;
+    float *recv;
+    size_t count;
+} loop_call_t;
+
+static mrc_status_t loop_call(void *ctx)
+{
+    const loop_call_t *l = ctx;
+    return mrc_allreduce(l->send, l->recv, l->count, MRC_FLOAT32, MRC_SUM,
+                         l->c);
+}
+
 /* reps loops of `iters` allreduces of `count` floats from send to recv
- * (which may be send), after a warm-up: the median us a call. */
+ * (which may be send), after a warm-up (CAL_WARM_S at least): the median
+ * us a call. */
 static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
                               size_t count, int iters, int reps, double *out)
 {
     double us[MAX_REPS];
     mrc_status_t st = MRC_OK;
     int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
-    for (int i = 0; i < warmup && st == MRC_OK; i++)
-        st = mrc_allreduce(send, recv, count, MRC_FLOAT32, MRC_SUM, c);
+    loop_call_t lc = {c, send, recv, count};
+    st = cal_warm_up(c, warmup, loop_call, &lc);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -48,13 +48,6 @@ int cal_check_iters(size_t bytes, int quick)
     return per < 2 ? 2 : per > (size_t)most ? most : (int)per;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* One call of the row's collective on a node's vector of `count` floats
  * (its blocks for reduce-scatter and allgather; root 0). */
 static mrc_status_t row_call(mrc_comm_t *c, mrc_collective_t coll,
@@ -74,25 +67,38 @@ static mrc_status_t row_call(mrc_comm_t *c, mrc_collective_t coll,
 }
 
 /* The canary beside a row: an allreduce of CANARY_COUNT floats on the
- * row's communicator, after a warm-up; the fastest us a call of
- * CANARY_REPS loops (a slow spell slows them all; with more ranks than
+ * row's communicator, after a warm-up (CAL_WARM_S at least); the fastest us a
+ * call of CANARY_REPS loops (a slow spell slows them all; with more ranks than
  * cores the median swung 2x between rows on a steady host, and 31 of
  * 29 rows' tries at P = 4 were timed again). The same call for every
  * row of a family, so that a slower one tells a slower host. */
 enum { CANARY_COUNT = 1024, CANARY_ITERS = 100, CANARY_REPS = 3 };
+
+typedef struct canary_call {
+    mrc_comm_t *c;
+    const float *x;
+    float *y;
+} canary_call_t;
+
+static mrc_status_t canary_call(void *ctx)
+{
+    const canary_call_t *cc = ctx;
+    return mrc_allreduce(cc->x, cc->y, CANARY_COUNT, MRC_FLOAT32, MRC_SUM,
+                         cc->c);
+}
 
 static mrc_status_t canary(mrc_comm_t *c, double *us)
 {
     float x[CANARY_COUNT] = {0}, y[CANARY_COUNT];
     double loop[CANARY_REPS];
     mrc_status_t st = MRC_OK;
-    for (int w = 0; w < 10 && st == MRC_OK; w++)
-        st = mrc_allreduce(x, y, CANARY_COUNT, MRC_FLOAT32, MRC_SUM, c);
+    canary_call_t cc = {c, x, y};
+    st = cal_warm_up(c, 10, canary_call, &cc);
     for (int r = 0; r < CANARY_REPS && st == MRC_OK; r++) {
-        double t0 = now_s();
+        double t0 = cal_now_s();
         for (int i = 0; i < CANARY_ITERS && st == MRC_OK; i++)
             st = mrc_allreduce(x, y, CANARY_COUNT, MRC_FLOAT32, MRC_SUM, c);
-        loop[r] = (now_s() - t0) / CANARY_ITERS * 1e6;
+        loop[r] = (cal_now_s() - t0) / CANARY_ITERS * 1e6;
     }
     double fastest = loop[0];
     for (int r = 1; st == MRC_OK && r < CANARY_REPS; r++)
@@ -126,10 +132,10 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
      * waits for all of them. */
     for (int r = 0; r < runs; r++) {
         st = sync(ctx, st);
-        double t0 = now_s();
+        double t0 = cal_now_s();
         for (int i = 0; i < iters && st == MRC_OK; i++)
             st = row_call(c, coll, send, recv, count);
-        t[r] = (now_s() - t0) / iters;
+        t[r] = (cal_now_s() - t0) / iters;
     }
     /* The canary after, every rank's slowest pair (so that all ranks
      * decide alike on timing the row again), then the row's call once

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "common/common.h"
 
 enum { CANARY_COUNT = 1024, CANARY_ITERS = 300 };
 #define GUARD_FACTOR         2.0
@@ -147,6 +148,9 @@ mrc_status_t cal_steady_run(mrc_status_t (*measure)(void *ctx), void *ctx)
             st = canary_after(&canaries[1]);
         if (st != MRC_OK)
             return st;
+        mrc__log(MRC__LOG_INFO, -1,
+                 "calibrate: canaries %.2f / %.2f us (best %.2f), try %d",
+                 canaries[0], canaries[1], steady.best_us, attempt);
         if (!cal_guard_again(&steady, canaries, attempt))
             return MRC_OK;
     }
@@ -162,7 +166,11 @@ typedef struct probe_call {
 static mrc_status_t probe_call(void *ctx)
 {
     const probe_call_t *c = ctx;
-    return cal_probe_once(c->transport, c->ranks, c->pr, c->out);
+    mrc_status_t st = cal_probe_once(c->transport, c->ranks, c->pr, c->out);
+    mrc__log(MRC__LOG_INFO, -1, "calibrate: %s, %d ranks, %s of %zu B: %.2f us",
+             c->transport, c->ranks, mrc_algo_name(c->pr->algo),
+             c->pr->count * sizeof(float), *c->out);
+    return st;
 }
 
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
