@@ -153,14 +153,16 @@ size_t cal_check_last_bytes(int quick);
 /* Calls in one timed loop of a size: a few milliseconds at least
  * (--quick: an eighth of that). */
 int cal_check_iters(size_t bytes, int quick);
-/* One rank's share of a row of `count` float32 of collective `coll`:
- * two warm-up calls, then o->runs loops of iters calls; sync(ctx, st)
+/* One rank's share of a row of `count` float32 of collective `coll` on
+ * c: two warm-up calls, then o->runs loops of iters calls; sync(ctx, st)
  * starts each loop with the other ranks (and returns the status to go
  * on with); t[r] gets loop r's time per call (s). canaries: the us a
- * call of a 4 KiB allreduce on c before and after, the slowest rank's
- * (the same on every rank). */
-mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
-                             int iters, int runs,
+ * call of a 4 KiB allreduce on `canary` (a rings communicator of the
+ * same ranks, the same for every row of the sweep) before and after,
+ * the slowest rank's (the same on every rank). */
+mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_comm_t *canary,
+                             mrc_collective_t coll, size_t count, int iters,
+                             int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t, double canaries[2]);
 /* The simulator's time (us) for the program of c's last call. */

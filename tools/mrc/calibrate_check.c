@@ -67,11 +67,16 @@ static mrc_status_t row_call(mrc_comm_t *c, mrc_collective_t coll,
 }
 
 /* The canary beside a row: an allreduce of CANARY_COUNT floats on the
- * row's communicator, after a warm-up (CAL_WARM_S at least); the fastest us a
- * call of CANARY_REPS loops (a slow spell slows them all; with more ranks than
- * cores the median swung 2x between rows on a steady host, and 31 of
- * 29 rows' tries at P = 4 were timed again). The same call for every
- * row of a family, so that a slower one tells a slower host. */
+ * sweep's rings communicator, after a warm-up (CAL_WARM_S at least); the
+ * fastest us a call of CANARY_REPS loops (a slow spell slows them all;
+ * with more ranks than cores the median swung 2x between rows on a
+ * steady host, and 31 of 29 rows' tries at P = 4 were timed again). The
+ * same call for every row of the sweep, so that a slower one tells a
+ * slower host: on each family's own communicator the canary was a call
+ * of that family, its fastest taken afresh, and a spell that began
+ * before a family's first row and outlasted its last went unseen
+ * (threads at P = 2: direct1, direct2 and the tree all at 3x their
+ * time, 0 of their rows timed again). */
 enum { CANARY_COUNT = 1024, CANARY_ITERS = 100, CANARY_REPS = 3 };
 
 typedef struct canary_call {
@@ -107,8 +112,9 @@ static mrc_status_t canary(mrc_comm_t *c, double *us)
     return st;
 }
 
-mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
-                             int iters, int runs,
+mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_comm_t *canary_comm,
+                             mrc_collective_t coll, size_t count, int iters,
+                             int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t, double canaries[2])
 {
@@ -123,7 +129,7 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
     for (size_t i = 0; i < count && st == MRC_OK; i++)
         send[i] = (float)((i + (size_t)rank) % 7);
     if (st == MRC_OK)
-        st = canary(c, &canaries[0]);
+        st = canary(canary_comm, &canaries[0]);
     /* Warm: the buffers' pages, the communicator's plan, the peers
      * spinning (a quarter of a loop, at least 2 calls). */
     for (int w = 0; w < (iters / 4 > 2 ? iters / 4 : 2) && st == MRC_OK; w++)
@@ -141,7 +147,7 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_collective_t coll, size_t count,
      * decide alike on timing the row again), then the row's call once
      * more: the prediction is of the communicator's last call. */
     if (st == MRC_OK)
-        st = canary(c, &canaries[1]);
+        st = canary(canary_comm, &canaries[1]);
     if (st == MRC_OK)
         st = mrc_allreduce(canaries, canaries, 2, MRC_FLOAT64, MRC_MAX, c);
     if (st == MRC_OK)
@@ -317,7 +323,7 @@ void cal_table_end(const cal_table_t *t, const cal_guard_t *g)
 /* ---- the threads sweep ---- */
 
 typedef struct sweep_job {
-    mrc_comm_t **comms;
+    mrc_comm_t **comms, **canaries_on;
     mrc_collective_t coll;
     size_t count;
     int iters, nranks, runs;
@@ -343,9 +349,9 @@ static void *sweep_rank(void *arg)
     sweep_rank_t *me = arg;
     sweep_job_t *j = me->job;
     j->st[me->rank] = cal_check_loops(
-        j->comms[me->rank], j->coll, j->count, j->iters, j->runs, barrier_sync,
-        &j->barrier, j->t + (size_t)me->rank * (size_t)j->runs,
-        j->canaries[me->rank]);
+        j->comms[me->rank], j->canaries_on[me->rank], j->coll, j->count,
+        j->iters, j->runs, barrier_sync, &j->barrier,
+        j->t + (size_t)me->rank * (size_t)j->runs, j->canaries[me->rank]);
     return NULL;
 }
 
@@ -363,9 +369,10 @@ static cal_meas_t slowest_runs(const sweep_job_t *j)
 
 /* Times one size on the communicators once: *us measured, *pred
  * predicted, the canaries beside it. */
-static mrc_status_t time_once(mrc_comm_t **comms, const cal_check_t *o,
-                              size_t bytes, const mrc_profile_t *prof,
-                              cal_meas_t *us, double *pred, double canaries[2])
+static mrc_status_t time_once(mrc_comm_t **comms, mrc_comm_t **canary,
+                              const cal_check_t *o, size_t bytes,
+                              const mrc_profile_t *prof, cal_meas_t *us,
+                              double *pred, double canaries[2])
 {
     sweep_job_t *j = calloc(1, sizeof *j);
     double *t = calloc((size_t)o->nranks * (size_t)o->runs, sizeof *t);
@@ -377,6 +384,7 @@ static mrc_status_t time_once(mrc_comm_t **comms, const cal_check_t *o,
         goto done;
     }
     *j = (sweep_job_t){.comms = comms,
+                       .canaries_on = canary,
                        .coll = o->collective,
                        .nranks = o->nranks,
                        .runs = o->runs,
@@ -416,15 +424,16 @@ done:
 }
 
 /* Times one size, again while the host runs slow (cal_guard_again). */
-static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
-                              size_t bytes, const mrc_profile_t *prof,
-                              cal_guard_t *g, cal_meas_t *us, double *pred)
+static mrc_status_t time_size(mrc_comm_t **comms, mrc_comm_t **canary,
+                              const cal_check_t *o, size_t bytes,
+                              const mrc_profile_t *prof, cal_guard_t *g,
+                              cal_meas_t *us, double *pred)
 {
     double canaries[2] = {0, 0};
     mrc_status_t st;
     int attempt = 0;
     do
-        st = time_once(comms, o, bytes, prof, us, pred, canaries);
+        st = time_once(comms, canary, o, bytes, prof, us, pred, canaries);
     while (st == MRC_OK && cal_guard_again(g, canaries, ++attempt));
     return st;
 }
@@ -432,7 +441,7 @@ static mrc_status_t time_size(mrc_comm_t **comms, const cal_check_t *o,
 /* One family's rows on threads; MRC_OK or the failure. */
 static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
                                  const mrc_profile_t *prof, mrc_algo_t f,
-                                 cal_guard_t *g)
+                                 mrc_comm_t **canary, cal_guard_t *g)
 {
     char topo[32];
     snprintf(topo, sizeof topo, "ring:%d", o->nranks);
@@ -441,11 +450,10 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
     mrc_status_t st = mrc_comm_init_all(comms, o->nranks, &cfg);
     if (st != MRC_OK)
         return st;
-    g->best_us = 0; /* each family's canary is its own call */
     for (size_t b = 4096; b <= cal_check_last_bytes(o->quick); b *= 4) {
         cal_meas_t us = {0, 0, 0};
         double pred = 0;
-        st = time_size(comms, o, b, prof, g, &us, &pred);
+        st = time_size(comms, canary, o, b, prof, g, &us, &pred);
         if (st == MRC_ERR_UNSUPPORTED) {
             st = MRC_OK; /* the family does not take this size */
             continue;
@@ -466,12 +474,19 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
     cal_table_init(&tab, o, prof);
     cal_table_head(&tab, o, prof);
     cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
-    for (size_t f = 0; f < 4; f++) {
-        mrc_status_t st =
-            sweep_family(&tab, o, prof, cal_check_families[f], &g);
-        if (st != MRC_OK)
-            return cli_fail(cmd, st);
-    }
+    char topo[32];
+    snprintf(topo, sizeof topo, "ring:%d", o->nranks);
+    mrc_config_t cfg = {.topology = topo, .algo = "rings"};
+    mrc_comm_t *canary[MAX_RANKS];
+    mrc_status_t st = mrc_comm_init_all(canary, o->nranks, &cfg);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
+    for (size_t f = 0; f < 4 && st == MRC_OK; f++)
+        st = sweep_family(&tab, o, prof, cal_check_families[f], canary, &g);
+    for (int r = 0; r < o->nranks; r++)
+        mrc_comm_destroy(canary[r]);
+    if (st != MRC_OK)
+        return cli_fail(cmd, st);
     cal_table_end(&tab, &g);
     return CLI_OK;
 }

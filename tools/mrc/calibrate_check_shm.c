@@ -37,7 +37,8 @@ static mrc_status_t allreduce_sync(void *ctx, mrc_status_t st)
 /* One row on this rank; on rank 0, *us measured and *pred predicted.
  * MRC_ERR_UNSUPPORTED on every rank alike when the family does not take
  * the size (it fails the first call, before any message). */
-static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
+static mrc_status_t time_size(mrc_comm_t *c, mrc_comm_t *canary,
+                              const cal_check_t *o, size_t bytes,
                               const mrc_profile_t *prof, cal_guard_t *g,
                               cal_meas_t *us, double *pred)
 {
@@ -46,7 +47,7 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
     int attempt = 0;
     /* Every rank has the same canaries: all decide alike. */
     do
-        st = cal_check_loops(c, o->collective, bytes / sizeof(float),
+        st = cal_check_loops(c, canary, o->collective, bytes / sizeof(float),
                              cal_check_iters(bytes, o->quick), o->runs,
                              allreduce_sync, c, t, canaries);
     while (st == MRC_OK && cal_guard_again(g, canaries, ++attempt));
@@ -73,26 +74,35 @@ static mrc_status_t time_size(mrc_comm_t *c, const cal_check_t *o, size_t bytes,
     return MRC_OK;
 }
 
-/* One family's rows on this rank, on a communicator of its own. */
-static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
-                                 const mrc_profile_t *prof, mrc_algo_t f,
-                                 const char *job, cal_guard_t *g)
+/* This rank's communicator `what` of the job (its segment named by the
+ * job's id and `what`), running the family `algo` on ring:P. */
+static mrc_status_t open_comm(const char *job, const char *what,
+                              const char *algo, int nranks, mrc_comm_t **c)
 {
     char topo[32], name[128];
-    snprintf(topo, sizeof topo, "ring:%d", o->nranks);
-    snprintf(name, sizeof name, "%s-%s", job, mrc_algo_name(f));
+    snprintf(topo, sizeof topo, "ring:%d", nranks);
+    snprintf(name, sizeof name, "%s-%s", job, what);
     /* mrc_comm_init_env takes the job's token with the name. */
     if (setenv("MRC_JOB", name, 1) != 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "cannot set MRC_JOB");
-    mrc_config_t cfg = {.topology = topo, .algo = mrc_algo_name(f)};
+    mrc_config_t cfg = {.topology = topo, .algo = algo};
+    return mrc_comm_init_env(c, &cfg);
+}
+
+/* One family's rows on this rank, on a communicator of its own. */
+static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
+                                 const mrc_profile_t *prof, mrc_algo_t f,
+                                 const char *job, mrc_comm_t *canary,
+                                 cal_guard_t *g)
+{
     mrc_comm_t *c = NULL;
-    mrc_status_t st = mrc_comm_init_env(&c, &cfg);
-    g->best_us = 0; /* each family's canary is its own call */
+    mrc_status_t st =
+        open_comm(job, mrc_algo_name(f), mrc_algo_name(f), o->nranks, &c);
     for (size_t b = 4096; st == MRC_OK && b <= cal_check_last_bytes(o->quick);
          b *= 4) {
         cal_meas_t us = {0, 0, 0};
         double pred = 0;
-        st = time_size(c, o, b, prof, g, &us, &pred);
+        st = time_size(c, canary, o, b, prof, g, &us, &pred);
         if (st == MRC_ERR_UNSUPPORTED) {
             st = MRC_OK; /* the family does not take this size */
             continue;
@@ -120,8 +130,14 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
     cal_table_t tab;
     cal_table_init(&tab, o, &prof);
     cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
+    /* The rows' canary: one rings communicator for the sweep (its own
+     * segment, as a family's). */
+    mrc_comm_t *canary = NULL;
+    st = open_comm(job, "canary", "rings", o->nranks, &canary);
     for (size_t f = 0; f < 4 && st == MRC_OK; f++)
-        st = sweep_family(&tab, o, &prof, cal_check_families[f], job, &g);
+        st = sweep_family(&tab, o, &prof, cal_check_families[f], job, canary,
+                          &g);
+    mrc_comm_destroy(canary);
     if (st != MRC_OK) {
         fprintf(stderr, "%s: --check, rank %s: %s\n", cmd, rank,
                 mrc_last_error());
