@@ -79,11 +79,11 @@ mrc_status_t cal_probe_once(const char *transport, int ranks,
 /* A host that slows down (calibrate_steady.c): each measurement is
  * bracketed by a canary (a short call whose time tells the host's
  * speed); one beside a canary over `factor` times the fastest seen is
- * timed again after a pause, up to CAL_GUARD_TRIES times and budget_s of
- * pauses in all. Counted: the measurements, those timed again, those
- * kept beside a slow canary; the canary's fastest and its slowest beside
- * a measurement kept (us). */
-enum { CAL_GUARD_TRIES = 4, CAL_GUARD_WAIT_S = 300 };
+ * timed again after a pause (half a second, four times the last at each
+ * try), up to CAL_GUARD_TRIES times and budget_s of pauses in all. Counted: the
+ * measurements, those timed again, those kept beside a slow canary; the
+ * canary's fastest and its slowest beside a measurement kept (us). */
+enum { CAL_GUARD_TRIES = 6, CAL_GUARD_WAIT_S = 300 };
 typedef struct cal_guard {
     double factor, budget_s;
     double best_us, worst_us, waited_s;

@@ -50,14 +50,23 @@ int cal_guard_slow(const cal_guard_t *g, double us)
     return us > g->factor * g->best_us;
 }
 
+/* A pause of `s` seconds, or what the budget has left of them: 1, or 0
+ * when it has none. */
+static int guard_wait(cal_guard_t *g, double s)
+{
+    double left = g->budget_s - g->waited_s;
+    if (left <= 0)
+        return 0;
+    s = s < left ? s : left;
+    struct timespec pause = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&pause, NULL);
+    g->waited_s += s;
+    return 1;
+}
+
 int cal_guard_pause(cal_guard_t *g)
 {
-    if (g->waited_s >= g->budget_s)
-        return 0;
-    struct timespec pause = {0, (long)(GUARD_PAUSE_S * 1e9)};
-    nanosleep(&pause, NULL);
-    g->waited_s += GUARD_PAUSE_S;
-    return 1;
+    return guard_wait(g, GUARD_PAUSE_S);
 }
 
 int cal_guard_again(cal_guard_t *g, const double canaries[2], int attempt)
@@ -65,7 +74,11 @@ int cal_guard_again(cal_guard_t *g, const double canaries[2], int attempt)
     cal_guard_saw(g, fmin(canaries[0], canaries[1]));
     double worse = fmax(canaries[0], canaries[1]);
     int steady = !cal_guard_slow(g, worse);
-    if (!steady && attempt < CAL_GUARD_TRIES && cal_guard_pause(g)) {
+    /* Each try waits four times the last: a spell of minutes outlasts
+     * a few half seconds (an shm sweep at P = 2 kept 3 rows of 11 timed
+     * again beside slow canaries, 6 s waited of 300). */
+    if (!steady && attempt < CAL_GUARD_TRIES &&
+        guard_wait(g, GUARD_PAUSE_S * pow(4, attempt - 1))) {
         g->retried++;
         return 1;
     }

@@ -5,6 +5,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,17 @@ static void test_again(void **state)
     assert_int_equal(g.unsteady, 1);
     assert_true(g.worst_us == 5);
     assert_false(cal_guard_held(&g));
+    /* Each try's pause four times the last, within the budget: 0.5 s,
+     * then 2, then the 0.1 left. */
+    cal_guard_t w = cal_guard_new(1, 2.6);
+    cal_guard_saw(&w, 1);
+    assert_int_equal(cal_guard_again(&w, slow, 1), 1);
+    assert_true(w.waited_s == 0.5);
+    assert_int_equal(cal_guard_again(&w, slow, 2), 1);
+    assert_true(w.waited_s == 2.5);
+    assert_int_equal(cal_guard_again(&w, slow, 3), 1);
+    assert_true(fabs(w.waited_s - 2.6) < 1e-12);
+    assert_int_equal(cal_guard_again(&w, slow, 4), 0);
     /* Out of tries before the budget: kept at the last. */
     cal_guard_t h = cal_guard_new(1, 100);
     assert_int_equal(cal_guard_again(&h, slow, CAL_GUARD_TRIES), 0);
