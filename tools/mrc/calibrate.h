@@ -6,6 +6,7 @@
 #ifndef MRC_CLI_CALIBRATE_H
 #define MRC_CLI_CALIBRATE_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "mrc/mrc.h"
@@ -25,6 +26,21 @@ typedef struct cal_plan {
     void *ctx;
 } cal_plan_t;
 
+/* Where the ranks of a probe or a --check row run: rank r of P on one
+ * CPU, in blocks of consecutive ranks (4 on 2 CPUs: 0 and 1 on the
+ * first, 2 and 3 on the second; P up to the CPUs: one each), as a job's
+ * processes are bound. Unbound, a new thread starts on its creator's
+ * CPU and the kernel spreads it only later (two new ranks of a 4 KiB
+ * allreduce took 16 us a call for their first 50 ms on this VM), and
+ * 4 ranks on 2 cores shared them differently from run to run (threads
+ * at P = 4, unbound: direct1's 256 KiB predicted at 0.68 of its time in
+ * one capture, 2.16 in another). Blocks put the tree's two busiest
+ * ranks (0 and 2) on two cores.
+ * cal_pin_rank: for a new thread, in *attr (initialised, the caller
+ * destroys it): 1, or 0 with *attr untouched (one CPU, or it cannot be
+ * set). cal_pin_self: the calling process. */
+int cal_pin_rank(pthread_attr_t *attr, int rank, int ranks);
+void cal_pin_self(int rank, int ranks);
 /* The monotonic clock (s). */
 double cal_now_s(void);
 /* The least a timed loop's warm-up takes (s), whatever its calls: after

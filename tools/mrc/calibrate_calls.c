@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,50 @@ static void *probe_thread(void *arg)
 
 enum { MAX_PROBE_RANKS = 256 };
 
+/* Rank `rank` of `ranks`'s CPU in *set: in blocks of consecutive ranks
+ * (4 ranks on 2 CPUs: 0 and 1 on the first, 2 and 3 on the second);
+ * 0 on a host of one CPU. */
+static int rank_cpu(int rank, int ranks, cpu_set_t *set)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2 || ranks < 1)
+        return 0;
+    long cpu = ranks > cpus ? (long)rank * cpus / ranks : rank % cpus;
+    CPU_ZERO(set);
+    CPU_SET((int)cpu, set);
+    return 1;
+}
+
+int cal_pin_rank(pthread_attr_t *attr, int rank, int ranks)
+{
+    cpu_set_t set;
+    if (!rank_cpu(rank, ranks, &set) || pthread_attr_init(attr) != 0)
+        return 0;
+    if (pthread_attr_setaffinity_np(attr, sizeof set, &set) != 0) {
+        pthread_attr_destroy(attr);
+        return 0;
+    }
+    return 1;
+}
+
+void cal_pin_self(int rank, int ranks)
+{
+    cpu_set_t set;
+    if (rank_cpu(rank, ranks, &set))
+        (void)sched_setaffinity(0, sizeof set, &set);
+}
+
+/* Rank 0 of a probe is the calling thread: on its CPU while it runs, its
+ * own CPUs again after (*saved; 0 if they could not be read). */
+static int pin_caller(int ranks, cpu_set_t *saved)
+{
+    cpu_set_t set;
+    if (!rank_cpu(0, ranks, &set) ||
+        pthread_getaffinity_np(pthread_self(), sizeof *saved, saved) != 0)
+        return 0;
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
 /* The probe on `ranks` threads of this process; rank 0's figure. */
 static mrc_status_t probe_threads(int ranks, const cal_probe_t *pr, double *out)
 {
@@ -221,11 +266,18 @@ static mrc_status_t probe_threads(int ranks, const cal_probe_t *pr, double *out)
     mrc_status_t st = mrc_comm_init_all(comms, ranks, &cfg);
     if (st != MRC_OK)
         return st;
+    cpu_set_t saved;
+    int pinned = pin_caller(ranks, &saved);
     int started = 1;
     for (; started < ranks; started++) {
         peer[started] = (probe_rank_t){.comm = comms[started], .probe = pr};
-        if (pthread_create(&tid[started], NULL, probe_thread, &peer[started]) !=
-            0)
+        pthread_attr_t attr;
+        int has = cal_pin_rank(&attr, started, ranks);
+        int bad = pthread_create(&tid[started], has ? &attr : NULL,
+                                 probe_thread, &peer[started]);
+        if (has)
+            pthread_attr_destroy(&attr);
+        if (bad)
             break;
     }
     if (started < ranks) {
@@ -242,6 +294,8 @@ static mrc_status_t probe_threads(int ranks, const cal_probe_t *pr, double *out)
     }
     for (int k = 0; k < ranks; k++)
         mrc_comm_destroy(comms[k]);
+    if (pinned)
+        pthread_setaffinity_np(pthread_self(), sizeof saved, &saved);
     return st;
 }
 
@@ -258,6 +312,7 @@ static void shm_rank(int ranks, int rank, const char *job,
     turn_report_t rep = {0};
     mrc_comm_t *c = NULL;
     char spec[32];
+    cal_pin_self(rank, ranks);
     mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
     rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
     if (rep.st == MRC_OK)

@@ -395,7 +395,13 @@ static mrc_status_t time_once(mrc_comm_t **comms, mrc_comm_t **canary,
     int started = 0;
     for (; started < o->nranks; started++) {
         who[started] = (sweep_rank_t){j, started};
-        if (pthread_create(&th[started], NULL, sweep_rank, &who[started]))
+        pthread_attr_t attr;
+        int has = cal_pin_rank(&attr, started, o->nranks);
+        int bad = pthread_create(&th[started], has ? &attr : NULL, sweep_rank,
+                                 &who[started]);
+        if (has)
+            pthread_attr_destroy(&attr);
+        if (bad)
             break;
     }
     if (started < o->nranks) { /* the others wait at the barrier */

@@ -123,6 +123,7 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
                          "--check --transport shm --profile F' starts");
     char job[80];
     snprintf(job, sizeof job, "%s", env);
+    cal_pin_self(atoi(rank), o->nranks);
     mrc_profile_t prof;
     mrc_status_t st = mrc_profile_load(o->profile, &prof);
     if (st != MRC_OK)
