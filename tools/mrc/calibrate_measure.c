@@ -275,10 +275,25 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     return st;
 }
 
+/* threads: a core's rates in cache, measured on as many ranks as the
+ * host has cores (at least 2). With more ranks than cores the rings'
+ * calls, where every rank is at work, are mostly the cores' turns, and
+ * the rates fitted to them through the share of a core came out at a
+ * third of a core's (4 ranks on 2 cores: a peer's lines at 17-20 GB/s
+ * against 51 on 2 ranks; direct1's and direct2's 16 KiB-1 MiB at
+ * 1.6-2.1x in two captures of three). What the crowd adds is fitted on
+ * all the ranks after: the turns, the waiting ranks' share of a core,
+ * the memory's shared rate. Not shm, whose fits on all the ranks gave
+ * 27-28 of 29 rows within at P = 4, and on 2 of them 24 (the kernel's
+ * copy by reference, fitted alone, put direct2's 4-64 MiB at 0.6-0.67). */
 static mrc_status_t fit_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    return strcmp(plan->transport, "shm") == 0 ? fit_shm_in_cache(plan, p)
-                                               : fit_threads_in_cache(plan, p);
+    if (strcmp(plan->transport, "shm") == 0)
+        return fit_shm_in_cache(plan, p);
+    cal_plan_t alone = *plan;
+    if (p->cores > 0 && plan->ranks > p->cores)
+        alone.ranks = p->cores > 2 ? p->cores : 2;
+    return fit_threads_in_cache(&alone, p);
 }
 
 /* The calls around the shared cache's edge: one whose set the cache
