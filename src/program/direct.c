@@ -181,13 +181,23 @@ static const mrc__insn_t d1_broadcast[] = {
 };
 
 /* Local completion: the leaves expose, signal and return; the root
- * waits for each flag before its get. */
+ * starts from its own input (no one reads its window, so it neither
+ * exposes nor signals: a cold 4-byte reduce's root spent 1722
+ * instructions a call with them) and adds each leaf's window once its
+ * flag has come, in the same order as d1_reduce (from the root on). */
 static const mrc__insn_t d1_reduce_local[] = {
-    {.op = EXPOSE, .buf_a = SB, .buf_b = WB, .flags = W},
-    {.op = SIGNAL},
-    {.op = LOOP, .loop_extra = 1},
-    {.op = WAIT, .pred = EQ, RANK_S},
-    {.op = GET, .pred = EQ, .buf_a = WB, .buf_b = RB, .flags = W | ACC, RANK_S},
+    {.op = EXPOSE, NOT_ROOT, .buf_a = SB, .buf_b = WB, .flags = W},
+    {.op = SIGNAL, NOT_ROOT},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = LOOP},
+    {.op = WAIT, .pred = EQ, NEXT_S},
+    {.op = GET,
+     .pred = EQ,
+     .buf_a = WB,
+     .buf_b = RB,
+     .local = RB,
+     .flags = W | ACC,
+     NEXT_S},
     {.op = END},
     {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
 };
