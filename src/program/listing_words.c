@@ -37,12 +37,14 @@ int mrc__listing_memory_insn(mrc__strbuf_t *sb, const mrc_program_t *p,
         o->peer(sb, in, o->ctx);
         mrc__sb_printf(sb, " into %s", mrc__listing_buf(in->buf_b));
         if (in->local || (in->flags & MRC__INSN_ACC))
-            mrc__sb_printf(
-                sb, ", %s with %s%s",
-                p->cfg.op == MRC_AVG ? "sum" : mrc_op_name(p->cfg.op),
-                in->local ? mrc__listing_buf(in->local)
-                          : mrc__listing_buf(in->buf_b),
-                in->flags & MRC__INSN_ACC ? " (s = 0), then itself" : "");
+            mrc__sb_printf(sb, ", %s with %s%s",
+                           p->cfg.op == MRC_AVG ? "sum"
+                                                : mrc_op_name(p->cfg.op),
+                           in->local ? mrc__listing_buf(in->local)
+                                     : mrc__listing_buf(in->buf_b),
+                           (in->flags & MRC__INSN_ACC) && in->local != in->buf_b
+                               ? " (s = 0), then itself"
+                               : "");
         return 1;
     case MRC__OP_SIGNAL:
         mrc__sb_printf(sb, "signal flag %d", in->flag);
