@@ -28,8 +28,10 @@
  * membw is what all ranks copying at once achieve (measured here, before
  * each row's warm-up, with the same processes, on at least 64 MiB each).
  *
- * Buffers are touched (and the collective run -w times) before timing:
- * fresh pages fault on first use, which is not the collective's cost.
+ * Buffers are touched (and the collective run -w times, and on until 20
+ * ms have passed) before timing: fresh pages fault on first use, and
+ * idle cores run their first calls cold, which is not the collective's
+ * cost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,6 +299,62 @@ static int under_mpirun(void)
                                   getenv("PMI_SIZE") || getenv("PMIX_RANK"));
 }
 
+/* The warm-up's floor: the -w calls, then more, WARM_MORE at a time,
+ * until WARM_S has passed on every rank (agreed by a MAX allreduce, so
+ * that every rank makes the same calls). Cores idle before a row start
+ * cold (docs/simulator.md, "A cold host is not a slow one"); 5 calls of
+ * a small vector do not warm them. -w 0: no warm-up at all. */
+#define WARM_S 0.02
+enum { WARM_MORE = 10 };
+
+static mrc_status_t warm_up(int calls, mrc_status_t (*call)(void *ctx),
+                            void *ctx, mrc_comm_t *c)
+{
+    double start = now_s();
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; i < calls && st == MRC_OK; i++)
+        st = call(ctx);
+    while (calls > 0 && st == MRC_OK) {
+        float more = now_s() - start < WARM_S;
+        st = mrc_allreduce(&more, &more, 1, MRC_FLOAT32, MRC_MAX, c);
+        for (int i = 0; i < WARM_MORE && more != 0 && st == MRC_OK; i++)
+            st = call(ctx);
+        if (more == 0)
+            break;
+    }
+    return st;
+}
+
+/* One allreduce of a row's, mrc's or MPI's (bench_call_t). */
+typedef struct bench_call {
+    const args_t *a;
+    const void *send;
+    void *recv;
+    size_t count;
+    mrc_comm_t *c;
+} bench_call_t;
+
+static mrc_status_t mrc_call(void *ctx)
+{
+    const bench_call_t *b = ctx;
+    return mrc_allreduce(b->send, b->recv, b->count, b->a->dtype, b->a->op,
+                         b->c);
+}
+
+#if MRC_HAVE_MPI
+static mrc_status_t mpi_call(void *ctx)
+{
+    const bench_call_t *b = ctx;
+    int rc = PMPI_Allreduce(b->send, b->recv, (int)b->count,
+                            mrc__mpi_type(b->a->dtype), mrc__mpi_op(b->a->op),
+                            MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS
+               ? MRC_OK
+               : mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
+                            mrc_comm_rank(b->c));
+}
+#endif
+
 /* MPI's own allreduce, prepared like mrc's: a checked call, the warm-up. */
 static mrc_status_t mpi_prepare(const args_t *a, const void *send, void *recv,
                                 size_t count, mrc_comm_t *c, double *wrong)
@@ -308,12 +366,11 @@ static mrc_status_t mpi_prepare(const args_t *a, const void *send, void *recv,
     if (a->check && rc == MPI_SUCCESS)
         *wrong += (double)mrc__ref_check(recv, MRC_ALLREDUCE, count, r, P, 0,
                                          a->dtype, a->op);
-    for (int i = 0; i < a->warmup && rc == MPI_SUCCESS; i++)
-        rc = PMPI_Allreduce(send, recv, n, t, op, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS)
         return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
                           r);
-    return MRC_OK;
+    bench_call_t b = {a, send, recv, count, c};
+    return warm_up(a->warmup, mpi_call, &b, c);
 }
 
 /* One timed loop of MPI's: the slowest rank's time per call. */
@@ -455,8 +512,9 @@ int main(int argc, char **argv)
             if (st == MRC_OK)
                 st = mrc_allreduce(&wrong, &wrong, 1, MRC_FLOAT64, MRC_SUM, c);
         }
-        for (int i = 0; i < a.warmup && st == MRC_OK; i++)
-            st = mrc_allreduce(send, recv, count, a.dtype, a.op, c);
+        bench_call_t b = {&a, send, recv, count, c};
+        if (st == MRC_OK)
+            st = warm_up(a.warmup, mrc_call, &b, c);
 #if MRC_HAVE_MPI
         if (st == MRC_OK && a.mpi) {
             double mwrong = 0;
