@@ -132,6 +132,14 @@ typedef struct mrc_profile {
      * such level (the threads transport's peer_gbps_shared takes the
      * peer's lines past the writer's core). */
     double copy_gbps_shared;
+    /* A send/receive message's latency within a host (us): how long a
+     * message alone waits beyond its copies and message_us, the time its
+     * sender's signal takes to reach the receiver's core. The messages of
+     * a step overlap theirs (the rings' two streams, both directions),
+     * where the work of message_us adds up on the receiver's core; one
+     * message waiting on another (the tree's) pays it each time.
+     * Optional; 0: none (message_us then holds it, as work). */
+    double latency_us;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

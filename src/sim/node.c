@@ -22,7 +22,7 @@
  *   takes lines another core wrote (peer_gbps_cache, in cache, for the
  *   share of the writer's buffers its own cache holds, private_cache_bytes;
  *   the shared cache's copy rate for the rest), and
- *   arrives message_us after its copy ends; between hosts it crosses the
+ *   arrives latency_us after its copy ends; between hosts it crosses the
  *   links as before, message_us later;
  * - a reduction of what a node received (or read) is the node's own work
  *   after the data is there, at its reduction rate for the dtype and op
@@ -301,9 +301,10 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     double turn = crowded ? prof->turn_us : 0;
     double flag_turn = crowded ? prof->flag_turn_us : 0;
     /* A send's message costs its receiver's core (mrc__sim_node_msg_work),
-     * beside a turn; a get is a memory operation's latency. */
+     * beside its latency and a turn; a get is a memory operation's
+     * latency. */
     double get = prof->get_us > 0 ? prof->get_us : prof->message_us;
-    double message = s->memory ? get : turn;
+    double message = s->memory ? get : turn + prof->latency_us;
     m->turn = s->memory ? 0 : turn * 1e3;
     for (int u = 0; u < nn; u++) {
         m->local_route[u] = memory_route(s, u, 0, 0);

@@ -652,6 +652,54 @@ static void test_node_slots_rendezvous(void **state)
     drop(&s);
 }
 
+/* A message's latency within a host (latency_us L), beside its cost on
+ * the receiver's core (message_us): the messages of a ring allreduce's
+ * step (both streams, every node) overlap their latencies, so in BSP
+ * each of its 2(N-1) steps takes L more; pipelined, one stream's latency
+ * also overlaps the other stream's work on the same core, so between L
+ * and 2(N-1) L more. The tree's on ring:2 follow one another (the leaf's
+ * to the root, the root's back): 2 L more. A memory program's gets take
+ * get_us, not L. */
+static void test_node_latency(void **state)
+{
+    (void)state;
+    const double L = 0.7;
+    for (int N = 2; N <= 4; N += 2)
+        for (int mode = 0; mode < 2; mode++) {
+            mrc_profile_t f = profile(N, 20, 1, 1, 8, 0.5, 0);
+            setup_t s =
+                make(N == 2 ? "ring:2" : "ring:4", "ring", MRC_ALLREDUCE,
+                     (size_t)(2 * N) * 1000, MRC_FLOAT32);
+            mrc_sim_mode_t m = mode ? MRC_SIM_PIPELINED : MRC_SIM_BSP;
+            mrc_sim_result_t *r = sim_profile(&s, m, &f);
+            double t0 = r->time_us;
+            mrc_sim_result_destroy(r);
+            f.latency_us = L;
+            r = sim_profile(&s, m, &f);
+            double more = r->time_us - t0;
+            if (mode == 0)
+                expect_close(more * 1e3, 2.0 * (N - 1) * L * 1e3,
+                             "rings' latency");
+            else /* one stream's latency overlaps the other's work */
+                assert_true(more >= L - 1e-9 &&
+                            more <= 2.0 * (N - 1) * L + 1e-9);
+            mrc_sim_result_destroy(r);
+            drop(&s);
+        }
+    const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_DIRECT1};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, 4000), 0);
+        mrc_profile_t f = profile(2, 20, 1, 1, 8, 0.5, 0);
+        double t0 = pipelined_us(&s, &f);
+        f.latency_us = L;
+        expect_close((pipelined_us(&s, &f) - t0) * 1e3, a ? 0 : 2 * L * 1e3,
+                     a ? "direct1's gets" : "the tree's two messages");
+        drop(&s);
+    }
+}
+
 /* More nodes on a host than cores: every message of a ring allreduce is
  * a wait on another node, which also waits for that node's turn for a
  * core (turn_us T): the closed form of test_node_closed_form with m + T.
@@ -1152,6 +1200,7 @@ int main(void)
         cmocka_unit_test(test_energy_from_mask),
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_slots_rendezvous),
+        cmocka_unit_test(test_node_latency),
         cmocka_unit_test(test_node_turns),
         cmocka_unit_test(test_node_turns_by_crowd),
         cmocka_unit_test(test_node_cores_shared),
