@@ -170,6 +170,17 @@ int mrc__shm_call_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
     return __atomic_load_n(&c[0], __ATOMIC_RELAXED) == seq + 1;
 }
 
+int mrc__shm_chain_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                      uint64_t *chain)
+{
+    const uint64_t *c = post_at(e, r)->log[seq % RECORDS];
+    if (__atomic_load_n(&c[0], __ATOMIC_ACQUIRE) != seq + 1)
+        return 0;
+    *chain = __atomic_load_n(&c[3], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&c[0], __ATOMIC_RELAXED) == seq + 1;
+}
+
 mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)
 {
     mrc__shm_endpoint_t *e = ctx;

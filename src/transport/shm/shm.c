@@ -109,6 +109,8 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
         __atomic_thread_fence(__ATOMIC_RELEASE);
         __atomic_store_n(&log[1], call->count, __ATOMIC_RELAXED);
         __atomic_store_n(&log[2], call->meta, __ATOMIC_RELAXED);
+        e->chain = mrc__shm_chain(e->chain, seq, *call);
+        __atomic_store_n(&log[3], e->chain, __ATOMIC_RELAXED);
         __atomic_store_n(&log[0], seq + 1, __ATOMIC_RELEASE);
     }
     /* Nothing of this call came early: a rank takes a peer's pieces of
