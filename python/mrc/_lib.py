@@ -127,7 +127,8 @@ class Profile(Structure):
                 ("spin_share", c_double),
                 ("cache_falloff", c_double),
                 ("peer_contention", c_double),
-                ("copy_gbps_shared", c_double)]
+                ("copy_gbps_shared", c_double),
+                ("latency_us", c_double)]
 
 
 class SimConfig(Structure):

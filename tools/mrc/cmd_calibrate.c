@@ -139,8 +139,9 @@ static void summary(const mrc_profile_t *p, const char *path)
            p->reduce_gbps_memory[MRC_FLOAT32][MRC_SUM],
            p->reduce_gbps_cache[MRC_BFLOAT16][MRC_SUM],
            p->reduce_gbps_memory[MRC_BFLOAT16][MRC_SUM]);
-    printf("message    %.3f us beside a sync of %.3f us, a get %.3f us\n",
-           p->message_us, p->sync_us, p->get_us);
+    printf("message    %.3f us on its receiver's core, %.3f us on its way, "
+           "beside a sync of %.3f us, a get %.3f us\n",
+           p->message_us, p->latency_us, p->sync_us, p->get_us);
     if (p->turn_us > 0)
         printf("turn       %.3f us more a message, %.3f a flag, %d nodes "
                "on %d cores\n",

@@ -44,6 +44,7 @@ static mrc_profile_t sample(void)
     p.cache_falloff = 2.5;
     p.peer_contention = 0.25;
     p.copy_gbps_shared = 30.5;
+    p.latency_us = 0.125;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -107,7 +108,8 @@ static void test_optional_transport(void **state)
         "  \"turn_us\": 2.5,\n",          "  \"flag_turn_us\": 0.75,\n",
         "  \"get_us\": 0.625,\n",         "  \"kernel_gbps\": 8.5,\n",
         "  \"spin_share\": 0.375,\n",     "  \"cache_falloff\": 2.5,\n",
-        "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n"};
+        "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n",
+        "  \"latency_us\": 0.125,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -118,7 +120,7 @@ static void test_optional_transport(void **state)
     p.peer_gbps_shared = p.rendezvous_bytes = p.rendezvous_us = 0;
     p.slot_gbps = p.turn_us = p.flag_turn_us = p.get_us = p.kernel_gbps = 0;
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
-    p.copy_gbps_shared = 0;
+    p.copy_gbps_shared = p.latency_us = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
