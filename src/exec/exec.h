@@ -49,7 +49,6 @@ typedef struct mrc__exec {
 
     /* Memory programs: what the call exposes, and this call's window. */
     int memory;
-    int publishes; /* a memory program's node that a peer reads */
     /* The plan is one chain of local and memory ops (no sends, receives
      * or relays), as the direct families' plans are: run straight through
      * (run_chain), without the bookkeeping of chains and sends. */

@@ -231,11 +231,6 @@ mrc_status_t mrc__exec_publish(mrc__exec_t *x, const mrc__transport_t *t,
                           "the %s transport cannot read peers' memory, "
                           "which %s needs",
                           t->ops->name, mrc_algo_name(x->program->cfg.algo));
-    if (!x->publishes) { /* nothing of this node is read in this call */
-        x->win = NULL;
-        x->published_on = t->ops;
-        return MRC_OK;
-    }
     /* Buffers only where the program exposes some by reference: none
      * is read by reference otherwise, and the transport need not publish
      * their addresses. */

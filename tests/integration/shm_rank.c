@@ -38,7 +38,10 @@
  *                               until one fails (within 17 calls on a
  *                               rank that began them with its peer: the
  *                               ranks look at their unheard calls every
- *                               16), then an allreduce
+ *                               16), then an allreduce;
+ *                               rootthenleaf: broadcasts, the first with
+ *                               two roots, then 40 that the first's roots
+ *                               only receive
  *
  * Under MRC_ALGO the sweep's cases that the family does not apply to
  * must fail as such (MRC_ERR_UNSUPPORTED) and are counted as skipped.
@@ -313,6 +316,29 @@ static int mismatch_local(mrc_comm_t *comm, const char *what)
         float x = 1;
         mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
         printf("rank %d: 40 calls, then %s: %s\n", r, mrc_status_name(st),
+               st != MRC_OK ? mrc_last_error() : "");
+        return st != MRC_ERR_INVALID_ARG;
+    }
+    if (strcmp(what, "rootthenleaf") == 0) {
+        /* The last rank names itself the root of the first broadcast, the
+         * others rank 0: those two roots hear from nobody. Then rank 1 is
+         * the root of 40 more, in which the others only wait and get
+         * (they publish nothing): they must still compare their unheard
+         * first call, and every rank fail within 17 calls or at the
+         * allreduce after them. */
+        float a[16] = {0}, b[16] = {0};
+        for (int k = 0; k < 41; k++) {
+            int rt = k == 0 ? (r == n - 1 ? n - 1 : 0) : 1;
+            mrc_status_t st = mrc_broadcast(a, b, 16, MRC_FLOAT32, rt, comm);
+            if (st != MRC_OK) {
+                printf("rank %d: failed at call %d: %s: %s\n", r, k,
+                       mrc_status_name(st), mrc_last_error());
+                return st != MRC_ERR_INVALID_ARG;
+            }
+        }
+        float x = 1;
+        mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
+        printf("rank %d: 41 calls, then %s: %s\n", r, mrc_status_name(st),
                st != MRC_OK ? mrc_last_error() : "");
         return st != MRC_ERR_INVALID_ARG;
     }

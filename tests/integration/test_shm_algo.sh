@@ -96,6 +96,22 @@ for r in 0 1; do
         cat "$tmp/loop"
 done
 
+# Two roots of one broadcast, which hear from nobody, then broadcasts
+# they only receive, in which they publish nothing: they still compare
+# their unheard call within 17 calls (not first at the allreduce after
+# them; the one whose look came before its peer had begun it learns
+# from that peer), and every rank fails naming both.
+expect 0 "" env MRC_TIMEOUT=5 MRC_ALGO=direct1 MRC_COMPLETION=local \
+    "$MRC" launch -n 3 --timeout 60 -- "$RANK" mismatch-local rootthenleaf
+cp "$tmp/out" "$tmp/leaf"
+bcast16='broadcast of 16 float32 from root [0-2]'
+expect 0 "rank [02]: failed at call \([0-9]\|1[0-7]\): MRC_ERR_INVALID_ARG: .*ranks disagree: rank [0-2] called $bcast16 but rank [0-2] $bcast16" \
+    cat "$tmp/leaf"
+for r in 0 1 2; do
+    expect 0 "rank $r: .*MRC_ERR_INVALID_ARG: .*ranks disagree: rank [0-2] called $bcast16 but rank [0-2] $bcast16" \
+        cat "$tmp/leaf"
+done
+
 # Ranks that run different families for one call ($MRC_ALGO on one rank
 # only) disagree, and fail so on every rank, naming the families.
 expect 0 "" env MRC_TIMEOUT=5 "$MRC" launch -n 3 --timeout 60 -- sh -c \
