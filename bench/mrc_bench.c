@@ -28,8 +28,8 @@
  * membw is what all ranks copying at once achieve (measured here, before
  * each row's warm-up, with the same processes, on at least 64 MiB each).
  *
- * Buffers are touched (and the collective run -w times, and on until 20
- * ms have passed) before timing: fresh pages fault on first use, and
+ * Buffers are touched (and the collective run -w times, then for 20 ms
+ * more) before timing: fresh pages fault on first use, and
  * idle cores run their first calls cold, which is not the collective's
  * cost.
  */
@@ -299,21 +299,21 @@ static int under_mpirun(void)
                                   getenv("PMI_SIZE") || getenv("PMIX_RANK"));
 }
 
-/* The warm-up's floor: the -w calls, then more, WARM_MORE at a time,
- * until WARM_S has passed on every rank (agreed by a MAX allreduce, so
- * that every rank makes the same calls). Cores idle before a row start
- * cold (docs/simulator.md, "A cold host is not a slow one"); 5 calls of
- * a small vector do not warm them. -w 0: no warm-up at all. */
+/* The warm-up: the -w calls (the first prepares the program), then
+ * more, WARM_MORE at a time, for WARM_S on every rank's clock (agreed by
+ * a MAX allreduce, so that every rank makes the same calls). Cores idle before
+ * a row start cold (docs/simulator.md, "A cold host is not a slow one"); 5
+ * calls of a small vector do not warm them. -w 0: no warm-up at all. */
 #define WARM_S 0.02
 enum { WARM_MORE = 10 };
 
 static mrc_status_t warm_up(int calls, mrc_status_t (*call)(void *ctx),
                             void *ctx, mrc_comm_t *c)
 {
-    double start = now_s();
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < calls && st == MRC_OK; i++)
         st = call(ctx);
+    double start = now_s();
     while (calls > 0 && st == MRC_OK) {
         float more = now_s() - start < WARM_S;
         st = mrc_allreduce(&more, &more, 1, MRC_FLOAT32, MRC_MAX, c);

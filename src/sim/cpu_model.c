@@ -146,7 +146,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->sync_us = pr->sync_us;
     out->flag_sync_us = 0; /* the profile measured one round */
     out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
-    out->op_us = pr->message_us;
+    out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
     out->kernel_gbps = pr->kernel_gbps;
     double share = memory_share(pr, x, n);

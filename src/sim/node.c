@@ -90,6 +90,8 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
         bad = "message_us";
     else if (!(f->sync_us >= 0 && isfinite(f->sync_us)))
         bad = "sync_us";
+    else if (!(f->latency_us >= 0 && isfinite(f->latency_us)))
+        bad = "latency_us";
     else if (f->nodes_per_memory < 0)
         bad = "nodes_per_memory";
     else if (!(f->spin_share >= 0 && f->spin_share <= 1))

@@ -38,8 +38,8 @@ expect 0 "ok" count "^mrc: rank [0-3]: program [a-z0-9]* for reduce count 1024 f
 # program's port mask, as the call enters its one phase).
 expect 0 "ok" count "^mrc: rank [0-3]: phase 0 (steps [0-9-]*): idle ports" 12
 expect 0 "ok" count "^mrc: " 37
-# With a warm-up it goes on for 20 ms, ten calls at a time past the
-# count, and every rank makes the same calls.
+# With a warm-up it goes on for 20 ms past the count, ten calls at a
+# time, and every rank makes the same calls.
 MRC_DEBUG=TRACE "$MRC" run --topology ring:4 --strategy auto \
     --collective reduce --count 1K --iters 2 --warmup 1 \
     > "$tmp/out" 2> "$tmp/err"

@@ -132,7 +132,9 @@ static mrc_status_t fit(mrc_profile_t *p, const fit_knob_t *set, double lo,
  * (call_us and chain_us). With the cost alone the rings' fit left the
  * tree's small calls on shm at half their time (0.49 at 4 KiB, P = 2).
  * Each fit moves the other (the error halves a round), so eight rounds.
- * A latency at its lower bound is none. */
+ * A latency at either bound is none: at the lower, the tree is no slower
+ * than the rings' fit says; at the upper, nothing in range explains the
+ * call, and the model without a latency stands. */
 static mrc_status_t fit_latency(mrc_profile_t *p, int ranks, double sync_us,
                                 double call_us, const cal_probe_t *chain,
                                 double chain_us)
@@ -142,7 +144,7 @@ static mrc_status_t fit_latency(mrc_profile_t *p, int ranks, double sync_us,
     for (int round = 0; round < 8 && st == MRC_OK; round++) {
         st = fit_family(p, KNOB(latency_us), 1e-3, 100, ranks, chain, chain_us,
                         &clamped);
-        if (st == MRC_OK && clamped && p->latency_us < 2e-3)
+        if (st == MRC_OK && clamped)
             p->latency_us = 0;
         if (st == MRC_OK)
             st = cal_set_costs(p, ranks, sync_us, call_us);

@@ -31,8 +31,8 @@ typedef struct worker {
     size_t wrong;
 } worker_t;
 
-/* The warm-up's floor: at least 20 ms of calls, RUN_WARM_MORE at a time
- * past the --warmup count. */
+/* The warm-up past the --warmup count: 20 ms of calls, RUN_WARM_MORE at
+ * a time. */
 #define RUN_WARM_S 0.02
 enum { RUN_WARM_MORE = 10 };
 
@@ -56,8 +56,9 @@ static void calls(worker_t *w, void *send, void *recv, int k, double *t)
         *t = now_s();
 }
 
-/* The warm-up: rc->warmup calls, then more, RUN_WARM_MORE at a time,
- * until RUN_WARM_S has passed on node 0's clock (0 calls: none). Cores
+/* The warm-up: rc->warmup calls (the first prepares the program), then
+ * more, RUN_WARM_MORE at a time, for RUN_WARM_S on node 0's clock (0
+ * calls: none). Cores
  * idle before a run start cold: an allreduce of 4 KiB on ring:2 took
  * 22-24 us a call over 300 calls after a sleep of half a second, 1.0-1.2
  * after 3000 calls of warm-up (docs/simulator.md, "A cold host is not a
@@ -66,8 +67,8 @@ static void calls(worker_t *w, void *send, void *recv, int k, double *t)
 static void warm_up(worker_t *w, void *send, void *recv)
 {
     shared_run_t *sh = w->sh;
-    double start = now_s();
     calls(w, send, recv, sh->rc->warmup, &sh->t0);
+    double start = now_s();
     while (sh->rc->warmup > 0) {
         if (w->node == 0)
             sh->more = now_s() - start < RUN_WARM_S;
