@@ -475,17 +475,6 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     for (int i = 0; x->memory && i < x->plan.num_ops; i++)
         x->by_ref |= x->plan.ops[i].kind == MRC__GET &&
                      x->plan.ops[i].src != MRC__BUF_WINDOW;
-    /* A node that only waits and gets (direct1's leaves of a broadcast,
-     * its root of a reduce, with local completion) is quiet: no peer
-     * reads its window, flags or buffers in this call, and the transport
-     * publishes nothing for it. */
-    int publishes = x->by_ref;
-    for (int i = 0; x->memory && i < x->plan.num_ops; i++) {
-        int kind = x->plan.ops[i].kind;
-        publishes |=
-            kind == MRC__EXPOSE || kind == MRC__SIGNAL || kind == MRC__BARRIER;
-    }
-    x->exposure.quiet = !publishes;
     list_transfers(x);
     st = plan_own_reads(x);
     if (st != MRC_OK) {

@@ -128,11 +128,6 @@ typedef struct mrc__exposure {
     size_t window_bytes;
     const int32_t *members;
     int num_members;
-    /* This rank exposes nothing, sets no flag and shares no buffer in the
-     * call (it only waits and gets): the transport publishes nothing for
-     * it, but still does what it owes its peers at a publish (shm: the
-     * comparison of calls in which it heard from nobody). */
-    int quiet;
 } mrc__exposure_t;
 
 typedef struct mrc__transport_ops {

@@ -347,10 +347,6 @@ static mrc_status_t th_publish(void *vctx, const mrc__exposure_t *x,
     rank_state_t *r = &c->f->ranks[c->rank];
     uint64_t seq = r->seq;
     int par = (int)(seq & 1);
-    if (x->quiet) { /* nothing of this rank is read in the call */
-        *window = NULL;
-        return MRC_OK;
-    }
     /* The window of call seq - 2 may be read until its readers end it. */
     for (int i = 0; seq >= 2 && i < x->num_members; i++) {
         int m = x->members[i];
