@@ -293,6 +293,48 @@ static int mismatch(mrc_comm_t *comm, const char *what)
     return !(st == MRC_ERR_INVALID_ARG && again == st);
 }
 
+/* Calls 0 .. calls - 1 of call(comm, k) until one fails (printed, "rank
+ * R: failed at call K"), then, if none did, an allreduce (a call that
+ * waits, which finds a peer's failure): 0 when the first failure was a
+ * disagreement. */
+static int until_disagreement(mrc_comm_t *comm, int calls,
+                              mrc_status_t (*call)(mrc_comm_t *comm, int k))
+{
+    int r = mrc_comm_rank(comm);
+    for (int k = 0; k < calls; k++) {
+        mrc_status_t st = call(comm, k);
+        if (st != MRC_OK) {
+            printf("rank %d: failed at call %d: %s: %s\n", r, k,
+                   mrc_status_name(st), mrc_last_error());
+            return st != MRC_ERR_INVALID_ARG;
+        }
+    }
+    float x = 1;
+    mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
+    printf("rank %d: %d calls, then %s: %s\n", r, calls, mrc_status_name(st),
+           st != MRC_OK ? mrc_last_error() : "");
+    return st != MRC_ERR_INVALID_ARG;
+}
+
+/* rootsloop: every rank names the next the root of each reduce. */
+static mrc_status_t reduce_to_next(mrc_comm_t *comm, int k)
+{
+    (void)k;
+    float a[16] = {0}, b[16] = {0};
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    return mrc_reduce(a, b, 16, MRC_FLOAT32, MRC_SUM, (r + 1) % n, comm);
+}
+
+/* rootthenleaf: the last rank names itself the root of the first
+ * broadcast, the others rank 0; rank 1 is the root of the rest. */
+static mrc_status_t broadcast_two_roots_first(mrc_comm_t *comm, int k)
+{
+    float a[16] = {0}, b[16] = {0};
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    int root = k > 0 ? 1 : r == n - 1 ? n - 1 : 0;
+    return mrc_broadcast(a, b, 16, MRC_FLOAT32, root, comm);
+}
+
 /* Local completion: a rank that only sends returns at once, so a rank
  * may learn of a disagreement at its next call only. */
 static int mismatch_local(mrc_comm_t *comm, const char *what)
@@ -300,48 +342,16 @@ static int mismatch_local(mrc_comm_t *comm, const char *what)
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     size_t count = 16;
     int root = 0;
-    if (strcmp(what, "rootsloop") == 0) {
-        float a[16] = {0}, b[16] = {0};
-        for (int k = 0; k < 40; k++) {
-            mrc_status_t st =
-                mrc_reduce(a, b, 16, MRC_FLOAT32, MRC_SUM, (r + 1) % n, comm);
-            if (st != MRC_OK) {
-                printf("rank %d: failed at call %d: %s: %s\n", r, k,
-                       mrc_status_name(st), mrc_last_error());
-                return st != MRC_ERR_INVALID_ARG;
-            }
-        }
-        /* A rank that ran all of them ahead, before its peer began: the
-         * next call that waits finds the peer's failure. */
-        float x = 1;
-        mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
-        printf("rank %d: 40 calls, then %s: %s\n", r, mrc_status_name(st),
-               st != MRC_OK ? mrc_last_error() : "");
-        return st != MRC_ERR_INVALID_ARG;
-    }
-    if (strcmp(what, "rootthenleaf") == 0) {
-        /* The last rank names itself the root of the first broadcast, the
-         * others rank 0: those two roots hear from nobody. Then rank 1 is
-         * the root of 40 more, in which the others only wait and get
-         * (they publish nothing): they must still compare their unheard
-         * first call, and every rank fail within 17 calls or at the
-         * allreduce after them. */
-        float a[16] = {0}, b[16] = {0};
-        for (int k = 0; k < 41; k++) {
-            int rt = k == 0 ? (r == n - 1 ? n - 1 : 0) : 1;
-            mrc_status_t st = mrc_broadcast(a, b, 16, MRC_FLOAT32, rt, comm);
-            if (st != MRC_OK) {
-                printf("rank %d: failed at call %d: %s: %s\n", r, k,
-                       mrc_status_name(st), mrc_last_error());
-                return st != MRC_ERR_INVALID_ARG;
-            }
-        }
-        float x = 1;
-        mrc_status_t st = mrc_allreduce(&x, &x, 1, MRC_FLOAT32, MRC_SUM, comm);
-        printf("rank %d: 41 calls, then %s: %s\n", r, mrc_status_name(st),
-               st != MRC_OK ? mrc_last_error() : "");
-        return st != MRC_ERR_INVALID_ARG;
-    }
+    /* A rank that ran all of them ahead, before its peer began: the next
+     * call that waits (the allreduce) finds the peer's failure. */
+    if (strcmp(what, "rootsloop") == 0)
+        return until_disagreement(comm, 40, reduce_to_next);
+    /* The first broadcast's two roots hear from nobody; in the 40 after
+     * they only wait and get, and must still compare their unheard first
+     * call within 17 calls (the one whose look came before its peer had
+     * begun it learns from that peer). */
+    if (strcmp(what, "rootthenleaf") == 0)
+        return until_disagreement(comm, 41, broadcast_two_roots_first);
     if (strcmp(what, "count") == 0)
         count += r == n - 1;
     else if (strcmp(what, "roots") == 0)

@@ -158,27 +158,39 @@ mrc_status_t mrc__shm_call_differs(mrc__shm_endpoint_t *e, int r)
     return mrc__shm_disagree(e, r, theirs, e->rank, e->now);
 }
 
-int mrc__shm_call_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
-                     mrc__call_t *out)
+/* Rank r's log entry of call seq, its words after the stamp into w: 1,
+ * or 0 when the entry is not that call's (or was rewritten meanwhile). */
+static int log_entry(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                     uint64_t w[3])
 {
     const uint64_t *c = post_at(e, r)->log[seq % RECORDS];
     if (__atomic_load_n(&c[0], __ATOMIC_ACQUIRE) != seq + 1)
         return 0;
-    out->count = __atomic_load_n(&c[1], __ATOMIC_RELAXED);
-    out->meta = __atomic_load_n(&c[2], __ATOMIC_RELAXED);
+    for (int i = 0; i < 3; i++)
+        w[i] = __atomic_load_n(&c[i + 1], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return __atomic_load_n(&c[0], __ATOMIC_RELAXED) == seq + 1;
+}
+
+int mrc__shm_call_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                     mrc__call_t *out)
+{
+    uint64_t w[3];
+    if (!log_entry(e, r, seq, w))
+        return 0;
+    out->count = w[0];
+    out->meta = w[1];
+    return 1;
 }
 
 int mrc__shm_chain_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
                       uint64_t *chain)
 {
-    const uint64_t *c = post_at(e, r)->log[seq % RECORDS];
-    if (__atomic_load_n(&c[0], __ATOMIC_ACQUIRE) != seq + 1)
+    uint64_t w[3];
+    if (!log_entry(e, r, seq, w))
         return 0;
-    *chain = __atomic_load_n(&c[3], __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&c[0], __ATOMIC_RELAXED) == seq + 1;
+    *chain = w[2];
+    return 1;
 }
 
 mrc_status_t mrc__shm_agree(void *ctx, const int32_t *members, int num_members)

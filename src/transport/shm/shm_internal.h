@@ -474,9 +474,7 @@ int mrc__shm_chain_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
 static inline uint64_t mrc__shm_chain(uint64_t chain, uint64_t seq,
                                       mrc__call_t call)
 {
-    uint64_t h = chain ^ (seq * 0x9e3779b97f4a7c15ULL) ^
-                 (call.count * 0xbf58476d1ce4e5b9ULL) ^
-                 (call.meta * 0x94d049bb133111ebULL);
+    uint64_t h = (chain ^ mrc__call_hash(call)) + seq * 0x9e3779b97f4a7c15ULL;
     h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
     h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
     return h ^ (h >> 31);
