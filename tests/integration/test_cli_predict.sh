@@ -117,11 +117,18 @@ for r in c["rows"]:
         assert math.isfinite(r[k]) and r[k] > 0, r
     assert r["fastest_us"] <= r["measured_us"] <= r["slowest_us"], r
     # A row within has a run within; one outside has one within only
-    # when the runs reach past the bound it misses.
+    # when the runs reach past the bound it misses. The figures are
+    # printed rounded (3 decimals), so the ratio of a run within rounding of
+    # a bound could go either way (3.27 / 2.616 is 1.25 here, 1.2502 in
+    # the tool): those rows are not judged.
     lo, hi = c["lo"], c["hi"]
-    reach = (r["predicted_us"] / r["slowest_us"] <= hi and
-             r["predicted_us"] / r["fastest_us"] >= lo)
-    assert r["a_run_within"] == (r["within"] or reach), r
+    p, s, f = r["predicted_us"], r["slowest_us"], r["fastest_us"]
+    a, b = p / s, p / f
+    def near(x, m):  # x = p / m, each of p and m within 0.0005
+        return min(abs(x - lo), abs(x - hi)) <= x * 5e-4 * (1 / p + 1 / m)
+    reach = a <= hi and b >= lo
+    if not near(a, s) and not near(b, f):
+        assert r["a_run_within"] == (r["within"] or reach), r
     if runs == 1:
         assert r["a_run_within"] == r["within"], r
 within = sum(r["within"] for r in c["rows"])
