@@ -41,6 +41,7 @@
 #include "api/comm_internal.h"
 #include "common/common.h"
 #include "reference.h"
+#include "warm.h"
 #include "mrc/mrc.h"
 #include "mrc/profile.h"
 #if MRC_HAVE_MPI
@@ -299,32 +300,6 @@ static int under_mpirun(void)
                                   getenv("PMI_SIZE") || getenv("PMIX_RANK"));
 }
 
-/* The warm-up: the -w calls (the first prepares the program), then
- * more, WARM_MORE at a time, for WARM_S on every rank's clock (agreed by
- * a MAX allreduce, so that every rank makes the same calls). Cores idle before
- * a row start cold (docs/simulator.md, "A cold host is not a slow one"); 5
- * calls of a small vector do not warm them. -w 0: no warm-up at all. */
-#define WARM_S 0.02
-enum { WARM_MORE = 10 };
-
-static mrc_status_t warm_up(int calls, mrc_status_t (*call)(void *ctx),
-                            void *ctx, mrc_comm_t *c)
-{
-    mrc_status_t st = MRC_OK;
-    for (int i = 0; i < calls && st == MRC_OK; i++)
-        st = call(ctx);
-    double start = now_s();
-    while (calls > 0 && st == MRC_OK) {
-        float more = now_s() - start < WARM_S;
-        st = mrc_allreduce(&more, &more, 1, MRC_FLOAT32, MRC_MAX, c);
-        for (int i = 0; i < WARM_MORE && more != 0 && st == MRC_OK; i++)
-            st = call(ctx);
-        if (more == 0)
-            break;
-    }
-    return st;
-}
-
 /* One allreduce of a row's, mrc's or MPI's (bench_call_t). */
 typedef struct bench_call {
     const args_t *a;
@@ -370,7 +345,7 @@ static mrc_status_t mpi_prepare(const args_t *a, const void *send, void *recv,
         return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
                           r);
     bench_call_t b = {a, send, recv, count, c};
-    return warm_up(a->warmup, mpi_call, &b, c);
+    return mrc__warm_up(a->warmup, mpi_call, &b, mrc__warm_agree_comm, c);
 }
 
 /* One timed loop of MPI's: the slowest rank's time per call. */
@@ -514,7 +489,7 @@ int main(int argc, char **argv)
         }
         bench_call_t b = {&a, send, recv, count, c};
         if (st == MRC_OK)
-            st = warm_up(a.warmup, mrc_call, &b, c);
+            st = mrc__warm_up(a.warmup, mrc_call, &b, mrc__warm_agree_comm, c);
 #if MRC_HAVE_MPI
         if (st == MRC_OK && a.mpi) {
             double mwrong = 0;

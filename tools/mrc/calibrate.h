@@ -43,19 +43,6 @@ int cal_pin_rank(pthread_attr_t *attr, int rank, int ranks);
 void cal_pin_self(int rank, int ranks);
 /* The monotonic clock (s). */
 double cal_now_s(void);
-/* The least a timed loop's warm-up takes (s), whatever its calls: after
- * a pause the host's cores start cold. On the build machine a 4 KiB
- * allreduce of two threads took 22-24 us a call over its first 300
- * calls after a 0.5 s sleep, 1.0-1.2 after 3000; calibrate's guard, which
- * pauses while its canary is slow, took that for a slow spell and
- * waited out its whole budget. */
-#define CAL_WARM_S 0.02
-/* call(ctx), a collective on c, `calls` times and then until CAL_WARM_S
- * has passed on every rank: every rank of c calls it, and they make the
- * same number of calls. */
-mrc_status_t cal_warm_up(mrc_comm_t *c, int calls,
-                         mrc_status_t (*call)(void *ctx), void *ctx);
-
 /* Copy rate of one node (GB/s) for vectors of `bytes`, a repetition
  * copying them until it has moved rep_bytes. */
 double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps);

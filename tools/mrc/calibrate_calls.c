@@ -17,11 +17,9 @@
 
 #include "calibrate.h"
 #include "common/common.h"
+#include "warm.h"
 
-/* WARM_AGREE: the warm-up's calls between the ranks' agreements on
- * whether it has lasted CAL_WARM_S (each rank's clock decides, so they
- * agree, or they would make different numbers of calls). */
-enum { MAX_REPS = 64, WARMUP = 20, WARM_AGREE = 10 };
+enum { MAX_REPS = 64, WARMUP = 20 };
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -56,23 +54,6 @@ double cal_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-mrc_status_t cal_warm_up(mrc_comm_t *c, int calls,
-                         mrc_status_t (*call)(void *ctx), void *ctx)
-{
-    double until = cal_now_s() + CAL_WARM_S;
-    mrc_status_t st = MRC_OK;
-    for (int i = 0; st == MRC_OK; i++) {
-        if (i >= calls && i % WARM_AGREE == 0) {
-            float more = cal_now_s() < until;
-            st = mrc_allreduce(&more, &more, 1, MRC_FLOAT32, MRC_MAX, c);
-            if (st != MRC_OK || more == 0)
-                break;
-        }
-        st = call(ctx);
-    }
-    return st;
-}
-
 typedef struct loop_call {
     mrc_comm_t *c;
     const float *send;
@@ -88,7 +69,7 @@ static mrc_status_t loop_call(void *ctx)
 }
 
 /* reps loops of `iters` allreduces of `count` floats from send to recv
- * (which may be send), after a warm-up (CAL_WARM_S at least): the median
+ * (which may be send), after the warm-up (warm.h): the median
  * us a call. */
 static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
                               size_t count, int iters, int reps, double *out)
@@ -96,7 +77,8 @@ static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
     double us[MAX_REPS];
     int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
     loop_call_t lc = {c, send, recv, count};
-    mrc_status_t st = cal_warm_up(c, warmup, loop_call, &lc);
+    mrc_status_t st =
+        mrc__warm_up(warmup, loop_call, &lc, mrc__warm_agree_comm, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
         double t0 = cal_now_s();
         for (int i = 0; i < iters && st == MRC_OK; i++)

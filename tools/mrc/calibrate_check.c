@@ -26,6 +26,7 @@
 #include "api/comm_internal.h"
 #include "calibrate.h"
 #include "cli.h"
+#include "warm.h"
 
 enum { MAX_RANKS = 256 };
 
@@ -67,7 +68,7 @@ static mrc_status_t row_call(mrc_comm_t *c, mrc_collective_t coll,
 }
 
 /* The canary beside a row: an allreduce of CANARY_COUNT floats on the
- * sweep's rings communicator, after a warm-up (CAL_WARM_S at least); the
+ * sweep's rings communicator, after the warm-up (warm.h); the
  * fastest us a call of CANARY_REPS loops (a slow spell slows them all;
  * with more ranks than cores the median swung 2x between rows on a
  * steady host, and 31 of 29 rows' tries at P = 4 were timed again). The
@@ -98,7 +99,7 @@ static mrc_status_t canary(mrc_comm_t *c, double *us)
     double loop[CANARY_REPS];
     mrc_status_t st = MRC_OK;
     canary_call_t cc = {c, x, y};
-    st = cal_warm_up(c, 10, canary_call, &cc);
+    st = mrc__warm_up(10, canary_call, &cc, mrc__warm_agree_comm, c);
     for (int r = 0; r < CANARY_REPS && st == MRC_OK; r++) {
         double t0 = cal_now_s();
         for (int i = 0; i < CANARY_ITERS && st == MRC_OK; i++)

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "reference.h"
 #include "run.h"
+#include "warm.h"
 
 typedef struct shared_run {
     pthread_barrier_t barrier;
@@ -30,11 +31,6 @@ typedef struct worker {
     char error[512];
     size_t wrong;
 } worker_t;
-
-/* The warm-up past the --warmup count: 20 ms of calls, RUN_WARM_MORE at
- * a time. */
-#define RUN_WARM_S 0.02
-enum { RUN_WARM_MORE = 10 };
 
 static double now_s(void)
 {
@@ -56,30 +52,41 @@ static void calls(worker_t *w, void *send, void *recv, int k, double *t)
         *t = now_s();
 }
 
-/* The warm-up: rc->warmup calls (the first prepares the program), then
- * more, RUN_WARM_MORE at a time, for RUN_WARM_S on node 0's clock (0
- * calls: none). Cores
- * idle before a run start cold: an allreduce of 4 KiB on ring:2 took
- * 22-24 us a call over 300 calls after a sleep of half a second, 1.0-1.2
- * after 3000 calls of warm-up (docs/simulator.md, "A cold host is not a
- * slow one"). Node 0 decides between two barriers, so that every node
- * makes the same calls. */
+/* The warm-up (warm.h): rc->warmup calls, then 20 ms more, node 0's
+ * clock deciding between two barriers. A node's failure stays in its
+ * w->st, and it goes on meeting the barriers with no more calls. */
+typedef struct warm_ctx {
+    worker_t *w;
+    void *send, *recv;
+} warm_ctx_t;
+
+static mrc_status_t warm_call(void *ctx)
+{
+    warm_ctx_t *c = ctx;
+    const run_cfg_t *rc = c->w->sh->rc;
+    if (c->w->st == MRC_OK)
+        c->w->st = mrc__ref_call(rc->coll, c->send, c->recv, rc->count,
+                                 rc->dtype, rc->op, rc->root, c->w->comm);
+    return MRC_OK;
+}
+
+static mrc_status_t warm_agree(void *ctx, int *more)
+{
+    warm_ctx_t *c = ctx;
+    shared_run_t *sh = c->w->sh;
+    if (c->w->node == 0)
+        sh->more = *more;
+    pthread_barrier_wait(&sh->barrier);
+    *more = sh->more;
+    pthread_barrier_wait(&sh->barrier); /* all have read it */
+    return MRC_OK;
+}
+
 static void warm_up(worker_t *w, void *send, void *recv)
 {
-    shared_run_t *sh = w->sh;
-    calls(w, send, recv, sh->rc->warmup, &sh->t0);
-    double start = now_s();
-    while (sh->rc->warmup > 0) {
-        if (w->node == 0)
-            sh->more = now_s() - start < RUN_WARM_S;
-        pthread_barrier_wait(&sh->barrier);
-        int more = sh->more;
-        pthread_barrier_wait(&sh->barrier); /* all have read it */
-        if (!more)
-            break;
-        calls(w, send, recv, RUN_WARM_MORE, &sh->t0);
-    }
-    calls(w, send, recv, 0, &sh->t0); /* the clock starts here */
+    warm_ctx_t c = {w, send, recv};
+    (void)mrc__warm_up(w->sh->rc->warmup, warm_call, &c, warm_agree, &c);
+    calls(w, send, recv, 0, &w->sh->t0); /* the clock starts here */
 }
 
 static void *work(void *arg)
