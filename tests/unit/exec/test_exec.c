@@ -534,6 +534,39 @@ static void test_direct1_repeated(void **state)
     mrc_program_destroy(p);
 }
 
+/* Past the streaming threshold (lowered here to 4 KiB), the rings stage
+ * the partial sums a node only forwards, and the tree does not: its
+ * inner node (2 of ring:4, which reduces 3's input and sends it on to 0)
+ * sends from scratch, free to run ahead of its parent. */
+static int staged_ops(const mrc__exec_t *x)
+{
+    int k = 0;
+    for (int i = 0; i < x->plan.num_ops; i++)
+        k += x->stage_of[i] >= 0;
+    return k;
+}
+
+static void test_staging_families(void **state)
+{
+    (void)state;
+    setenv("MRC_STREAM_BYTES", "4K", 1);
+    int staged[2];
+    const mrc_algo_t algo[2] = {MRC_ALGO_RINGS, MRC_ALGO_TREE};
+    for (int f = 0; f < 2; f++) {
+        mrc_program_t *p = compile("ring:4", algo[f], 4096, MRC_SUM, 4096);
+        mrc__exec_t x;
+        memset(&x, 0, sizeof x);
+        assert_int_equal(mrc__exec_prepare(&x, p, 2, 0, 1), MRC_OK);
+        assert_true(x.nontemporal);
+        staged[f] = staged_ops(&x);
+        mrc__exec_release(&x);
+        mrc_program_destroy(p);
+    }
+    unsetenv("MRC_STREAM_BYTES");
+    assert_true(staged[0] > 0);
+    assert_int_equal(staged[1], 0);
+}
+
 /* A flag that never comes: the timeout names the wait and its peer. */
 static void test_direct1_timeout(void **state)
 {
@@ -612,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_direct1_exact),
         cmocka_unit_test(test_direct1_repeated),
         cmocka_unit_test(test_direct1_timeout),
+        cmocka_unit_test(test_staging_families),
         cmocka_unit_test(test_direct1_own_read),
         cmocka_unit_test(test_direct1_unsupported),
     };
