@@ -140,6 +140,15 @@ typedef struct mrc_profile {
      * message waiting on another (the tree's) pays it each time.
      * Optional; 0: none (message_us then holds it, as work). */
     double latency_us;
+    /* With more nodes on a host than cores: the share of turn_us (0-1)
+     * that a message takes in a quiet step, one in which no more of the
+     * host's nodes have a message than it has cores (the tree's inner
+     * steps). Its waiting nodes spin on the cores it would run on, and
+     * a core goes to a waiter that has not had its time. A step of every
+     * node (the rings', where turn_us is fitted) takes the whole turn,
+     * and steps between the two their share of the difference.
+     * Optional; 0: a quiet step takes none. */
+    double quiet_turn_share;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

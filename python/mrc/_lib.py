@@ -128,7 +128,8 @@ class Profile(Structure):
                 ("cache_falloff", c_double),
                 ("peer_contention", c_double),
                 ("copy_gbps_shared", c_double),
-                ("latency_us", c_double)]
+                ("latency_us", c_double),
+                ("quiet_turn_share", c_double)]
 
 
 class SimConfig(Structure):

@@ -269,6 +269,7 @@ PROFILE = {"format": "mrc-profile", "version": 1, "transport": "threads",
            "rendezvous_us": 2.5,
            "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
            "copy_gbps_shared": 30, "latency_us": 0.3,
+           "quiet_turn_share": 0.75,
            "message_us": 0.4, "sync_us": 0.2}
 
 
@@ -281,7 +282,8 @@ def test_simulation_with_a_profile_matches_cli(tmp_path):
     assert (prof.slot_gbps, prof.rendezvous_us) == (4.5, 2.5)
     # the struct's last fields, where one left out of the Python layout
     # would have the C library write past its end
-    assert (prof.copy_gbps_shared, prof.latency_us) == (30, 0.3)
+    assert (prof.copy_gbps_shared, prof.latency_us,
+            prof.quiet_turn_share) == (30, 0.3, 0.75)
     assert prof.reduce_gbps_cache.shape == (10, 5)
     assert prof.reduce_gbps_cache.max() == 20
     p = mrc.compile(mrc.Embedding("ring:4"), "allreduce", 1 << 18)

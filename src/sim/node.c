@@ -46,8 +46,9 @@
  *   pipelined walk a message's turn is the share (want - cores) /
  *   (nodes - cores) of turn_us, want the nodes of the host with a
  *   message in its step: the rings have every node in every step (where
- *   turn_us is fitted); the tree's inner steps two nodes, which a core
- *   each runs without a wait;
+ *   turn_us is fitted); the tree's inner steps two nodes, one a core,
+ *   which take quiet_turn_share of the turn (the waiting nodes spin on
+ *   those cores), the steps between the rest in proportion;
  * - in the pipelined walk, a crowded host's cores are shared by its nodes
  *   with work in flight (mrc__sim_node_cores), beside its waiting nodes
  *   at spin_share of a core each: with want = busy + spin_share x
@@ -96,6 +97,8 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
         bad = "nodes_per_memory";
     else if (!(f->spin_share >= 0 && f->spin_share <= 1))
         bad = "spin_share";
+    else if (!(f->quiet_turn_share >= 0 && f->quiet_turn_share <= 1))
+        bad = "quiet_turn_share";
     if (bad)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "the profile's %s is out of range for the "
@@ -526,12 +529,14 @@ double mrc__sim_node_latency(const mrc__sim_t *s, int route, int src, int dst,
         return latency;
     /* The turn is fitted where every node of the host has a message in
      * every step (the rings); a step in which no more nodes want a core
-     * than there are cores takes none. */
+     * than there are cores (a quiet one) takes quiet_turn_share of it,
+     * and the steps between their share of the rest. */
     int nn = s->p->num_nodes, cores = m->prof->cores;
     int on_host = m->per_host < nn ? m->per_host : nn;
     int want = m->crowd[(size_t)(src / m->per_host) * m->crowd_steps + k];
-    double share = (double)(want - cores) / (on_host - cores);
-    return latency - m->turn * (1 - fmin(1, fmax(0, share)));
+    double busy = fmin(1, fmax(0, (double)(want - cores) / (on_host - cores)));
+    double quiet = m->prof->quiet_turn_share;
+    return latency - m->turn * (1 - (quiet + (1 - quiet) * busy));
 }
 
 int mrc__sim_same_host(const mrc__sim_t *s, int a, int b)

@@ -143,9 +143,10 @@ static void summary(const mrc_profile_t *p, const char *path)
            "beside a sync of %.3f us, a get %.3f us\n",
            p->message_us, p->latency_us, p->sync_us, p->get_us);
     if (p->turn_us > 0)
-        printf("turn       %.3f us more a message, %.3f a flag, %d nodes "
-               "on %d cores\n",
-               p->turn_us, p->flag_turn_us, p->nodes_per_memory, p->cores);
+        printf("turn       %.3f us more a message (%.2f of it in a quiet "
+               "step), %.3f a flag, %d nodes on %d cores\n",
+               p->turn_us, p->quiet_turn_share, p->flag_turn_us,
+               p->nodes_per_memory, p->cores);
     if (path)
         printf("profile    %s\n", path);
 }

@@ -731,28 +731,32 @@ static void test_node_turns(void **state)
  * cores) / (nodes - cores) of it). The tree's allreduce on ring:4 has
  * four such steps in a row, one chunk each: 1 -> 0 and 3 -> 2, 2 -> 0,
  * then 0 -> 2, then 0 -> 1 and 2 -> 3. Only the first and the last have
- * four nodes: 2 T more on 2 or 3 cores, none on 4. The rings have every
- * node in every step: 6 T (their two streams' turns at once). Copies
- * here take no time, so that the turns are all there is. */
+ * four nodes: 2 T more on 2 or 3 cores, none on 4. The two quiet steps
+ * between take quiet_turn_share q of it each: 2 T + 2 q T. The rings have
+ * every node in every step: 6 T (their two streams' turns at once),
+ * whatever q. Copies here take no time, so that the turns are all there
+ * is. */
 static void test_node_turns_by_crowd(void **state)
 {
     (void)state;
-    const double T = 3;
+    const double T = 3, Q[] = {0, 0.5, 1};
     const mrc_algo_t algos[] = {MRC_ALGO_TREE, MRC_ALGO_RINGS};
-    const double want[] = {2 * T, 6 * T};
     for (int a = 0; a < 2; a++) {
         setup_t s;
         assert_int_equal(
             make_algo(&s, "ring:4", NULL, algos[a], MRC_ALLREDUCE, 4096), 0);
         mrc_profile_t f = profile(4, 1e12, 1e12, 1e12, 1e12, 0, 0);
-        for (int cores = 2; cores <= 4; cores++) {
-            f.cores = cores;
-            f.turn_us = 0;
-            double t0 = pipelined_us(&s, &f);
-            f.turn_us = T;
-            expect_close(pipelined_us(&s, &f) - t0, cores < 4 ? want[a] : 0,
-                         a ? "rings" : "tree");
-        }
+        for (int q = 0; q < 3; q++)
+            for (int cores = 2; cores <= 4; cores++) {
+                double want = a ? 6 * T : 2 * T + 2 * Q[q] * T;
+                f.cores = cores;
+                f.quiet_turn_share = Q[q];
+                f.turn_us = 0;
+                double t0 = pipelined_us(&s, &f);
+                f.turn_us = T;
+                expect_close(pipelined_us(&s, &f) - t0, cores < 4 ? want : 0,
+                             a ? "rings" : "tree");
+            }
         drop(&s);
     }
 }
