@@ -190,10 +190,11 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
      * call than this rank's: the ranks disagree. */
     if (s->call != mrc__call_hash(e->call))
         return mrc__shm_message_differs(e, peer);
-    early_t *x = e->early;
-    for (; x; x = x->next)
-        if (x->peer == peer && x->seq == s->seq && x->tag == s->tag)
-            break;
+    /* A message's first piece (offset 0: a channel is in order) starts a
+     * record; a later one continues its peer's newest. */
+    early_t *x = s->offset == 0 ? NULL : e->early_newest[peer];
+    if (x && !(x->seq == s->seq && x->tag == s->tag))
+        x = NULL;
     if (!x) {
         /* (a byte at least: an empty message is a piece too) */
         x = new_early(e, s->rdv ? 0 : s->total ? s->total : 1);
@@ -210,8 +211,11 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
         x->rdv = (int)s->rdv;
         x->addr = s->addr;
         x->token = s->token;
-        x->next = e->early;
-        e->early = x;
+        if (e->early_last)
+            e->early_last->next = x;
+        else
+            e->early = x;
+        e->early_last = e->early_newest[peer] = x;
         if (s->rdv)
             return MRC_OK;
     }
@@ -474,7 +478,8 @@ mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
     mrc_status_t st = progress(e, NULL);
     if (st != MRC_OK)
         return st;
-    for (early_t **pp = &e->early; *pp; pp = &(*pp)->next) {
+    early_t *prev = NULL;
+    for (early_t **pp = &e->early; *pp; prev = *pp, pp = &(*pp)->next) {
         early_t *m = *pp;
         if (m->peer != x->peer || m->seq != e->seq || m->tag != x->tag)
             continue;
@@ -491,6 +496,10 @@ mrc_status_t mrc__shm_irecv(void *ctx, mrc__xfer_t *x)
         else
             apply(x, 0, m->data, m->got);
         *pp = m->next;
+        if (m == e->early_last)
+            e->early_last = prev;
+        if (m == e->early_newest[m->peer])
+            e->early_newest[m->peer] = NULL;
         spare_early(e, m);
         if (st != MRC_OK)
             return st;

@@ -357,11 +357,12 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->recv_slot = calloc((size_t)nranks, sizeof *e->recv_slot);
     e->held = calloc((size_t)nranks, sizeof *e->held);
     e->sends_to = calloc((size_t)nranks, sizeof *e->sends_to);
+    e->early_newest = calloc((size_t)nranks, sizeof *e->early_newest);
     e->ended = calloc((size_t)nranks, sizeof *e->ended);
-    mrc_status_t st =
-        e->send_slot && e->recv_slot && e->ended && e->held && e->sends_to
-            ? open_segment(e, timeout_s)
-            : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st = e->send_slot && e->recv_slot && e->ended && e->held &&
+                              e->sends_to && e->early_newest
+                          ? open_segment(e, timeout_s)
+                          : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
     if (st == MRC_OK) {
         e->info = (rank_info_t *)(e->base + sizeof(header_t));
         e->tokens = (int32_t *)(e->base + HEADER_BYTES);
@@ -403,6 +404,7 @@ void mrc__shm_detach(mrc__shm_endpoint_t *e)
     free(e->bounce);
     free(e->held);
     free(e->sends_to);
+    free(e->early_newest);
     free(e->sends);
     free(e->rdvs);
     free(e->recvs);

@@ -150,7 +150,14 @@ struct mrc__shm_endpoint {
     size_t *sends_to;
     int32_t reaped;  /* the count of rendezvous taken (TAKE_COUNT) reaped */
     size_t unlisted; /* rendezvous out but kept in sends (no memory) */
-    early_t *early;
+    /* Early messages, oldest first, so that a receive posted in the order
+     * of the sends finds its own among the first; early_newest[p] is
+     * peer p's newest, which the next piece from p continues. Both
+     * children of the tree's root at 4 ranks run ahead of it: its list
+     * held 900 messages at 128 MiB, and a walk of it for each piece, a
+     * cost that grew as the square of the size, made that call 4x its
+     * 64 MiB one. */
+    early_t *early, *early_last, **early_newest;
     /* Records of early messages taken, kept with their buffers for the
      * next (EARLY_SPARES at most): a fresh buffer of a chunk's size is
      * mapped by malloc and faulted in page by page (a leaf of a reduce
