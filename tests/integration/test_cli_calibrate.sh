@@ -27,6 +27,8 @@ for k in ("cache_bytes", "copy_gbps_cache", "copy_gbps_memory",
     assert math.isfinite(p[k]) and p[k] > 0, k
 for k in ("message_us", "sync_us"):
     assert math.isfinite(p[k]) and p[k] >= 0, k
+for k in ("spin_share", "quiet_turn_share"):  # optional shares
+    assert 0 <= p.get(k, 0) <= 1, k
 r = p["reduce_gbps"]
 assert len(r) == 10, r.keys()
 for d, ops in r.items():
@@ -72,7 +74,14 @@ expect 0 "" check_profile "$tmp/printed.json" threads
 # shm: two real processes; -n 4 sets the nodes sharing memory.
 expect 0 "^calibrate  shm, 4 ranks" "$MRC" calibrate --quick --transport shm \
     -n 4 -o "$tmp/shm.json"
+cp "$tmp/out" "$tmp/shm4.txt"
 expect 0 "" check_profile "$tmp/shm.json" shm
+# More ranks than cores: the turn for a core, and its share in a quiet
+# step, are fitted and reported.
+if [ "$(nproc)" -lt 4 ]; then
+    expect 0 "^turn  .* us more a message ([01]\.[0-9]* of it in a quiet step)" \
+        cat "$tmp/shm4.txt"
+fi
 expect 0 "^chosen " "$MRC" explain ring:4 --collective allreduce --size 4M \
     --profile "$tmp/shm.json"
 
