@@ -78,34 +78,50 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
 
 static const fit_knob_t beyond = {0, set_beyond};
 
-/* Sets x in [lo, hi] into p so that the simulator times a rings
- * allreduce of `count` floats on `ranks` nodes as measured (us): the
- * time is monotonic in x (it falls as a rate grows, rises with a cost),
- * so a bisection over its logarithm, the direction read at the bounds.
- * *clamped: a measurement no x in range explains (x is then the
- * bound). */
-static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
+/* How far the simulator's times of n probes on `ranks` nodes are from
+ * their measured us, with the knob at x: the sum of log(simulated /
+ * measured), 0 where the misses of those over and those under balance. */
+static mrc_status_t fit_miss(mrc_profile_t *p, const fit_knob_t *set,
+                             const mrc_profile_t *base, double x, int ranks,
+                             const cal_probe_t *pr, const double *us, int n,
+                             double *miss)
+{
+    mrc_status_t st = MRC_OK;
+    knob_set(set, p, base, x);
+    *miss = 0;
+    for (int i = 0; i < n && st == MRC_OK; i++) {
+        double t = 0;
+        st = cal_sim_family(p, ranks, pr[i].count, pr[i].algo, &t);
+        *miss += log(t > 0 ? t : 1e-12) - log(us[i] > 0 ? us[i] : 1e-12);
+    }
+    return st;
+}
+
+/* Sets x in [lo, hi] into p so that the simulator times n probes' calls
+ * on `ranks` nodes as measured (us), as near as one figure can: one call
+ * exactly, several with their misses balanced (fit_miss). Each time is
+ * monotonic in x (it falls as a rate grows, rises with a cost), so a
+ * bisection over its logarithm, the direction read at the bounds.
+ * *clamped: measurements no x in range explains (x is then the bound). */
+static mrc_status_t fit_probes(mrc_profile_t *p, const fit_knob_t *set,
                                double lo, double hi, int ranks,
-                               const cal_probe_t *pr, double us, int *clamped)
+                               const cal_probe_t *pr, const double *us, int n,
+                               int *clamped)
 {
     mrc_profile_t base = *p;
-    double t_lo = 0, t_hi = 0;
-    size_t count = pr->count;
-    knob_set(set, p, &base, lo);
-    mrc_status_t st = cal_sim_family(p, ranks, count, pr->algo, &t_lo);
-    knob_set(set, p, &base, hi);
+    double m_lo = 0, m_hi = 0;
+    mrc_status_t st = fit_miss(p, set, &base, lo, ranks, pr, us, n, &m_lo);
     if (st == MRC_OK)
-        st = cal_sim_family(p, ranks, count, pr->algo, &t_hi);
+        st = fit_miss(p, set, &base, hi, ranks, pr, us, n, &m_hi);
     if (st != MRC_OK)
         return st;
-    int falls = t_lo >= t_hi;
+    int falls = m_lo >= m_hi;
     double x0 = lo, x1 = hi;
     for (int i = 0; i < 48; i++) {
-        double t = 0, x = sqrt(x0 * x1);
-        knob_set(set, p, &base, x);
-        if ((st = cal_sim_family(p, ranks, count, pr->algo, &t)) != MRC_OK)
+        double m = 0, x = sqrt(x0 * x1);
+        if ((st = fit_miss(p, set, &base, x, ranks, pr, us, n, &m)) != MRC_OK)
             return st;
-        if ((t > us) == falls)
+        if ((m > 0) == falls)
             x0 = x;
         else
             x1 = x;
@@ -114,6 +130,14 @@ static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
     knob_set(set, p, &base, x);
     *clamped = x > hi * 0.999 || x < lo * 1.001;
     return MRC_OK;
+}
+
+/* fit_probes on one call. */
+static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
+                               double lo, double hi, int ranks,
+                               const cal_probe_t *pr, double us, int *clamped)
+{
+    return fit_probes(p, set, lo, hi, ranks, pr, &us, 1, clamped);
 }
 
 /* fit_family on a rings allreduce of `count` floats. */
@@ -527,6 +551,54 @@ static mrc_status_t fit_crowd(const cal_plan_t *plan, mrc_profile_t *p)
     return st;
 }
 
+/* With more ranks than cores, a message's wait for its sender's turn
+ * for a core (turn_us): what the message probe's call on all the ranks
+ * takes beyond the message itself, measured on as many ranks as cores;
+ * and a memory program's flag's (flag_turn_us): the small direct1 call
+ * on all the ranks, whose peers have mostly run by the time its flags
+ * are waited for. */
+static mrc_status_t fit_turns(const cal_plan_t *plan, mrc_profile_t *p,
+                              const cal_probe_t *direct1)
+{
+    double crowded = 0, flag_us = 0;
+    int clamped = 0;
+    mrc_status_t st =
+        cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
+                       3 * plan->reps, &crowded);
+    if (st == MRC_OK)
+        st = fit(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
+                 cal_probe_count(plan->ranks), crowded, &clamped);
+    if (st == MRC_OK)
+        st = cal_probe_allreduce(plan->transport, plan->ranks, direct1,
+                                 &flag_us);
+    if (st == MRC_OK)
+        st = fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks, direct1,
+                        flag_us, &clamped);
+    return st;
+}
+
+/* The calls get_us is fitted to: 4 KiB allreduces of direct1 (one get
+ * of each peer's window after its flag) and direct2 (two rounds of a
+ * flag and a get) on `ranks` ranks. Fitted to direct1's alone, two gets
+ * in turn were twice one (1.31-1.43 for direct2's 4 KiB at P = 2 on
+ * both transports, where it runs in less than direct1's time): one
+ * figure for both leaves their misses balanced, one over and one under.
+ * gets[0] is direct1's. */
+static mrc_status_t probe_gets(const cal_plan_t *plan, int ranks,
+                               cal_probe_t gets[2], double us[2])
+{
+    mrc_status_t st = MRC_OK;
+    for (int i = 0; i < 2 && st == MRC_OK; i++) {
+        gets[i] =
+            (cal_probe_t){.count = FLAG_PROBE_BYTES / sizeof(float),
+                          .iters = 2 * (plan->trips / 30 + 1),
+                          .reps = 3 * plan->reps,
+                          .algo = i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1};
+        st = cal_probe_allreduce(plan->transport, ranks, &gets[i], &us[i]);
+    }
+    return st;
+}
+
 typedef struct host_call {
     const cal_plan_t *plan;
     mrc_profile_t *p;
@@ -578,7 +650,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * takes beyond (turn_us, fitted as the rest). */
     int alone =
         plan->ranks > p->cores ? (p->cores > 2 ? p->cores : 2) : plan->ranks;
-    double msg = 0, crowded = 0;
+    double msg = 0;
     st = cal_message_us(plan->transport, alone, plan->trips / 30 + 1,
                         3 * plan->reps, &msg);
     if (st == MRC_OK)
@@ -592,37 +664,19 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         st = cal_probe_allreduce(plan->transport, alone, &chain, &chain_us);
     if (st == MRC_OK)
         st = fit_latency(p, alone, sync, msg, &chain, chain_us);
-    /* A memory operation: a small direct1 call on the same ranks (its
-     * gets follow one another in a chain, where the rings' two streams'
-     * messages add on the receiver's core). */
-    cal_probe_t flags = {.count = FLAG_PROBE_BYTES / sizeof(float),
-                         .iters = 2 * (plan->trips / 30 + 1),
-                         .reps = 3 * plan->reps,
-                         .algo = MRC_ALGO_DIRECT1};
-    double get_us = 0;
+    /* A memory operation: small direct1 and direct2 calls on the same
+     * ranks (their gets follow one another in a chain, where the rings'
+     * two streams' messages add on the receiver's core). */
+    cal_probe_t gets[2];
+    double gets_us[2] = {0, 0};
     int clamped = 0;
     if (st == MRC_OK)
-        st = cal_probe_allreduce(plan->transport, alone, &flags, &get_us);
+        st = probe_gets(plan, alone, gets, gets_us);
     if (st == MRC_OK)
-        st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
+        st = fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets, gets_us, 2,
                         &clamped);
-    if (st == MRC_OK && alone < plan->ranks) {
-        st = cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
-                            3 * plan->reps, &crowded);
-        if (st == MRC_OK)
-            st = fit(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
-                     cal_probe_count(plan->ranks), crowded, &clamped);
-        /* A memory program's flags: the small direct1 call on all the
-         * ranks, whose peers have mostly run by the time its flags are
-         * waited for. */
-        double flag_us = 0;
-        if (st == MRC_OK)
-            st = cal_probe_allreduce(plan->transport, plan->ranks, &flags,
-                                     &flag_us);
-        if (st == MRC_OK)
-            st = fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks,
-                            &flags, flag_us, &clamped);
-    }
+    if (st == MRC_OK && alone < plan->ranks)
+        st = fit_turns(plan, p, &gets[0]);
     if (st == MRC_OK)
         st = fit_collective_rates(plan, p);
     /* The readers' contention slows a message's own cost too (it is work
@@ -632,7 +686,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK && p->peer_contention > 0) {
         st = fit_latency(p, alone, sync, msg, &chain, chain_us);
         if (st == MRC_OK)
-            st = fit_family(p, KNOB(get_us), 1e-3, 100, alone, &flags, get_us,
+            st = fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets, gets_us, 2,
                             &clamped);
     }
     if (st == MRC_OK && plan->ranks > p->cores)
