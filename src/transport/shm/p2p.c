@@ -135,18 +135,15 @@ void mrc__shm_early_free(early_t *list)
     }
 }
 
-/* A record for an early message of `bytes`: the smallest spare whose
- * buffer holds it, else a new one. */
+/* A record for an early message of `bytes`: the last spare taken back,
+ * if its buffer holds it (a call's early messages are mostly of one
+ * size, its chunk's), else a new one. */
 static early_t *new_early(mrc__shm_endpoint_t *e, uint64_t bytes)
 {
-    early_t **best = NULL;
-    for (early_t **pp = &e->spare; *pp; pp = &(*pp)->next)
-        if ((*pp)->cap >= bytes && (!best || (*pp)->cap < (*best)->cap))
-            best = pp;
-    if (best) {
-        early_t *x = *best;
-        *best = x->next;
-        e->num_spare--;
+    if (e->spare && e->spare->cap >= bytes) {
+        early_t *x = e->spare;
+        e->spare = x->next;
+        e->spare_bytes -= x->cap;
         char *data = x->data;
         size_t cap = x->cap;
         memset(x, 0, sizeof *x);
@@ -164,23 +161,18 @@ static early_t *new_early(mrc__shm_endpoint_t *e, uint64_t bytes)
     return x;
 }
 
-/* Keeps a taken record for the next early message; past EARLY_SPARES,
- * the smallest goes. */
+/* Keeps a taken record for the next early message, while the spares'
+ * buffers hold at most EARLY_SPARE_BYTES; past that it goes. */
 static void spare_early(mrc__shm_endpoint_t *e, early_t *x)
 {
+    if (e->spare_bytes + x->cap > EARLY_SPARE_BYTES) {
+        x->next = NULL;
+        mrc__shm_early_free(x);
+        return;
+    }
     x->next = e->spare;
     e->spare = x;
-    if (++e->num_spare <= EARLY_SPARES)
-        return;
-    early_t **small = &e->spare;
-    for (early_t **pp = &e->spare; *pp; pp = &(*pp)->next)
-        if ((*pp)->cap < (*small)->cap)
-            small = pp;
-    early_t *gone = *small;
-    *small = gone->next;
-    e->num_spare--;
-    gone->next = NULL;
-    mrc__shm_early_free(gone);
+    e->spare_bytes += x->cap;
 }
 
 static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,

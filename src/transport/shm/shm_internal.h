@@ -28,7 +28,7 @@ enum {
     SLOTS = 8,
     TOKENS = 1024, /* rendezvous sends in flight per rank */
     BOUNCE = 128 << 10,
-    EARLY_SPARES = 8,
+    EARLY_SPARE_BYTES = 64 << 20, /* early buffers kept for reuse */
     /* A message from a shared region (mrc_mem_alloc) goes by rendezvous
      * from this size: below it the slots' copy costs less than the
      * handshake. */
@@ -159,12 +159,14 @@ struct mrc__shm_endpoint {
      * 64 MiB one. */
     early_t *early, *early_last, **early_newest;
     /* Records of early messages taken, kept with their buffers for the
-     * next (EARLY_SPARES at most): a fresh buffer of a chunk's size is
-     * mapped by malloc and faulted in page by page (a leaf of a reduce
-     * runs ahead of its root every chunk; P = 2, tree, 512 KiB: 18% of
-     * the root's time in page faults). */
+     * next, last taken first, while they hold at most EARLY_SPARE_BYTES
+     * (spare_bytes): a fresh buffer of a chunk's size is mapped by
+     * malloc and faulted in page by page (a leaf of a reduce runs ahead
+     * of its root every chunk; P = 2, tree, 512 KiB: 18% of the root's
+     * time in page faults). A leaf runs a whole call ahead: 8 spares
+     * left a 64 MiB tree's root faulting in 62 MiB of them a call. */
     early_t *spare;
-    int num_spare;
+    size_t spare_bytes;
     unsigned idle;
     unsigned looks; /* waits that found no flag (shm_wait) */
     double last_check;
