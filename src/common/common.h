@@ -142,6 +142,16 @@ static inline int mrc__mul_u64(uint64_t a, uint64_t b, uint64_t *out)
     return 0;
 }
 
+/* A 64-bit mixer (splitmix64's finaliser): hashing, the checker's
+ * per-rank signatures, the fabric's generator, shm's chain of calls. */
+static inline uint64_t mrc__mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
 /* a * b + c, saturated at UINT64_MAX: for memory estimates, where a sum
  * past 2^64 only has to compare as "too much". */
 static inline uint64_t mrc__sat_mul_add(uint64_t a, uint64_t b, uint64_t c)

@@ -6,7 +6,6 @@
 
 #include "common/common.h"
 #include "fabric/fabric_internal.h"
-#include "program/plan.h" /* mrc__mix64 */
 
 /* Ample for any chip, small enough that tiles x columns never overflows. */
 #define MAX_TILES (1 << 20)

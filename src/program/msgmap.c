@@ -5,14 +5,6 @@
 
 #include "program_internal.h"
 
-uint64_t mrc__mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ull;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-}
-
 int mrc__msgmap_init(mrc__msgmap_t *m, size_t expected)
 {
     memset(m, 0, sizeof *m);

@@ -373,9 +373,6 @@ typedef struct mrc__msgmap {
 } mrc__msgmap_t;
 
 int mrc__msgmap_init(mrc__msgmap_t *m, size_t expected);
-/* A 64-bit mixer (splitmix64's finaliser): hashing, and the checker's
- * per-rank signatures. */
-uint64_t mrc__mix64(uint64_t x);
 void mrc__msgmap_free(mrc__msgmap_t *m);
 int32_t *mrc__msgmap_find(mrc__msgmap_t *m, int src, int dst, uint64_t tag);
 mrc__msg_t *mrc__msgmap_add(mrc__msgmap_t *m, int src, int dst, uint64_t tag);

@@ -483,10 +483,7 @@ int mrc__shm_chain_of(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
 static inline uint64_t mrc__shm_chain(uint64_t chain, uint64_t seq,
                                       mrc__call_t call)
 {
-    uint64_t h = (chain ^ mrc__call_hash(call)) + seq * 0x9e3779b97f4a7c15ULL;
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
+    return mrc__mix64(chain ^ mrc__call_hash(call) ^ seq);
 }
 /* While this rank waits on peer r: MRC_OK, or why r never will come. */
 mrc_status_t mrc__shm_waiting_on(mrc__shm_endpoint_t *e, int r);
