@@ -47,14 +47,8 @@
 #if MRC_HAVE_MPI
 #include "api/mpi_types.h"
 #include "mrc/mrc_mpi.h"
+#include "clock.h"
 #endif
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct args {
     uint64_t min, max, factor;
@@ -201,10 +195,10 @@ static mrc_status_t membw(size_t bytes, mrc_comm_t *c, double *out)
     mrc_status_t st = MRC_OK;
     for (int t = 0; t < 3 && st == MRC_OK; t++) {
         st = mrc_allreduce(&zero, &zero, 1, MRC_FLOAT64, MRC_SUM, c);
-        double t0 = now_s();
+        double t0 = mrc__ref_now_s();
         for (int r = 0; r < 4; r++)
             memcpy(dst, src, bytes);
-        double dt = now_s() - t0;
+        double dt = mrc__ref_now_s() - t0;
         if (st == MRC_OK)
             st = slowest(&dt, c);
         best = dt < best ? dt : best;
@@ -272,10 +266,10 @@ static mrc_status_t mrc_loop(const args_t *a, const void *send, void *recv,
 {
     double zero = 0;
     mrc_status_t st = mrc_allreduce(&zero, &zero, 1, MRC_FLOAT64, MRC_SUM, c);
-    double t0 = now_s();
+    double t0 = mrc__ref_now_s();
     for (int i = 0; i < a->iters && st == MRC_OK; i++)
         st = mrc_allreduce(send, recv, count, a->dtype, a->op, c);
-    *dt = (now_s() - t0) / a->iters;
+    *dt = (mrc__ref_now_s() - t0) / a->iters;
     if (st == MRC_OK && prof && pred)
         st = predict_us(prof, c, pred);
     return st == MRC_OK ? slowest(dt, c) : st;
@@ -355,10 +349,10 @@ static mrc_status_t mpi_loop(const args_t *a, const void *send, void *recv,
     MPI_Datatype t = mrc__mpi_type(a->dtype);
     MPI_Op op = mrc__mpi_op(a->op);
     int rc = PMPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now_s();
+    double t0 = mrc__ref_now_s();
     for (int i = 0; i < a->iters && rc == MPI_SUCCESS; i++)
         rc = PMPI_Allreduce(send, recv, (int)count, t, op, MPI_COMM_WORLD);
-    *dt = (now_s() - t0) / a->iters;
+    *dt = (mrc__ref_now_s() - t0) / a->iters;
     if (rc != MPI_SUCCESS)
         return mrc__error(MRC_ERR_TRANSPORT, "rank %d: MPI_Allreduce failed",
                           mrc_comm_rank(c));

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "mrc/mrc.h"
+#include "clock.h"
 
 /* How much to measure, and whom to tell how far it got. */
 typedef struct cal_plan {
@@ -41,8 +42,6 @@ typedef struct cal_plan {
  * set). cal_pin_self: the calling process. */
 int cal_pin_rank(pthread_attr_t *attr, int rank, int ranks);
 void cal_pin_self(int rank, int ranks);
-/* The monotonic clock (s). */
-double cal_now_s(void);
 /* Copy rate of one node (GB/s) for vectors of `bytes`, a repetition
  * copying them until it has moved rep_bytes. */
 double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps);

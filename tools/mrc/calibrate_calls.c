@@ -18,6 +18,7 @@
 #include "calibrate.h"
 #include "common/common.h"
 #include "warm.h"
+#include "clock.h"
 
 enum { MAX_REPS = 64, WARMUP = 20 };
 
@@ -47,13 +48,6 @@ size_t cal_probe_count(int ranks)
     return n > PROBE_COUNT ? n : PROBE_COUNT;
 }
 
-double cal_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct loop_call {
     mrc_comm_t *c;
     const float *send;
@@ -80,10 +74,10 @@ static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
     mrc_status_t st =
         mrc__warm_up(warmup, loop_call, &lc, mrc__warm_agree_comm, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         for (int i = 0; i < iters && st == MRC_OK; i++)
             st = loop_call(&lc);
-        us[r] = (cal_now_s() - t0) / iters * 1e6;
+        us[r] = (mrc__ref_now_s() - t0) / iters * 1e6;
     }
     if (st != MRC_OK)
         return st;

@@ -101,10 +101,10 @@ static mrc_status_t canary(mrc_comm_t *c, double *us)
     canary_call_t cc = {c, x, y};
     st = mrc__warm_up(10, canary_call, &cc, mrc__warm_agree_comm, c);
     for (int r = 0; r < CANARY_REPS && st == MRC_OK; r++) {
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         for (int i = 0; i < CANARY_ITERS && st == MRC_OK; i++)
             st = mrc_allreduce(x, y, CANARY_COUNT, MRC_FLOAT32, MRC_SUM, c);
-        loop[r] = (cal_now_s() - t0) / CANARY_ITERS * 1e6;
+        loop[r] = (mrc__ref_now_s() - t0) / CANARY_ITERS * 1e6;
     }
     double fastest = loop[0];
     for (int r = 1; st == MRC_OK && r < CANARY_REPS; r++)
@@ -139,10 +139,10 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_comm_t *canary_comm,
      * waits for all of them. */
     for (int r = 0; r < runs; r++) {
         st = sync(ctx, st);
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         for (int i = 0; i < iters && st == MRC_OK; i++)
             st = row_call(c, coll, send, recv, count);
-        t[r] = (cal_now_s() - t0) / iters;
+        t[r] = (mrc__ref_now_s() - t0) / iters;
     }
     /* The canary after, every rank's slowest pair (so that all ranks
      * decide alike on timing the row again), then the row's call once

@@ -114,10 +114,10 @@ double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps)
     size_t iters = rep_bytes / bytes ? rep_bytes / bytes : 1;
     copy_as_run(dst, src, bytes);
     for (int r = 0; r < reps; r++) {
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         for (size_t i = 0; i < iters; i++)
             copy_as_run(dst, src, bytes);
-        double t = cal_now_s() - t0;
+        double t = mrc__ref_now_s() - t0;
         sink = dst[bytes - 1];
         rate[r] = (double)(iters * bytes) / (t > 0 ? t : 1e-9) / 1e9;
     }
@@ -178,9 +178,9 @@ double cal_shared_gbps(int threads, size_t bytes, int reps)
     /* The first round only warms up. */
     for (int r = 0; r <= reps; r++) {
         pthread_barrier_wait(&run.start);
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         pthread_barrier_wait(&run.stop);
-        double t = cal_now_s() - t0;
+        double t = mrc__ref_now_s() - t0;
         if (r > 0)
             rate[r - 1] =
                 (double)threads * (double)bytes / (t > 0 ? t : 1e-9) / 1e9;
@@ -242,10 +242,10 @@ double cal_reduce_gbps(mrc_dtype_t dtype, mrc_op_t op, size_t bytes,
         around_cache(kb) ? mrc__reduce_nontemporal : mrc__reduce;
     kernel(d, a, b, kn, kd, ko);
     for (int r = 0; r < reps; r++) {
-        double t0 = cal_now_s();
+        double t0 = mrc__ref_now_s();
         for (size_t i = 0; i < iters; i++)
             kernel(d, a, b, kn, kd, ko);
-        double t = cal_now_s() - t0;
+        double t = mrc__ref_now_s() - t0;
         sink = ((unsigned char *)d)[0];
         rate[r] = (double)(iters * n * es) / (t > 0 ? t : 1e-9) / 1e9;
     }
@@ -295,10 +295,10 @@ static double sync_once(flag_t *f, int processes)
     } else if (pthread_create(&tid, NULL, pong, f) != 0) {
         return -1;
     }
-    double t0 = cal_now_s();
+    double t0 = mrc__ref_now_s();
     atomic_store(&f->turn, 0);
     ping(f, 0);
-    double t = cal_now_s() - t0;
+    double t = mrc__ref_now_s() - t0;
     if (processes) {
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

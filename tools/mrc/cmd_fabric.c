@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "clock.h"
 
 void help_fabric(void)
 {
@@ -49,13 +50,6 @@ void help_fabric(void)
         "Exit status: 0 when every packet is delivered at its cycle, 1 when\n"
         "the simulation finds a fault (or memory runs out), 2 on bad usage\n"
         "or input (such as an exchange whose tables would pass 4 GiB).\n");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 typedef struct report {
@@ -218,13 +212,13 @@ static int schedule_and_check(const char *cmd, const fabric_args_t *a,
     mrc_status_t st = mrc_fabric_create(&cfg, &f);
     int rc;
     r.f = f;
-    double t0 = now_s();
+    double t0 = mrc__ref_now_s();
     if (st == MRC_OK) {
         cli_progress(0, "mrc fabric: scheduling %zu transfers",
                      mrc_exchange_entries(x));
         st = mrc_fabric_schedule(f, x, &s);
     }
-    double t1 = now_s();
+    double t1 = mrc__ref_now_s();
     if (st == MRC_OK) {
         mrc_fabric_schedule_info(s, &r.info);
         cli_progress(0, "mrc fabric: simulating %llu packets",
@@ -233,7 +227,7 @@ static int schedule_and_check(const char *cmd, const fabric_args_t *a,
     }
     cli_progress(0, NULL);
     r.schedule_s = t1 - t0;
-    r.simulate_s = now_s() - t1;
+    r.simulate_s = mrc__ref_now_s() - t1;
     if (st != MRC_OK) {
         rc = cli_fail(cmd, st);
     } else {

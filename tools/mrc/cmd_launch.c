@@ -31,6 +31,7 @@
 
 #include "cli.h"
 #include "common/common.h"
+#include "clock.h"
 
 #define CMD "mrc launch"
 
@@ -64,13 +65,6 @@ typedef struct rank_proc {
     int running;
     int status; /* from waitpid, once it has ended */
 } rank_proc_t;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Removes the job's shared-memory objects ("/mrc-JOB-..."): the transport
  * unlinks its own once every rank has attached, so this finds only what a
@@ -393,7 +387,7 @@ static void take_signal(launch_job_t *j)
     signal_ranks(j->ranks, j->n, sig);
     if (!j->stopping) {
         j->stopping = 1;
-        j->stop_at = now_s();
+        j->stop_at = mrc__ref_now_s();
     } else {
         signal_ranks(j->ranks, j->n, SIGKILL);
     }
@@ -402,7 +396,7 @@ static void take_signal(launch_job_t *j)
 /* Until every rank has ended. */
 static void supervise(launch_job_t *j)
 {
-    j->start = now_s();
+    j->start = mrc__ref_now_s();
     if (j->failures)
         j->fail_at = j->start;
     while (j->alive > 0) {
@@ -410,7 +404,7 @@ static void supervise(launch_job_t *j)
             reap(j->ranks, j->n, &j->alive, &j->first_failed, j->stopping);
         if (j->alive == 0)
             break;
-        check_clock(j, now_s());
+        check_clock(j, mrc__ref_now_s());
         take_signal(j);
     }
 }

@@ -14,6 +14,7 @@
 #include "reference.h"
 #include "run.h"
 #include "warm.h"
+#include "clock.h"
 
 typedef struct shared_run {
     pthread_barrier_t barrier;
@@ -32,13 +33,6 @@ typedef struct worker {
     size_t wrong;
 } worker_t;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* k calls (while they succeed), then every rank waits for the others;
  * node 0 then reads the clock into *t. */
 static void calls(worker_t *w, void *send, void *recv, int k, double *t)
@@ -49,7 +43,7 @@ static void calls(worker_t *w, void *send, void *recv, int k, double *t)
                               rc->op, rc->root, w->comm);
     pthread_barrier_wait(&w->sh->barrier);
     if (w->node == 0)
-        *t = now_s();
+        *t = mrc__ref_now_s();
 }
 
 /* The warm-up (warm.h): rc->warmup calls, then 20 ms more, node 0's

@@ -1,15 +1,8 @@
 /* The warm-up before a timed loop (see warm.h). */
 #include <stdint.h>
-#include <time.h>
 
 #include "warm.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "clock.h"
 
 mrc_status_t mrc__warm_up(int calls, mrc__warm_call_fn call, void *ctx,
                           mrc__warm_agree_fn agree, void *actx)
@@ -17,9 +10,9 @@ mrc_status_t mrc__warm_up(int calls, mrc__warm_call_fn call, void *ctx,
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < calls && st == MRC_OK; i++)
         st = call(ctx);
-    double start = now_s();
+    double start = mrc__ref_now_s();
     while (calls > 0 && st == MRC_OK) {
-        int more = now_s() - start < MRC__WARM_S;
+        int more = mrc__ref_now_s() - start < MRC__WARM_S;
         st = agree(actx, &more);
         if (st != MRC_OK || !more)
             break;
