@@ -131,12 +131,29 @@ mrc_status_t mrc__exec_agree(mrc__exec_t *x, const mrc__transport_t *t,
     return st;
 }
 
+/* A small call's buffers, their lines asked for before the call waits on
+ * anyone, when they are not the last call's (those are in the caches,
+ * and a peer may be reading them): the output's for writing (a new
+ * line's read for ownership), the input's for reading. */
+static void warm_buffers(mrc__exec_t *x, const void *sendbuf, void *recvbuf)
+{
+    if (recvbuf != x->warm_last[1])
+        for (size_t at = 0; at < x->warm_recv; at += 64)
+            __builtin_prefetch((char *)recvbuf + at, 1);
+    if (sendbuf != x->warm_last[0])
+        for (size_t at = 0; at < x->warm_send; at += 64)
+            __builtin_prefetch((const char *)sendbuf + at, 0);
+    x->warm_last[0] = sendbuf;
+    x->warm_last[1] = recvbuf;
+}
+
 static mrc_status_t run(mrc__exec_t *x, const mrc__transport_t *t,
                         const mrc__call_t *as, uint64_t seq,
                         const void *sendbuf, void *recvbuf, void *scratch,
                         double timeout_s)
 {
     const mrc__plan_t *pl = &x->plan;
+    warm_buffers(x, sendbuf, recvbuf);
     x->cursor[0] = 0;
     /* Nobody to tell the ports (the CPU transports, no trace): no mask
      * is handed over in this call. */

@@ -90,6 +90,12 @@ typedef struct mrc__exec {
      * ends before step ports_until; idle_ports holds the node's mask. */
     int ports_until;
     uint8_t *idle_ports;
+
+    /* A small call's buffers, fetched as it starts when they are not the
+     * last call's (bytes; 0: a large call): a new buffer's misses then
+     * overlap the wait for peers. */
+    size_t warm_send, warm_recv;
+    const void *warm_last[2]; /* the last call's sendbuf and recvbuf */
 } mrc__exec_t;
 
 /* Expands the program for `node` (in_place: send and receive buffers are

@@ -449,6 +449,10 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
     if (env)
         mrc__parse_size(env, &threshold);
     x->nontemporal = re * x->elem >= threshold;
+    if (se * x->elem <= MRC__WARM_BYTES && re * x->elem <= MRC__WARM_BYTES) {
+        x->warm_send = (size_t)(se * x->elem);
+        x->warm_recv = (size_t)(re * x->elem);
+    }
     size_t n = (size_t)x->plan.num_ops;
     x->xfers = calloc(n + 1, sizeof *x->xfers);
     x->recvs = calloc(n + 1, sizeof *x->recvs);

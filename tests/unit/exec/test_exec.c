@@ -567,6 +567,27 @@ static void test_staging_families(void **state)
     assert_int_equal(staged[1], 0);
 }
 
+/* A small call's buffers are fetched as it starts (all of them, up to
+ * MRC__WARM_BYTES), a larger call's not at all. */
+static void test_warm_small_calls(void **state)
+{
+    (void)state;
+    const struct {
+        uint64_t count;
+        size_t send, recv;
+    } cases[] = {{1, 4, 4}, {1024, 4096, 4096}, {1025, 0, 0}, {1 << 20, 0, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mrc_program_t *p =
+            compile("ring:4", MRC_ALGO_RINGS, cases[i].count, MRC_SUM, 0);
+        mrc__exec_t x;
+        assert_int_equal(mrc__exec_prepare(&x, p, 1, 0, 1), MRC_OK);
+        assert_int_equal(x.warm_send, cases[i].send);
+        assert_int_equal(x.warm_recv, cases[i].recv);
+        mrc__exec_release(&x);
+        mrc_program_destroy(p);
+    }
+}
+
 /* A flag that never comes: the timeout names the wait and its peer. */
 static void test_direct1_timeout(void **state)
 {
@@ -646,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_direct1_repeated),
         cmocka_unit_test(test_direct1_timeout),
         cmocka_unit_test(test_staging_families),
+        cmocka_unit_test(test_warm_small_calls),
         cmocka_unit_test(test_direct1_own_read),
         cmocka_unit_test(test_direct1_unsupported),
     };
