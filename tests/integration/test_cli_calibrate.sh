@@ -102,6 +102,30 @@ assert 0 <= c["within"] <= len(c["rows"]), c
 assert c["timed_again"] >= 0 and 0 <= c["kept_slow"] <= len(c["rows"]), c
 ' "$tmp/check.json"
 expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+# The host's copy rates beside the profile's: a profile whose rates are
+# far from this host's (a third and three times them) is named stale on
+# stderr, both ratios given, and its JSON says so; the rows still run.
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["copy_gbps_cache"] /= 3
+p["copy_gbps_memory"] *= 3
+json.dump(p, open(sys.argv[2], "w"))
+' "$tmp/threads.json" "$tmp/stale.json"
+expect 0 "^# host now: copies at [0-9.]* GB/s in cache, [0-9.]* beyond" \
+    "$MRC" calibrate --check --quick --profile "$tmp/stale.json"
+expect 0 "warning: this host copies at [0-9.]* (in cache) and 0\.[0-9]* (beyond)" \
+    "$MRC" calibrate --check --quick --profile "$tmp/stale.json"
+"$MRC" calibrate --check --quick --json --profile "$tmp/stale.json" \
+    > "$tmp/stale-check.json" 2> "$tmp/stale-check.err"
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["as_calibrated"] is False, c
+h, p = c["host_copy_gbps"], c["profile"]["copy_gbps"]
+assert h[0] / p[0] > 1.25 and h[1] / p[1] < 0.8, (h, p)
+assert len(c["rows"]) > 0, c
+' "$tmp/stale-check.json"
 expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
     calibrate --check --quick --transport shm --profile "$tmp/shm.json"
 

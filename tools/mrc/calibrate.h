@@ -45,6 +45,14 @@ void cal_pin_self(int rank, int ranks);
 /* Copy rate of one node (GB/s) for vectors of `bytes`, a repetition
  * copying them until it has moved rep_bytes. */
 double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps);
+/* How much a probe measures (reps, memory_bytes, rep_bytes), --quick or
+ * not: calibrate's and --check's alike. */
+void cal_plan_sizes(cal_plan_t *plan, int quick);
+/* This host's copy rates now, measured as a profile's are
+ * (calibrate_host.c): the fastest of 64 KiB, 256 KiB and 1 MiB in cache,
+ * plan->memory_bytes beyond it. What --check sets beside its profile's. */
+void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
+                  double *memory_gbps);
 /* Total copy rate (GB/s) of `threads` nodes each copying `bytes` at
  * once; 0 when a thread cannot start. */
 double cal_shared_gbps(int threads, size_t bytes, int reps);
@@ -194,7 +202,9 @@ typedef struct cal_table {
 void cal_table_init(cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
 /* What was measured: transport, P, profile, host, load, runs. */
-void cal_table_head(const cal_table_t *t, const cal_check_t *o,
+/* ... and this host's copy rates beside the profile's, with a warning
+ * (cmd's, on stderr) when they have moved. */
+void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
 void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
                    cal_meas_t m, double pred);

@@ -232,8 +232,38 @@ static void host_state(host_state_t *h)
         fclose(f);
 }
 
+/* This host's copy rates now beside those its profile measured (their
+ * ratios, now / then): a profile measured while the host's memory ran at
+ * another speed predicts every row for that speed (on the build machine
+ * one calibration measured copies in cache at 105 GB/s and beyond at 15,
+ * where the others measured 131 and 25, and its check had 18 rows of 29
+ * within). The bounds are the check's at P = 2. */
+typedef struct host_rates {
+    double cache, memory;          /* GB/s, now */
+    double cache_ratio, mem_ratio; /* now / the profile's */
+    int as_calibrated;
+} host_rates_t;
+
+#define DRIFT_LO 0.8
+#define DRIFT_HI 1.25
+
+static void host_rates(const mrc_profile_t *prof, host_rates_t *r)
+{
+    /* As a full calibration measures them, --quick or not (one short
+     * repetition swung by a third between runs). */
+    cal_plan_t plan = {0};
+    cal_plan_sizes(&plan, 0);
+    cal_copy_now(&plan, &r->cache, &r->memory);
+    r->cache_ratio = r->cache / prof->copy_gbps_cache;
+    r->mem_ratio = r->memory / prof->copy_gbps_memory;
+    r->as_calibrated = r->cache_ratio >= DRIFT_LO &&
+                       r->cache_ratio <= DRIFT_HI && r->mem_ratio >= DRIFT_LO &&
+                       r->mem_ratio <= DRIFT_HI;
+}
+
 static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
-                      const host_state_t *h, const char *date)
+                      const host_state_t *h, const char *date,
+                      const host_rates_t *r)
 {
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
@@ -242,24 +272,30 @@ static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
            "\"uptime_s\": %.0f, "
            "\"load\": [%.2f, %.2f, %.2f],\n \"profile\": {\"file\": %s, "
            "\"written\": %s%s%s, \"transport\": \"%s\", \"ranks\": %d, "
-           "\"cores\": %d},\n \"rows\": [",
+           "\"cores\": %d, \"copy_gbps\": [%.2f, %.2f]},\n "
+           "\"host_copy_gbps\": [%.2f, %.2f], \"as_calibrated\": %s,\n "
+           "\"rows\": [",
            o->transport, mrc_collective_name(o->collective), o->nranks, o->runs,
            host, h->cores, h->uptime_s, h->load[0], h->load[1], h->load[2],
            file ? file : "null", *date ? "\"" : "", *date ? date : "null",
-           *date ? "\"" : "", prof->transport, prof->ranks, prof->cores);
+           *date ? "\"" : "", prof->transport, prof->ranks, prof->cores,
+           prof->copy_gbps_cache, prof->copy_gbps_memory, r->cache, r->memory,
+           r->as_calibrated ? "true" : "false");
     free(file);
     free(host);
 }
 
-void cal_table_head(const cal_table_t *t, const cal_check_t *o,
+void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof)
 {
     host_state_t h;
+    host_rates_t r;
     char date[32];
     host_state(&h);
+    host_rates(prof, &r);
     file_date(o->profile, date, sizeof date);
     if (t->json) {
-        head_json(o, prof, &h, date);
+        head_json(o, prof, &h, date, &r);
     } else {
         printf("# check: %s, %s, P = %d, %d run%s per row; host %s, %ld "
                "cores, up %.0f s, load %.2f %.2f %.2f at the start\n",
@@ -269,10 +305,21 @@ void cal_table_head(const cal_table_t *t, const cal_check_t *o,
         printf("# profile: %s (%s, %d ranks on %d cores%s%s)\n",
                o->profile ? o->profile : "measured just now", prof->transport,
                prof->ranks, prof->cores, *date ? ", written " : "", date);
+        printf("# host now: copies at %.1f GB/s in cache, %.1f beyond (the "
+               "profile's: %.1f, %.1f)\n",
+               r.cache, r.memory, prof->copy_gbps_cache,
+               prof->copy_gbps_memory);
         printf("%-8s %10s %12s %7s %12s %9s\n", "family", "bytes",
                "measured(us)", "spread", "predicted", "pred/meas");
     }
     fflush(stdout);
+    if (!r.as_calibrated)
+        fprintf(stderr,
+                "%s: warning: this host copies at %.2f (in cache) and %.2f "
+                "(beyond) times the rates its profile measured; the "
+                "predictions are for the host as it was then: calibrate "
+                "again when it is quiet\n",
+                cmd, r.cache_ratio, r.mem_ratio);
 }
 
 void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,
@@ -479,7 +526,7 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
 {
     cal_table_t tab;
     cal_table_init(&tab, o, prof);
-    cal_table_head(&tab, o, prof);
+    cal_table_head(cmd, &tab, o, prof);
     cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
     char topo[32];
     snprintf(topo, sizeof topo, "ring:%d", o->nranks);

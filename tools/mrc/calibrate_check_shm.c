@@ -224,7 +224,7 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
     argv[k] = NULL;
     cal_table_t tab;
     cal_table_init(&tab, o, prof);
-    cal_table_head(&tab, o, prof);
+    cal_table_head(cmd, &tab, o, prof);
     int rc = cli_launch(o->nranks, argv, 0, 0);
     if (tmp[0])
         unlink(tmp);

@@ -16,6 +16,33 @@
  * shared copy, the reductions, the sync, the messages. */
 enum { SWEEP = 6 };
 
+/* The copy rate in cache: the fastest of the sweep's first three sizes
+ * (64 KiB-1 MiB). */
+static double cache_rate(const double rate[3])
+{
+    return fmax(rate[0], fmax(rate[1], rate[2]));
+}
+
+void cal_plan_sizes(cal_plan_t *plan, int quick)
+{
+    plan->reps = quick ? 1 : 5;
+    plan->memory_bytes = (size_t)(quick ? 48 : 64) << 20;
+    plan->rep_bytes = (size_t)(quick ? 4 : 32) << 20;
+}
+
+void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
+                  double *memory_gbps)
+{
+    double rate[3];
+    for (int i = 0; i < 3; i++)
+        rate[i] = cal_copy_gbps((size_t)64 << (10 + 2 * i), plan->rep_bytes,
+                                plan->reps);
+    *cache_gbps = cache_rate(rate);
+    *memory_gbps =
+        cal_copy_gbps(plan->memory_bytes, plan->rep_bytes, plan->reps);
+    cal_release();
+}
+
 void cal_tell(const cal_plan_t *plan, double done, const char *what)
 {
     if (plan->progress)
@@ -90,9 +117,7 @@ static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
         cal_tell(plan, 0.05 * i / SWEEP, "copy");
         rate[i] = cal_copy_gbps(size[i], plan->rep_bytes, plan->reps);
     }
-    p->copy_gbps_cache = rate[0];
-    for (int i = 1; i < 3; i++)
-        p->copy_gbps_cache = fmax(p->copy_gbps_cache, rate[i]);
+    p->copy_gbps_cache = cache_rate(rate);
     p->copy_gbps_memory = rate[SWEEP - 1];
     double edge = sqrt(p->copy_gbps_cache * p->copy_gbps_memory);
     p->cache_bytes = (double)size[0];

@@ -65,7 +65,11 @@ void help_calibrate(void)
            "             0.8-1.25 (0.67-1.5 when ranks\n"
            "             outnumber cores) are marked '*', or '*~' when one\n"
            "             of their runs is within. The header says what\n"
-           "             was measured: transport, P, profile, host, load\n"
+           "             was measured: transport, P, profile, host, load,\n"
+           "             and this host's copy rates now beside the\n"
+           "             profile's (a warning when either is outside\n"
+           "             0.8-1.25 of it: the profile describes the host\n"
+           "             as it was then)\n"
            "--runs K     timed loops a --check row is the median of\n"
            "             (default 5, at most 99)\n"
            "-c, --collective C\n"
@@ -215,13 +219,11 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
     int rc = CLI_OK;
     cal_plan_t plan = {.transport = transport,
                        .ranks = co->nranks,
-                       .reps = quick ? 1 : 5,
-                       .memory_bytes = (size_t)(quick ? 48 : 64) << 20,
-                       .rep_bytes = (size_t)(quick ? 4 : 32) << 20,
                        .all_ops_beyond = !quick,
                        .trips = quick ? 2000 : 20000,
                        .steady_wait_s = co->wait_s,
                        .progress = isatty(2) ? bar : NULL};
+    cal_plan_sizes(&plan, quick);
     mrc_profile_t prof;
     mrc_status_t st = MRC_OK;
 #if MRC_HAVE_MPI
