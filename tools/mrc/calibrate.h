@@ -53,6 +53,19 @@ void cal_plan_sizes(cal_plan_t *plan, int quick);
  * plan->memory_bytes beyond it. What --check sets beside its profile's. */
 void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
                   double *memory_gbps);
+/* This host's copy rates now beside those a profile measured (ratios:
+ * now / then), and whether both are within 0.8-1.25 (the check's bounds
+ * at P = 2). A profile measured while the host's memory ran at another
+ * speed predicts every call for that speed: on the build machine one
+ * calibration measured copies in cache at 105 GB/s and beyond at 15,
+ * where the others measured 131 and 25, and its check had 18 rows of 29
+ * within. What --check prints, and calibrate measures again for. */
+typedef struct cal_rates {
+    double cache, memory;          /* GB/s, now */
+    double cache_ratio, mem_ratio; /* now / the profile's */
+    int as_calibrated;
+} cal_rates_t;
+void cal_rates_beside(const mrc_profile_t *prof, cal_rates_t *r);
 /* Total copy rate (GB/s) of `threads` nodes each copying `bytes` at
  * once; 0 when a thread cannot start. */
 double cal_shared_gbps(int threads, size_t bytes, int reps);

@@ -232,38 +232,9 @@ static void host_state(host_state_t *h)
         fclose(f);
 }
 
-/* This host's copy rates now beside those its profile measured (their
- * ratios, now / then): a profile measured while the host's memory ran at
- * another speed predicts every row for that speed (on the build machine
- * one calibration measured copies in cache at 105 GB/s and beyond at 15,
- * where the others measured 131 and 25, and its check had 18 rows of 29
- * within). The bounds are the check's at P = 2. */
-typedef struct host_rates {
-    double cache, memory;          /* GB/s, now */
-    double cache_ratio, mem_ratio; /* now / the profile's */
-    int as_calibrated;
-} host_rates_t;
-
-#define DRIFT_LO 0.8
-#define DRIFT_HI 1.25
-
-static void host_rates(const mrc_profile_t *prof, host_rates_t *r)
-{
-    /* As a full calibration measures them, --quick or not (one short
-     * repetition swung by a third between runs). */
-    cal_plan_t plan = {0};
-    cal_plan_sizes(&plan, 0);
-    cal_copy_now(&plan, &r->cache, &r->memory);
-    r->cache_ratio = r->cache / prof->copy_gbps_cache;
-    r->mem_ratio = r->memory / prof->copy_gbps_memory;
-    r->as_calibrated = r->cache_ratio >= DRIFT_LO &&
-                       r->cache_ratio <= DRIFT_HI && r->mem_ratio >= DRIFT_LO &&
-                       r->mem_ratio <= DRIFT_HI;
-}
-
 static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
                       const host_state_t *h, const char *date,
-                      const host_rates_t *r)
+                      const cal_rates_t *r)
 {
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
@@ -289,10 +260,10 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof)
 {
     host_state_t h;
-    host_rates_t r;
+    cal_rates_t r;
     char date[32];
     host_state(&h);
-    host_rates(prof, &r);
+    cal_rates_beside(prof, &r);
     file_date(o->profile, date, sizeof date);
     if (t->json) {
         head_json(o, prof, &h, date, &r);

@@ -43,6 +43,23 @@ void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
     cal_release();
 }
 
+#define DRIFT_LO 0.8
+#define DRIFT_HI 1.25
+
+void cal_rates_beside(const mrc_profile_t *prof, cal_rates_t *r)
+{
+    /* As a full calibration measures them, --quick or not (one short
+     * repetition swung by a third between runs). */
+    cal_plan_t plan = {0};
+    cal_plan_sizes(&plan, 0);
+    cal_copy_now(&plan, &r->cache, &r->memory);
+    r->cache_ratio = r->cache / prof->copy_gbps_cache;
+    r->mem_ratio = r->memory / prof->copy_gbps_memory;
+    r->as_calibrated = r->cache_ratio >= DRIFT_LO &&
+                       r->cache_ratio <= DRIFT_HI && r->mem_ratio >= DRIFT_LO &&
+                       r->mem_ratio <= DRIFT_HI;
+}
+
 void cal_tell(const cal_plan_t *plan, double done, const char *what)
 {
     if (plan->progress)
