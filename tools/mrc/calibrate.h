@@ -50,7 +50,7 @@ double cal_copy_gbps(size_t bytes, size_t rep_bytes, int reps);
 void cal_plan_sizes(cal_plan_t *plan, int quick);
 /* This host's copy rates now, measured as a profile's are
  * (calibrate_host.c): the fastest of 64 KiB, 256 KiB and 1 MiB in cache,
- * plan->memory_bytes beyond it. What --check sets beside its profile's. */
+ * plan->memory_bytes beyond it. */
 void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
                   double *memory_gbps);
 /* This host's copy rates now beside those a profile measured (ratios:
@@ -214,9 +214,9 @@ typedef struct cal_table {
  * the cores); no output. */
 void cal_table_init(cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
-/* What was measured: transport, P, profile, host, load, runs. */
-/* ... and this host's copy rates beside the profile's, with a warning
- * (cmd's, on stderr) when they have moved. */
+/* What was measured: transport, P, profile, host, load, runs; and this
+ * host's copy rates beside the profile's, with a warning (cmd's, on
+ * stderr) when they have moved. */
 void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                     const mrc_profile_t *prof);
 void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,

@@ -53,8 +53,11 @@ void cal_rates_beside(const mrc_profile_t *prof, cal_rates_t *r)
     cal_plan_t plan = {0};
     cal_plan_sizes(&plan, 0);
     cal_copy_now(&plan, &r->cache, &r->memory);
-    r->cache_ratio = r->cache / prof->copy_gbps_cache;
-    r->mem_ratio = r->memory / prof->copy_gbps_memory;
+    /* (A profile without a rate has none to hold: 0, outside.) */
+    r->cache_ratio =
+        prof->copy_gbps_cache > 0 ? r->cache / prof->copy_gbps_cache : 0;
+    r->mem_ratio =
+        prof->copy_gbps_memory > 0 ? r->memory / prof->copy_gbps_memory : 0;
     r->as_calibrated = r->cache_ratio >= DRIFT_LO &&
                        r->cache_ratio <= DRIFT_HI && r->mem_ratio >= DRIFT_LO &&
                        r->mem_ratio <= DRIFT_HI;
