@@ -16,9 +16,14 @@
  * shared copy, the reductions, the sync, the messages. */
 enum { SWEEP = 6 };
 
-/* The copy rate in cache: the fastest of the sweep's first three sizes
- * (64 KiB-1 MiB). */
-static double cache_rate(const double rate[3])
+/* The copy sweep's sizes below the last (plan->memory_bytes); the rate
+ * in cache is the fastest of the first IN_CACHE. */
+static const size_t sweep_bytes[SWEEP - 1] = {
+    (size_t)64 << 10, (size_t)256 << 10, (size_t)1 << 20, (size_t)4 << 20,
+    (size_t)16 << 20};
+enum { IN_CACHE = 3 };
+
+static double cache_rate(const double rate[IN_CACHE])
 {
     return fmax(rate[0], fmax(rate[1], rate[2]));
 }
@@ -33,10 +38,9 @@ void cal_plan_sizes(cal_plan_t *plan, int quick)
 void cal_copy_now(const cal_plan_t *plan, double *cache_gbps,
                   double *memory_gbps)
 {
-    double rate[3];
-    for (int i = 0; i < 3; i++)
-        rate[i] = cal_copy_gbps((size_t)64 << (10 + 2 * i), plan->rep_bytes,
-                                plan->reps);
+    double rate[IN_CACHE];
+    for (int i = 0; i < IN_CACHE; i++)
+        rate[i] = cal_copy_gbps(sweep_bytes[i], plan->rep_bytes, plan->reps);
     *cache_gbps = cache_rate(rate);
     *memory_gbps =
         cal_copy_gbps(plan->memory_bytes, plan->rep_bytes, plan->reps);
@@ -129,21 +133,20 @@ static double largest_cache(int private_only)
  * geometric mean of the two. */
 static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    size_t size[SWEEP] = {(size_t)64 << 10, (size_t)256 << 10,
-                          (size_t)1 << 20,  (size_t)4 << 20,
-                          (size_t)16 << 20, plan->memory_bytes};
     double rate[SWEEP];
     for (int i = 0; i < SWEEP; i++) {
         cal_tell(plan, 0.05 * i / SWEEP, "copy");
-        rate[i] = cal_copy_gbps(size[i], plan->rep_bytes, plan->reps);
+        rate[i] =
+            cal_copy_gbps(i < SWEEP - 1 ? sweep_bytes[i] : plan->memory_bytes,
+                          plan->rep_bytes, plan->reps);
     }
     p->copy_gbps_cache = cache_rate(rate);
     p->copy_gbps_memory = rate[SWEEP - 1];
     double edge = sqrt(p->copy_gbps_cache * p->copy_gbps_memory);
-    p->cache_bytes = (double)size[0];
+    p->cache_bytes = (double)sweep_bytes[0];
     for (int i = 1; i < SWEEP - 1; i++)
         if (rate[i] >= edge)
-            p->cache_bytes = (double)size[i];
+            p->cache_bytes = (double)sweep_bytes[i];
     p->cache_bytes *= 2;
     double llc = largest_cache(0);
     if (llc > 0)
