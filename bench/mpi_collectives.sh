@@ -6,23 +6,27 @@
 # side's time a call, and mrc / Open MPI (below 1: mrc faster), as
 # markdown; then, per collective, the geometric mean of that ratio.
 #
-#   usage: bench/mpi_collectives.sh [-r ROUNDS] [-n RANKS] [-k DIR] BUILD
+#   usage: bench/mpi_collectives.sh [-r ROUNDS] [-n RANKS] [-k DIR]
+#                                   [-B BEFORE] BUILD
 #                                   [-- MPI-COLLECTIVES-ARGS...]
 #
 # BUILD is a build directory (holding bench/mpi-collectives and
 # libmrc_mpi.so). -r: rounds (default 5); -n: ranks (default 2); -k: keep
 # the raw outputs in DIR (default: a new temporary directory, named at the
-# end). Arguments after -- go to every run (e.g. --cold, -c allreduce,
+# end). -B: another build's library too (BEFORE/libmrc_mpi.so, the program
+# still BUILD's), each round's three runs in an order that turns with the
+# round, and two more columns: its time and mrc / it (a change measured
+# beside Open MPI in the same rounds). Arguments after -- go to every run (e.g. --cold, -c allreduce,
 # -e 1M). MPIRUN names the launcher (default: mpirun from PATH);
 # MPI_COLLECTIVES_TIMEOUT the seconds one run may take (default 900).
 # Exit: 0 when every run finished with exact results, 1 when a run failed
 # or a check was wrong, 2 for bad usage.
 set -eu
 
-rounds=5 ranks=2 keep=""
+rounds=5 ranks=2 keep="" before=""
 usage() {
     echo "usage: bench/mpi_collectives.sh [-r ROUNDS] [-n RANKS] [-k DIR]" \
-         "BUILD [-- ARGS...]" >&2
+         "[-B BEFORE] BUILD [-- ARGS...]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -30,6 +34,7 @@ while [ $# -gt 0 ]; do
     -r) [ $# -ge 2 ] || usage; rounds=$2; shift 2 ;;
     -n) [ $# -ge 2 ] || usage; ranks=$2; shift 2 ;;
     -k) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
+    -B) [ $# -ge 2 ] || usage; before=$2; shift 2 ;;
     -*) usage ;;
     *) break ;;
     esac
@@ -45,6 +50,11 @@ lib="$build/libmrc_mpi.so"
 [ -x "$prog" ] || { echo "mpi_collectives.sh: no $prog (build with MPI)" >&2; exit 2; }
 [ -f "$lib" ] || { echo "mpi_collectives.sh: no $lib" >&2; exit 2; }
 lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+if [ -n "$before" ]; then
+    [ -f "$before/libmrc_mpi.so" ] ||
+        { echo "mpi_collectives.sh: no $before/libmrc_mpi.so" >&2; exit 2; }
+    before=$(cd "$before" && pwd)/libmrc_mpi.so
+fi
 mpirun=${MPIRUN:-mpirun}
 limit=${MPI_COLLECTIVES_TIMEOUT:-900}
 if [ -n "$keep" ]; then
@@ -60,6 +70,8 @@ run() { # SIDE ROUND [ARGS]
     out="$dir/$side-$round.txt"
     if [ "$side" = mrc ]; then
         set -- -x LD_PRELOAD="$lib" "$prog" "$@"
+    elif [ "$side" = before ]; then
+        set -- -x LD_PRELOAD="$before" "$prog" "$@"
     else
         set -- "$prog" "$@"
     fi
@@ -73,19 +85,28 @@ run() { # SIDE ROUND [ARGS]
 
 r=1
 while [ "$r" -le "$rounds" ]; do
-    if [ $((r % 2)) -eq 1 ]; then
-        run mpi "$r" "$@"; run mrc "$r" "$@"
+    if [ -n "$before" ]; then # each side first, second and last in turn
+        case $((r % 3)) in
+        1) sides="mpi before mrc" ;;
+        2) sides="mrc mpi before" ;;
+        *) sides="before mrc mpi" ;;
+        esac
+    elif [ $((r % 2)) -eq 1 ]; then
+        sides="mpi mrc"
     else
-        run mrc "$r" "$@"; run mpi "$r" "$@"
+        sides="mrc mpi"
     fi
+    for s in $sides; do run "$s" "$r" "$@"; done
     r=$((r + 1))
 done
 
 # Rows "coll bytes us check" of every run, tagged with their side.
-for f in "$dir"/mpi-*.txt "$dir"/mrc-*.txt; do
+for f in "$dir"/mpi-*.txt "$dir"/mrc-*.txt "$dir"/before-*.txt; do
+    [ -f "$f" ] || continue
     side=$(basename "$f" | cut -d- -f1)
     awk -v side="$side" '!/^#/ && $1 != "collective" { print side, $0 }' "$f"
-done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" '
+done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" \
+          -v two="${before:+1}" '
     function median(list,   n, a, i, j, t) {
         n = split(list, a, " ")
         for (i = 2; i <= n; i++)
@@ -103,20 +124,28 @@ done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" '
     END {
         printf "%d ranks, median of %d rounds%s\n\n", ranks, rounds,
                extra == "" ? "" : " (" extra ")"
-        print "| collective | bytes | Open MPI (us) | mrc (us) | mrc / Open MPI |"
-        print "| --- | ---: | ---: | ---: | ---: |"
+        printf "| collective | bytes | Open MPI (us) | mrc (us) | mrc / Open MPI |%s\n",
+               two ? " before (us) | mrc / before |" : ""
+        printf "| --- | ---: | ---: | ---: | ---: |%s\n", two ? " ---: | ---: |" : ""
         for (i = 1; i <= n; i++) {
             split(order[i], k, " ")
             a = median(t["mpi " order[i]]); b = median(t["mrc " order[i]])
             ratio = a > 0 ? b / a : 0
-            printf "| %s | %s | %.2f | %.2f | %.3f |\n", k[1], k[2], a, b, ratio
+            printf "| %s | %s | %.2f | %.2f | %.3f |", k[1], k[2], a, b, ratio
+            if (two) {
+                bt = median(t["before " order[i]])
+                printf " %.2f | %.3f |", bt, (bt > 0 ? b / bt : 0)
+                if (bt > 0) lb[k[1]] += log(b / bt)
+            }
+            printf "\n"
             if (ratio > 0) { lg[k[1]] += log(ratio); cnt[k[1]]++ }
             if (ratio > 1.05) over[k[1]]++
         }
         print ""
         for (c in cnt)
-            printf "%s: geometric mean %.3f over %d sizes, %d above 1.05\n",
-                   c, exp(lg[c] / cnt[c]), cnt[c], over[c] + 0
+            printf "%s: geometric mean %.3f over %d sizes, %d above 1.05%s\n",
+                   c, exp(lg[c] / cnt[c]), cnt[c], over[c] + 0,
+                   two ? sprintf("; mrc / before %.3f", exp(lb[c] / cnt[c])) : ""
         if (wrong) { printf "%d wrong results\n", wrong; exit 1 }
     }'
 status=$?

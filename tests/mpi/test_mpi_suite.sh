@@ -22,6 +22,14 @@ expect 0 "| reduce_scatter | 64 |" \
     sh "$script" -r 1 -n 2 "$BUILD" -- -e 4K -n 5 -w 2
 expect 0 "allgather: geometric mean" \
     sh "$script" -r 1 -n 3 "$BUILD" -- -b 8 -e 1K -n 5 -w 2 --cold
+# A second build beside them (-B): its column and mrc / it, from the
+# same rounds (here the same build twice); a build without the library
+# is refused.
+expect 0 "| bcast | 64 | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |" \
+    sh "$script" -r 1 -n 2 -B "$BUILD" "$BUILD" -- -c bcast -b 64 -e 64 -n 5 -w 2
+cp "$tmp/out" "$tmp/two"
+expect 0 "bcast: geometric mean .*; mrc / before [0-9.]*" cat "$tmp/two"
+expect 2 "no $tmp/libmrc_mpi.so" sh "$script" -B "$tmp" "$BUILD"
 # Calls of eight counts a size (--shapes): every one a new shape of call
 # for the library at first, then found again.
 expect 0 "| allreduce | 256 |" \
