@@ -65,8 +65,8 @@ enum { MRC__SPIN_PASSES = 64, MRC__SPIN_LOOKS = 32, MRC__SPIN_LOOKS_OWN = 128 };
 
 /* A call whose buffers are at most this many bytes fetches their lines as
  * it starts (exec.c, warm_buffers). P = 2, new buffers every call: 1-4
- * KiB reduce, broadcast, allgather and allreduce took 0.58-0.96 of their
- * time without (docs/performance.md). */
+ * KiB reduce, broadcast, allgather and allreduce took 0.68-1.02 of their
+ * time without (geometric means 0.76-0.97; docs/performance.md). */
 enum { MRC__WARM_BYTES = 4096 };
 
 /* Before a run ends, where x->agree (the callers test it, so that a run
