@@ -187,14 +187,25 @@ static void node_rates(mrc__sim_t *s)
     m->peer = blend(h, k * peer_rate(s), far);
     m->slot = f->slot_gbps > 0 ? blend(h, k * f->slot_gbps, f->copy_gbps_memory)
                                : m->peer;
-    /* The kernel's copy: its own rate, never above a peer's read (beyond
-     * cache the kernel's pinning, not the memory, holds it: P = 2, shm,
-     * direct2's 16 MiB by reference took 3.0 ms, where the rate scaled
-     * with the memory's predicted 6.5). Buffers the peers map are read
-     * with plain loads, at a peer's rate. */
-    m->kernel = f->kernel_gbps > 0 && !m->mapped
-                    ? fmin(k * f->kernel_gbps, m->peer)
-                    : m->peer;
+    /* The kernel's copy: its own rate, never above a peer's read; beyond
+     * cache, for the share of lines that miss, the kernel's work on a
+     * line and the memory's fetch of it one after the other. P = 2, shm,
+     * direct2's 16 MiB by reference took 2.2-3.5 ms in nine captures of
+     * ten: the rate scaled as the memory's predicted 6.5, the kernel's
+     * alone 1.7-2.5, the two in turn 2.0-2.9 (docs/simulator.md, "The
+     * kernel's copy beyond cache"). With more ranks than cores
+     * the kernel's rate is fitted on all of them at once, and beyond
+     * cache the host's shared channel already holds them to the memory:
+     * in turn, direct2's 16-64 MiB on 4 ranks of 2 cores were predicted
+     * at 1.12-1.81 of their time, where the rate alone had 0.96-1.66.
+     * Buffers the peers map are read with plain loads, at a peer's rate. */
+    int on_host = m->per_host < p->num_nodes ? m->per_host : p->num_nodes;
+    double kernel = k * f->kernel_gbps;
+    if (!(f->cores > 0 && on_host > f->cores) && f->kernel_gbps > 0)
+        kernel = blend(h, kernel,
+                       1 / (1 / f->kernel_gbps + 1 / f->copy_gbps_memory));
+    m->kernel =
+        f->kernel_gbps > 0 && !m->mapped ? fmin(kernel, m->peer) : m->peer;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {
