@@ -1090,6 +1090,35 @@ static void test_node_blend(void **state)
     drop(&b);
 }
 
+/* shm's rendezvous: a broadcast's one message of S bytes on ring:2 goes
+ * through the kernel at kernel_gbps K in cache. With half the working set
+ * in cache, the half that misses costs the kernel's work on it and the
+ * memory's fetch (Cm) in turn: S (0.5 / K + 0.5 (1 / K + 1 / Cm)). */
+static void test_node_kernel_beyond_cache(void **state)
+{
+    (void)state;
+    const double C = 20, Cm = 4, P = 5, K = 2, m = 0.5;
+    size_t count = 1 << 16;
+    double S = 4.0 * (double)count;
+    setup_t b = make("ring:2", "ring", MRC_BROADCAST, count, MRC_FLOAT32);
+    mrc_profile_t f = profile(2, C, Cm, 1000, 10, m, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.peer_gbps_cache = P;
+    f.kernel_gbps = K;
+    f.rendezvous_bytes = S / 2;
+    f.cache_bytes = 8 * S;
+    mrc_sim_result_t *r = sim_profile(&b, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3, 2 * m * 1e3 + S / K, "in cache");
+    mrc_sim_result_destroy(r);
+    f.cache_bytes = 2 * S;
+    r = sim_profile(&b, MRC_SIM_BSP, &f);
+    expect_close(r->time_us * 1e3,
+                 2 * m * 1e3 + S * (0.5 / K + 0.5 * (1 / K + 1 / Cm)),
+                 "half in cache");
+    mrc_sim_result_destroy(r);
+    drop(&b);
+}
+
 /* Without a profile every figure is the link model's (the closed form of
  * test_closed_forms); with one the links no longer time the ranks of one
  * host. Pipelined overlaps one stream's message latency with the other's
@@ -1216,6 +1245,7 @@ int main(void)
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_window_in_set),
         cmocka_unit_test(test_node_blend),
+        cmocka_unit_test(test_node_kernel_beyond_cache),
         cmocka_unit_test(test_node_profile_null),
         cmocka_unit_test(test_node_families),
         cmocka_unit_test(test_node_bad_profile),
