@@ -149,6 +149,11 @@ typedef struct mrc_profile {
      * and steps between the two their share of the difference.
      * Optional; 0: a quiet step takes none. */
     double quiet_turn_share;
+    /* The host's speed when it was calibrated: the fastest 4 KiB
+     * allreduce of two threads (us a call) among the canaries that
+     * bracketed the probes, so that `--check` can tell a host that runs
+     * slower (or faster) than then. Optional; 0: not measured. */
+    double canary_us;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -72,6 +72,7 @@ static const char *const top_fields[] = {"format",
                                          "copy_gbps_shared",
                                          "latency_us",
                                          "quiet_turn_share",
+                                         "canary_us",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -278,6 +279,7 @@ static const struct number_field {
      1},
     {"latency_us", offsetof(mrc_profile_t, latency_us), 1, MAX_US, 1},
     {"quiet_turn_share", offsetof(mrc_profile_t, quiet_turn_share), 1, 1, 1},
+    {"canary_us", offsetof(mrc_profile_t, canary_us), 1, MAX_US, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -450,6 +452,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "latency_us", p->latency_us, ",\n");
     if (p->quiet_turn_share > 0)
         put_number(&sb, "quiet_turn_share", p->quiet_turn_share, ",\n");
+    if (p->canary_us > 0)
+        put_number(&sb, "canary_us", p->canary_us, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

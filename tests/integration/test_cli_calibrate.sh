@@ -128,6 +128,34 @@ assert len(c["rows"]) > 0, c
 ' "$tmp/stale-check.json"
 expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
     calibrate --check --quick --transport shm --profile "$tmp/shm.json"
+# The host's speed beside the profile's: calibrate keeps its fastest
+# canary (a 4 KiB allreduce of two threads); a check on a host that runs
+# it far slower or faster than the profile says so on stderr, after the
+# --wait budget (none with --quick), and its JSON gives both.
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["canary_us"] > 0, p
+p["canary_us"] /= 1000
+json.dump(p, open(sys.argv[2], "w"))
+p["canary_us"] *= 1e6
+json.dump(p, open(sys.argv[3], "w"))
+' "$tmp/threads.json" "$tmp/fast.json" "$tmp/slow.json"
+expect 0 "^# host now: a 4 KiB allreduce of two threads takes [0-9.]* us (the profile.s: 0\.0" \
+    "$MRC" calibrate --check --quick --profile "$tmp/fast.json"
+expect 0 "warning: a 4 KiB allreduce of two threads takes [0-9.]* times its time when the profile was measured (the host runs slower" \
+    "$MRC" calibrate --check --quick --profile "$tmp/fast.json"
+expect 0 "(the calibration ran in a slow spell: calibrate again)" \
+    "$MRC" calibrate --check --quick --profile "$tmp/slow.json"
+"$MRC" calibrate --check --quick --json --profile "$tmp/fast.json" \
+    > "$tmp/fast-check.json" 2> "$tmp/fast-check.err"
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["as_calibrated"] is False, c
+assert c["host_canary_us"] > 100 * c["profile"]["canary_us"] > 0, c
+assert len(c["rows"]) > 0, c
+' "$tmp/fast-check.json"
 
 expect 2 "--profile goes with --check" "$MRC" calibrate \
     --profile "$tmp/threads.json"

@@ -128,6 +128,18 @@ int cal_guard_pause(cal_guard_t *g);
 int cal_guard_again(cal_guard_t *g, const double canaries[2], int attempt);
 /* Whether every measurement kept ran beside steady canaries. */
 int cal_guard_held(const cal_guard_t *g);
+/* The canary calibrate brackets its probes with (a 4 KiB allreduce of
+ * two threads, us a call): the host's speed now. */
+mrc_status_t cal_host_canary(double *us);
+
+/* The canary now beside a profile's (calibrated_us, its fastest then):
+ * while it runs more than the guard's factor times slower, waits for the
+ * host to come back, at most budget_s in all, as a row's guard does;
+ * *us the last one measured. calibrated_us 0 (a profile without one):
+ * measured once. */
+mrc_status_t cal_canary_settle(double calibrated_us, double budget_s,
+                               double *us);
+
 /* calibrate's guard: a new calibration pausing at most wait_s, and how
  * it went. */
 void cal_steady_begin(double wait_s);

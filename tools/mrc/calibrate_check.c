@@ -232,9 +232,17 @@ static void host_state(host_state_t *h)
         fclose(f);
 }
 
+/* This host's canary beside its profile's: us a call now, its ratio to
+ * the profile's (0 when the profile has none), and whether it is within
+ * a factor of 2 either way. */
+typedef struct host_canary {
+    double us, ratio;
+    int held;
+} host_canary_t;
+
 static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
                       const host_state_t *h, const char *date,
-                      const cal_rates_t *r)
+                      const cal_rates_t *r, const host_canary_t *k)
 {
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
@@ -243,15 +251,18 @@ static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
            "\"uptime_s\": %.0f, "
            "\"load\": [%.2f, %.2f, %.2f],\n \"profile\": {\"file\": %s, "
            "\"written\": %s%s%s, \"transport\": \"%s\", \"ranks\": %d, "
-           "\"cores\": %d, \"copy_gbps\": [%.2f, %.2f]},\n "
-           "\"host_copy_gbps\": [%.2f, %.2f], \"as_calibrated\": %s,\n "
+           "\"cores\": %d, \"copy_gbps\": [%.2f, %.2f], "
+           "\"canary_us\": %.3f},\n "
+           "\"host_copy_gbps\": [%.2f, %.2f], \"host_canary_us\": %.3f, "
+           "\"as_calibrated\": %s,\n "
            "\"rows\": [",
            o->transport, mrc_collective_name(o->collective), o->nranks, o->runs,
            host, h->cores, h->uptime_s, h->load[0], h->load[1], h->load[2],
            file ? file : "null", *date ? "\"" : "", *date ? date : "null",
            *date ? "\"" : "", prof->transport, prof->ranks, prof->cores,
-           prof->copy_gbps_cache, prof->copy_gbps_memory, r->cache, r->memory,
-           r->as_calibrated ? "true" : "false");
+           prof->copy_gbps_cache, prof->copy_gbps_memory, prof->canary_us,
+           r->cache, r->memory, k->us,
+           r->as_calibrated && k->held ? "true" : "false");
     free(file);
     free(host);
 }
@@ -261,12 +272,22 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
 {
     host_state_t h;
     cal_rates_t r;
+    host_canary_t k = {0, 0, 1};
     char date[32];
     host_state(&h);
     cal_rates_beside(prof, &r);
+    /* The host's speed beside the profile's, waited for while slower (a
+     * check begun in a slow spell after a calibration in a quiet one has
+     * no faster canary of its own to see it by). */
+    if (cal_canary_settle(prof->canary_us, o->wait_s, &k.us) != MRC_OK)
+        k.us = 0;
+    if (prof->canary_us > 0 && k.us > 0) {
+        k.ratio = k.us / prof->canary_us;
+        k.held = k.ratio >= 0.5 && k.ratio <= 2;
+    }
     file_date(o->profile, date, sizeof date);
     if (t->json) {
-        head_json(o, prof, &h, date, &r);
+        head_json(o, prof, &h, date, &r, &k);
     } else {
         printf("# check: %s, %s, P = %d, %d run%s per row; host %s, %ld "
                "cores, up %.0f s, load %.2f %.2f %.2f at the start\n",
@@ -280,6 +301,10 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                "profile's: %.1f, %.1f)\n",
                r.cache, r.memory, prof->copy_gbps_cache,
                prof->copy_gbps_memory);
+        if (prof->canary_us > 0)
+            printf("# host now: a 4 KiB allreduce of two threads takes %.2f "
+                   "us (the profile's: %.2f)\n",
+                   k.us, prof->canary_us);
         printf("%-8s %10s %12s %7s %12s %9s\n", "family", "bytes",
                "measured(us)", "spread", "predicted", "pred/meas");
     }
@@ -291,6 +316,15 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                 "predictions are for the host as it was then: calibrate "
                 "again when it is quiet\n",
                 cmd, r.cache_ratio, r.mem_ratio);
+    if (!k.held)
+        fprintf(stderr,
+                "%s: warning: a 4 KiB allreduce of two threads takes %.2f "
+                "times its time when the profile was measured%s; the "
+                "predictions are for the host as it was then\n",
+                cmd, k.ratio,
+                k.ratio > 2 ? " (the host runs slower than it did then)"
+                            : " (the calibration ran in a slow spell: "
+                              "calibrate again)");
 }
 
 void cal_table_row(cal_table_t *t, mrc_algo_t family, size_t bytes,

@@ -697,6 +697,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     }
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_crowd(plan, p);
+    /* The host's speed as calibrated, for --check to hold it to. */
+    p->canary_us = cal_steady_report().best_us;
     cal_tell(plan, 1, "done");
     return st;
 }

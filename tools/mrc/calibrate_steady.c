@@ -108,15 +108,35 @@ cal_guard_t cal_steady_report(void)
     return steady;
 }
 
-static mrc_status_t canary(double *us)
+mrc_status_t cal_host_canary(double *us)
 {
     cal_probe_t pr = {.count = CANARY_COUNT,
                       .iters = CANARY_ITERS,
                       .reps = 3,
                       .algo = MRC_ALGO_RINGS};
-    mrc_status_t st = cal_probe_once("threads", 2, &pr, us);
+    return cal_probe_once("threads", 2, &pr, us);
+}
+
+static mrc_status_t canary(double *us)
+{
+    mrc_status_t st = cal_host_canary(us);
     if (st == MRC_OK)
         cal_guard_saw(&steady, *us);
+    return st;
+}
+
+mrc_status_t cal_canary_settle(double calibrated_us, double budget_s,
+                               double *us)
+{
+    cal_guard_t g = cal_guard_new(2, budget_s);
+    g.best_us = calibrated_us;
+    mrc_status_t st = cal_host_canary(us);
+    /* As a row's guard waits: each try four times the last. */
+    for (int attempt = 0;
+         st == MRC_OK && calibrated_us > 0 && cal_guard_slow(&g, *us) &&
+         guard_wait(&g, GUARD_PAUSE_S * pow(4, attempt));
+         attempt++)
+        st = cal_host_canary(us);
     return st;
 }
 
