@@ -166,6 +166,14 @@ static double own_level(const mrc__sim_t *s)
     return blend(own / set, 1, f->copy_gbps_shared / f->copy_gbps_cache);
 }
 
+/* More nodes of the run on one host than it has cores. */
+static int host_crowded(const mrc__sim_t *s)
+{
+    const mrc__sim_node_t *m = &s->node;
+    int nn = s->p->num_nodes, on_host = m->per_host < nn ? m->per_host : nn;
+    return m->prof->cores > 0 && on_host > m->prof->cores;
+}
+
 /* The run's rates: each the cache's for the share of the working set
  * that fits, the memory's for the rest (a stream of lines, some hits and
  * some misses, not a switch at one size); in cache, at the share the
@@ -199,9 +207,8 @@ static void node_rates(mrc__sim_t *s)
      * in turn, direct2's 16-64 MiB on 4 ranks of 2 cores were predicted
      * at 1.12-1.81 of their time, where the rate alone had 0.96-1.66.
      * Buffers the peers map are read with plain loads, at a peer's rate. */
-    int on_host = m->per_host < p->num_nodes ? m->per_host : p->num_nodes;
     double kernel = k * f->kernel_gbps;
-    if (!(f->cores > 0 && on_host > f->cores) && f->kernel_gbps > 0)
+    if (!host_crowded(s) && f->kernel_gbps > 0)
         kernel = blend(h, kernel,
                        1 / (1 / f->kernel_gbps + 1 / f->copy_gbps_memory));
     m->kernel =
@@ -312,8 +319,7 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
      * its turn for a core. A send/receive program's messages are such
      * waits; a memory program waits on flags, and its gets then find the
      * data there. */
-    int on_host = m->per_host < nn ? m->per_host : nn;
-    int crowded = prof->cores > 0 && on_host > prof->cores;
+    int crowded = host_crowded(s);
     double turn = crowded ? prof->turn_us : 0;
     double flag_turn = crowded ? prof->flag_turn_us : 0;
     /* A send's message costs its receiver's core (mrc__sim_node_msg_work),

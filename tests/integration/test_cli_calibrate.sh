@@ -102,22 +102,33 @@ assert 0 <= c["within"] <= len(c["rows"]), c
 assert c["timed_again"] >= 0 and 0 <= c["kept_slow"] <= len(c["rows"]), c
 ' "$tmp/check.json"
 expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+# A profile edited: edit_profile IN OUT PYTHON (statements on p).
+edit_profile() {
+    /usr/bin/python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(p, open(sys.argv[2], "w"))
+' "$@"
+}
+# A quick check with PROFILE, once: its text (stdout and stderr) in
+# $tmp/said.txt, its JSON in $tmp/said.json.
+check_once() {
+    expect 0 "^family" "$MRC" calibrate --check --quick --profile "$1"
+    cp "$tmp/out" "$tmp/said.txt"
+    "$MRC" calibrate --check --quick --json --profile "$1" \
+        > "$tmp/said.json" 2> "$tmp/said.err"
+}
 # The host's copy rates beside the profile's: a profile whose rates are
 # far from this host's (a third and three times them) is named stale on
 # stderr, both ratios given, and its JSON says so; the rows still run.
-expect 0 "" /usr/bin/python3 -c '
-import json, sys
-p = json.load(open(sys.argv[1]))
-p["copy_gbps_cache"] /= 3
-p["copy_gbps_memory"] *= 3
-json.dump(p, open(sys.argv[2], "w"))
-' "$tmp/threads.json" "$tmp/stale.json"
+expect 0 "" edit_profile "$tmp/threads.json" "$tmp/stale.json" \
+    'p["copy_gbps_cache"] /= 3; p["copy_gbps_memory"] *= 3'
+check_once "$tmp/stale.json"
 expect 0 "^# host now: copies at [0-9.]* GB/s in cache, [0-9.]* beyond" \
-    "$MRC" calibrate --check --quick --profile "$tmp/stale.json"
+    cat "$tmp/said.txt"
 expect 0 "warning: this host copies at [0-9.]* (in cache) and 0\.[0-9]* (beyond)" \
-    "$MRC" calibrate --check --quick --profile "$tmp/stale.json"
-"$MRC" calibrate --check --quick --json --profile "$tmp/stale.json" \
-    > "$tmp/stale-check.json" 2> "$tmp/stale-check.err"
+    cat "$tmp/said.txt"
 expect 0 "" /usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))
@@ -125,7 +136,7 @@ assert c["as_calibrated"] is False, c
 h, p = c["host_copy_gbps"], c["profile"]["copy_gbps"]
 assert h[0] / p[0] > 1.25 and h[1] / p[1] < 0.8, (h, p)
 assert len(c["rows"]) > 0, c
-' "$tmp/stale-check.json"
+' "$tmp/said.json"
 expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
     calibrate --check --quick --transport shm --profile "$tmp/shm.json"
 # The host's speed beside the profile's: calibrate keeps its fastest
@@ -134,28 +145,26 @@ expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
 # --wait budget (none with --quick), and its JSON gives both.
 expect 0 "" /usr/bin/python3 -c '
 import json, sys
-p = json.load(open(sys.argv[1]))
-assert p["canary_us"] > 0, p
-p["canary_us"] /= 1000
-json.dump(p, open(sys.argv[2], "w"))
-p["canary_us"] *= 1e6
-json.dump(p, open(sys.argv[3], "w"))
-' "$tmp/threads.json" "$tmp/fast.json" "$tmp/slow.json"
+assert json.load(open(sys.argv[1]))["canary_us"] > 0
+' "$tmp/threads.json"
+expect 0 "" edit_profile "$tmp/threads.json" "$tmp/fast.json" \
+    'p["canary_us"] /= 1000'
+expect 0 "" edit_profile "$tmp/threads.json" "$tmp/slow.json" \
+    'p["canary_us"] *= 1000'
+check_once "$tmp/fast.json"
 expect 0 "^# host now: a 4 KiB allreduce of two threads takes [0-9.]* us (the profile.s: 0\.0" \
-    "$MRC" calibrate --check --quick --profile "$tmp/fast.json"
+    cat "$tmp/said.txt"
 expect 0 "warning: a 4 KiB allreduce of two threads takes [0-9.]* times its time when the profile was measured (the host runs slower" \
-    "$MRC" calibrate --check --quick --profile "$tmp/fast.json"
-expect 0 "(the calibration ran in a slow spell: calibrate again)" \
-    "$MRC" calibrate --check --quick --profile "$tmp/slow.json"
-"$MRC" calibrate --check --quick --json --profile "$tmp/fast.json" \
-    > "$tmp/fast-check.json" 2> "$tmp/fast-check.err"
+    cat "$tmp/said.txt"
 expect 0 "" /usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["as_calibrated"] is False, c
 assert c["host_canary_us"] > 100 * c["profile"]["canary_us"] > 0, c
 assert len(c["rows"]) > 0, c
-' "$tmp/fast-check.json"
+' "$tmp/said.json"
+expect 0 "(the calibration ran in a slow spell: calibrate again)" \
+    "$MRC" calibrate --check --quick --profile "$tmp/slow.json"
 
 expect 2 "--profile goes with --check" "$MRC" calibrate \
     --profile "$tmp/threads.json"

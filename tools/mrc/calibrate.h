@@ -132,13 +132,20 @@ int cal_guard_held(const cal_guard_t *g);
  * two threads, us a call): the host's speed now. */
 mrc_status_t cal_host_canary(double *us);
 
-/* The canary now beside a profile's (calibrated_us, its fastest then):
- * while it runs more than the guard's factor times slower, waits for the
- * host to come back, at most budget_s in all, as a row's guard does;
- * *us the last one measured. calibrated_us 0 (a profile without one):
- * measured once. */
-mrc_status_t cal_canary_settle(double calibrated_us, double budget_s,
-                               double *us);
+/* The canary now beside the profile's (canary_us, its fastest when
+ * calibrated), as cal_rates_beside puts the copy rates: while it runs
+ * more than the guard's factor times slower, waits for the host to come
+ * back, at most budget_s in all, as a row's guard does; then the last
+ * one measured, its ratio to the profile's, and whether it is within
+ * the guard's factor either way (faster: the calibration ran in a slow
+ * spell). A profile without a canary, or a canary that could not run:
+ * ratio 0, held. */
+typedef struct cal_canary {
+    double us, ratio; /* us a call now; now / the profile's */
+    int held;
+} cal_canary_t;
+void cal_canary_beside(const mrc_profile_t *prof, double budget_s,
+                       cal_canary_t *k);
 
 /* calibrate's guard: a new calibration pausing at most wait_s, and how
  * it went. */

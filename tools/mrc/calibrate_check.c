@@ -232,17 +232,9 @@ static void host_state(host_state_t *h)
         fclose(f);
 }
 
-/* This host's canary beside its profile's: us a call now, its ratio to
- * the profile's (0 when the profile has none), and whether it is within
- * a factor of 2 either way. */
-typedef struct host_canary {
-    double us, ratio;
-    int held;
-} host_canary_t;
-
 static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
                       const host_state_t *h, const char *date,
-                      const cal_rates_t *r, const host_canary_t *k)
+                      const cal_rates_t *r, const cal_canary_t *k)
 {
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
@@ -272,19 +264,14 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
 {
     host_state_t h;
     cal_rates_t r;
-    host_canary_t k = {0, 0, 1};
+    cal_canary_t k;
     char date[32];
     host_state(&h);
     cal_rates_beside(prof, &r);
     /* The host's speed beside the profile's, waited for while slower (a
      * check begun in a slow spell after a calibration in a quiet one has
      * no faster canary of its own to see it by). */
-    if (cal_canary_settle(prof->canary_us, o->wait_s, &k.us) != MRC_OK)
-        k.us = 0;
-    if (prof->canary_us > 0 && k.us > 0) {
-        k.ratio = k.us / prof->canary_us;
-        k.held = k.ratio >= 0.5 && k.ratio <= 2;
-    }
+    cal_canary_beside(prof, o->wait_s, &k);
     file_date(o->profile, date, sizeof date);
     if (t->json) {
         head_json(o, prof, &h, date, &r, &k);
@@ -322,7 +309,7 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
                 "times its time when the profile was measured%s; the "
                 "predictions are for the host as it was then\n",
                 cmd, k.ratio,
-                k.ratio > 2 ? " (the host runs slower than it did then)"
+                k.ratio > 1 ? " (the host runs slower than it did then)"
                             : " (the calibration ran in a slow spell: "
                               "calibrate again)");
 }

@@ -125,19 +125,26 @@ static mrc_status_t canary(double *us)
     return st;
 }
 
-mrc_status_t cal_canary_settle(double calibrated_us, double budget_s,
-                               double *us)
+void cal_canary_beside(const mrc_profile_t *prof, double budget_s,
+                       cal_canary_t *k)
 {
+    double then = prof->canary_us;
     cal_guard_t g = cal_guard_new(2, budget_s);
-    g.best_us = calibrated_us;
-    mrc_status_t st = cal_host_canary(us);
+    g.best_us = then;
+    *k = (cal_canary_t){0, 0, 1};
+    mrc_status_t st = cal_host_canary(&k->us);
     /* As a row's guard waits: each try four times the last. */
     for (int attempt = 0;
-         st == MRC_OK && calibrated_us > 0 && cal_guard_slow(&g, *us) &&
+         st == MRC_OK && then > 0 && cal_guard_slow(&g, k->us) &&
          guard_wait(&g, GUARD_PAUSE_S * pow(4, attempt));
          attempt++)
-        st = cal_host_canary(us);
-    return st;
+        st = cal_host_canary(&k->us);
+    if (st != MRC_OK || !(then > 0)) {
+        k->us = st == MRC_OK ? k->us : 0;
+        return;
+    }
+    k->ratio = k->us / then;
+    k->held = k->ratio <= g.factor && k->ratio * g.factor >= 1;
 }
 
 /* A canary, and while it is slow and the budget lasts, another after a
