@@ -16,9 +16,13 @@
 # end). -B: another build's library too (BEFORE/libmrc_mpi.so, the program
 # still BUILD's), each round's three runs in an order that turns with the
 # round, and two more columns: its time and mrc / it (a change measured
-# beside Open MPI in the same rounds). Arguments after -- go to every run (e.g. --cold, -c allreduce,
-# -e 1M). MPIRUN names the launcher (default: mpirun from PATH);
-# MPI_COLLECTIVES_TIMEOUT the seconds one run may take (default 900).
+# beside Open MPI in the same rounds). Arguments after -- go to every
+# run (e.g. --cold, -c allreduce, -e 1M). MPIRUN names the launcher
+# (default: mpirun from PATH); MPI_COLLECTIVES_TIMEOUT the seconds one run
+# may take (default 900). With BUILD/bench/peer-read, the time a line
+# takes between cores 0 and 1 before each round and after the last is
+# printed at the end: a round in one of a VM's slow spells shows there
+# (docs/performance.md, "What a slow spell is").
 # Exit: 0 when every run finished with exact results, 1 when a run failed
 # or a check was wrong, 2 for bad usage.
 set -eu
@@ -83,8 +87,17 @@ run() { # SIDE ROUND [ARGS]
     fi
 }
 
+# ns one way for a line between cores 0 and 1 now, or "-".
+line_ns() {
+    [ -x "$build/bench/peer-read" ] || { echo -; return; }
+    "$build/bench/peer-read" --line 2>/dev/null | awk '{ print $2 }' |
+        grep . || echo -
+}
+
+lines=""
 r=1
 while [ "$r" -le "$rounds" ]; do
+    lines="$lines $(line_ns)"
     if [ -n "$before" ]; then # each side first, second and last in turn
         case $((r % 3)) in
         1) sides="mpi before mrc" ;;
@@ -149,5 +162,10 @@ done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" \
         if (wrong) { printf "%d wrong results\n", wrong; exit 1 }
     }'
 status=$?
+lines="$lines $(line_ns)"
+case "$lines" in
+*[0-9]*) echo "host: a line between cores 0 and 1, ns one way, before each round" \
+              "and after the last:$lines" ;;
+esac
 [ -n "$keep" ] || echo "raw outputs: $dir"
 exit $status

@@ -6,6 +6,7 @@
  *
  *   usage: peer-read [SIZE...]      (bytes, K/M suffixes; default 64K
  *                                    256K 1M)
+ *          peer-read --line
  *
  * Two threads pinned to cores 0 and 1. Per size, four rows, GB/s of each
  * core (the median of 5 repetitions, each about 256 MiB moved a core):
@@ -16,6 +17,12 @@
  *   read, both    each core writes its buffer, then copies the other's
  *                 out, at once (the rings' steps)
  * Only the copy out of the other core's buffer is timed in the read rows.
+ * --line: the one-way time of a single line handed back and forth
+ * between the two cores instead (a counter each bumps in turn, spinning
+ * without a pause), the median of 5 runs of 100 000 round trips, in ns.
+ * On a VM it says how far apart the host runs the two cores: this
+ * project's build machine took 37-67 ns in quiet minutes and 198-225 in
+ * its slow spells (docs/performance.md, "What a slow spell is").
  * Exit: 0, or 2 for bad usage or a host without two cores.
  */
 #define _GNU_SOURCE
@@ -135,6 +142,44 @@ static int run_once(run_t *r, enum mode mode, double gbps[2])
     return 0;
 }
 
+enum { LINE_REPS = 5, LINE_TRIPS = 100000 };
+
+typedef struct line_run {
+    _Alignas(64) atomic_long turn;
+    atomic_int ready;
+    double seconds;
+} line_run_t;
+
+typedef struct line_worker {
+    line_run_t *run;
+    int id;
+} line_worker_t;
+
+/* One core's share: core 0 moves the counter from even to odd, core 1
+ * from odd to even, each waiting for the other's move. */
+static void *line_work(void *arg)
+{
+    line_worker_t *w = arg;
+    line_run_t *r = w->run;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(w->id, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    atomic_fetch_add(&r->ready, 1);
+    while (atomic_load(&r->ready) < 2)
+        ;
+    double t = now();
+    for (long k = 0; k < LINE_TRIPS; k++) {
+        long mine = 2 * k + w->id;
+        while (atomic_load_explicit(&r->turn, memory_order_acquire) != mine)
+            ;
+        atomic_store_explicit(&r->turn, mine + 1, memory_order_release);
+    }
+    if (w->id == 0)
+        r->seconds = now() - t;
+    return NULL;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -155,8 +200,55 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
+/* --line: prints the median and range of LINE_REPS runs; 0, or -1
+ * without threads. */
+static int line_time(void)
+{
+    double ns[LINE_REPS];
+    for (int k = 0; k < LINE_REPS; k++) {
+        line_run_t r = {.seconds = 0};
+        atomic_init(&r.turn, 0);
+        atomic_init(&r.ready, 0);
+        pthread_t t[2];
+        line_worker_t w[2] = {{&r, 0}, {&r, 1}};
+        for (int i = 0; i < 2; i++)
+            if (pthread_create(&t[i], NULL, line_work, &w[i]) != 0)
+                return -1;
+        for (int i = 0; i < 2; i++)
+            pthread_join(t[i], NULL);
+        ns[k] = r.seconds / (2.0 * LINE_TRIPS) * 1e9;
+    }
+    qsort(ns, LINE_REPS, sizeof(double), by_value);
+    printf("line: %.0f ns one way (%d runs: %.0f-%.0f)\n", ns[LINE_REPS / 2],
+           LINE_REPS, ns[0], ns[LINE_REPS - 1]);
+    return 0;
+}
+
+static int two_cores(void)
+{
+    cpu_set_t online;
+    return sched_getaffinity(0, sizeof online, &online) == 0 &&
+           CPU_ISSET(0, &online) && CPU_ISSET(1, &online);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--line") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "peer-read: --line takes no sizes\n"
+                            "usage: peer-read [SIZE...] | --line\n");
+            return 2;
+        }
+        if (!two_cores()) {
+            fprintf(stderr, "peer-read: needs cores 0 and 1\n");
+            return 2;
+        }
+        if (line_time() != 0) {
+            fprintf(stderr, "peer-read: no threads\n");
+            return 2;
+        }
+        return 0;
+    }
     size_t sizes[16] = {64 << 10, 256 << 10, 1 << 20};
     int nsizes = argc > 1 ? argc - 1 : 3;
     if (nsizes > 16) {
@@ -167,13 +259,11 @@ int main(int argc, char **argv)
         if (parse_size(argv[i], &sizes[i - 1]) != 0) {
             fprintf(stderr,
                     "peer-read: bad size '%s' (bytes, K or M suffix, up "
-                    "to 1G)\nusage: peer-read [SIZE...]\n",
+                    "to 1G)\nusage: peer-read [SIZE...] | --line\n",
                     argv[i]);
             return 2;
         }
-    cpu_set_t online;
-    if (sched_getaffinity(0, sizeof online, &online) != 0 ||
-        !CPU_ISSET(0, &online) || !CPU_ISSET(1, &online)) {
+    if (!two_cores()) {
         fprintf(stderr, "peer-read: needs cores 0 and 1\n");
         return 2;
     }

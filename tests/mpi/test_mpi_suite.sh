@@ -20,6 +20,16 @@ script=$SRC/bench/mpi_collectives.sh
 # fails the run: exit 1).
 expect 0 "| reduce_scatter | 64 |" \
     sh "$script" -r 1 -n 2 "$BUILD" -- -e 4K -n 5 -w 2
+# The host's state beside the rounds: the time a line takes between
+# cores 0 and 1 before the round and after it (bench/peer-read --line).
+if [ "$(nproc)" -ge 2 ]; then
+    cp "$tmp/out" "$tmp/first"
+    expect 0 "host: a line between cores 0 and 1, ns one way, before each round and after the last: [0-9][0-9]* [0-9][0-9]*$" \
+        cat "$tmp/first"
+    expect 0 "line: [0-9][0-9]* ns one way (5 runs: [0-9][0-9]*-[0-9][0-9]*)" \
+        "$BUILD/bench/peer-read" --line
+fi
+expect 2 "peer-read: --line takes no sizes" "$BUILD/bench/peer-read" --line 1K
 expect 0 "allgather: geometric mean" \
     sh "$script" -r 1 -n 3 "$BUILD" -- -b 8 -e 1K -n 5 -w 2 --cold
 # A second build beside them (-B): its column and mrc / it, from the
