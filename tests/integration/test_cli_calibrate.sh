@@ -120,10 +120,14 @@ check_once() {
         > "$tmp/said.json" 2> "$tmp/said.err"
 }
 # The host's copy rates beside the profile's: a profile whose rates are
-# far from this host's (a third and three times them) is named stale on
+# far from this host's (a tenth and ten times them) is named stale on
 # stderr, both ratios given, and its JSON says so; the rows still run.
+# Not a third and three times: the quick calibration above runs beside
+# the suite's other tests, and once measured the rate beyond cache at a
+# third of the host's (7.8 GB/s), which three times put back at the
+# host's own (ratio 1.06).
 expect 0 "" edit_profile "$tmp/threads.json" "$tmp/stale.json" \
-    'p["copy_gbps_cache"] /= 3; p["copy_gbps_memory"] *= 3'
+    'p["copy_gbps_cache"] /= 10; p["copy_gbps_memory"] *= 10'
 check_once "$tmp/stale.json"
 expect 0 "^# host now: copies at [0-9.]* GB/s in cache, [0-9.]* beyond" \
     cat "$tmp/said.txt"
