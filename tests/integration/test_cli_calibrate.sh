@@ -119,6 +119,17 @@ check_once() {
     "$MRC" calibrate --check --quick --json --profile "$1" \
         > "$tmp/said.json" 2> "$tmp/said.err"
 }
+# That check's JSON: not as calibrated, its rows run, and PYTHON's
+# asserts on c (the JSON) hold.
+said_json() {
+    /usr/bin/python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["as_calibrated"] is False, c
+assert len(c["rows"]) > 0, c
+exec(sys.argv[2])
+' "$tmp/said.json" "$1"
+}
 # The host's copy rates beside the profile's: a profile whose rates are
 # far from this host's (a tenth and ten times them) is named stale on
 # stderr, both ratios given, and its JSON says so; the rows still run.
@@ -133,14 +144,9 @@ expect 0 "^# host now: copies at [0-9.]* GB/s in cache, [0-9.]* beyond" \
     cat "$tmp/said.txt"
 expect 0 "warning: this host copies at [0-9.]* (in cache) and 0\.[0-9]* (beyond)" \
     cat "$tmp/said.txt"
-expect 0 "" /usr/bin/python3 -c '
-import json, sys
-c = json.load(open(sys.argv[1]))
-assert c["as_calibrated"] is False, c
+expect 0 "" said_json '
 h, p = c["host_copy_gbps"], c["profile"]["copy_gbps"]
-assert h[0] / p[0] > 1.25 and h[1] / p[1] < 0.8, (h, p)
-assert len(c["rows"]) > 0, c
-' "$tmp/said.json"
+assert h[0] / p[0] > 1.25 and h[1] / p[1] < 0.8, (h, p)'
 expect 0 "^host: [0-9]* rows timed again beside a slow canary" "$MRC" \
     calibrate --check --quick --transport shm --profile "$tmp/shm.json"
 # The host's speed beside the profile's: calibrate keeps its fastest
@@ -160,13 +166,8 @@ expect 0 "^# host now: a 4 KiB allreduce of two threads takes [0-9.]* us (the pr
     cat "$tmp/said.txt"
 expect 0 "warning: a 4 KiB allreduce of two threads takes [0-9.]* times its time when the profile was measured (the host runs slower" \
     cat "$tmp/said.txt"
-expect 0 "" /usr/bin/python3 -c '
-import json, sys
-c = json.load(open(sys.argv[1]))
-assert c["as_calibrated"] is False, c
-assert c["host_canary_us"] > 100 * c["profile"]["canary_us"] > 0, c
-assert len(c["rows"]) > 0, c
-' "$tmp/said.json"
+expect 0 "" said_json '
+assert c["host_canary_us"] > 100 * c["profile"]["canary_us"] > 0, c'
 expect 0 "(the calibration ran in a slow spell: calibrate again)" \
     "$MRC" calibrate --check --quick --profile "$tmp/slow.json"
 
