@@ -6,7 +6,7 @@
  *
  *   usage: peer-read [SIZE...]      (bytes, K/M suffixes; default 64K
  *                                    256K 1M)
- *          peer-read --line
+ *          peer-read --line | --stream
  *
  * Two threads pinned to cores 0 and 1. Per size, four rows, GB/s of each
  * core (the median of 5 repetitions, each about 256 MiB moved a core):
@@ -23,6 +23,11 @@
  * On a VM it says how far apart the host runs the two cores: this
  * project's build machine took 37-67 ns in quiet minutes and 198-225 in
  * its slow spells (docs/performance.md, "What a slow spell is").
+ * --stream: a free-running stream of 8-byte messages from core 0 to core
+ * 1 instead (a ring of 64 entries, each a stamp and the message; the
+ * writer waits only when the ring is full, the reader says how far it
+ * has read every 16 messages), ns a message, for entries 1152 bytes
+ * apart (mrc's deep records), one a line and four a line.
  * Exit: 0, or 2 for bad usage or a host without two cores.
  */
 #define _GNU_SOURCE
@@ -36,6 +41,7 @@
 #include <time.h>
 
 enum { REPS = 5, MOVED = 256 << 20 };
+#define USAGE "usage: peer-read [SIZE...] | --line | --stream\n"
 enum mode { COPY_ALONE, COPY_BOTH, READ_ALONE, READ_BOTH, MODES };
 static const char *const mode_names[MODES] = {"copy, alone", "copy, both",
                                               "read, alone", "read, both"};
@@ -68,6 +74,19 @@ static void spin_until(atomic_long *v, long k)
         ;
 }
 
+/* Pins the calling thread to core `id` and waits until both threads of
+ * the run are there (*ready counts them). */
+static void pin_and_meet(int id, atomic_int *ready)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(id, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    atomic_fetch_add(ready, 1);
+    while (atomic_load(ready) < 2)
+        ;
+}
+
 /* One core's share of a run: each iteration k, the copy of its own data
  * (copy rows), or its turn to write its buffer and to read the other's
  * (read rows: alone, core k % 2 writes and the other reads; both, every
@@ -77,13 +96,7 @@ static void *work(void *arg)
     worker_t *w = arg;
     run_t *r = w->run;
     int me = w->id, other = 1 - me;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(me, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    atomic_fetch_add(&r->ready, 1);
-    while (atomic_load(&r->ready) < 2)
-        ;
+    pin_and_meet(me, &r->ready);
     double timed = 0;
     if (r->mode == COPY_ALONE || r->mode == COPY_BOTH) {
         if (r->mode == COPY_ALONE && me == 1)
@@ -143,11 +156,20 @@ static int run_once(run_t *r, enum mode mode, double gbps[2])
 }
 
 enum { LINE_REPS = 5, LINE_TRIPS = 100000 };
+/* --stream: a ring of STREAM_RING entries, the reader saying how far it
+ * has read every STREAM_TELL messages. */
+enum { STREAM_MESSAGES = 400000, STREAM_RING = 64, STREAM_TELL = 16 };
 
+/* --line: `turn` is the line handed back and forth. --stream (stride >
+ * 0): `turn` is how far the reader has read, `ring` the entries (a
+ * stamp and an 8-byte message each, `stride` bytes apart). */
 typedef struct line_run {
     _Alignas(64) atomic_long turn;
     atomic_int ready;
     double seconds;
+    size_t stride;
+    char *ring;
+    uint64_t check;
 } line_run_t;
 
 typedef struct line_worker {
@@ -161,14 +183,37 @@ static void *line_work(void *arg)
 {
     line_worker_t *w = arg;
     line_run_t *r = w->run;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(w->id, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    atomic_fetch_add(&r->ready, 1);
-    while (atomic_load(&r->ready) < 2)
-        ;
+    pin_and_meet(w->id, &r->ready);
     double t = now();
+    if (r->stride) { /* --stream: core 0 writes, core 1 reads */
+        long seen = 0;
+        uint64_t sum = 0;
+        for (long k = 0; k < STREAM_MESSAGES; k++) {
+            _Atomic uint64_t *e =
+                (_Atomic uint64_t *)(r->ring +
+                                     (size_t)(k % STREAM_RING) * r->stride);
+            if (w->id == 0) {
+                while (k - seen >= STREAM_RING)
+                    seen = atomic_load_explicit(&r->turn, memory_order_acquire);
+                atomic_store_explicit(&e[1], (uint64_t)k * 3,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&e[0], (uint64_t)k + 1,
+                                      memory_order_release);
+                continue;
+            }
+            while (atomic_load_explicit(&e[0], memory_order_acquire) !=
+                   (uint64_t)k + 1)
+                ;
+            sum += atomic_load_explicit(&e[1], memory_order_relaxed);
+            if (k % STREAM_TELL == STREAM_TELL - 1)
+                atomic_store_explicit(&r->turn, k + 1, memory_order_release);
+        }
+        if (w->id == 1) {
+            r->check = sum;
+            r->seconds = now() - t;
+        }
+        return NULL;
+    }
     for (long k = 0; k < LINE_TRIPS; k++) {
         long mine = 2 * k + w->id;
         while (atomic_load_explicit(&r->turn, memory_order_acquire) != mine)
@@ -200,15 +245,23 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-/* --line: prints the median and range of LINE_REPS runs; 0, or -1
- * without threads. */
-static int line_time(void)
+/* --line (stride 0) and --stream: prints the median and range of
+ * LINE_REPS runs, ns one way or a message; 0, or -1 without threads or
+ * memory. */
+static int line_time(size_t stride)
 {
     double ns[LINE_REPS];
+    char *ring = NULL;
+    if (stride && !(ring = aligned_alloc(4096, STREAM_RING * stride)))
+        return -1;
+    if (ring)
+        memset(ring, 0, STREAM_RING * stride);
     for (int k = 0; k < LINE_REPS; k++) {
-        line_run_t r = {.seconds = 0};
+        line_run_t r = {.seconds = 0, .stride = stride, .ring = ring};
         atomic_init(&r.turn, 0);
         atomic_init(&r.ready, 0);
+        if (ring) /* stamps of an earlier run would be taken for new */
+            memset(ring, 0, STREAM_RING * stride);
         pthread_t t[2];
         line_worker_t w[2] = {{&r, 0}, {&r, 1}};
         for (int i = 0; i < 2; i++)
@@ -216,11 +269,18 @@ static int line_time(void)
                 return -1;
         for (int i = 0; i < 2; i++)
             pthread_join(t[i], NULL);
-        ns[k] = r.seconds / (2.0 * LINE_TRIPS) * 1e9;
+        ns[k] = stride ? r.seconds / STREAM_MESSAGES * 1e9
+                       : r.seconds / (2.0 * LINE_TRIPS) * 1e9;
     }
+    free(ring);
     qsort(ns, LINE_REPS, sizeof(double), by_value);
-    printf("line: %.0f ns one way (%d runs: %.0f-%.0f)\n", ns[LINE_REPS / 2],
-           LINE_REPS, ns[0], ns[LINE_REPS - 1]);
+    if (stride)
+        printf("stream, %zu-byte entries: %.1f ns a message (%d runs: "
+               "%.1f-%.1f)\n",
+               stride, ns[LINE_REPS / 2], LINE_REPS, ns[0], ns[LINE_REPS - 1]);
+    else
+        printf("line: %.0f ns one way (%d runs: %.0f-%.0f)\n",
+               ns[LINE_REPS / 2], LINE_REPS, ns[0], ns[LINE_REPS - 1]);
     return 0;
 }
 
@@ -233,20 +293,23 @@ static int two_cores(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--line") == 0) {
+    int line = argc > 1 && strcmp(argv[1], "--line") == 0;
+    int stream = argc > 1 && strcmp(argv[1], "--stream") == 0;
+    if (line || stream) {
+        static const size_t strides[] = {1152, 64, 16};
         if (argc > 2) {
-            fprintf(stderr, "peer-read: --line takes no sizes\n"
-                            "usage: peer-read [SIZE...] | --line\n");
+            fprintf(stderr, "peer-read: %s takes no sizes\n%s", argv[1], USAGE);
             return 2;
         }
         if (!two_cores()) {
             fprintf(stderr, "peer-read: needs cores 0 and 1\n");
             return 2;
         }
-        if (line_time() != 0) {
-            fprintf(stderr, "peer-read: no threads\n");
-            return 2;
-        }
+        for (int i = 0; i < (stream ? 3 : 1); i++)
+            if (line_time(stream ? strides[i] : 0) != 0) {
+                fprintf(stderr, "peer-read: no threads or memory\n");
+                return 2;
+            }
         return 0;
     }
     size_t sizes[16] = {64 << 10, 256 << 10, 1 << 20};
@@ -259,8 +322,8 @@ int main(int argc, char **argv)
         if (parse_size(argv[i], &sizes[i - 1]) != 0) {
             fprintf(stderr,
                     "peer-read: bad size '%s' (bytes, K or M suffix, up "
-                    "to 1G)\nusage: peer-read [SIZE...] | --line\n",
-                    argv[i]);
+                    "to 1G)\n%s",
+                    argv[i], USAGE);
             return 2;
         }
     if (!two_cores()) {

@@ -28,6 +28,8 @@ if [ "$(nproc)" -ge 2 ]; then
         cat "$tmp/first"
     expect 0 "line: [0-9][0-9]* ns one way (5 runs: [0-9][0-9]*-[0-9][0-9]*)" \
         "$BUILD/bench/peer-read" --line
+    expect 0 "stream, 16-byte entries: [0-9.]* ns a message" \
+        "$BUILD/bench/peer-read" --stream
 fi
 expect 2 "peer-read: --line takes no sizes" "$BUILD/bench/peer-read" --line 1K
 expect 0 "allgather: geometric mean" \
