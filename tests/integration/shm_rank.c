@@ -22,6 +22,10 @@
  *                               its memory (so every rank takes about as
  *                               long as the root, and 50 ms at least);
  *                               results exact
+ *   shm_rank endsbehind         (2 ranks, direct1, local completion) five
+ *                               small reduces, then a 2 KiB broadcast by
+ *                               rank 1 while rank 0 sleeps 1.5 s: rank 1's
+ *                               must return within 0.5 s; results exact
  *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
  *                               count, large, path, dtype, op, root, or
  *                               split: count, and the last rank takes the
@@ -417,6 +421,43 @@ static int runahead(mrc_comm_t *comm)
     return st != MRC_OK || wrong || least < 0.05 || least < 0.7 * most;
 }
 
+/* endsbehind (MRC_ALGO=direct1 MRC_COMPLETION=local): a rank writes
+ * the end of its small reduces and broadcasts one call in 16, so after
+ * five its `ended` says none. Rank 1 then broadcasts 2 KiB (past the
+ * ring's windows: its gate asks that every rank ended the call before
+ * last) while rank 0 is away for 1.5 s: rank 1 must find rank 0's ends
+ * by its log, and return at once, not wait for rank 0 (or time out). */
+static int ends_behind(mrc_comm_t *comm)
+{
+    enum { SMALL = 16, LARGE = 512 };
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    float a[SMALL], b[SMALL], big[LARGE];
+    long wrong = 0;
+    mrc_status_t st = MRC_OK;
+    for (int k = 0; k < 5 && st == MRC_OK; k++) {
+        for (int i = 0; i < SMALL; i++)
+            a[i] = (float)(r + k + i);
+        st = mrc_reduce(a, b, SMALL, MRC_FLOAT32, MRC_SUM, 0, comm);
+        for (int i = 0; r == 0 && st == MRC_OK && i < SMALL; i++)
+            wrong += b[i] != (float)(n * (n - 1) / 2 + n * (k + i));
+    }
+    if (r == 0)
+        nanosleep(&(struct timespec){1, 500000000}, NULL);
+    for (int i = 0; i < LARGE; i++)
+        big[i] = r == 1 ? (float)(i % 97) : -1;
+    double start = now_s();
+    if (st == MRC_OK)
+        st = mrc_broadcast(big, big, LARGE, MRC_FLOAT32, 1, comm);
+    double took = now_s() - start;
+    for (int i = 0; st == MRC_OK && i < LARGE; i++)
+        wrong += big[i] != (float)(i % 97);
+    printf("rank %d of %d: endsbehind %s, the broadcast took %.3f s, %ld "
+           "wrong elements%s%s\n",
+           r, n, mrc_status_name(st), took, wrong, st != MRC_OK ? ": " : "",
+           st != MRC_OK ? mrc_last_error() : "");
+    return st != MRC_OK || wrong || (r == 1 && took > 0.5);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -446,12 +487,13 @@ int main(int argc, char **argv)
     int rc = strcmp(argv[1], "mismatch-local") == 0
                  ? mismatch_local(comm, argc > 2 ? argv[2] : "")
              : mis ? mismatch(comm, argc > 2 ? argv[2] : "")
-             : strcmp(argv[1], "die") == 0       ? die(comm, 1 << 20)
-             : strcmp(argv[1], "die-small") == 0 ? die(comm, 2)
-             : strcmp(argv[1], "quick") == 0     ? quick(comm)
-             : strcmp(argv[1], "three") == 0     ? three(comm)
-             : strcmp(argv[1], "runahead") == 0  ? runahead(comm)
-                                                 : sweep(comm);
+             : strcmp(argv[1], "die") == 0        ? die(comm, 1 << 20)
+             : strcmp(argv[1], "die-small") == 0  ? die(comm, 2)
+             : strcmp(argv[1], "quick") == 0      ? quick(comm)
+             : strcmp(argv[1], "three") == 0      ? three(comm)
+             : strcmp(argv[1], "runahead") == 0   ? runahead(comm)
+             : strcmp(argv[1], "endsbehind") == 0 ? ends_behind(comm)
+                                                  : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;
 }

@@ -96,6 +96,16 @@ for r in 0 1; do
         cat "$tmp/loop"
 done
 
+# A rank writes the end of its small deep calls one in 16: a peer whose
+# next call needs the ends of the calls before it finds them by the
+# rank's log, without waiting for the rank's next call (rank 0 away for
+# 1.5 s, timeout 1 s).
+expect 0 "rank 1 of 2: endsbehind MRC_OK, the broadcast took 0\.[0-4][0-9]* s, 0 wrong elements" \
+    env MRC_TIMEOUT=1 MRC_ALGO=direct1 MRC_COMPLETION=local \
+    "$MRC" launch -n 2 --timeout 60 -- "$RANK" endsbehind
+cp "$tmp/out" "$tmp/behind"
+expect 0 "rank 0 of 2: endsbehind MRC_OK, .* 0 wrong elements" cat "$tmp/behind"
+
 # Two roots of one broadcast, which hear from nobody, then broadcasts
 # they only receive, in which they publish nothing: they still compare
 # their unheard call within 17 calls (not first at the allreduce after

@@ -3,6 +3,9 @@
  * gets from a window or by reference, flags in the record a peer
  * polls. */
 #define _GNU_SOURCE
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -112,6 +115,51 @@ static mrc_status_t compare_unheard_calls(mrc__shm_endpoint_t *e,
     return MRC_OK;
 }
 
+int mrc__shm_prefetches_for_write(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    /* PREFETCHW (CPUID 8000_0001h, ECX bit 8); without it GCC's write
+     * prefetch is a plain one, which takes the line shared. */
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c >> 8 & 1);
+#else
+    return 1;
+#endif
+}
+
+/* This rank's entry of the ring WRITE_AHEAD calls on, taken for writing
+ * now (its record's line and a window like this call's): its peer read
+ * it RECORDS calls before, and a store that finds it there waits for it,
+ * and every store after (shm_internal.h, ENDED_EVERY). */
+static void take_entry_ahead(const mrc__shm_endpoint_t *e, uint64_t seq,
+                             size_t window_bytes)
+{
+    if (!e->prefetch_w)
+        return;
+    const char *ahead = ring_record_at(e, e->rank, seq + WRITE_AHEAD);
+    size_t lines = 1 + (window_bytes + 63) / 64;
+    if (lines > WRITE_AHEAD_LINES)
+        return;
+    for (size_t i = 0; i < lines; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __asm__ volatile("prefetchw %0" : : "m"(ahead[64 * i]));
+#else
+        __builtin_prefetch(ahead + 64 * i, 1);
+#endif
+    }
+}
+
+/* Whether rank m has begun call q (so ended every call before it), by
+ * its log: a deep call's entry is written at its begin, and an entry
+ * rewritten since holds a later call (its stamp seq + 1). A rank writes
+ * the end of its deep calls one in ENDED_EVERY: one that ended a deep
+ * call and then began another has its `ended` behind its calls. */
+static int begun(const mrc__shm_endpoint_t *e, int m, uint64_t q)
+{
+    return __atomic_load_n(&post_at(e, m)->log[q % RECORDS][0],
+                           __ATOMIC_ACQUIRE) > q;
+}
+
 /* Whether every member has ended the call that last used what call seq
  * writes, `back` calls back: RECORDS for a deep call's record and window
  * in the rings, two for an area (a window past DEEP_WINDOW, or any of a
@@ -131,6 +179,14 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
         e->ended[m] = __atomic_load_n(&post_at(e, m)->ended, __ATOMIC_ACQUIRE);
         if (e->ended[m] > seq - back)
             continue;
+        if (begun(e, m, seq - back + 1)) {
+            e->ended[m] = seq - back + 1;
+            continue;
+        }
+        /* About to wait: what this rank ended goes out first, so that no
+         * two ranks wait on each other's unwritten ends. */
+        if (e->ended_behind)
+            mrc__shm_write_ended(e, seq);
         mrc_status_t st = mrc__shm_waiting_on(e, m);
         return st != MRC_OK ? st : MRC_INPROGRESS;
     }
@@ -171,6 +227,9 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
         }
         e->ref_set[seq & 1] = (uint8_t)any;
     }
+    e->in_ring = !in_area;
+    if (!in_area)
+        take_entry_ahead(e, seq, x->window_bytes);
     e->pending_window = (uint32_t)x->window_bytes;
     e->pending = 1;
     *window = window_at(e, e->rank, seq, x->window_bytes);
@@ -349,6 +408,8 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
         e->heard = 1;
         return MRC_OK;
     }
+    if (e->ended_behind) /* about to wait (see gate) */
+        mrc__shm_write_ended(e, e->seq);
     /* Not yet: look at the peers now and then (their posts are lines
      * they write at every call; polling them would slow them down), and
      * at this rank's own state one look in 16: a look is the loop a

@@ -359,6 +359,7 @@ mrc_status_t mrc__shm_attach(int nranks, int rank, const char *job,
     e->sends_to = calloc((size_t)nranks, sizeof *e->sends_to);
     e->early_newest = calloc((size_t)nranks, sizeof *e->early_newest);
     e->ended = calloc((size_t)nranks, sizeof *e->ended);
+    e->prefetch_w = mrc__shm_prefetches_for_write();
     mrc_status_t st = e->send_slot && e->recv_slot && e->ended && e->held &&
                               e->sends_to && e->early_newest
                           ? open_segment(e, timeout_s)

@@ -90,6 +90,7 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     e->seq = seq;
     e->call = *call;
     e->pending = 0;
+    e->in_ring = 0;
     e->heard = n > 0; /* a receive compares the sender's call */
     /* direct1's reduce and broadcast with local completion: a rank may
      * wait on nobody (its records in the ring: shm_internal.h) */
@@ -97,6 +98,10 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc_collective_t coll = (mrc_collective_t)(call->meta & 0xff);
     e->deep = family == (0x80 | MRC_ALGO_DIRECT1) &&
               (coll == MRC_REDUCE || coll == MRC_BROADCAST);
+    /* A call that is not deep may wait on a peer's gate of two calls
+     * back (memory.c): the end of every call before it written. */
+    if (e->ended_behind && !e->deep)
+        mrc__shm_write_ended(e, seq);
     mrc__shm_post_call(e, *call);
     /* For a peer's message when this call and its sender's differ: read
      * only after a message of this call, which is sent after this. */
@@ -121,9 +126,14 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
 static mrc_status_t shm_end(void *ctx)
 {
     mrc__shm_endpoint_t *e = ctx;
-    if (e->lost == MRC_OK) /* the windows of this call may be reused */
-        __atomic_store_n(&post_at(e, e->rank)->ended, e->seq + 1,
-                         __ATOMIC_RELEASE);
+    /* The windows of this call may be reused: a deep call's end written
+     * one call in ENDED_EVERY (shm_internal.h), a peer's gate finding
+     * the rest by this rank's log (memory.c). */
+    int batched = e->deep && e->in_ring;
+    if (e->lost == MRC_OK && (!batched || (e->seq + 1) % ENDED_EVERY == 0))
+        mrc__shm_write_ended(e, e->seq + 1);
+    else if (e->lost == MRC_OK)
+        e->ended_behind = 1;
     if (!e->heard && !e->unconfirmed)
         e->unconfirmed = e->seq + 1;
     return e->lost;

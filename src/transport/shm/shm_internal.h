@@ -176,8 +176,14 @@ struct mrc__shm_endpoint {
     mrc__call_t now;   /* the one in progress */
     double last_post_check;
     char token[TOKEN_BYTES];
-    int all_read;            /* every rank can read every other's memory */
-    uint64_t *ended;         /* [n]: each rank's `ended` as last seen */
+    int all_read;    /* every rank can read every other's memory */
+    uint64_t *ended; /* [n]: each rank's `ended` as last seen */
+    /* This rank has ended a deep call its `ended` does not say yet: a
+     * deep call's end is written one call in ENDED_EVERY (see
+     * mrc__shm_end_written). */
+    int ended_behind;
+    int in_ring;    /* this call's record and window are in the ring */
+    int prefetch_w; /* the core takes a line for writing on a prefetch */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
     mrc__transport_ops_t named; /* mrc__shm_transport_named's table */
@@ -290,6 +296,24 @@ enum {
  * right after it, in the same page) as Open MPI's header and data do in
  * its fast boxes. */
 enum { DEEP_ENTRY = 128 + DEEP_WINDOW };
+
+/* How often a rank writes the end of its deep calls in the ring into
+ * its `ended` line, and how many calls ahead a writer takes its own
+ * entry of the ring for writing (when it spans at most
+ * WRITE_AHEAD_LINES lines: a 1 KiB window's 17 taken ahead made the 1
+ * KiB reduce slower).
+ *
+ * Each line one core writes and the other reads moves between them, and
+ * a store to a line the other core holds waits for it; stores leave the
+ * core in order, so every store after it waits too. A leaf of a deep
+ * reduce (the root of a deep broadcast) writes its entry, which its
+ * peer read RECORDS calls before; the peer writes its `ended`, which
+ * the leaf reads when its ring is full. With a line between the cores
+ * at 250 ns one way (the build machine's VM, a whole session), each
+ * call paid for both: 0.20-0.24 us a 4-64 B reduce or broadcast at 2
+ * ranks, as many with either remedy alone, 0.13-0.18 with both
+ * (docs/performance.md). */
+enum { ENDED_EVERY = 16, WRITE_AHEAD = 2, WRITE_AHEAD_LINES = 9 };
 
 static inline size_t windows_bytes(int n)
 {
@@ -411,6 +435,14 @@ static inline rank_post_t *post_at(const mrc__shm_endpoint_t *e, int r)
     return (rank_post_t *)e->posts + r;
 }
 
+/* `value` (seq + 1 of the last call ended) into this rank's `ended`
+ * line. */
+static inline void mrc__shm_write_ended(mrc__shm_endpoint_t *e, uint64_t value)
+{
+    __atomic_store_n(&post_at(e, e->rank)->ended, value, __ATOMIC_RELEASE);
+    e->ended_behind = 0;
+}
+
 _Static_assert(sizeof(rank_post_t) == 256 + RECORDS * 32,
                "what peers poll keeps to lines of its own");
 
@@ -425,6 +457,9 @@ static inline region_table_t *region_table_at(const mrc__shm_endpoint_t *e,
 {
     return (region_table_t *)e->regions + r;
 }
+
+/* Whether this core takes a line for writing on a prefetch (memory.c). */
+int mrc__shm_prefetches_for_write(void);
 
 /* ---- regions.c ---------------------------------------------------------- */
 
