@@ -227,7 +227,6 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
         }
         e->ref_set[seq & 1] = (uint8_t)any;
     }
-    e->in_ring = !in_area;
     if (!in_area)
         take_entry_ahead(e, seq, x->window_bytes);
     e->pending_window = (uint32_t)x->window_bytes;

@@ -90,7 +90,6 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     e->seq = seq;
     e->call = *call;
     e->pending = 0;
-    e->in_ring = 0;
     e->heard = n > 0; /* a receive compares the sender's call */
     /* direct1's reduce and broadcast with local completion: a rank may
      * wait on nobody (its records in the ring: shm_internal.h) */
@@ -98,6 +97,11 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
     mrc_collective_t coll = (mrc_collective_t)(call->meta & 0xff);
     e->deep = family == (0x80 | MRC_ALGO_DIRECT1) &&
               (coll == MRC_REDUCE || coll == MRC_BROADCAST);
+    /* Every rank's window of it in the ring, so no rank's gate asks for
+     * the end of the call before last (its end may be written late). */
+    uint64_t bytes =
+        call->count * mrc_dtype_size((mrc_dtype_t)(call->meta >> 8 & 0xff));
+    e->small_deep = e->deep && bytes <= DEEP_WINDOW;
     /* A call that is not deep may wait on a peer's gate of two calls
      * back (memory.c): the end of every call before it written. */
     if (e->ended_behind && !e->deep)
@@ -126,11 +130,11 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
 static mrc_status_t shm_end(void *ctx)
 {
     mrc__shm_endpoint_t *e = ctx;
-    /* The windows of this call may be reused: a deep call's end written
-     * one call in ENDED_EVERY (shm_internal.h), a peer's gate finding
-     * the rest by this rank's log (memory.c). */
-    int batched = e->deep && e->in_ring;
-    if (e->lost == MRC_OK && (!batched || (e->seq + 1) % ENDED_EVERY == 0))
+    /* The windows of this call may be reused: a small deep call's end
+     * written one call in ENDED_EVERY (shm_internal.h), a peer's gate
+     * finding the rest by this rank's log (memory.c). */
+    if (e->lost == MRC_OK &&
+        (!e->small_deep || (e->seq + 1) % ENDED_EVERY == 0))
         mrc__shm_write_ended(e, e->seq + 1);
     else if (e->lost == MRC_OK)
         e->ended_behind = 1;

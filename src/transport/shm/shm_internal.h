@@ -179,10 +179,9 @@ struct mrc__shm_endpoint {
     int all_read;    /* every rank can read every other's memory */
     uint64_t *ended; /* [n]: each rank's `ended` as last seen */
     /* This rank has ended a deep call its `ended` does not say yet: a
-     * deep call's end is written one call in ENDED_EVERY (see
-     * mrc__shm_end_written). */
+     * small deep call's end is written one call in ENDED_EVERY. */
     int ended_behind;
-    int in_ring;    /* this call's record and window are in the ring */
+    int small_deep; /* a deep call of at most DEEP_WINDOW bytes */
     int prefetch_w; /* the core takes a line for writing on a prefetch */
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
@@ -297,9 +296,9 @@ enum {
  * its fast boxes. */
 enum { DEEP_ENTRY = 128 + DEEP_WINDOW };
 
-/* How often a rank writes the end of its deep calls in the ring into
- * its `ended` line, and how many calls ahead a writer takes its own
- * entry of the ring for writing (when it spans at most
+/* How often a rank writes the end of its small deep calls (every
+ * rank's window in the ring) into its `ended` line, and how many calls ahead a
+ * writer takes its own entry of the ring for writing (when it spans at most
  * WRITE_AHEAD_LINES lines: a 1 KiB window's 17 taken ahead made the 1
  * KiB reduce slower).
  *
