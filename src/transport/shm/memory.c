@@ -137,7 +137,9 @@ static void take_entry_ahead(const mrc__shm_endpoint_t *e, uint64_t seq,
     if (!e->prefetch_w)
         return;
     const char *ahead = ring_record_at(e, e->rank, seq + WRITE_AHEAD);
-    size_t lines = 1 + (window_bytes + 63) / 64;
+    /* A window of at most SMALL_WINDOW rides in the record's line. */
+    size_t lines =
+        1 + (window_bytes > SMALL_WINDOW ? (window_bytes + 63) / 64 : 0);
     if (lines > WRITE_AHEAD_LINES)
         return;
     for (size_t i = 0; i < lines; i++) {
@@ -164,7 +166,9 @@ static int begun(const mrc__shm_endpoint_t *e, int m, uint64_t q)
  * writes, `back` calls back: RECORDS for a deep call's record and window
  * in the rings, two for an area (a window past DEEP_WINDOW, or any of a
  * call that is not deep; buffers by reference, or clearing the address
- * line of an earlier call). MRC_INPROGRESS: not yet. */
+ * line of an earlier call). By the member's `ended`, or, where that is
+ * behind (a small deep call's end is written late), by its log: a member
+ * that began the next call ended that one. MRC_INPROGRESS: not yet. */
 static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
                          uint64_t back)
 {

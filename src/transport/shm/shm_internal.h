@@ -414,7 +414,8 @@ typedef struct rank_post {
     int32_t status, a, b;
     mrc__call_t ca, cb; /* a disagreement: rank a's and rank b's calls */
     char pad2[16];
-    uint64_t ended; /* atomic: seq + 1 of the last call ended */
+    uint64_t ended; /* atomic: seq + 1 of the last call ended (of a
+                       small deep call, at most ENDED_EVERY - 1 late) */
     char pad3[56];
     int32_t readers; /* atomic: peers inside a get of this rank's buffers */
     int32_t unused;
