@@ -427,7 +427,8 @@ static int runahead(mrc_comm_t *comm)
  * five its `ended` says none. Rank 1 then broadcasts 2 KiB (past the
  * ring's windows: its gate asks that every rank ended the call before
  * last) while rank 0 is away for 1.5 s: rank 1 must find rank 0's ends
- * by its log, and return at once, not wait for rank 0 (or time out). */
+ * by its log once rank 0 has begun its fifth reduce (0.1 s in), not wait
+ * for rank 0's broadcast (or time out). */
 static int ends_behind(mrc_comm_t *comm)
 {
     enum { SMALL = 16, LARGE = 512 };

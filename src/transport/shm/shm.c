@@ -99,9 +99,10 @@ static mrc_status_t shm_begin(void *ctx, uint64_t seq, const mrc__call_t *call,
               (coll == MRC_REDUCE || coll == MRC_BROADCAST);
     /* Every rank's window of it in the ring, so no rank's gate asks for
      * the end of the call before last (its end may be written late). */
-    uint64_t bytes =
-        call->count * mrc_dtype_size((mrc_dtype_t)(call->meta >> 8 & 0xff));
-    e->small_deep = e->deep && bytes <= DEEP_WINDOW;
+    e->small_deep =
+        e->deep &&
+        call->count * mrc_dtype_size((mrc_dtype_t)(call->meta >> 8 & 0xff)) <=
+            DEEP_WINDOW;
     /* A call that is not deep may wait on a peer's gate of two calls
      * back (memory.c): the end of every call before it written. */
     if (e->ended_behind && !e->deep)
