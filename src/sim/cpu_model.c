@@ -20,8 +20,13 @@
  *            where a send copies: shm and MPI);
  *   reduced  bytes received or got into a reduction.
  *
- * The call's time is its slowest node's.
+ * The call's time is its slowest node's, where a node's first wait on
+ * its peers' flags ends no sooner than the last of them signals (a get
+ * from a window follows its owner's copy into it: direct1's broadcast is
+ * the root's copy, then the leaves'). A broadcast is timed in place, as
+ * MPI's and torch's are (no copy of the root's to itself).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/common.h"
@@ -187,30 +192,124 @@ static double extra_recv(const mrc__cpu_cost_t *k, double bytes, int rdv)
     return us;
 }
 
-/* One node's modelled time. */
+/* One node's modelled time alone (as if every peer's flag were up when
+ * it waits), and where its first round falls: what it has done when it
+ * first signals and when it first waits on a flag, and the peers of that
+ * wait (first_peer .. first_peer + num_peers - 1 of the caller's list). */
+typedef struct node_cost {
+    double alone;
+    double signal_at; /* < 0: never signals */
+    double wait_at;   /* < 0: never waits on a flag */
+    int first_peer, num_peers;
+} node_cost_t;
+
+/* The peers a node waits on in its first round of flag waits. */
+typedef struct peer_list {
+    int *peer;
+    int len, cap;
+} peer_list_t;
+
+/* A node's running figures: its time at any point of its chains. */
+typedef struct node_sum {
+    double copied, reduced, kernel_us, fixed;
+} node_sum_t;
+
+static double sum_us(const node_sum_t *a, double sync, const mrc__cpu_cost_t *k,
+                     int t)
+{
+    return sync + a->fixed + a->copied / (k->copy_gbps[t] * 1e3) +
+           a->reduced / (k->reduce_gbps[t] * 1e3) + a->kernel_us;
+}
+
+/* The tier of a call: the node's whole vector (all blocks for
+ * reduce-scatter and allgather). */
+static int call_tier(const mrc_program_t *p, int n, const mrc__cpu_cost_t *k)
+{
+    uint64_t vec = (uint64_t)p->cfg.count * mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
+        p->cfg.collective == MRC_ALLGATHER)
+        vec *= (uint64_t)n;
+    return mrc__cpu_cost_tier(k, vec);
+}
+
+/* Adds op's transfer and work to a node's running figures. */
+static void add_op(const mrc__op_t *op, double esize, double chunk,
+                   const mrc__cpu_cost_t *k, const mrc__cpu_cost_t *ko,
+                   node_sum_t *a)
+{
+    double bytes = (double)op->count * esize;
+    if (op->kind == MRC__RECV || op->kind == MRC__GET)
+        a->fixed += ko->op_us;
+    /* (a message is a chunk at most: the transport's unit) */
+    int rdv = (op->kind == MRC__RECV || op->kind == MRC__SEND) &&
+              k->rdv_bytes > 0 && bytes >= k->rdv_bytes &&
+              (chunk == 0 || chunk >= k->rdv_bytes);
+    if (op->kind == MRC__RECV)
+        a->fixed += extra_recv(k, bytes, rdv);
+    /* (through the kernel, then reduced from a bounce buffer) */
+    int by_kernel =
+        ko->kernel_gbps > 0 &&
+        (rdv || (op->kind == MRC__GET && op->src != MRC__BUF_WINDOW));
+    switch (op->kind) {
+    case MRC__RECV:
+    case MRC__GET:
+        if (op->local != MRC__BUF_NONE)
+            a->reduced += bytes;
+        if (by_kernel)
+            a->kernel_us += bytes / (ko->kernel_gbps * 1e3);
+        else if (op->local == MRC__BUF_NONE || rdv)
+            a->copied += bytes;
+        break;
+    case MRC__COPY: a->copied += bytes; break;
+    case MRC__EXPOSE: a->copied += op->ref ? 0 : bytes; break;
+    case MRC__SEND: a->copied += rdv ? 0 : k->send_copies * bytes; break;
+    default: break;
+    }
+}
+
+/* One node's modelled time alone, and its first round (node_cost_t). A
+ * broadcast is timed in place (MPI's, and torch's, has one buffer: the
+ * root copies nothing to itself). */
 static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                               uint64_t whole, const mrc__cpu_cost_t *k,
-                              const mrc__cpu_cost_t *km, int depth, double *out)
+                              const mrc__cpu_cost_t *km, int depth,
+                              node_cost_t *out, peer_list_t *peers)
 {
     mrc__plan_t plan;
-    mrc_status_t st = mrc__plan_build(p, node, whole, 0, &plan);
+    mrc_status_t st = mrc__plan_build(
+        p, node, whole, p->cfg.collective == MRC_BROADCAST, &plan);
     if (st != MRC_OK)
         return st;
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
     double chunk = (double)p->cfg.chunk_bytes;
-    double copied = 0, reduced = 0, kernel_us = 0, fixed = 0, sync = 0;
+    int t = call_tier(p, n, k);
+    node_sum_t a = {0};
+    double sync = 0;
     int rounds = 0;
+    *out =
+        (node_cost_t){.signal_at = -1, .wait_at = -1, .first_peer = peers->len};
     for (int c = 0; c < plan.num_chains; c++) {
-        int r = 0, worked = 1;
+        int r = 0, worked = 1, first_round = 0;
         double rs = 0;
         for (int32_t i = plan.chain_off[c]; i < plan.chain_off[c + 1]; i++) {
             const mrc__op_t *op = &plan.ops[i];
-            double bytes = (double)op->count * esize;
             /* A wait after this node let its peers go on (sent, or
              * signalled) is a new round; the waits of one round (a
              * GET after each) overlap. */
             /* (messages at k's costs, memory operations at km's) */
             const mrc__cpu_cost_t *ko = op->kind == MRC__RECV ? k : km;
+            if (op->kind == MRC__WAIT && out->wait_at < 0) {
+                out->wait_at = sum_us(&a, rs, k, t);
+                first_round = 1;
+            }
+            if (op->kind == MRC__WAIT && first_round &&
+                mrc__grow((void **)&peers->peer, &peers->cap, peers->len + 1,
+                          sizeof *peers->peer) == 0) {
+                peers->peer[peers->len++] = op->peer;
+                out->num_peers++;
+            }
+            if (op->kind == MRC__SIGNAL && out->signal_at < 0)
+                out->signal_at = sum_us(&a, rs, k, t);
             if (is_wait(op->kind)) {
                 double round = op->kind != MRC__RECV && ko->flag_sync_us > 0
                                    ? ko->flag_sync_us
@@ -221,33 +320,8 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
             } else if (op->kind == MRC__SEND || op->kind == MRC__SIGNAL) {
                 worked = 1;
             }
-            if (op->kind == MRC__RECV || op->kind == MRC__GET)
-                fixed += ko->op_us;
-            /* (a message is a chunk at most: the transport's unit) */
-            int rdv = (op->kind == MRC__RECV || op->kind == MRC__SEND) &&
-                      k->rdv_bytes > 0 && bytes >= k->rdv_bytes &&
-                      (chunk == 0 || chunk >= k->rdv_bytes);
-            if (op->kind == MRC__RECV)
-                fixed += extra_recv(k, bytes, rdv);
-            /* (through the kernel, then reduced from a bounce buffer) */
-            int by_kernel =
-                ko->kernel_gbps > 0 &&
-                (rdv || (op->kind == MRC__GET && op->src != MRC__BUF_WINDOW));
-            switch (op->kind) {
-            case MRC__RECV:
-            case MRC__GET:
-                if (op->local != MRC__BUF_NONE)
-                    reduced += bytes;
-                if (by_kernel)
-                    kernel_us += bytes / (ko->kernel_gbps * 1e3);
-                else if (op->local == MRC__BUF_NONE || rdv)
-                    copied += bytes;
-                break;
-            case MRC__COPY: copied += bytes; break;
-            case MRC__EXPOSE: copied += op->ref ? 0 : bytes; break;
-            case MRC__SEND: copied += rdv ? 0 : k->send_copies * bytes; break;
-            default: break;
-            }
+            first_round &= op->kind == MRC__WAIT || op->kind == MRC__GET;
+            add_op(op, esize, chunk, k, ko, &a);
         }
         if (rs > sync) {
             sync = rs;
@@ -257,15 +331,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     mrc__plan_free(&plan);
     if (depth > rounds)
         sync += (depth - rounds) * k->sync_us;
-    /* The tier: the node's whole vector (all blocks for reduce-scatter
-     * and allgather). */
-    uint64_t vec = (uint64_t)p->cfg.count * (uint64_t)esize;
-    if (p->cfg.collective == MRC_REDUCE_SCATTER ||
-        p->cfg.collective == MRC_ALLGATHER)
-        vec *= (uint64_t)n;
-    int t = mrc__cpu_cost_tier(k, vec);
-    *out = sync + fixed + copied / (k->copy_gbps[t] * 1e3) +
-           reduced / (k->reduce_gbps[t] * 1e3) + kernel_us;
+    out->alone = sum_us(&a, sync, k, t);
     return MRC_OK;
 }
 
@@ -296,6 +362,55 @@ static int largest_group(const mrc_program_t *p)
     for (int g = 0; g < p->num_groups; g++)
         n = p->groups[g].size > n ? p->groups[g].size : n;
     return n;
+}
+
+/* A group's time: its slowest modelled node's. A node's first wait on
+ * its peers' flags ends no sooner than the last of them signals: a get
+ * from a window by copy follows its owner's copy into it (direct1's
+ * broadcast: the root's copy, then the leaves'; a node that waits on
+ * peers which did what it did first loses nothing). */
+static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
+                               const mrc__cpu_cost_t *k,
+                               const mrc__cpu_cost_t *km, int depth,
+                               double *time_us)
+{
+    /* Whole fragments: a chunk as large as any slice. */
+    uint64_t whole = (uint64_t)p->cfg.count * (uint64_t)gr->size;
+    whole = whole ? whole : 1;
+    int root = p->cfg.root < gr->size ? p->cfg.root : 0;
+    int cap = gr->size < CPU_SAMPLE ? gr->size : CPU_SAMPLE + 1, sampled = 0;
+    node_cost_t *cost = calloc((size_t)cap, sizeof *cost);
+    double *signal_at = malloc((size_t)p->num_nodes * sizeof *signal_at);
+    peer_list_t peers = {0};
+    mrc_status_t st = cost && signal_at
+                          ? MRC_OK
+                          : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int v = 0; st == MRC_OK && v < p->num_nodes; v++)
+        signal_at[v] = -1;
+    /* (the nodes modelled: all up to CPU_SAMPLE, and the root) */
+    for (int i = 0; st == MRC_OK && i < gr->size; i++) {
+        if (i >= CPU_SAMPLE && i != root)
+            continue;
+        int node = p->members[gr->first_member + i];
+        node_cost_t *c = &cost[sampled++];
+        st = node_time(p, node, gr->size, whole, k, km, depth, c, &peers);
+        signal_at[node] = c->signal_at;
+    }
+    for (int s = 0; st == MRC_OK && s < sampled; s++) {
+        double t = cost[s].alone, late = 0;
+        for (int j = 0; j < cost[s].num_peers; j++) {
+            int q = peers.peer[cost[s].first_peer + j];
+            double d =
+                q >= 0 && q < p->num_nodes ? signal_at[q] - cost[s].wait_at : 0;
+            late = d > late ? d : late;
+        }
+        t += late;
+        *time_us = t > *time_us ? t : *time_us;
+    }
+    free(peers.peer);
+    free(signal_at);
+    free(cost);
+    return st;
 }
 
 mrc_status_t mrc__cpu_time(const mrc_program_t *p, const mrc_topo_t *topo,
@@ -360,22 +475,7 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
     mrc_status_t dst = dependency_depth(p, topo, &depth);
     if (dst != MRC_OK)
         return dst;
-    for (int g = 0; g < p->num_groups; g++) {
-        const mrc__group_t *gr = &p->groups[g];
-        /* Whole fragments: a chunk as large as any slice. */
-        uint64_t whole = (uint64_t)p->cfg.count * (uint64_t)gr->size;
-        whole = whole ? whole : 1;
-        int root = p->cfg.root < gr->size ? p->cfg.root : 0;
-        for (int i = 0; i < gr->size; i++) {
-            if (i >= CPU_SAMPLE && i != root)
-                continue;
-            double t = 0;
-            mrc_status_t st = node_time(p, p->members[gr->first_member + i],
-                                        gr->size, whole, k, km, depth, &t);
-            if (st != MRC_OK)
-                return st;
-            *time_us = t > *time_us ? t : *time_us;
-        }
-    }
-    return MRC_OK;
+    for (int g = 0; g < p->num_groups && dst == MRC_OK; g++)
+        dst = group_time(p, &p->groups[g], k, km, depth, time_us);
+    return dst;
 }

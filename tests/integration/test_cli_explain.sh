@@ -75,7 +75,9 @@ expect 0 "ok direct1" check_json ring:4 --collective allreduce --size 256 \
     --transport threads
 expect 0 "ok direct2" check_json ring:8 --collective allreduce \
     --size 64K --transport shm
-expect 0 "ok rings" check_json ring:4 --collective broadcast --size 1M \
+# (a broadcast is timed in place, as MPI's is: without the root's copy
+# to itself the tree comes out 1% ahead of the rings)
+expect 0 "ok tree" check_json ring:4 --collective broadcast --size 1M \
     --transport mpi --root 2
 # A name that needs escaping reaches JSON escaped.
 cat > "$tmp/q.json" <<'EOF2'
