@@ -24,9 +24,13 @@
  *                               results exact
  *   shm_rank endsbehind         (2 ranks, direct1, local completion) five
  *                               small reduces that rank 1 runs ahead of
- *                               rank 0, then a 2 KiB broadcast by rank 1
+ *                               rank 0, then a 32 KiB broadcast by rank 1
  *                               while rank 0 sleeps 1.5 s: rank 1's must
  *                               return within 0.5 s; results exact
+ *   shm_rank wideahead          (2 ranks, direct1, local completion) 40
+ *                               reduces of 4 KiB while rank 0 sleeps 1 s:
+ *                               rank 1 runs 12 within 0.5 s and is held
+ *                               before its 40th (0.9 s); results exact
  *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
  *                               count, large, path, dtype, op, root, or
  *                               split: count, and the last rank takes the
@@ -424,14 +428,14 @@ static int runahead(mrc_comm_t *comm)
 
 /* endsbehind (MRC_ALGO=direct1 MRC_COMPLETION=local): a rank writes
  * the end of its small reduces and broadcasts one call in 16, so after
- * five its `ended` says none. Rank 1 then broadcasts 2 KiB (past the
- * ring's windows: its gate asks that every rank ended the call before
+ * five its `ended` says none. Rank 1 then broadcasts 32 KiB (past the
+ * rings' windows: its gate asks that every rank ended the call before
  * last) while rank 0 is away for 1.5 s: rank 1 must find rank 0's ends
  * by its log once rank 0 has begun its fifth reduce (0.1 s in), not wait
  * for rank 0's broadcast (or time out). */
 static int ends_behind(mrc_comm_t *comm)
 {
-    enum { SMALL = 16, LARGE = 512 };
+    enum { SMALL = 16, LARGE = 8192 };
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     float a[SMALL], b[SMALL], big[LARGE];
     long wrong = 0;
@@ -462,6 +466,40 @@ static int ends_behind(mrc_comm_t *comm)
            r, n, mrc_status_name(st), took, wrong, st != MRC_OK ? ": " : "",
            st != MRC_OK ? mrc_last_error() : "");
     return st != MRC_OK || wrong || (r == 1 && took > 0.5);
+}
+
+/* wideahead (2 ranks, MRC_ALGO=direct1 MRC_COMPLETION=local): reduces
+ * of 4 KiB to rank 0, whose leaf's window is in the ring of wide windows
+ * (16 entries), while rank 0 is away for 1 s. Rank 1 must run its first
+ * 12 within 0.5 s (a window in the call's area would hold it at its
+ * third, until rank 0 ended its first), and be held before its 40th
+ * until rank 0 is back (0.9 s at least: the ring bounds it); results
+ * exact. */
+static int wide_ahead(mrc_comm_t *comm)
+{
+    enum { COUNT = 1024, FREE = 12, CALLS = 40 };
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    float in[COUNT], out[COUNT];
+    long wrong = 0;
+    mrc_status_t st = MRC_OK;
+    double start = now_s(), free_s = 0;
+    if (r == 0)
+        nanosleep(&(struct timespec){1, 0}, NULL);
+    for (int k = 0; k < CALLS && st == MRC_OK; k++) {
+        for (int i = 0; i < COUNT; i++)
+            in[i] = (float)(r + k % 7 + i % 5);
+        st = mrc_reduce(in, out, COUNT, MRC_FLOAT32, MRC_SUM, 0, comm);
+        for (int i = 0; r == 0 && st == MRC_OK && i < COUNT; i++)
+            wrong += out[i] != (float)(n * (n - 1) / 2 + n * (k % 7 + i % 5));
+        if (k == FREE - 1)
+            free_s = now_s() - start;
+    }
+    double took = now_s() - start;
+    printf("rank %d of %d: wideahead %s, %d reduces in %.3f s, %d in %.3f "
+           "s, %ld wrong elements%s%s\n",
+           r, n, mrc_status_name(st), FREE, free_s, CALLS, took, wrong,
+           st != MRC_OK ? ": " : "", st != MRC_OK ? mrc_last_error() : "");
+    return st != MRC_OK || wrong || (r == 1 && (free_s > 0.5 || took < 0.9));
 }
 
 int main(int argc, char **argv)
@@ -499,6 +537,7 @@ int main(int argc, char **argv)
              : strcmp(argv[1], "three") == 0      ? three(comm)
              : strcmp(argv[1], "runahead") == 0   ? runahead(comm)
              : strcmp(argv[1], "endsbehind") == 0 ? ends_behind(comm)
+             : strcmp(argv[1], "wideahead") == 0  ? wide_ahead(comm)
                                                   : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;

@@ -106,6 +106,14 @@ expect 0 "rank 1 of 2: endsbehind MRC_OK, the broadcast took 0\.[0-4][0-9]* s, 0
 cp "$tmp/out" "$tmp/behind"
 expect 0 "rank 0 of 2: endsbehind MRC_OK, .* 0 wrong elements" cat "$tmp/behind"
 
+# A leaf of 4 KiB reduces runs ahead of its root through the ring of wide
+# windows (16 calls), and no further.
+expect 0 "rank 1 of 2: wideahead MRC_OK, 12 reduces in 0\.[0-4][0-9]* s, 40 in [0-9]\.[0-9]* s, 0 wrong elements" \
+    env MRC_TIMEOUT=10 MRC_ALGO=direct1 MRC_COMPLETION=local \
+    "$MRC" launch -n 2 --timeout 60 -- "$RANK" wideahead
+cp "$tmp/out" "$tmp/wide"
+expect 0 "rank 0 of 2: wideahead MRC_OK, .* 0 wrong elements" cat "$tmp/wide"
+
 # Two roots of one broadcast, which hear from nobody, then broadcasts
 # they only receive, in which they publish nothing: they still compare
 # their unheard call within 17 calls (not first at the allreduce after

@@ -164,9 +164,10 @@ static int begun(const mrc__shm_endpoint_t *e, int m, uint64_t q)
 
 /* Whether every member has ended the call that last used what call seq
  * writes, `back` calls back: RECORDS for a deep call's record and window
- * in the rings, two for an area (a window past DEEP_WINDOW, or any of a
- * call that is not deep; buffers by reference, or clearing the address
- * line of an earlier call). By the member's `ended`, or, where that is
+ * in the ring of records, WIDE_RECORDS for a window in the wide ring, two
+ * for an area (a window past WIDE_WINDOW, or any of a call that is not
+ * deep; buffers by reference, or clearing the address line of an earlier
+ * call). By the member's `ended`, or, where that is
  * behind (a small deep call's end is written late), by its log: a member
  * that began the next call ended that one. MRC_INPROGRESS: not yet. */
 static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
@@ -214,9 +215,12 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
         any |= b != MRC__MEM_WINDOW && x->buf[b];
     mrc_status_t st = compare_unheard_calls(e, x);
     int in_area =
-        !e->deep || x->window_bytes > DEEP_WINDOW || any || e->ref_set[seq & 1];
+        !e->deep || x->window_bytes > WIDE_WINDOW || any || e->ref_set[seq & 1];
+    uint64_t back = in_area                         ? 2
+                    : x->window_bytes > DEEP_WINDOW ? WIDE_RECORDS
+                                                    : RECORDS;
     if (st == MRC_OK)
-        st = gate(e, x, in_area ? 2 : RECORDS);
+        st = gate(e, x, back);
     if (st != MRC_OK)
         return st;
     /* The buffers' addresses go to the address line now (read only by

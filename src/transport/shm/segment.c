@@ -243,6 +243,8 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
      * warm-up, a 4-byte reduce at 2 ranks timed 0.5 us a call over the
      * next 1000, 0.12 once they were in. */
     memset(ring_record_at(e, e->rank, 0), 0, (size_t)RECORDS * DEEP_ENTRY);
+    memset(wide_window_at(e, e->rank, 0), 0,
+           (size_t)WIDE_RECORDS * WIDE_WINDOW);
     /* and the log of deep calls, whose page faulted at the first deep
      * call that reached it (a 4-byte broadcast after 16 MiB allgathers:
      * 30-100 us at its 17th or 22nd call) */
@@ -269,6 +271,8 @@ static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
     for (int r = 0; r < e->n; r++) {
         for (size_t at = 0; at < (size_t)RECORDS * DEEP_ENTRY; at += 4096)
             (void)*(volatile const char *)(ring_record_at(e, r, 0) + at);
+        for (size_t at = 0; at < (size_t)WIDE_RECORDS * WIDE_WINDOW; at += 4096)
+            (void)*(volatile const char *)(wide_window_at(e, r, 0) + at);
         const char *log = (const char *)post_at(e, r)->log;
         for (size_t at = 0; at < sizeof post_at(e, r)->log; at += 64)
             (void)*(volatile const char *)(log + at);

@@ -296,6 +296,17 @@ enum {
  * its fast boxes. */
 enum { DEEP_ENTRY = 128 + DEEP_WINDOW };
 
+/* A deep call's window past DEEP_WINDOW, up to WIDE_WINDOW, in a ring of
+ * its own of WIDE_RECORDS entries (the record stays in the ring above):
+ * rewritten WIDE_RECORDS calls on, not two, so that a leaf of such
+ * reduces, or the root of such broadcasts, runs ahead of its peers too.
+ * In the areas, 2-16 KiB ones at 4 ranks on 2 cores took 7-11 us a call,
+ * each call's gate waiting for a peer that had no core; 1-2.5 through
+ * this ring. A ring apart: entries of 16 KiB in the ring of records
+ * spread a small call's lines over 64 pages, and 4-512 B reduces at 2
+ * ranks took 5-18% longer (docs/performance.md). */
+enum { WIDE_WINDOW = 16384, WIDE_RECORDS = 16 };
+
 /* How often a rank writes the end of its small deep calls (every
  * rank's window in the ring) into its `ended` line, and how many calls ahead a
  * writer takes its own entry of the ring for writing (when it spans at most
@@ -317,7 +328,8 @@ enum { ENDED_EVERY = 16, WRITE_AHEAD = 2, WRITE_AHEAD_LINES = 9 };
 static inline size_t windows_bytes(int n)
 {
     return (size_t)n *
-           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * DEEP_ENTRY);
+           (2 * (window_max(n) + AREA_EXTRA) + (size_t)RECORDS * DEEP_ENTRY +
+            (size_t)WIDE_RECORDS * WIDE_WINDOW);
 }
 
 static inline char *area_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
@@ -341,6 +353,15 @@ static inline char *ring_window_at(const mrc__shm_endpoint_t *e, int r,
     return ring_record_at(e, r, seq) + 64;
 }
 
+/* Rank r's window of a deep call seq past DEEP_WINDOW, up to WIDE_WINDOW
+ * (after every rank's ring of records). */
+static inline char *wide_window_at(const mrc__shm_endpoint_t *e, int r,
+                                   uint64_t seq)
+{
+    return ring_record_at(e, e->n, 0) +
+           ((size_t)r * WIDE_RECORDS + seq % WIDE_RECORDS) * WIDE_WINDOW;
+}
+
 /* Rank r's record of call seq (the calls of this rank's, e->deep). */
 static inline char *record_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq)
 {
@@ -355,6 +376,8 @@ static inline char *window_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
         return record_at(e, r, seq) + RECORD_BYTES;
     if (e->deep && bytes <= DEEP_WINDOW)
         return ring_window_at(e, r, seq);
+    if (e->deep && bytes <= WIDE_WINDOW)
+        return wide_window_at(e, r, seq);
     return area_at(e, r, seq) + 64;
 }
 
