@@ -300,12 +300,12 @@ enum { DEEP_ENTRY = 128 + DEEP_WINDOW };
  * its own of WIDE_RECORDS entries (the record stays in the ring above):
  * rewritten WIDE_RECORDS calls on, not two, so that a leaf of such
  * reduces, or the root of such broadcasts, runs ahead of its peers too.
- * In the areas, 2-16 KiB ones at 4 ranks on 2 cores took 7-11 us a call,
- * each call's gate waiting for a peer that had no core; 1-2.5 through
- * this ring. A ring apart: entries of 16 KiB in the ring of records
- * spread a small call's lines over 64 pages, and 4-512 B reduces at 2
- * ranks took 5-18% longer (docs/performance.md). */
-enum { WIDE_WINDOW = 16384, WIDE_RECORDS = 16 };
+ * In the areas, 2-64 KiB ones at 4 ranks on 2 cores took 7-14 us a call,
+ * each call's gate waiting for a peer that had no core; 1-7 through this
+ * ring (1 MiB a rank). A ring apart: entries of 16 KiB in the ring of
+ * records spread a small call's lines over 64 pages, and 4-512 B reduces
+ * at 2 ranks took 5-18% longer in a slow spell (docs/performance.md). */
+enum { WIDE_WINDOW = 65536, WIDE_RECORDS = 16 };
 
 /* How often a rank writes the end of its small deep calls (every
  * rank's window in the ring) into its `ended` line, and how many calls ahead a
