@@ -24,7 +24,7 @@
  *                               results exact
  *   shm_rank endsbehind         (2 ranks, direct1, local completion) five
  *                               small reduces that rank 1 runs ahead of
- *                               rank 0, then a 32 KiB broadcast by rank 1
+ *                               rank 0, then a 128 KiB broadcast by rank 1
  *                               while rank 0 sleeps 1.5 s: rank 1's must
  *                               return within 0.5 s; results exact
  *   shm_rank wideahead          (2 ranks, direct1, local completion) 40
@@ -428,16 +428,17 @@ static int runahead(mrc_comm_t *comm)
 
 /* endsbehind (MRC_ALGO=direct1 MRC_COMPLETION=local): a rank writes
  * the end of its small reduces and broadcasts one call in 16, so after
- * five its `ended` says none. Rank 1 then broadcasts 32 KiB (past the
+ * five its `ended` says none. Rank 1 then broadcasts 128 KiB (past the
  * rings' windows: its gate asks that every rank ended the call before
  * last) while rank 0 is away for 1.5 s: rank 1 must find rank 0's ends
  * by its log once rank 0 has begun its fifth reduce (0.1 s in), not wait
  * for rank 0's broadcast (or time out). */
 static int ends_behind(mrc_comm_t *comm)
 {
-    enum { SMALL = 16, LARGE = 8192 };
+    enum { SMALL = 16, LARGE = 32768 };
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
-    float a[SMALL], b[SMALL], big[LARGE];
+    float a[SMALL], b[SMALL];
+    static float big[LARGE];
     long wrong = 0;
     mrc_status_t st = MRC_OK;
     /* Rank 1 runs its five ahead, so rank 0 never waits in them (a rank
