@@ -12,12 +12,12 @@
 # rings, tree, or ompi), each mpi-collectives' own output. -r: rounds
 # (default 2; the families in turn within a round); -n: ranks (default
 # 2); -c: the collectives, comma-separated (default all five:
-# allreduce,reduce_scatter,allgather,reduce,bcast). Arguments after -- go to every run (default: -b 8 -e 16M). A
-# family that does not apply to a collective, or stops at a size it
-# cannot take (direct1 past its window), leaves the rows it ran; the
-# scorer uses only rows checked "ok". MPIRUN names the launcher (default
-# mpirun); FAMILY_SWEEP_TIMEOUT the seconds one run may take (default
-# 300). Exit: 0 once every run was made, 2 for bad usage.
+# allreduce,reduce_scatter,allgather,reduce,bcast). Arguments after --
+# go to every run (default: -b 8 -e 16M). A family that does not apply
+# to a collective, or stops at a size it cannot take (direct1 past its
+# window), leaves the rows it ran; the scorer uses only rows checked
+# "ok". MPIRUN names the launcher (default mpirun); FAMILY_SWEEP_TIMEOUT
+# the seconds one run may take (default 300). Exit: 0 once every run was made, 2 for bad usage.
 set -eu
 
 rounds=2 ranks=2 dir=""

@@ -302,9 +302,12 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                 out->wait_at = sum_us(&a, rs, k, t);
                 first_round = 1;
             }
-            if (op->kind == MRC__WAIT && first_round &&
-                mrc__grow((void **)&peers->peer, &peers->cap, peers->len + 1,
-                          sizeof *peers->peer) == 0) {
+            if (op->kind == MRC__WAIT && first_round) {
+                if (mrc__grow((void **)&peers->peer, &peers->cap,
+                              peers->len + 1, sizeof *peers->peer) != 0) {
+                    mrc__plan_free(&plan);
+                    return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+                }
                 peers->peer[peers->len++] = op->peer;
                 out->num_peers++;
             }
@@ -368,10 +371,13 @@ static int largest_group(const mrc_program_t *p)
  * its peers' flags ends no sooner than the last of them signals: a get
  * from a window by copy follows its owner's copy into it (direct1's
  * broadcast: the root's copy, then the leaves'; a node that waits on
- * peers which did what it did first loses nothing). */
+ * peers which did what it did first loses nothing). signal_at: by node,
+ * the caller's (a program's groups are disjoint, and a node waits only
+ * on its own group's); peers: the caller's list, reused. */
 static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
                                const mrc__cpu_cost_t *k,
                                const mrc__cpu_cost_t *km, int depth,
+                               double *signal_at, peer_list_t *peers,
                                double *time_us)
 {
     /* Whole fragments: a chunk as large as any slice. */
@@ -380,35 +386,30 @@ static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
     int root = p->cfg.root < gr->size ? p->cfg.root : 0;
     int cap = gr->size < CPU_SAMPLE ? gr->size : CPU_SAMPLE + 1, sampled = 0;
     node_cost_t *cost = calloc((size_t)cap, sizeof *cost);
-    double *signal_at = malloc((size_t)p->num_nodes * sizeof *signal_at);
-    peer_list_t peers = {0};
-    mrc_status_t st = cost && signal_at
-                          ? MRC_OK
-                          : mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
-    for (int v = 0; st == MRC_OK && v < p->num_nodes; v++)
-        signal_at[v] = -1;
+    if (!cost)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    mrc_status_t st = MRC_OK;
+    peers->len = 0;
     /* (the nodes modelled: all up to CPU_SAMPLE, and the root) */
     for (int i = 0; st == MRC_OK && i < gr->size; i++) {
         if (i >= CPU_SAMPLE && i != root)
             continue;
         int node = p->members[gr->first_member + i];
         node_cost_t *c = &cost[sampled++];
-        st = node_time(p, node, gr->size, whole, k, km, depth, c, &peers);
+        st = node_time(p, node, gr->size, whole, k, km, depth, c, peers);
         signal_at[node] = c->signal_at;
     }
     for (int s = 0; st == MRC_OK && s < sampled; s++) {
-        double t = cost[s].alone, late = 0;
+        double late = 0;
         for (int j = 0; j < cost[s].num_peers; j++) {
-            int q = peers.peer[cost[s].first_peer + j];
+            int q = peers->peer[cost[s].first_peer + j];
             double d =
                 q >= 0 && q < p->num_nodes ? signal_at[q] - cost[s].wait_at : 0;
             late = d > late ? d : late;
         }
-        t += late;
+        double t = cost[s].alone + late;
         *time_us = t > *time_us ? t : *time_us;
     }
-    free(peers.peer);
-    free(signal_at);
     free(cost);
     return st;
 }
@@ -475,7 +476,17 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
     mrc_status_t dst = dependency_depth(p, topo, &depth);
     if (dst != MRC_OK)
         return dst;
+    /* (a peer's signal, by node: -1 until modelled, or never) */
+    double *signal_at = malloc((size_t)p->num_nodes * sizeof *signal_at);
+    if (!signal_at)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    for (int v = 0; v < p->num_nodes; v++)
+        signal_at[v] = -1;
+    peer_list_t peers = {0};
     for (int g = 0; g < p->num_groups && dst == MRC_OK; g++)
-        dst = group_time(p, &p->groups[g], k, km, depth, time_us);
+        dst = group_time(p, &p->groups[g], k, km, depth, signal_at, &peers,
+                         time_us);
+    free(peers.peer);
+    free(signal_at);
     return dst;
 }

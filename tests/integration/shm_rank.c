@@ -386,6 +386,21 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Reduce number k of a run to rank 0 (rank r's input r + k % 7 + i % 5,
+ * so that the sum is exact); at the root, adds the wrong elements of the
+ * result to *wrong. */
+static mrc_status_t reduce_kth(mrc_comm_t *comm, float *in, float *out,
+                               int count, int k, long *wrong)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    for (int i = 0; i < count; i++)
+        in[i] = (float)(r + k % 7 + i % 5);
+    mrc_status_t st = mrc_reduce(in, out, count, MRC_FLOAT32, MRC_SUM, 0, comm);
+    for (int i = 0; r == 0 && st == MRC_OK && i < count; i++)
+        *wrong += out[i] != (float)(n * (n - 1) / 2 + n * (k % 7 + i % 5));
+    return st;
+}
+
 /* A leaf of a reduce never waits for the root: with eager sends it can
  * run ahead. It must not run far: the root would keep its messages in
  * private memory, without bound, and take longer over each. The root is
@@ -402,11 +417,7 @@ static int runahead(mrc_comm_t *comm)
     long wrong = 0;
     mrc_status_t st = MRC_OK;
     for (int k = 0; k < CALLS && st == MRC_OK; k++) {
-        for (int i = 0; i < COUNT; i++)
-            in[i] = (float)(r + k % 7 + i % 5);
-        st = mrc_reduce(in, out, COUNT, MRC_FLOAT32, MRC_SUM, 0, comm);
-        for (int i = 0; r == 0 && st == MRC_OK && i < COUNT; i++)
-            wrong += out[i] != (float)(n * (n - 1) / 2 + n * (k % 7 + i % 5));
+        st = reduce_kth(comm, in, out, COUNT, k, &wrong);
         for (double t = now_s(); r == 0 && now_s() - t < 50e-6;)
             ;
     }
@@ -487,11 +498,7 @@ static int wide_ahead(mrc_comm_t *comm)
     if (r == 0)
         nanosleep(&(struct timespec){1, 0}, NULL);
     for (int k = 0; k < CALLS && st == MRC_OK; k++) {
-        for (int i = 0; i < COUNT; i++)
-            in[i] = (float)(r + k % 7 + i % 5);
-        st = mrc_reduce(in, out, COUNT, MRC_FLOAT32, MRC_SUM, 0, comm);
-        for (int i = 0; r == 0 && st == MRC_OK && i < COUNT; i++)
-            wrong += out[i] != (float)(n * (n - 1) / 2 + n * (k % 7 + i % 5));
+        st = reduce_kth(comm, in, out, COUNT, k, &wrong);
         if (k == FREE - 1)
             free_s = now_s() - start;
     }

@@ -167,9 +167,9 @@ static int begun(const mrc__shm_endpoint_t *e, int m, uint64_t q)
  * in the ring of records, WIDE_RECORDS for a window in the wide ring, two
  * for an area (a window past WIDE_WINDOW, or any of a call that is not
  * deep; buffers by reference, or clearing the address line of an earlier
- * call). By the member's `ended`, or, where that is
- * behind (a small deep call's end is written late), by its log: a member
- * that began the next call ended that one. MRC_INPROGRESS: not yet. */
+ * call). By the member's `ended`, or, where that is behind (a small deep
+ * call's end is written late), by its log: a member that began the next
+ * call ended that one. MRC_INPROGRESS: not yet. */
 static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
                          uint64_t back)
 {
