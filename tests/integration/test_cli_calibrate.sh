@@ -43,6 +43,18 @@ for d, ops in r.items():
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
     -o "$tmp/threads.json"
 expect 0 "" check_profile "$tmp/threads.json" threads
+# A core's own cache is known wherever the kernel or the C library
+# states one (some VMs' kernels list no caches; glibc's CPUID figures
+# stand in), and two threads on two cores fit its share.
+l2=$(getconf LEVEL2_CACHE_SIZE 2>/dev/null)
+if [ -x /usr/bin/python3 ] && [ "${l2:-0}" -gt 0 ] 2>/dev/null &&
+    [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ]; then
+    expect 0 "" /usr/bin/python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p.get("private_cache_bytes", 0) > 0, p.get("private_cache_bytes")
+' "$tmp/threads.json"
+fi
 # The summary says how steady the host was beside the collective probes
 # (a canary call brackets each; --quick waits for no slow spell).
 expect 0 "^host       [a-z]*steady: a 4 KiB call took [0-9.]*-[0-9.]* us beside the [1-9][0-9]* probes" \
