@@ -154,6 +154,17 @@ typedef struct mrc_profile {
      * bracketed the probes, so that `--check` can tell a host that runs
      * slower (or faster) than then. Optional; 0: not measured. */
     double canary_us;
+    /* The rate at which a node takes a peer's window, in cache (GB/s):
+     * lines the peer copied into it in the call, still dirty in its
+     * core, which each come from that core. Where it is not fitted a
+     * window comes at the peer rate. On threads the peer rate is fitted
+     * to the tree's messages, whose reads are mostly of buffers the
+     * writer did not touch in the call: in a slow spell of the build VM
+     * (a line between its cores 230 ns one way) direct1's and direct2's
+     * 16 KiB-1 MiB ran at 0.46-0.74 of the time that rate gave them,
+     * the rings and the tree within. (shm fits its peer rate to the
+     * windows themselves.) Optional; 0: the peer rate. */
+    double window_gbps;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -23,7 +23,9 @@
  *   share of the writer's buffers its own cache holds, private_cache_bytes;
  *   the shared cache's copy rate for the rest), and
  *   arrives latency_us after its copy ends; between hosts it crosses the
- *   links as before, message_us later;
+ *   links as before, message_us later; a get from a peer's window, lines
+ *   that peer copied in during the call, at window_gbps where the
+ *   profile has it;
  * - a reduction of what a node received (or read) is the node's own work
  *   after the data is there, at its reduction rate for the dtype and op
  *   (its copy rate where the profile has none); within a host the
@@ -139,13 +141,11 @@ static double cache_share(const mrc__sim_t *s)
 }
 
 /* The rate a node takes what a peer wrote, in cache: from the writer's
- * own cache for the share of its buffers that fits there, from the
- * shared cache for the rest. */
-static double peer_rate(const mrc__sim_t *s)
+ * own cache (at `peer`) for the share of its buffers that fits there,
+ * from the shared cache for the rest. */
+static double peer_rate(const mrc__sim_t *s, double peer)
 {
     const mrc_profile_t *f = s->node.prof;
-    double peer =
-        f->peer_gbps_cache > 0 ? f->peer_gbps_cache : f->copy_gbps_cache;
     double set = node_set(s), own = f->private_cache_bytes;
     if (own <= 0 || set <= own)
         return peer;
@@ -192,7 +192,24 @@ static void node_rates(mrc__sim_t *s)
     double far = f->peer_gbps_shared > 0
                      ? fmin(f->peer_gbps_shared, f->copy_gbps_memory)
                      : f->copy_gbps_memory;
-    m->peer = blend(h, k * peer_rate(s), far);
+    m->peer =
+        blend(h,
+              k * peer_rate(s, f->peer_gbps_cache > 0 ? f->peer_gbps_cache
+                                                      : f->copy_gbps_cache),
+              far);
+    /* A peer's window, where its rate is apart (window_gbps), in cache:
+     * the lines its writer has just copied in, which its core holds
+     * first. Blended with the shared level by the node's set, as the
+     * peer rate, direct1's and direct2's 1 MiB at P = 2 on threads were
+     * predicted at 0.59-0.62 of their time (0.92 and 1.52 without, the
+     * calibration before). Not with more nodes than cores: a reader's
+     * core then also ran some of its writers, whose lines it holds, and
+     * at 4 threads on 2 cores direct1's 4 KiB-1 MiB were predicted at
+     * 1.4-2.0 of their time with the windows' rate, 0.91-1.23 without
+     * (one calibration, its rows predicted both ways). */
+    m->window = f->window_gbps > 0 && !host_crowded(s)
+                    ? blend(h, k * f->window_gbps, far)
+                    : m->peer;
     m->slot = f->slot_gbps > 0 ? blend(h, k * f->slot_gbps, f->copy_gbps_memory)
                                : m->peer;
     /* The kernel's copy: its own rate, never above a peer's read; beyond
@@ -667,9 +684,10 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
      * w / peer. A get is a plain copy (a window, or the threads' read of
      * a buffer) unless it goes through the kernel. */
     double rdv = f->rendezvous_us * 1e3 * m->peer;
+    if (op->kind == MRC__GET && kernel_read(m, op, bytes))
+        return bytes * m->peer / m->kernel + rdv;
     if (op->kind == MRC__GET)
-        return kernel_read(m, op, bytes) ? bytes * m->peer / m->kernel + rdv
-                                         : bytes;
+        return op->src == MRC__BUF_WINDOW ? bytes * m->peer / m->window : bytes;
     /* A send's own cost (post, match, completion) is its receiver's core's
      * too, so the two streams' messages of a step add up on it (as a
      * latency they overlapped, and the tree's two messages in a row were

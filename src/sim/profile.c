@@ -11,8 +11,8 @@
  *    "rendezvous_us": 1.5, "slot_gbps": 5, "turn_us": 3,
  *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
  *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3,
- *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5
- *    (these sixteen optional),
+ *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5,
+ *    "canary_us": 0.7, "window_gbps": 6 (these eighteen optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -73,6 +73,7 @@ static const char *const top_fields[] = {"format",
                                          "latency_us",
                                          "quiet_turn_share",
                                          "canary_us",
+                                         "window_gbps",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -280,6 +281,7 @@ static const struct number_field {
     {"latency_us", offsetof(mrc_profile_t, latency_us), 1, MAX_US, 1},
     {"quiet_turn_share", offsetof(mrc_profile_t, quiet_turn_share), 1, 1, 1},
     {"canary_us", offsetof(mrc_profile_t, canary_us), 1, MAX_US, 1},
+    {"window_gbps", offsetof(mrc_profile_t, window_gbps), 1, MAX_GBPS, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -454,6 +456,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "quiet_turn_share", p->quiet_turn_share, ",\n");
     if (p->canary_us > 0)
         put_number(&sb, "canary_us", p->canary_us, ",\n");
+    if (p->window_gbps > 0)
+        put_number(&sb, "window_gbps", p->window_gbps, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -54,6 +54,7 @@ typedef struct mrc__sim_node {
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
     double kernel;             /* a copy through the kernel */
+    double window;             /* a get from a peer's window */
     int mapped;                /* the peers' buffers mapped: no bounce */
     double flag_turn;          /* us: a flag's turn for a core, or 0 */
     double turn;               /* ns: a message's turn for a core, or 0 */

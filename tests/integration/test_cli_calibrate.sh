@@ -42,7 +42,12 @@ for d, ops in r.items():
 
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
     -o "$tmp/threads.json"
+cp "$tmp/out" "$tmp/threads.txt"
 expect 0 "" check_profile "$tmp/threads.json" threads
+# threads fits a peer's windows apart from the tree's messages, and
+# says so.
+expect 0 "\"window_gbps\": [0-9]" cat "$tmp/threads.json"
+expect 0 "^window     [0-9.]* GB/s taking a peer's window" cat "$tmp/threads.txt"
 # A core's own cache is known wherever the kernel or the C library
 # states one (some VMs' kernels list no caches; glibc's CPUID figures
 # stand in), and two threads on two cores fit its share.

@@ -237,7 +237,13 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
  * size where that turns from a line at a time to a stream
  * (rendezvous_bytes), the small messages' rate (a call whose messages
  * are half of it) and the turn's fixed cost (messages of it); each fit
- * moves the others, so twice. */
+ * moves the others, so twice. Then a peer's windows (window_gbps):
+ * direct1's and direct2's calls of FIT_CACHE_BYTES, their misses
+ * balanced, as shm fits its peer rate. The tree's reads are mostly of
+ * what the writer did not touch in the call, a window's of what it has
+ * just copied in: in a slow spell of the build VM the two came 2-3x
+ * apart, and direct1's and direct2's 16 KiB-1 MiB, timed at the tree's
+ * rate, ran at 0.46-0.74 of their time. */
 static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                                          mrc_profile_t *p)
 {
@@ -249,8 +255,8 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
         (size_t)(2 * plan->ranks * p->rendezvous_bytes / sizeof(float));
     size_t peer_count = FIT_CACHE_BYTES / sizeof(float);
     peer_count = 4 * rdv_count > peer_count ? 4 * rdv_count : peer_count;
-    cal_probe_t pr, tree = {0}, rdv, slot;
-    double us = 0, tree_us = 0, rdv_us = 0, slot_us = 0;
+    cal_probe_t pr, tree = {0}, rdv, slot, win[2];
+    double us = 0, tree_us = 0, rdv_us = 0, slot_us = 0, win_us[2] = {0, 0};
     int clamped = 0, alone = readers_alone(plan, p);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, peer_count, 100, MRC_ALGO_RINGS, &pr, &us);
@@ -260,6 +266,10 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
         st = probe(plan, rdv_count, 200, MRC_ALGO_RINGS, &rdv, &rdv_us);
     if (st == MRC_OK)
         st = probe(plan, rdv_count / 2, 200, MRC_ALGO_RINGS, &slot, &slot_us);
+    for (int i = 0; i < 2 && st == MRC_OK; i++)
+        st =
+            probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
+                  i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1, &win[i], &win_us[i]);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
                  slot_us, &clamped);
@@ -272,6 +282,9 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                             alone ? tree_us : us, &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &pr, us, &clamped);
+        if (st == MRC_OK)
+            st = fit_probes(p, KNOB(window_gbps), 0.01, p->copy_gbps_cache,
+                            plan->ranks, win, win_us, 2, &clamped);
     }
     return st;
 }

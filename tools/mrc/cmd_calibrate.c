@@ -127,6 +127,10 @@ static void summary(const mrc_profile_t *p, const char *path)
     if (p->peer_gbps_shared > 0)
         printf("           %.2f GB/s once it has left the writer's core\n",
                p->peer_gbps_shared);
+    if (p->window_gbps > 0)
+        printf("window     %.2f GB/s taking a peer's window, just copied "
+               "in, in cache\n",
+               p->window_gbps);
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);

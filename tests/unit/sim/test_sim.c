@@ -1005,6 +1005,49 @@ static void test_node_window_in_set(void **state)
     }
 }
 
+/* A peer's window at a rate of its own (window_gbps W): direct1's
+ * allreduce of S bytes on ring:2 has each node get its own window and its
+ * peer's (node 0 in step 0, node 1 in step 1), S bytes, S / W where the
+ * peer rate P gave S / P (in cache): pipelined each node's one such get
+ * is on its path, in BSP each step's; the rings, which read no window,
+ * do not move. With more nodes than cores the window rate stands aside
+ * (a reader's core ran some of its writers too): direct1 as at P. */
+static void test_node_window_rate(void **state)
+{
+    (void)state;
+    const double C = 40, P = 10, W = 4;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    const mrc_algo_t algos[] = {MRC_ALGO_DIRECT1, MRC_ALGO_RINGS};
+    for (int a = 0; a < 2; a++) {
+        setup_t s;
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, count), 0);
+        mrc_profile_t f = profile(2, C, 4, 8, 20, 0.25, 0.1);
+        f.peer_gbps_cache = P;
+        mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
+        double peer = r->time_us * 1e3;
+        mrc_sim_result_destroy(r);
+        double peer_pipe = pipelined_us(&s, &f) * 1e3;
+        f.window_gbps = W;
+        r = sim_profile(&s, MRC_SIM_BSP, &f);
+        double window = r->time_us * 1e3;
+        mrc_sim_result_destroy(r);
+        double window_pipe = pipelined_us(&s, &f) * 1e3;
+        double more = a == 0 ? S / W - S / P : 0;
+        expect_close(window - peer, 2 * more,
+                     a == 0 ? "direct1's gets of windows, BSP" : "the rings");
+        expect_close(window_pipe - peer_pipe, more,
+                     a == 0 ? "direct1's get of a window, pipelined"
+                            : "the rings, pipelined");
+        f.cores = 1;
+        double crowded = pipelined_us(&s, &f);
+        f.window_gbps = 0;
+        expect_close(crowded, pipelined_us(&s, &f), "2 nodes on 1 core");
+        drop(&s);
+    }
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S in two messages,
@@ -1244,6 +1287,7 @@ int main(void)
         cmocka_unit_test(test_flow_over_at_large_times),
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_window_in_set),
+        cmocka_unit_test(test_node_window_rate),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_kernel_beyond_cache),
         cmocka_unit_test(test_node_profile_null),
