@@ -29,6 +29,12 @@ extern "C" {
  * against). */
 MRC_EXTERN const char *mrc_version(void);
 
+/* sizeof the public struct named as its header spells it ("mrc_profile_t"),
+ * for bindings that mirror the layouts (python/mrc checks each at load,
+ * so that a field added on one side is an error, not a write past the
+ * end of the other's); 0 for a name that is not one. */
+MRC_EXTERN size_t mrc_struct_size(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

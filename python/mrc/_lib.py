@@ -129,7 +129,9 @@ class Profile(Structure):
                 ("peer_contention", c_double),
                 ("copy_gbps_shared", c_double),
                 ("latency_us", c_double),
-                ("quiet_turn_share", c_double)]
+                ("quiet_turn_share", c_double),
+                ("canary_us", c_double),
+                ("window_gbps", c_double)]
 
 
 class SimConfig(Structure):
@@ -268,6 +270,8 @@ _SIGNATURES = {
     # profile.h
     "mrc_profile_load": (c_int, [c_char_p, POINTER(Profile)]),
     "mrc_profile_parse": (c_int, [c_char_p, c_size_t, POINTER(Profile)]),
+    # mrc.h
+    "mrc_struct_size": (c_size_t, [c_char_p]),
     # sim.h
     "mrc_sim_run": (c_int, [_P, _P, POINTER(SimConfig),
                             POINTER(POINTER(SimResult))]),
@@ -326,6 +330,29 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _fn = getattr(lib, _name)
     _fn.restype = _res
     _fn.argtypes = _args
+
+# Each mirrored struct as large as the library's: a field added to a
+# header and not here (or the other way) would have the library write
+# past the end of the Python object (the profile lacked two doubles once,
+# and parsing one aborted the interpreter).
+STRUCTS = {Link: "mrc_link_t", Hop: "mrc_hop_t", Ring: "mrc_ring_t",
+           EmbedConfig: "mrc_embed_config_t",
+           EmbedFigures: "mrc_embed_figures_t",
+           CompileConfig: "mrc_compile_config_t",
+           ProgramInfo: "mrc_program_info_t", Profile: "mrc_profile_t",
+           SimConfig: "mrc_sim_config_t", SimResult: "mrc_sim_result_t",
+           WorkloadOpResult: "mrc_workload_op_result_t",
+           WorkloadResult: "mrc_workload_result_t",
+           FabricConfig: "mrc_fabric_config_t",
+           FabricScheduleInfo: "mrc_fabric_schedule_info_t",
+           FabricStats: "mrc_fabric_stats_t", Config: "mrc_config_t"}
+for _cls, _cname in STRUCTS.items():
+    _size = lib.mrc_struct_size(_cname.encode())
+    if _size != ctypes.sizeof(_cls):
+        raise ImportError(
+            "mrc: the binding's %s is %d bytes, %s in %s is %d: the Python "
+            "package and the C library are of different versions"
+            % (_cls.__name__, ctypes.sizeof(_cls), _cname, LIBRARY_PATH, _size))
 
 # Present when libmrc was built with MPI (mrc/mrc_mpi.h); the MPI_Comm
 # argument's C type depends on the MPI, so it is left to the caller.

@@ -159,3 +159,32 @@ def test_closing_in_any_order():
     assert f.closed
     assert s.simulate()["delivered"] == 56
     raises("MRC_ERR_INVALID_ARG", "Fabric is closed", lambda: f.tiles)
+
+
+def test_a_binding_of_another_layout_is_refused_at_import(tmp_path):
+    # Every mirrored struct is as large as the library's, and a copy of
+    # the package whose profile lacks a field the library has fails to
+    # import, naming it, rather than letting the library write past it.
+    import ctypes
+    import re
+    import shutil
+    import subprocess
+    import sys
+    from mrc import _lib
+    for cls, name in _lib.STRUCTS.items():
+        assert _lib.lib.mrc_struct_size(name.encode()) == ctypes.sizeof(cls)
+    assert _lib.lib.mrc_struct_size(b"no_such_t") == 0
+    pkg = os.path.dirname(_lib.__file__)
+    shutil.copytree(pkg, tmp_path / "mrc")
+    src = (tmp_path / "mrc" / "_lib.py").read_text()
+    field = '("window_gbps", c_double)'
+    assert field in src
+    (tmp_path / "mrc" / "_lib.py").write_text(
+        re.sub(r",\s*" + re.escape(field), "", src))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path),
+               MRC_LIBRARY=_lib.LIBRARY_PATH)
+    r = subprocess.run([sys.executable, "-c", "import mrc"], env=env,
+                       cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "the binding's Profile is" in r.stderr, r.stderr
+    assert "mrc_profile_t" in r.stderr, r.stderr
