@@ -7,7 +7,7 @@
 # markdown; then, per collective, the geometric mean of that ratio.
 #
 #   usage: bench/mpi_collectives.sh [-r ROUNDS] [-n RANKS] [-k DIR]
-#                                   [-B BEFORE] BUILD
+#                                   [-B BEFORE] [-E VAR=VALUE] BUILD
 #                                   [-- MPI-COLLECTIVES-ARGS...]
 #
 # BUILD is a build directory (holding bench/mpi-collectives and
@@ -16,7 +16,10 @@
 # end). -B: another build's library too (BEFORE/libmrc_mpi.so, the program
 # still BUILD's), each round's three runs in an order that turns with the
 # round, and two more columns: its time and mrc / it (a change measured
-# beside Open MPI in the same rounds). Arguments after -- go to every
+# beside Open MPI in the same rounds). -E: the "before" side runs with
+# VAR=VALUE in its ranks' environment (mpirun -x), and without -B it is
+# BUILD's own library: a setting (MRC_STREAM_BYTES=1M, MRC_ALGO=tree)
+# measured beside the default. Arguments after -- go to every
 # run (e.g. --cold, -c allreduce, -e 1M). MPIRUN names the launcher
 # (default: mpirun from PATH); MPI_COLLECTIVES_TIMEOUT the seconds one run
 # may take (default 900). With BUILD/bench/peer-read, the time a line
@@ -27,10 +30,10 @@
 # or a check was wrong, 2 for bad usage.
 set -eu
 
-rounds=5 ranks=2 keep="" before=""
+rounds=5 ranks=2 keep="" before="" before_env=""
 usage() {
     echo "usage: bench/mpi_collectives.sh [-r ROUNDS] [-n RANKS] [-k DIR]" \
-         "[-B BEFORE] BUILD [-- ARGS...]" >&2
+         "[-B BEFORE] [-E VAR=VALUE] BUILD [-- ARGS...]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
     -n) [ $# -ge 2 ] || usage; ranks=$2; shift 2 ;;
     -k) [ $# -ge 2 ] || usage; keep=$2; shift 2 ;;
     -B) [ $# -ge 2 ] || usage; before=$2; shift 2 ;;
+    -E) [ $# -ge 2 ] || usage; before_env=$2; shift 2 ;;
     -*) usage ;;
     *) break ;;
     esac
@@ -48,6 +52,12 @@ build=$1
 shift
 [ $# -eq 0 ] || { [ "$1" = "--" ] || usage; shift; }
 case "$rounds$ranks" in *[!0-9]*) usage ;; esac
+case "$before_env" in
+"") ;;
+[A-Za-z_]*=*) case "${before_env%%=*}" in *[!A-Za-z0-9_]*) usage ;; esac ;;
+*) usage ;;
+esac
+[ -z "$before_env" ] || [ -n "$before" ] || before=$build
 [ "$rounds" -ge 1 ] && [ "$ranks" -ge 1 ] || usage
 prog="$build/bench/mpi-collectives"
 lib="$build/libmrc_mpi.so"
@@ -74,6 +84,8 @@ run() { # SIDE ROUND [ARGS]
     out="$dir/$side-$round.txt"
     if [ "$side" = mrc ]; then
         set -- -x LD_PRELOAD="$lib" "$prog" "$@"
+    elif [ "$side" = before ] && [ -n "$before_env" ]; then
+        set -- -x LD_PRELOAD="$before" -x "$before_env" "$prog" "$@"
     elif [ "$side" = before ]; then
         set -- -x LD_PRELOAD="$before" "$prog" "$@"
     else
@@ -119,7 +131,7 @@ for f in "$dir"/mpi-*.txt "$dir"/mrc-*.txt "$dir"/before-*.txt; do
     side=$(basename "$f" | cut -d- -f1)
     awk -v side="$side" '!/^#/ && $1 != "collective" { print side, $0 }' "$f"
 done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" \
-          -v two="${before:+1}" '
+          -v two="${before:+1}" -v env="$before_env" '
     function median(list,   n, a, i, j, t) {
         n = split(list, a, " ")
         for (i = 2; i <= n; i++)
@@ -135,8 +147,9 @@ done | awk -v ranks="$ranks" -v rounds="$rounds" -v extra="$*" \
         if ($5 != "ok") wrong++
     }
     END {
-        printf "%d ranks, median of %d rounds%s\n\n", ranks, rounds,
-               extra == "" ? "" : " (" extra ")"
+        printf "%d ranks, median of %d rounds%s%s\n\n", ranks, rounds,
+               extra == "" ? "" : " (" extra ")",
+               env == "" ? "" : "; before: " env
         printf "| collective | bytes | Open MPI (us) | mrc (us) | mrc / Open MPI |%s\n",
                two ? " before (us) | mrc / before |" : ""
         printf "| --- | ---: | ---: | ---: | ---: |%s\n", two ? " ---: | ---: |" : ""

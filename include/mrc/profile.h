@@ -63,7 +63,10 @@ typedef struct mrc_profile {
     double message_us;
     double sync_us;
     /* (Added after the first release of version 1: at the end, so that
-     * the layout of the fields above stays as it was.) */
+     * the layout of the fields above stays as it was. The struct grows
+     * with them: a caller must be compiled against the header of the
+     * library it links, which mrc_struct_size("mrc_profile_t") lets a
+     * binding check.) */
     /* The rate at which a node takes what another node of its host wrote
      * once those lines have left the writer's own cache (GB/s): from the
      * shared cache, where on a busy host they come slower than a core's
@@ -95,8 +98,9 @@ typedef struct mrc_profile {
     double get_us;
     /* The rate of a copy through the kernel from another process (GB/s,
      * in cache: shm's rendezvous and gets by reference), where a get
-     * from a window in shared memory is a plain copy at the peer rate.
-     * Optional; 0: the peer rate. */
+     * from a window in shared memory is a plain copy at the peer rate
+     * (window_gbps where the profile has it). Optional; 0: the peer
+     * rate. */
     double kernel_gbps;
     /* When a host runs more nodes than it has cores: the share of a core
      * a node of the call takes while it waits (spinning, yielding) beside
@@ -156,12 +160,14 @@ typedef struct mrc_profile {
     double canary_us;
     /* The rate at which a node takes a peer's window, in cache (GB/s):
      * lines the peer copied into it in the call, still dirty in its
-     * core, which each come from that core. Where it is not fitted a
-     * window comes at the peer rate. On threads the peer rate is fitted
-     * to the tree's messages, whose reads are mostly of buffers the
-     * writer did not touch in the call: in a slow spell of the build VM
-     * (a line between its cores 230 ns one way) direct1's and direct2's
-     * 16 KiB-1 MiB ran at 0.46-0.74 of the time that rate gave them,
+     * core, which each come from that core. Where it is not fitted, and
+     * with more nodes on a host than cores (a reader's core then also
+     * ran some of its writers), a window comes at the peer rate. On
+     * threads the peer rate is fitted to the tree's messages, whose
+     * reads are mostly of buffers the writer did not touch in the call:
+     * on a 2-core VM in a slow spell (a line between its cores 230 ns
+     * one way) that rate predicted
+     * direct1's and direct2's 16 KiB-1 MiB at 0.46-0.74 of their time,
      * the rings and the tree within. (shm fits its peer rate to the
      * windows themselves.) Optional; 0: the peer rate. */
     double window_gbps;

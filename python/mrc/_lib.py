@@ -327,7 +327,12 @@ _SIGNATURES = {
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():
-    _fn = getattr(lib, _name)
+    try:
+        _fn = getattr(lib, _name)
+    except AttributeError:
+        raise ImportError(
+            "mrc: %s has no %s: the Python package and the C library are "
+            "of different versions" % (LIBRARY_PATH, _name)) from None
     _fn.restype = _res
     _fn.argtypes = _args
 

@@ -181,8 +181,10 @@ def test_a_binding_of_another_layout_is_refused_at_import(tmp_path):
     assert field in src
     (tmp_path / "mrc" / "_lib.py").write_text(
         re.sub(r",\s*" + re.escape(field), "", src))
-    env = dict(os.environ, PYTHONPATH=str(tmp_path),
-               MRC_LIBRARY=_lib.LIBRARY_PATH)
+    env = dict(os.environ, MRC_LIBRARY=_lib.LIBRARY_PATH,
+               PYTHONPATH=os.pathsep.join(
+                   [str(tmp_path)] + [p for p in os.environ.get(
+                       "PYTHONPATH", "").split(os.pathsep) if p]))
     r = subprocess.run([sys.executable, "-c", "import mrc"], env=env,
                        cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode != 0

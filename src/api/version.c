@@ -1,6 +1,8 @@
 /*
  * The library's identity: its version, and the sizes of its public
- * structs for bindings that mirror them (mrc/mrc.h).
+ * structs for bindings that mirror them (mrc/mrc.h). A public struct
+ * added to a header goes in `structs` here and in python/mrc/_lib.py's
+ * STRUCTS, or the binding's copy of it goes unchecked.
  */
 #include <string.h>
 
@@ -11,10 +13,9 @@ const char *mrc_version(void)
     return MRC_VERSION_STRING;
 }
 
-#define STRUCT(t)                                                              \
-    {                                                                          \
-#t, sizeof(t)                                                          \
-    }
+/* clang-format off */
+#define STRUCT(t) {#t, sizeof(t)}
+/* clang-format on */
 
 static const struct {
     const char *name;
@@ -37,6 +38,8 @@ static const struct {
     STRUCT(mrc_fabric_stats_t),
     STRUCT(mrc_config_t),
 };
+
+#undef STRUCT
 
 size_t mrc_struct_size(const char *name)
 {

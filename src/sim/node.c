@@ -199,12 +199,12 @@ static void node_rates(mrc__sim_t *s)
               far);
     /* A peer's window, where its rate is apart (window_gbps), in cache:
      * the lines its writer has just copied in, which its core holds
-     * first. Blended with the shared level by the node's set, as the
-     * peer rate, direct1's and direct2's 1 MiB at P = 2 on threads were
-     * predicted at 0.59-0.62 of their time (0.92 and 1.52 without, the
-     * calibration before). Not with more nodes than cores: a reader's
-     * core then also ran some of its writers, whose lines it holds, and
-     * at 4 threads on 2 cores direct1's 4 KiB-1 MiB were predicted at
+     * first. Not blended with the shared level by the node's set, as the
+     * peer rate is: so blended, direct1's and direct2's 1 MiB at P = 2 on
+     * threads were predicted at 0.59-0.62 of their time (0.92 and 1.52
+     * unblended, the calibration before). Not with more nodes than cores: a
+     * reader's core then also ran some of its writers, whose lines it holds,
+     * and at 4 threads on 2 cores direct1's 4 KiB-1 MiB were predicted at
      * 1.4-2.0 of their time with the windows' rate, 0.91-1.23 without
      * (one calibration, its rows predicted both ways). */
     m->window = f->window_gbps > 0 && !host_crowded(s)
@@ -681,8 +681,10 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
         !mrc__sim_same_host(s, node, peer))
         return bytes;
     /* Work on the receiver's peer channel, the route's narrowest: w takes
-     * w / peer. A get is a plain copy (a window, or the threads' read of
-     * a buffer) unless it goes through the kernel. */
+     * w / peer. A get is a plain copy (a window, at the window rate; or
+     * the threads' read of a buffer) unless it goes through the kernel.
+     * (Work scaled by the peer channel's capacity assumes that channel
+     * the narrowest of the route, as the kernel's copy does.) */
     double rdv = f->rendezvous_us * 1e3 * m->peer;
     if (op->kind == MRC__GET && kernel_read(m, op, bytes))
         return bytes * m->peer / m->kernel + rdv;

@@ -42,6 +42,14 @@ expect 0 "| bcast | 64 | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |" \
 cp "$tmp/out" "$tmp/two"
 expect 0 "bcast: geometric mean .*; mrc / before [0-9.]*" cat "$tmp/two"
 expect 2 "no $tmp/libmrc_mpi.so" sh "$script" -B "$tmp" "$BUILD"
+# A setting beside the default (-E): the before side is the build's own
+# library with VAR=VALUE in its ranks' environment, and only that side
+# (here MRC_DEBUG=INFO: its ranks log the program they chose).
+expect 0 "before: MRC_DEBUG=INFO" sh "$script" -r 1 -n 2 -k "$tmp/env" \
+    -E MRC_DEBUG=INFO "$BUILD" -- -c bcast -b 64 -e 64 -n 5 -w 2
+expect 0 "rank [01]: program" cat "$tmp/env/before-1.txt.err"
+expect 1 "" grep -q "program" "$tmp/env/mrc-1.txt.err"
+expect 2 "usage: bench/mpi_collectives.sh" sh "$script" -E 1X=2 "$BUILD"
 # Calls of eight counts a size (--shapes): every one a new shape of call
 # for the library at first, then found again.
 expect 0 "| allreduce | 256 |" \

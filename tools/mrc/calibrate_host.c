@@ -1,6 +1,7 @@
 /*
  * `mrc calibrate`'s host part (calibrate.h): this host's caches as the
- * kernel describes them, and one node's copy, shared-copy and reduction
+ * kernel describes them (the C library's figures where it lists none),
+ * and one node's copy, shared-copy and reduction
  * rates in cache and beyond, as a profile without the transport's
  * costs.
  */
@@ -100,35 +101,63 @@ static double cache_size(int index)
     return b;
 }
 
+/* The first word of a kernel file (a CPU list), or "" where it has none. */
+static void first_word(FILE *f, char *out, size_t n)
+{
+    char fmt[16];
+    snprintf(fmt, sizeof fmt, "%%%zus", n - 1);
+    if (!f || fscanf(f, fmt, out) != 1)
+        out[0] = 0;
+    if (f)
+        fclose(f);
+}
+
+/* Whether cpu0's cache `index` is its core's own: used by cpu0 alone, or
+ * by the hardware threads of its core (an SMT host lists its siblings,
+ * "0,64" or "0-1", in both files). */
 static int cache_private(int index)
 {
-    char list[64] = "";
-    FILE *f = cache_file(index, "shared_cpu_list");
-    if (!f)
-        return 0;
-    int ok = fscanf(f, "%63s", list) == 1 && strcmp(list, "0") == 0;
-    fclose(f);
-    return ok;
+    char list[64], siblings[64];
+    first_word(cache_file(index, "shared_cpu_list"), list, sizeof list);
+    first_word(fopen("/sys/devices/system/cpu/cpu0/topology/"
+                     "thread_siblings_list",
+                     "r"),
+               siblings, sizeof siblings);
+    return list[0] && (strcmp(list, "0") == 0 || strcmp(list, siblings) == 0);
+}
+
+/* sysconf's figure, or 0 where it has none (-1, or 0: unknown). */
+static long libc_size(int name)
+{
+    long v = sysconf(name);
+    return v > 0 ? v : 0;
 }
 
 /* The C library's sizes of the caches (bytes; glibc reads them with
  * CPUID), where the kernel lists none: some VMs' kernels have no
  * cpu0/cache directory (this project's build VM, one session: a profile
  * fitted with a 2 MiB cache from the copy sweep and no core's own level
- * predicted its 1-4 MiB rows at 2-3x their time). The second level is
- * taken as a core's own, the third as the one the cores share. */
+ * predicted its 1-4 MiB rows at 2-3x their time). The first two levels
+ * are taken as a core's own, the third as the one the cores share; with
+ * no third, 0 (the copy sweep's estimate stands: a core's own cache as
+ * the host's would bound the fit of the shared one to it). */
 static double libc_cache(int private_only)
 {
-#ifndef _SC_LEVEL3_CACHE_SIZE
-    (void)private_only;
-    return 0;
-#else
-    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    long l3 = private_only ? 0 : sysconf(_SC_LEVEL3_CACHE_SIZE);
-    long best = l1 > l2 ? l1 : l2;
-    return (double)(l3 > best ? l3 : best > 0 ? best : 0);
+    long size = 0;
+    if (private_only) {
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+        size = libc_size(_SC_LEVEL1_DCACHE_SIZE);
 #endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+        long l2 = libc_size(_SC_LEVEL2_CACHE_SIZE);
+        size = l2 > size ? l2 : size;
+#endif
+    } else {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+        size = libc_size(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    }
+    return (double)size;
 }
 
 /* The largest of cpu0's caches, or of those it alone uses

@@ -273,6 +273,21 @@ static void test_version(void **state)
     assert_string_equal(mrc_version(), MRC_VERSION_STRING);
 }
 
+/* The sizes a binding checks its mirrors against: each the struct's, by
+ * the name its header spells; 0 for another name or none. */
+static void test_struct_size(void **state)
+{
+    (void)state;
+    assert_int_equal(mrc_struct_size("mrc_profile_t"), sizeof(mrc_profile_t));
+    assert_int_equal(mrc_struct_size("mrc_config_t"), sizeof(mrc_config_t));
+    assert_int_equal(mrc_struct_size("mrc_sim_config_t"),
+                     sizeof(mrc_sim_config_t));
+    assert_int_equal(mrc_struct_size("mrc_link_t"), sizeof(mrc_link_t));
+    assert_int_equal(mrc_struct_size("mrc_profile"), 0);
+    assert_int_equal(mrc_struct_size(""), 0);
+    assert_int_equal(mrc_struct_size(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_memory_limit),
         cmocka_unit_test(test_read_file_refuses),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_struct_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

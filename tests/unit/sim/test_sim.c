@@ -1010,8 +1010,10 @@ static void test_node_window_in_set(void **state)
  * peer's (node 0 in step 0, node 1 in step 1), S bytes, S / W where the
  * peer rate P gave S / P (in cache): pipelined each node's one such get
  * is on its path, in BSP each step's; the rings, which read no window,
- * do not move. With more nodes than cores the window rate stands aside
- * (a reader's core ran some of its writers too): direct1 as at P. */
+ * do not move, nor does direct2 of 2 MiB, which reads its peers'
+ * buffers by reference. With more nodes than cores the window rate
+ * stands aside (a reader's core ran some of its writers too): direct1
+ * as at P. */
 static void test_node_window_rate(void **state)
 {
     (void)state;
@@ -1046,6 +1048,16 @@ static void test_node_window_rate(void **state)
         expect_close(crowded, pipelined_us(&s, &f), "2 nodes on 1 core");
         drop(&s);
     }
+    setup_t s;
+    assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT2,
+                               MRC_ALLREDUCE, (size_t)1 << 19),
+                     0);
+    mrc_profile_t f = profile(2, C, 4, 8, 20, 0.25, 0.1);
+    f.peer_gbps_cache = P;
+    double peer = pipelined_us(&s, &f);
+    f.window_gbps = W;
+    expect_close(pipelined_us(&s, &f), peer, "direct2 by reference");
+    drop(&s);
 }
 
 /* Beyond cache the nodes of one memory system share its bandwidth M.
