@@ -31,6 +31,12 @@
  *                               reduces of 4 KiB while rank 0 sleeps 1 s:
  *                               rank 1 runs 12 within 0.5 s and is held
  *                               before its 40th (0.9 s); results exact
+ *   shm_rank sendcopy           (2 ranks, MRC_ALGO=direct1) allgathers of
+ *                               64 KiB blocks on send buffers a, a, b, a,
+ *                               then in place, then b; reduce-scatters on
+ *                               c, c: new contents each call, results
+ *                               exact (the script reads from MRC_DEBUG=
+ *                               TRACE how each send buffer went)
  *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
  *                               count, large, path, dtype, op, root, or
  *                               split: count, and the last rank takes the
@@ -140,6 +146,75 @@ static int three(mrc_comm_t *comm)
     w += one_case(comm, MRC_BROADCAST, 1001, MRC_FLOAT32, MRC_SUM, 0, 0);
     w += one_case(comm, MRC_REDUCE_SCATTER, 7, MRC_INT32, MRC_MAX, 0, 0);
     return w != 0;
+}
+
+/* Call k's value of element i of rank r's block: new in every call, so
+ * that a read of a buffer as an earlier call left it shows. */
+static int32_t send_value(int r, int k, size_t i)
+{
+    return (int32_t)(r * 1000003 + k * 7919 + (int)i);
+}
+
+/* One call of sendcopy: an allgather from `send` (or a reduce-scatter
+ * from 2 blocks there) of `count` int32 a block; wrong elements, or -1. */
+static long send_copy_call(mrc_comm_t *comm, int k, int32_t *send,
+                           int32_t *recv, size_t count, int scatter)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t in = scatter ? count * (size_t)n : count;
+    for (size_t i = 0; i < in; i++)
+        send[i] = send_value(r, k, i);
+    mrc_status_t st =
+        scatter
+            ? mrc_reduce_scatter(send, recv, count, MRC_INT32, MRC_SUM, comm)
+            : mrc_allgather(send, recv, count, MRC_INT32, comm);
+    if (st != MRC_OK) {
+        fprintf(stderr, "rank %d: call %d: %s\n", r, k, mrc_last_error());
+        return -1;
+    }
+    long wrong = 0;
+    for (size_t i = 0; i < (scatter ? count : count * (size_t)n); i++) {
+        int64_t want = 0;
+        if (scatter)
+            for (int q = 0; q < n; q++)
+                want += send_value(q, k, (size_t)r * count + i);
+        else
+            want = send_value((int)(i / count), k, i % count);
+        wrong += recv[i] != (int32_t)want;
+    }
+    return wrong;
+}
+
+static int send_copy(mrc_comm_t *comm)
+{
+    enum { COUNT = 16384 }; /* 64 KiB blocks: by reference at 2 ranks */
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    size_t whole = (size_t)COUNT * (size_t)n;
+    int32_t *a = malloc(whole * 4), *b = malloc(whole * 4),
+            *c = malloc(whole * 4), *recv = malloc(whole * 4);
+    long wrong = 0, failed = 0, calls = 0;
+    if (a && b && c && recv) {
+        int32_t *sends[] = {a, a, b, a, recv + (size_t)r * COUNT, b};
+        for (int k = 0; k < 6; k++, calls++) {
+            long w = send_copy_call(comm, k, sends[k], recv, COUNT, 0);
+            failed += w < 0;
+            wrong += w > 0 ? w : 0;
+        }
+        for (int k = 6; k < 8; k++, calls++) {
+            long w = send_copy_call(comm, k, c, recv, COUNT, 1);
+            failed += w < 0;
+            wrong += w > 0 ? w : 0;
+        }
+    } else {
+        failed = 1;
+    }
+    printf("rank %d of %d: %ld calls, %ld wrong elements, %ld failed\n", r, n,
+           calls, wrong, failed);
+    free(a);
+    free(b);
+    free(c);
+    free(recv);
+    return wrong || failed;
 }
 
 /* What a sweep of this rank has seen so far. */
@@ -546,6 +621,7 @@ int main(int argc, char **argv)
              : strcmp(argv[1], "runahead") == 0   ? runahead(comm)
              : strcmp(argv[1], "endsbehind") == 0 ? ends_behind(comm)
              : strcmp(argv[1], "wideahead") == 0  ? wide_ahead(comm)
+             : strcmp(argv[1], "sendcopy") == 0   ? send_copy(comm)
                                                   : sweep(comm);
     mrc_comm_destroy(comm);
     return rc;

@@ -198,6 +198,60 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
     return MRC_OK;
 }
 
+/* Whether [a, a + an) and [b, b + bn) share a byte. */
+static int overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return a && b && an && bn && x < y + bn && y < x + an;
+}
+
+/* Whether this call's send buffer, exposed by reference, goes into the
+ * area instead, where its peers read it with plain loads. A peer's read
+ * by reference goes through the kernel, which is cheap for pages it read
+ * the call before and about ten times a copy for others: allgather of
+ * 128 KiB at 2 ranks, 13 us a call on the same buffers each call, 252 on
+ * a new pair each call, where the rings' copies through the slots took
+ * 17 and 29 (docs/performance.md). The owner knows which case it is in
+ * and its peers do not: so a buffer other than the one this rank last
+ * exposed so is copied in, and the record says so. Only a send buffer
+ * that no buffer the call writes overlaps (the executor writes no other:
+ * it cannot change while a peer reads it), that fits in the area beside
+ * the window, and that is not in a shared region (which the peers map). */
+static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
+{
+    const void *sb = x->buf[MRC__MEM_SEND];
+    size_t bytes = x->bytes[MRC__MEM_SEND];
+    uint64_t addr = (uint64_t)(uintptr_t)sb;
+    size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
+    size_t room = at < e->win_max ? e->win_max - at : 0;
+    const char *why =
+        addr == e->sent_addr && bytes == e->sent_bytes
+            ? "the one it exposed last"
+        : bytes > room ? "larger than its area's room"
+        : overlap(sb, bytes, x->buf[MRC__MEM_RECV], x->bytes[MRC__MEM_RECV]) ||
+                overlap(sb, bytes, x->buf[MRC__MEM_SCRATCH],
+                        x->bytes[MRC__MEM_SCRATCH])
+            ? "a buffer the call writes overlaps it"
+        : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
+                                           : NULL;
+    e->sent_addr = addr;
+    e->sent_bytes = bytes;
+    if (why) {
+        if (mrc__log_level() >= MRC__LOG_TRACE)
+            mrc__log(MRC__LOG_TRACE, e->rank,
+                     "call %llu: its send buffer (%zu bytes) by reference: %s",
+                     (unsigned long long)e->seq, bytes, why);
+        return 0;
+    }
+    memcpy(to, sb, bytes);
+    if (mrc__log_level() >= MRC__LOG_TRACE)
+        mrc__log(MRC__LOG_TRACE, e->rank,
+                 "call %llu: its send buffer (%zu bytes) copied into its "
+                 "area: not the one it exposed last",
+                 (unsigned long long)e->seq, bytes);
+    return 1;
+}
+
 mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
                               void **window)
 {
@@ -233,6 +287,9 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
             ref->addr[b - 1] = by_ref ? (uint64_t)(uintptr_t)x->buf[b] : 0;
             ref->bytes[b - 1] = by_ref ? x->bytes[b] : 0;
         }
+        if (x->buf[MRC__MEM_SEND] && x->bytes[MRC__MEM_SEND] &&
+            copy_send(e, x, copied_at(e, e->rank, seq, x->window_bytes)))
+            ref->bytes[MRC__MEM_SEND - 1] |= REF_COPIED;
         e->ref_set[seq & 1] = (uint8_t)any;
     }
     if (!in_area)
@@ -332,8 +389,9 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
     if (!mrc__call_same(p->call, e->call))
         return mrc__shm_disagree(e, peer, p->call, e->rank, e->call);
     const by_ref_t *ref = ref_at(e, peer, seq);
-    uint64_t size =
-        buf == MRC__MEM_WINDOW ? p->window_bytes : ref->bytes[buf - 1];
+    uint64_t size = buf == MRC__MEM_WINDOW ? p->window_bytes
+                                           : ref->bytes[buf - 1] & ~REF_COPIED;
+    int copied = buf != MRC__MEM_WINDOW && ref->bytes[buf - 1] & REF_COPIED;
     if ((buf != MRC__MEM_WINDOW && !ref->addr[buf - 1]) || off > size ||
         x->bytes > size - off)
         return mrc__error(MRC_ERR_TRANSPORT,
@@ -344,6 +402,8 @@ mrc_status_t mrc__shm_get(void *ctx, int peer, int buf, uint64_t off,
     mrc_status_t st = MRC_OK;
     if (buf == MRC__MEM_WINDOW)
         take(x, window_at(e, peer, seq, p->window_bytes) + off, 0, x->bytes);
+    else if (copied)
+        take(x, copied_at(e, peer, seq, p->window_bytes) + off, 0, x->bytes);
     else if (peer == e->rank)
         take(x, (const char *)(uintptr_t)ref->addr[buf - 1] + off, 0, x->bytes);
     else

@@ -200,6 +200,10 @@ struct mrc__shm_endpoint {
      * published buffers by reference): a call with none clears it once,
      * not at every call. */
     uint8_t ref_set[2];
+    /* The send buffer this rank last exposed by reference (address and
+     * bytes): one exposed again goes by reference, a new one into the
+     * area (memory.c, copy_send). */
+    uint64_t sent_addr, sent_bytes;
     /* Whether this call compared its call with a peer's (a flag waited
      * for, a receive, the round of agreement); `unconfirmed`: seq + 1 of
      * the first call since the last look that did not (local completion:
@@ -407,12 +411,27 @@ static inline published_t *pub_at(const mrc__shm_endpoint_t *e, int r,
 /* Where the buffers a rank exposes by reference for a call are, in its
  * own address space (peers read them with cross-memory attach), and how
  * large, by enum mrc__mem_buf - 1 (the window's entry unused): the last
- * line of its area, read only by a get by reference. */
+ * line of its area, read only by a get by reference. A size with
+ * REF_COPIED set: the owner copied that buffer into its area instead
+ * (at copied_at), and its peers read it there with plain loads. */
 typedef struct by_ref {
     uint64_t addr[MRC__MEM_BUFS - 1];
     uint64_t bytes[MRC__MEM_BUFS - 1];
 } by_ref_t;
 _Static_assert(sizeof(by_ref_t) <= 64, "the addresses fit one line");
+#define REF_COPIED ((uint64_t)1 << 63)
+
+/* Where in rank r's area of call seq a send buffer copied in instead of
+ * by reference starts: after the call's window where that is in the
+ * area too, 64-byte aligned; the owner and its readers find it alike. */
+static inline char *copied_at(const mrc__shm_endpoint_t *e, int r, uint64_t seq,
+                              size_t window_bytes)
+{
+    char *base = area_at(e, r, seq) + 64;
+    if (window_at(e, r, seq, window_bytes) != base)
+        return base;
+    return base + ((window_bytes + 63) & ~(size_t)63);
+}
 
 static inline by_ref_t *ref_at(const mrc__shm_endpoint_t *e, int r,
                                uint64_t seq)
