@@ -70,7 +70,14 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * and more at P = 2, 4 MiB at P = 4), the rings or the tree, through
      * the slots, were faster in every cell but one (an allgather within
      * 4%), and the fit prices the kernel's copy at a thirtieth of its
-     * rate. */
+     * rate. Since a new send buffer goes into its owner's area instead
+     * (memory.c), a get of one that fits is priced apart
+     * (copies_new_sends): a copy, and ref_get_us for what the same
+     * buffers' kernel call and closing sync cost beyond their bytes
+     * (direct1's allgather of 32-64 KiB a rank at 2 ranks, the same
+     * buffers, quiet host: 3.4-3.8 us more than the rings'). Scored on
+     * bench/family_sweep.sh -n 2 -c allgather,reduce_scatter, both
+     * patterns (docs/performance.md). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.357,
                                 .flag_sync_us = 0.24,
                                 .op_us = 0.1,
@@ -80,6 +87,8 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                 .rdv_bytes = 1 << 20,
                                 .rdv_us = 1.0,
                                 .kernel_gbps = 0.41,
+                                .copies_new_sends = 1,
+                                .ref_get_us = 4,
                                 .oversub_recv_us = 2,
                                 .oversub_recv_gbps = 11.2},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
@@ -154,6 +163,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
     out->kernel_gbps = pr->kernel_gbps;
+    out->copies_new_sends = 0;
     double share = memory_share(pr, x, n);
     double rc = 0, rm = 0;
     if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
@@ -232,12 +242,35 @@ static int call_tier(const mrc_program_t *p, int n, const mrc__cpu_cost_t *k)
     return mrc__cpu_cost_tier(k, vec);
 }
 
-/* Adds op's transfer and work to a node's running figures. */
+/* The bytes of a node's send buffer that its owner copies into its area
+ * when they are new (copies_new_sends: one that fits the group's
+ * window, in a group of 2); 0: none, a get by reference is the kernel's
+ * copy. Only 2: at 4 ranks on 2 cores direct1's allgather of 1-2 MiB
+ * blocks (by reference: their 4 blocks are past the window) was 1.43 and
+ * 1.30 of the rings' time on the same buffers, 0.89 and 0.86 on new ones
+ * (bench/family_sweep.sh -n 4 -c allgather, both patterns), and so
+ * priced the selector took it there. */
+static double send_in_area(const mrc_program_t *p, int n,
+                           const mrc__cpu_cost_t *k)
+{
+    double send = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER)
+        send *= n;
+    return k->copies_new_sends && n == 2 && send <= (double)mrc__stage_max(n)
+               ? send
+               : 0;
+}
+
+/* Adds op's transfer and work to a node's running figures; in_area:
+ * send_in_area's. */
 static void add_op(const mrc__op_t *op, double esize, double chunk,
-                   const mrc__cpu_cost_t *k, const mrc__cpu_cost_t *ko,
-                   node_sum_t *a)
+                   double in_area, const mrc__cpu_cost_t *k,
+                   const mrc__cpu_cost_t *ko, node_sum_t *a)
 {
     double bytes = (double)op->count * esize;
+    int from_area =
+        in_area > 0 && op->src == MRC__BUF_SEND &&
+        (op->kind == MRC__GET || (op->kind == MRC__EXPOSE && op->ref));
     if (op->kind == MRC__RECV || op->kind == MRC__GET)
         a->fixed += ko->op_us;
     /* (a message is a chunk at most: the transport's unit) */
@@ -247,9 +280,11 @@ static void add_op(const mrc__op_t *op, double esize, double chunk,
     if (op->kind == MRC__RECV)
         a->fixed += extra_recv(k, bytes, rdv);
     /* (through the kernel, then reduced from a bounce buffer) */
-    int by_kernel =
-        ko->kernel_gbps > 0 &&
-        (rdv || (op->kind == MRC__GET && op->src != MRC__BUF_WINDOW));
+    int by_kernel = ko->kernel_gbps > 0 &&
+                    (rdv || (op->kind == MRC__GET &&
+                             op->src != MRC__BUF_WINDOW && !from_area));
+    if (op->kind == MRC__GET && from_area)
+        a->fixed += ko->ref_get_us;
     switch (op->kind) {
     case MRC__RECV:
     case MRC__GET:
@@ -261,7 +296,9 @@ static void add_op(const mrc__op_t *op, double esize, double chunk,
             a->copied += bytes;
         break;
     case MRC__COPY: a->copied += bytes; break;
-    case MRC__EXPOSE: a->copied += op->ref ? 0 : bytes; break;
+    case MRC__EXPOSE:
+        a->copied += !op->ref ? bytes : from_area ? in_area / 2 : 0;
+        break;
     case MRC__SEND: a->copied += rdv ? 0 : k->send_copies * bytes; break;
     default: break;
     }
@@ -283,6 +320,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
     double chunk = (double)p->cfg.chunk_bytes;
     int t = call_tier(p, n, k);
+    double in_area = send_in_area(p, n, km);
     node_sum_t a = {0};
     double sync = 0;
     int rounds = 0;
@@ -324,7 +362,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
                 worked = 1;
             }
             first_round &= op->kind == MRC__WAIT || op->kind == MRC__GET;
-            add_op(op, esize, chunk, k, ko, &a);
+            add_op(op, esize, chunk, in_area, k, ko, &a);
         }
         if (rs > sync) {
             sync = rs;

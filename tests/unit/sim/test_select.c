@@ -273,6 +273,42 @@ static void test_shared_buffers(void **state)
     assert_true(direct2[1] < direct2[0]);
 }
 
+/* shm copies a send buffer exposed by reference into its owner's area
+ * when it is new (memory.c): direct1's allgather at 2 ranks, by
+ * reference past a 16 KiB window, is priced for both patterns, and is
+ * chosen from 128 KiB blocks to 1 MiB (bench/family_sweep.sh, both
+ * patterns); past the window (its send buffer would not fit the area)
+ * and at 4 ranks the rings stay. */
+static void test_shm_send_copied(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec;
+        size_t block; /* bytes a rank gives */
+        mrc_algo_t want;
+    } cases[] = {
+        {"ring:2", 16 << 10, MRC_ALGO_RINGS},
+        {"ring:2", 128 << 10, MRC_ALGO_DIRECT1},
+        {"ring:2", 1 << 20, MRC_ALGO_DIRECT1},
+        {"ring:2", 4 << 20, MRC_ALGO_RINGS},
+        {"ring:4", 1 << 20, MRC_ALGO_RINGS},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture_t f;
+        make(&f, cases[i].spec, MRC_ALLGATHER, cases[i].block / 4,
+             MRC__SIM_TRANSPORT_SHM);
+        f.in.want_times = 1;
+        mrc__selection_t s;
+        assert_int_equal(mrc__select(&f.in, MRC_ALGO_AUTO, &s, NULL), MRC_OK);
+        assert_fastest(&s);
+        if (s.chosen != cases[i].want)
+            fail_msg("%s, allgather of %zu bytes a rank: %s, not %s",
+                     cases[i].spec, cases[i].block, mrc_algo_name(s.chosen),
+                     mrc_algo_name(cases[i].want));
+        drop(&f);
+    }
+}
+
 /* A profile's figures replace the CPU model's built-in constants: with
  * free syncs and messages and one rate everywhere, a family's time is
  * its bytes over that rate, so twice the rate halves every time; beyond
@@ -437,6 +473,7 @@ int main(void)
         cmocka_unit_test(test_profile_times_by_simulator),
         cmocka_unit_test(test_shm_rounds),
         cmocka_unit_test(test_shared_buffers),
+        cmocka_unit_test(test_shm_send_copied),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
