@@ -156,7 +156,7 @@ static mrc_status_t chain_op(mrc__exec_t *x, const mrc__transport_t *t, int i,
     case MRC__RECV: return recv_op(x, t, i, sb, rb, xb, ready);
     case MRC__FWD: return forward(x, t, i, ready);
     case MRC__COPY:
-        (x->nontemporal ? mrc__copy_nontemporal : mrc__exec_copy_plain)(
+        (x->nontemporal ? mrc__copy_nontemporal : mrc__copy)(
             MRC__EXEC_AT(x, op->dst, op->dst_off, sb, rb, xb),
             MRC__EXEC_AT(x, op->src, op->src_off, sb, rb, xb),
             op->count * x->elem);

@@ -45,12 +45,6 @@ static inline char *mrc__exec_buffer(int which, const void *sendbuf,
 #define MRC__EXEC_AT(x, which, off, sb, rb, xb)                                \
     (mrc__exec_buffer((which), (sb), (rb), (xb)) + (off) * (x)->elem)
 
-static inline void mrc__exec_copy_plain(void *dst, const void *src,
-                                        size_t bytes)
-{
-    memcpy(dst, src, bytes);
-}
-
 /* Looks without progress a rank spins for before it yields the core: a
  * pass over the chains (the general loop), or one op (a straight plan,
  * whose look is a few dozen instructions). Long enough for a peer a few

@@ -57,9 +57,9 @@ static void expose(const mrc__exec_t *x, const mrc__op_t *op, const void *sb,
                    void *rb, void *xb)
 {
     if (!op->ref)
-        memcpy(x->win + op->dst_off * x->elem,
-               mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
-               op->count * x->elem);
+        mrc__copy(x->win + op->dst_off * x->elem,
+                  mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
+                  op->count * x->elem);
 }
 
 /* A get whose transfer is filled, at byte `at` of the peer's buffer:
@@ -302,7 +302,7 @@ static mrc_status_t straight_op(mrc__exec_t *x, const mrc__transport_t *t,
     const mrc__op_t *op = &x->plan.ops[i];
     switch (op->kind) {
     case MRC__COPY:
-        (x->nontemporal ? mrc__copy_nontemporal : mrc__exec_copy_plain)(
+        (x->nontemporal ? mrc__copy_nontemporal : mrc__copy)(
             mrc__exec_buffer(op->dst, sb, rb, xb) + op->dst_off * x->elem,
             mrc__exec_buffer(op->src, sb, rb, xb) + op->src_off * x->elem,
             op->count * x->elem);

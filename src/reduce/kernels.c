@@ -485,6 +485,32 @@ void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
     mrc__reduce(dst, a, b, n, dtype, op);
 }
 
+/* In pieces: glibc's memcpy copies with `rep movsb` up to a threshold
+ * and with a vector loop past it, and on AMD it puts that threshold at
+ * the core's L2 (1 MiB on the 2-core build machine: `ld.so
+ * --list-diagnostics`, x86.cpu_features.rep_movsb_stop_threshold). The
+ * collectives' copies of 1 MiB and more (a window, a peer's window, a
+ * block) ran at half the speed there: direct1's allreduce of 1 MiB at 2
+ * ranks took 207-225 us a call over shm and 263-282 over threads, 140-145
+ * and 113-152 in pieces of 256 KiB-512 KiB (64 KiB: the same), and
+ * direct1's time from 896 KiB to 1 MiB jumped from 137 us to 214. A
+ * piece is several microseconds of copying: a call more is nothing. */
+void mrc__copy(void *dst, const void *src, size_t bytes)
+{
+    char *d = dst;
+    const char *s = src;
+    for (size_t at = 0; at < bytes; at += MRC__COPY_PIECE)
+        memcpy(d + at, s + at,
+               bytes - at < MRC__COPY_PIECE ? bytes - at : MRC__COPY_PIECE);
+}
+
+/* Whether [a, a + n) and [b, b + n) share a byte. */
+static int overlaps(const void *a, const void *b, size_t n)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + n && y < x + n;
+}
+
 void mrc__take(void *dst, const void *local, const void *src, size_t n,
                size_t bytes, mrc_dtype_t dtype, mrc_op_t op, int nontemporal)
 {
@@ -493,6 +519,8 @@ void mrc__take(void *dst, const void *local, const void *src, size_t n,
                                                               n, dtype, op);
     else if (nontemporal)
         mrc__copy_nontemporal(dst, src, bytes);
+    else if (!overlaps(dst, src, bytes))
+        mrc__copy(dst, src, bytes);
     else
         memmove(dst, src, bytes);
 }

@@ -25,6 +25,11 @@ void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);
 void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);
 
+/* memcpy of non-overlapping buffers, in pieces of at most
+ * MRC__COPY_PIECE bytes (kernels.c says why). */
+#define MRC__COPY_PIECE ((size_t)256 << 10)
+void mrc__copy(void *dst, const void *src, size_t bytes);
+
 /* What a receive or a get does with the `bytes` (n elements) it took at
  * src: dst = local op src, or a copy of src when local is NULL; written
  * around the cache with `nontemporal`. */

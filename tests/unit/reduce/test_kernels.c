@@ -195,6 +195,38 @@ static void test_half_lanes(void **state)
     free(want);
 }
 
+/* mrc__copy in pieces: every byte at sizes about the piece's, from odd
+ * addresses; and a take's copy onto an overlapping destination (an
+ * in-place get of its own buffer) is still a memmove. */
+static void test_copy_pieces(void **state)
+{
+    (void)state;
+    const size_t p = MRC__COPY_PIECE;
+    const size_t sizes[] = {0, 1, 63, p - 1, p, p + 1, 3 * p + 17};
+    size_t most = 3 * p + 17 + 8;
+    unsigned char *src = malloc(most), *dst = malloc(most);
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < most; i++)
+        src[i] = (unsigned char)(i * 131 + 7);
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (size_t off = 0; off < 3; off++) {
+            memset(dst, 0xee, most);
+            mrc__copy(dst + off, src + 1, sizes[k]);
+            assert_memory_equal(dst + off, src + 1, sizes[k]);
+            assert_int_equal(dst[off + sizes[k]], 0xee); /* not past it */
+            if (off)
+                assert_int_equal(dst[off - 1], 0xee); /* nor before */
+        }
+    /* Overlapping: a take moves the bytes as memmove does. */
+    size_t n = 2 * p + 5;
+    memcpy(dst, src, n + 8);
+    mrc__take(dst + 8, NULL, dst, n, n, MRC_UINT8, MRC_SUM, 0);
+    assert_memory_equal(dst + 8, src, n);
+    free(src);
+    free(dst);
+}
+
 static void test_scale_and_wrap(void **state)
 {
     (void)state;
@@ -284,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_half_lanes),
         cmocka_unit_test(test_reduce_all),
         cmocka_unit_test(test_scale_and_wrap),
+        cmocka_unit_test(test_copy_pieces),
 #ifdef __SIZEOF_INT128__
         cmocka_unit_test(test_avg_words),
 #endif
