@@ -32,11 +32,12 @@
  *                               rank 1 runs 12 within 0.5 s and is held
  *                               before its 40th (0.9 s); results exact
  *   shm_rank sendcopy           (2 ranks, MRC_ALGO=direct1) allgathers of
- *                               64 KiB blocks on send buffers a, a, b, a,
- *                               then in place, then b; reduce-scatters on
- *                               c, c: new contents each call, results
- *                               exact (the script reads from MRC_DEBUG=
- *                               TRACE how each send buffer went)
+ *                               64 KiB blocks on send buffers a, a, in
+ *                               place, b; reduce-scatters on b, b;
+ *                               allgathers of blocks past 1 MiB on a, a:
+ *                               new contents each call, results exact
+ *                               (the script reads from MRC_DEBUG=TRACE
+ *                               how each send buffer went)
  *   shm_rank mismatch WHAT      the last rank calls differently (WHAT:
  *                               count, large, path, dtype, op, root, or
  *                               split: count, and the last rank takes the
@@ -187,21 +188,20 @@ static long send_copy_call(mrc_comm_t *comm, int k, int32_t *send,
 
 static int send_copy(mrc_comm_t *comm)
 {
-    enum { COUNT = 16384 }; /* 64 KiB blocks: by reference at 2 ranks */
+    /* 64 KiB blocks (by reference at 2 ranks, and into the area), and
+     * blocks past the area's 1 MiB */
+    enum { COUNT = 16384, BIG = (1 << 18) + 1024 };
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
-    size_t whole = (size_t)COUNT * (size_t)n;
+    size_t whole = (size_t)BIG * (size_t)n;
     int32_t *a = malloc(whole * 4), *b = malloc(whole * 4),
-            *c = malloc(whole * 4), *recv = malloc(whole * 4);
+            *recv = malloc(whole * 4);
     long wrong = 0, failed = 0, calls = 0;
-    if (a && b && c && recv) {
-        int32_t *sends[] = {a, a, b, a, recv + (size_t)r * COUNT, b};
-        for (int k = 0; k < 6; k++, calls++) {
-            long w = send_copy_call(comm, k, sends[k], recv, COUNT, 0);
-            failed += w < 0;
-            wrong += w > 0 ? w : 0;
-        }
-        for (int k = 6; k < 8; k++, calls++) {
-            long w = send_copy_call(comm, k, c, recv, COUNT, 1);
+    if (a && b && recv) {
+        /* a, a again, in place, b; reduce-scatters on b, b; big, big */
+        int32_t *sends[] = {a, a, recv + (size_t)r * COUNT, b, b, b, a, a};
+        for (int k = 0; k < 8; k++, calls++) {
+            long w = send_copy_call(comm, k, sends[k], recv,
+                                    k < 6 ? COUNT : BIG, k == 4 || k == 5);
             failed += w < 0;
             wrong += w > 0 ? w : 0;
         }
@@ -212,7 +212,6 @@ static int send_copy(mrc_comm_t *comm)
            calls, wrong, failed);
     free(a);
     free(b);
-    free(c);
     free(recv);
     return wrong || failed;
 }

@@ -156,18 +156,19 @@ for case in direct2:die direct1:die-small; do
     expect 0 "" test -z "$(ls /dev/shm | grep "^mrc-$job")"
 done
 # A send buffer exposed by reference (direct1's allgather and
-# reduce-scatter at 2 ranks) goes into its owner's area when it is not the
-# one the rank exposed last (its peers then read it with plain loads, not
-# through the kernel), by reference when it is, or when a buffer the call
-# writes overlaps it (in place); each call's contents new, results exact.
+# reduce-scatter at 2 ranks) goes into its owner's area, where its peers
+# read it with plain loads, not through the kernel, the same buffer again
+# too (its new contents read); by reference when a buffer the call writes
+# overlaps it (in place) or it is past the area's room. Results exact.
 expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
     env MRC_ALGO=direct1 MRC_DEBUG=TRACE "$MRC" launch -n 2 --timeout 60 -- \
     "$RANK" sendcopy
 went=$(sed -n 's/^mrc: rank 0: call \([0-9]*\): its send buffer ([0-9]* bytes) \([a-z]*\).*/\1\2/p' \
     "$tmp/out" | tr '\n' ' ')
-want="0copied 1by 2copied 3copied 4by 5copied 6copied 7by "
+want="0copied 1copied 2by 3copied 4copied 5copied 6by 7by "
 if [ "$went" = "$want" ] &&
-    grep -q "rank 0: call 4: .* by reference: a buffer the call writes overlaps it" "$tmp/out"; then
+    grep -q "rank 0: call 2: .* by reference: a buffer the call writes overlaps it" "$tmp/out" &&
+    grep -q "rank 0: call 7: .* by reference: larger than its area's room" "$tmp/out"; then
     passed=$((passed + 1))
 else
     failed=$((failed + 1))

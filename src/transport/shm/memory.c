@@ -206,36 +206,31 @@ static int overlap(const void *a, size_t an, const void *b, size_t bn)
 }
 
 /* Whether this call's send buffer, exposed by reference, goes into the
- * area instead, where its peers read it with plain loads. A peer's read
- * by reference goes through the kernel, which is cheap for pages it read
- * the call before and about ten times a copy for others: allgather of
- * 128 KiB at 2 ranks, 13 us a call on the same buffers each call, 252 on
- * a new pair each call, where the rings' copies through the slots took
- * 17 and 29 (docs/performance.md). The owner knows which case it is in
- * and its peers do not: so a buffer other than the one this rank last
- * exposed so is copied in, and the record says so. Only a send buffer
- * that no buffer the call writes overlaps (the executor writes no other:
- * it cannot change while a peer reads it), that fits in the area beside
- * the window, and that is not in a shared region (which the peers map). */
+ * area instead, where its peers read it with plain loads: the owner's
+ * copy and its peers' cost less than one read through the kernel, on new
+ * buffers and on the same ones alike. Allgather of 128 KiB blocks at 2
+ * ranks (direct1, docs/performance.md): by reference 13 us a call on the
+ * same buffers each call and 252 on a new pair each call, the rings 17
+ * and 29; copied in, 11.5 on the same buffers (16 KiB-1 MiB: 0.45-0.75 of
+ * by reference) and 23 on new ones. Only a send buffer that no buffer the
+ * call writes overlaps (the executor writes no other: it cannot change
+ * while a peer reads it), that fits in the area beside the window, and
+ * that is not in a shared region (which the peers map). The record says
+ * which; every reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
     size_t bytes = x->bytes[MRC__MEM_SEND];
-    uint64_t addr = (uint64_t)(uintptr_t)sb;
     size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
     size_t room = at < e->win_max ? e->win_max - at : 0;
     const char *why =
-        addr == e->sent_addr && bytes == e->sent_bytes
-            ? "the one it exposed last"
-        : bytes > room ? "larger than its area's room"
+        bytes > room ? "larger than its area's room"
         : overlap(sb, bytes, x->buf[MRC__MEM_RECV], x->bytes[MRC__MEM_RECV]) ||
                 overlap(sb, bytes, x->buf[MRC__MEM_SCRATCH],
                         x->bytes[MRC__MEM_SCRATCH])
             ? "a buffer the call writes overlaps it"
         : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
                                            : NULL;
-    e->sent_addr = addr;
-    e->sent_bytes = bytes;
     if (why) {
         if (mrc__log_level() >= MRC__LOG_TRACE)
             mrc__log(MRC__LOG_TRACE, e->rank,
@@ -243,11 +238,10 @@ static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
                      (unsigned long long)e->seq, bytes, why);
         return 0;
     }
-    memcpy(to, sb, bytes);
+    mrc__copy(to, sb, bytes);
     if (mrc__log_level() >= MRC__LOG_TRACE)
         mrc__log(MRC__LOG_TRACE, e->rank,
-                 "call %llu: its send buffer (%zu bytes) copied into its "
-                 "area: not the one it exposed last",
+                 "call %llu: its send buffer (%zu bytes) copied into its area",
                  (unsigned long long)e->seq, bytes);
     return 1;
 }

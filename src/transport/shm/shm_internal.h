@@ -200,10 +200,6 @@ struct mrc__shm_endpoint {
      * published buffers by reference): a call with none clears it once,
      * not at every call. */
     uint8_t ref_set[2];
-    /* The send buffer this rank last exposed by reference (address and
-     * bytes): one exposed again goes by reference, a new one into the
-     * area (memory.c, copy_send). */
-    uint64_t sent_addr, sent_bytes;
     /* Whether this call compared its call with a peer's (a flag waited
      * for, a receive, the round of agreement); `unconfirmed`: seq + 1 of
      * the first call since the last look that did not (local completion:
