@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.join(ROOT, "src", "sim", "cpu_model.c")
 REGRET = os.path.join(ROOT, "bench", "selector_regret.py")
 SCALARS = ("sync_us", "flag_sync_us", "op_us", "kernel_gbps",
-           "oversub_recv_us", "oversub_recv_gbps", "ref_get_us")
+           "oversub_recv_us", "oversub_recv_gbps")
 TIERED = ("copy_gbps", "reduce_gbps")
 FACTORS = (0.25, 0.5, 0.7, 1.4, 2, 4)
 

@@ -70,14 +70,10 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * and more at P = 2, 4 MiB at P = 4), the rings or the tree, through
      * the slots, were faster in every cell but one (an allgather within
      * 4%), and the fit prices the kernel's copy at a thirtieth of its
-     * rate. Since a new send buffer goes into its owner's area instead
-     * (memory.c), a get of one that fits is priced apart
-     * (copies_new_sends): a copy, and ref_get_us for what the same
-     * buffers' kernel call and closing sync cost beyond their bytes
-     * (direct1's allgather of 32-64 KiB a rank at 2 ranks, the same
-     * buffers, quiet host: 3.4-3.8 us more than the rings'). Scored on
-     * bench/family_sweep.sh -n 2 -c allgather,reduce_scatter, both
-     * patterns (docs/performance.md). */
+     * rate. Since a send buffer that fits goes into its owner's area
+     * instead (memory.c), a get of one is priced as the copies it is
+     * (copies_sends). Scored on bench/family_sweep.sh -n 2 -c
+     * allgather,reduce_scatter, both patterns (docs/performance.md). */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.357,
                                 .flag_sync_us = 0.24,
                                 .op_us = 0.1,
@@ -87,8 +83,7 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                 .rdv_bytes = 1 << 20,
                                 .rdv_us = 1.0,
                                 .kernel_gbps = 0.41,
-                                .copies_new_sends = 1,
-                                .ref_get_us = 4,
+                                .copies_sends = 1,
                                 .oversub_recv_us = 2,
                                 .oversub_recv_gbps = 11.2},
     [MRC__SIM_TRANSPORT_MPI] = {.sync_us = 1.0,
@@ -163,7 +158,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
     out->kernel_gbps = pr->kernel_gbps;
-    out->copies_new_sends = 0;
+    out->copies_sends = 0;
     double share = memory_share(pr, x, n);
     double rc = 0, rm = 0;
     if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
@@ -243,22 +238,20 @@ static int call_tier(const mrc_program_t *p, int n, const mrc__cpu_cost_t *k)
 }
 
 /* The bytes of a node's send buffer that its owner copies into its area
- * when they are new (copies_new_sends: one that fits the group's
- * window, in a group of 2); 0: none, a get by reference is the kernel's
- * copy. Only 2: at 4 ranks on 2 cores direct1's allgather of 1-2 MiB
- * blocks (by reference: their 4 blocks are past the window) was 1.43 and
- * 1.30 of the rings' time on the same buffers, 0.89 and 0.86 on new ones
- * (bench/family_sweep.sh -n 4 -c allgather, both patterns), and so
- * priced the selector took it there. */
+ * (copies_sends: one that fits the group's window, in a group of 2); 0:
+ * none, a get by reference is the kernel's copy. Only 2: at 4 ranks on
+ * 2 cores direct1's allgather of 1-2 MiB blocks (by reference: their 4
+ * blocks are past the window) was 1.43 and 1.30 of the rings' time on
+ * the same buffers, 0.89 and 0.86 on new ones (bench/family_sweep.sh -n 4
+ * -c allgather, both patterns), and so priced the selector took it. */
 static double send_in_area(const mrc_program_t *p, int n,
                            const mrc__cpu_cost_t *k)
 {
     double send = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
     if (p->cfg.collective == MRC_REDUCE_SCATTER)
         send *= n;
-    return k->copies_new_sends && n == 2 && send <= (double)mrc__stage_max(n)
-               ? send
-               : 0;
+    return k->copies_sends && n == 2 && send <= (double)mrc__stage_max(n) ? send
+                                                                          : 0;
 }
 
 /* Adds op's transfer and work to a node's running figures; in_area:
@@ -283,8 +276,6 @@ static void add_op(const mrc__op_t *op, double esize, double chunk,
     int by_kernel = ko->kernel_gbps > 0 &&
                     (rdv || (op->kind == MRC__GET &&
                              op->src != MRC__BUF_WINDOW && !from_area));
-    if (op->kind == MRC__GET && from_area)
-        a->fixed += ko->ref_get_us;
     switch (op->kind) {
     case MRC__RECV:
     case MRC__GET:
@@ -297,7 +288,7 @@ static void add_op(const mrc__op_t *op, double esize, double chunk,
         break;
     case MRC__COPY: a->copied += bytes; break;
     case MRC__EXPOSE:
-        a->copied += !op->ref ? bytes : from_area ? in_area / 2 : 0;
+        a->copied += !op->ref ? bytes : from_area ? in_area : 0;
         break;
     case MRC__SEND: a->copied += rdv ? 0 : k->send_copies * bytes; break;
     default: break;

@@ -60,16 +60,10 @@ typedef struct mrc__cpu_cost {
      * plain loads like any copy. */
     double kernel_gbps;
     /* 1: a send buffer exposed by reference that fits the group's window
-     * goes into its owner's area when it is not the buffer the rank
-     * exposed the call before (shm, memory.c), so that a get of it is
-     * priced for both patterns, a call's own buffers again or new ones:
-     * its reader's copy with plain loads (new ones) after a call into
-     * the kernel (ref_get_us: the same ones, which the kernel reads),
-     * and its owner's copy at half its bytes (new ones: all; the same:
-     * none). 0: a get by reference is the kernel's copy (a profile's
-     * kernel_gbps, measured on the same buffers each call). */
-    int copies_new_sends;
-    double ref_get_us;
+     * goes into its owner's area instead (shm, memory.c), so a get of it
+     * is its owner's copy and its reader's with plain loads, not the
+     * kernel's read. 0: the kernel's (a profile's kernel_gbps). */
+    int copies_sends;
     /* With more ranks than cores, a receive waits for a sender that may
      * not hold a core: oversub_recv_us more, and its bytes 1 /
      * oversub_recv_gbps more (memory programs' gets need no running
