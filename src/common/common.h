@@ -222,6 +222,15 @@ char *mrc__strdup(const char *s);
  * success, -1 (errno set) if the kernel gave no random bytes. */
 int mrc__random_job_id(char *out, size_t size);
 
+/* Whether [a, a + an) and [b, b + bn) share a byte (none for a NULL or
+ * empty range). */
+static inline int mrc__overlap(const void *a, size_t an, const void *b,
+                               size_t bn)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return a && b && an && bn && x < y + bn && y < x + an;
+}
+
 /* The most bytes a node of a group of n exposes by copy (the direct
  * families' window; the shared-memory transport sizes its segment by it):
  * 512 KiB a node up to 2 MiB (1 MiB for 2 nodes), less past 16 nodes.

@@ -1,6 +1,7 @@
 /* The reduction kernels (see reduce.h). */
 #include <string.h>
 
+#include "common/common.h"
 #include "reduce.h"
 
 /* ---- streaming stores --------------------------------------------------- */
@@ -504,13 +505,6 @@ void mrc__copy(void *dst, const void *src, size_t bytes)
                bytes - at < MRC__COPY_PIECE ? bytes - at : MRC__COPY_PIECE);
 }
 
-/* Whether [a, a + n) and [b, b + n) share a byte. */
-static int overlaps(const void *a, const void *b, size_t n)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return x < y + n && y < x + n;
-}
-
 void mrc__take(void *dst, const void *local, const void *src, size_t n,
                size_t bytes, mrc_dtype_t dtype, mrc_op_t op, int nontemporal)
 {
@@ -519,7 +513,7 @@ void mrc__take(void *dst, const void *local, const void *src, size_t n,
                                                               n, dtype, op);
     else if (nontemporal)
         mrc__copy_nontemporal(dst, src, bytes);
-    else if (!overlaps(dst, src, bytes))
+    else if (!mrc__overlap(dst, bytes, src, bytes))
         mrc__copy(dst, src, bytes);
     else
         memmove(dst, src, bytes);

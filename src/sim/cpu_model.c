@@ -33,6 +33,7 @@
 #include "mrc/sim.h"
 #include "program/plan.h"
 #include "sim/select.h"
+#include "sim/sim_internal.h"
 
 /* Measured roughly on the 2-core build machine (docs/families.md,
  * "Selection"): a flag seen by another core and answered, 0.3 us; memcpy
@@ -158,7 +159,6 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
     out->kernel_gbps = pr->kernel_gbps;
-    out->copies_sends = 0;
     double share = memory_share(pr, x, n);
     double rc = 0, rm = 0;
     if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {
@@ -238,20 +238,11 @@ static int call_tier(const mrc_program_t *p, int n, const mrc__cpu_cost_t *k)
 }
 
 /* The bytes of a node's send buffer that its owner copies into its area
- * (copies_sends: one that fits the group's window, in a group of 2); 0:
- * none, a get by reference is the kernel's copy. Only 2: at 4 ranks on
- * 2 cores direct1's allgather of 1-2 MiB blocks (by reference: their 4
- * blocks are past the window) was 1.43 and 1.30 of the rings' time on
- * the same buffers, 0.89 and 0.86 on new ones (bench/family_sweep.sh -n 4
- * -c allgather, both patterns), and so priced the selector took it. */
-static double send_in_area(const mrc_program_t *p, int n,
-                           const mrc__cpu_cost_t *k)
+ * instead of exposing it by reference (copies_sends: shm's), or 0: a get
+ * by reference is the kernel's read. */
+static double send_in_area(const mrc_program_t *p, const mrc__cpu_cost_t *k)
 {
-    double send = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
-    if (p->cfg.collective == MRC_REDUCE_SCATTER)
-        send *= n;
-    return k->copies_sends && n == 2 && send <= (double)mrc__stage_max(n) ? send
-                                                                          : 0;
+    return k->copies_sends ? mrc__sim_send_copied(p) : 0;
 }
 
 /* Adds op's transfer and work to a node's running figures; in_area:
@@ -311,7 +302,7 @@ static mrc_status_t node_time(const mrc_program_t *p, int node, int n,
     double esize = (double)mrc_dtype_size(p->cfg.dtype);
     double chunk = (double)p->cfg.chunk_bytes;
     int t = call_tier(p, n, k);
-    double in_area = send_in_area(p, n, km);
+    double in_area = send_in_area(p, km);
     node_sum_t a = {0};
     double sync = 0;
     int rounds = 0;

@@ -70,6 +70,7 @@
 #include <string.h>
 
 #include "sim/sim_internal.h"
+#include "transport/transport.h"
 
 /* The profile's figures the model divides by or adds: the first one out
  * of range, named. */
@@ -325,6 +326,11 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     m->per_host = prof->nodes_per_memory > 0 ? prof->nodes_per_memory : nn;
     int nh = (nn + m->per_host - 1) / m->per_host;
     m->mapped = mapped;
+    /* (shm's profile: a kernel read and a rendezvous) */
+    m->send_copied =
+        !mapped && prof->kernel_gbps > 0 && prof->rendezvous_bytes > 0
+            ? mrc__sim_send_copied(s->p)
+            : 0;
     node_rates(s);
     if ((st = node_channels(s, nn, nh)) != MRC_OK)
         return st;
@@ -660,6 +666,21 @@ mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
  * are read). Not when the peers' buffers are mapped (mrc_mem_alloc): then
  * a node reads them with plain loads, at the rate of a peer's lines, and
  * reduces them in that pass. */
+double mrc__sim_send_copied(const mrc_program_t *p)
+{
+    int n = p->num_groups ? p->groups[0].size : 1;
+    double send = (double)p->cfg.count * (double)mrc_dtype_size(p->cfg.dtype);
+    if (p->cfg.collective == MRC_REDUCE_SCATTER)
+        send *= n;
+    return send > 0 && send <= (double)mrc__shm_send_copied_max(n) ? send : 0;
+}
+
+/* A get of a send buffer its owner copied into its area (on shm). */
+static int copied_send(const mrc__sim_node_t *m, const mrc__op_t *op)
+{
+    return op->src == MRC__BUF_SEND && m->send_copied > 0;
+}
+
 static int kernel_read(const mrc__sim_node_t *m, const mrc__op_t *op,
                        double bytes)
 {
@@ -667,7 +688,7 @@ static int kernel_read(const mrc__sim_node_t *m, const mrc__op_t *op,
     if (m->mapped || f->kernel_gbps <= 0 || f->rendezvous_bytes <= 0)
         return 0;
     if (op->kind == MRC__GET)
-        return op->src != MRC__BUF_WINDOW;
+        return op->src != MRC__BUF_WINDOW && !copied_send(m, op);
     return bytes >= f->rendezvous_bytes;
 }
 
@@ -689,7 +710,9 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
     if (op->kind == MRC__GET && kernel_read(m, op, bytes))
         return bytes * m->peer / m->kernel + rdv;
     if (op->kind == MRC__GET)
-        return op->src == MRC__BUF_WINDOW ? bytes * m->peer / m->window : bytes;
+        return op->src == MRC__BUF_WINDOW || copied_send(m, op)
+                   ? bytes * m->peer / m->window
+                   : bytes;
     /* A send's own cost (post, match, completion) is its receiver's core's
      * too, so the two streams' messages of a step add up on it (as a
      * latency they overlapped, and the tree's two messages in a row were
@@ -709,6 +732,9 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
 {
     const mrc__sim_node_t *m = &s->node;
     double bytes = (double)op->count * (double)esize;
+    /* (an expose by reference of a send buffer shm copies in: that copy) */
+    if (op->kind == MRC__EXPOSE && op->ref && copied_send(m, op))
+        bytes = m->send_copied;
     if (!m->prof || bytes <= 0)
         return 0;
     switch (op->kind) {
@@ -730,7 +756,7 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
             return 0;
         break;
     case MRC__EXPOSE: /* by copy into the window; by reference, nothing */
-        if (op->ref)
+        if (op->ref && !copied_send(m, op))
             return 0;
         break;
     case MRC__COPY:

@@ -59,10 +59,10 @@ typedef struct mrc__cpu_cost {
      * rate, and is then reduced in a pass of its own; 0: it is read with
      * plain loads like any copy. */
     double kernel_gbps;
-    /* 1: a send buffer exposed by reference that fits the group's window
-     * goes into its owner's area instead (shm, memory.c), so a get of it
-     * is its owner's copy and its reader's with plain loads, not the
-     * kernel's read. 0: the kernel's (a profile's kernel_gbps). */
+    /* 1: a send buffer exposed by reference that fits the owner's area
+     * goes there instead (shm, mrc__sim_send_copied), so a get of it is
+     * its owner's copy and its reader's with plain loads, not the
+     * kernel's read; a profile of the transport keeps it. */
     int copies_sends;
     /* With more ranks than cores, a receive waits for a sender that may
      * not hold a core: oversub_recv_us more, and its bytes 1 /

@@ -56,6 +56,7 @@ typedef struct mrc__sim_node {
     double kernel;             /* a copy through the kernel */
     double window;             /* a get from a peer's window */
     int mapped;                /* the peers' buffers mapped: no bounce */
+    double send_copied;        /* mrc__sim_send_copied's, on shm; else 0 */
     double flag_turn;          /* us: a flag's turn for a core, or 0 */
     double turn;               /* ns: a message's turn for a core, or 0 */
     /* [host * crowd_steps + step]: the nodes of the host with a message
@@ -187,6 +188,11 @@ double mrc__sim_node_latency(const mrc__sim_t *s, int route, int src, int dst,
  * flight (nact flows act), and each runs its copies at cores / busy of
  * its rate; a host whose busy nodes have a core each runs them whole. */
 void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact);
+/* The bytes of a node's send buffer that the shared-memory transport
+ * copies into its owner's area when the program exposes it by reference
+ * (mrc__shm_send_copied_max: one that fits), or 0. Both models price a
+ * get of it as that copy and its reader's. */
+double mrc__sim_send_copied(const mrc_program_t *p);
 /* The node's own work of an op (a reduction of what it received or
  * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,

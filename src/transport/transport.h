@@ -31,6 +31,13 @@
  * profile for the simulator. */
 size_t mrc__shm_rendezvous_bytes(int nranks);
 
+/* The largest send buffer exposed by reference that the shared-memory
+ * transport copies into its owner's area instead, in a job of nranks with
+ * no window beside it (memory.c, copy_send): the selector's and the
+ * simulator's models price a get of one as that copy and its reader's,
+ * not the kernel's read. */
+size_t mrc__shm_send_copied_max(int nranks);
+
 /* One posted transfer. The executor owns the memory (allocated with the
  * plan) and keeps it in place until `done`; the transport may use the
  * private words. */

@@ -198,39 +198,32 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
     return MRC_OK;
 }
 
-/* Whether [a, a + an) and [b, b + bn) share a byte. */
-static int overlap(const void *a, size_t an, const void *b, size_t bn)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return a && b && an && bn && x < y + bn && y < x + an;
-}
-
 /* Whether this call's send buffer, exposed by reference, goes into the
  * area instead, where its peers read it with plain loads: the owner's
  * copy and its peers' cost less than one read through the kernel, on new
- * buffers and on the same ones alike. Allgather of 128 KiB blocks at 2
- * ranks (direct1, docs/performance.md): by reference 13 us a call on the
- * same buffers each call and 252 on a new pair each call, the rings 17
- * and 29; copied in, 11.5 on the same buffers (16 KiB-1 MiB: 0.45-0.75 of
- * by reference) and 23 on new ones. Only a send buffer that no buffer the
- * call writes overlaps (the executor writes no other: it cannot change
- * while a peer reads it), that fits in the area beside the window, and
- * that is not in a shared region (which the peers map). The record says
- * which; every reader follows it. */
+ * buffers and on the same ones alike (docs/performance.md: direct1's
+ * allgather of 256 KiB a rank at 2 ranks, the same buffers each call,
+ * 34.05 us by reference and 23.44 copied in, Open MPI 33.23 in the same
+ * rounds; new buffers each call, 357.62 by reference and 43.28 copied
+ * in, Open MPI 348.35). Only a send buffer that no buffer the call writes
+ * overlaps (the executor writes no other: it cannot change while a peer
+ * reads it), that fits in the area beside the window, and that is not in
+ * a shared region (which the peers map). The record says which; every
+ * reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
     size_t bytes = x->bytes[MRC__MEM_SEND];
     size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
     size_t room = at < e->win_max ? e->win_max - at : 0;
-    const char *why =
-        bytes > room ? "larger than its area's room"
-        : overlap(sb, bytes, x->buf[MRC__MEM_RECV], x->bytes[MRC__MEM_RECV]) ||
-                overlap(sb, bytes, x->buf[MRC__MEM_SCRATCH],
-                        x->bytes[MRC__MEM_SCRATCH])
-            ? "a buffer the call writes overlaps it"
-        : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
-                                           : NULL;
+    const char *why = bytes > room ? "larger than its area's room"
+                      : mrc__overlap(sb, bytes, x->buf[MRC__MEM_RECV],
+                                     x->bytes[MRC__MEM_RECV]) ||
+                              mrc__overlap(sb, bytes, x->buf[MRC__MEM_SCRATCH],
+                                           x->bytes[MRC__MEM_SCRATCH])
+                          ? "a buffer the call writes overlaps it"
+                      : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
+                                                         : NULL;
     if (why) {
         if (mrc__log_level() >= MRC__LOG_TRACE)
             mrc__log(MRC__LOG_TRACE, e->rank,
@@ -244,6 +237,11 @@ static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
                  "call %llu: its send buffer (%zu bytes) copied into its area",
                  (unsigned long long)e->seq, bytes);
     return 1;
+}
+
+size_t mrc__shm_send_copied_max(int nranks)
+{
+    return window_max(nranks);
 }
 
 mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,

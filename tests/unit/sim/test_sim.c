@@ -1176,6 +1176,51 @@ static void test_node_kernel_beyond_cache(void **state)
     drop(&b);
 }
 
+/* shm copies a send buffer exposed by reference into its owner's area
+ * where it fits (mrc__shm_send_copied_max): direct1's allgather on ring:2
+ * of 64 KiB a node (by reference past its 16 KiB window) is then timed by
+ * that copy and its peer's read, whatever the kernel's rate, and as much
+ * longer as the owner's copy (S / C, pipelined: its peer's get waits
+ * for it) than with the peers' buffers
+ * mapped (read in place); a send buffer past the area (2 MiB) is the
+ * kernel's read, and a slower kernel makes it slower. */
+static void test_node_send_copied(void **state)
+{
+    (void)state;
+    mrc_profile_t f = profile(2, 40, 40, 1000, 20, 0, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.peer_gbps_cache = 10;
+    f.rendezvous_bytes = 1 << 20;
+    f.cache_bytes = (double)(1 << 30);
+    const size_t counts[] = {1 << 14, 1 << 19}; /* floats a node */
+    for (int i = 0; i < 2; i++) {
+        setup_t s;
+        assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT1,
+                                   MRC_ALLGATHER, counts[i]),
+                         0);
+        double t[2];
+        for (int k = 0; k < 2; k++) {
+            f.kernel_gbps = k ? 0.5 : 5;
+            t[k] = sim_us(&s, MRC_SIM_PIPELINED, &f);
+        }
+        if (i == 0) {
+            expect_close(t[1], t[0], "a copied send buffer: no kernel");
+            mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED,
+                                    .chunks = 1,
+                                    .profile = &f,
+                                    .peers_mapped = 1};
+            mrc_sim_result_t *r = NULL;
+            assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_OK);
+            expect_close((t[0] - r->time_us) * 1e3, 4.0 * counts[i] / 40,
+                         "the owner's copy");
+            mrc_sim_result_destroy(r);
+        } else {
+            assert_true(t[1] > t[0] * 2); /* read through the kernel */
+        }
+        drop(&s);
+    }
+}
+
 /* Without a profile every figure is the link model's (the closed form of
  * test_closed_forms); with one the links no longer time the ranks of one
  * host. Pipelined overlaps one stream's message latency with the other's
@@ -1302,6 +1347,7 @@ int main(void)
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_window_in_set),
         cmocka_unit_test(test_node_window_rate),
+        cmocka_unit_test(test_node_send_copied),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_kernel_beyond_cache),
         cmocka_unit_test(test_node_profile_null),
