@@ -45,9 +45,17 @@ expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
 cp "$tmp/out" "$tmp/threads.txt"
 expect 0 "" check_profile "$tmp/threads.json" threads
 # threads fits a peer's windows apart from the tree's messages, and
-# says so.
-expect 0 "\"window_gbps\": [0-9]" cat "$tmp/threads.json"
-expect 0 "^window     [0-9.]* GB/s taking a peer's window" cat "$tmp/threads.txt"
+# says so; where the fit stops at a bound (a host in a slow spell, or
+# beside another test: the peer rate came out at 0.2 GB/s in one CI run),
+# the summary says that instead and the profile has no figure for them.
+if grep -q "^window     taken at the peer rate: its fit reached a bound" \
+    "$tmp/threads.txt"; then
+    expect 1 "" grep -q "\"window_gbps\"" "$tmp/threads.json"
+else
+    expect 0 "\"window_gbps\": [0-9]" cat "$tmp/threads.json"
+    expect 0 "^window     [0-9.]* GB/s taking a peer's window" \
+        cat "$tmp/threads.txt"
+fi
 # A kernel that lists no caches (some VMs' do not): a core's own cache is
 # the C library's figure (glibc reads CPUID), and two threads on two
 # cores fit its share.

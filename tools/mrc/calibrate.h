@@ -151,6 +151,9 @@ void cal_canary_beside(const mrc_profile_t *prof, double budget_s,
  * it went. */
 void cal_steady_begin(double wait_s);
 cal_guard_t cal_steady_report(void);
+/* 1 when the last cal_measure fitted a peer's windows (threads) and the
+ * fit stopped at a bound: the profile then has no window_gbps. */
+int cal_windows_at_bound(void);
 /* measure(ctx) bracketed by canaries, and run again while the host is
  * slower than its best (calibrate_steady.c): what it set is the last
  * run's. */

@@ -245,6 +245,13 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
  * aside, not fitted; at a bound, none): in a slow spell the two came 2-3x
  * apart, and the tree's rate predicted direct1's and direct2's 16 KiB-1
  * MiB at 0.46-0.74 of their time. */
+static int windows_at_bound; /* the last calibration's, for its summary */
+
+int cal_windows_at_bound(void)
+{
+    return windows_at_bound;
+}
+
 static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                                          mrc_profile_t *p)
 {
@@ -289,9 +296,10 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                             plan->ranks, win, win_us, 2, &win_clamped);
     }
     /* At a bound the windows said nothing the peer rate does not: none
-     * (the model takes them at the peer rate). */
+     * (the model takes them at the peer rate), and the summary says so. */
     if (win_clamped)
         p->window_gbps = 0;
+    windows_at_bound = win_clamped;
     return st;
 }
 
@@ -650,6 +658,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * collectives' probes: every rate the fits take from them moves with
      * the host's speed. */
     cal_steady_begin(plan->steady_wait_s);
+    windows_at_bound = 0;
     host_call_t hc = {plan, p, 0};
     mrc_status_t st = cal_steady_run(host_call, &hc);
     if (st != MRC_OK)

@@ -131,6 +131,9 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("window     %.2f GB/s taking a peer's window, just copied "
                "in, in cache\n",
                p->window_gbps);
+    else if (cal_windows_at_bound())
+        printf("window     taken at the peer rate: its fit reached a bound "
+               "(an unsteady host, or no apart rate)\n");
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);
