@@ -233,10 +233,31 @@ static inline int mrc__overlap(const void *a, size_t an, const void *b,
 
 /* The most bytes a node of a group of n exposes by copy (the direct
  * families' window; the shared-memory transport sizes its segment by it):
- * 512 KiB a node up to 2 MiB (1 MiB for 2 nodes), less past 16 nodes.
- * Beyond that, copies through lines a peer's core holds cost more than
- * reading the peers' buffers in place (docs/performance.md). */
+ * 4 MiB a node up to 8 MiB, less past 4 nodes (1 MiB at 32). A send
+ * buffer that fits goes into its owner's area too (shm). Past 1 MiB the
+ * copies go in pieces below glibc's switch to a vector loop (mrc__copy):
+ * with that, the window of 8 MiB took direct1's allgather, broadcast and
+ * reduce-scatter of 2-8 MiB under Open MPI and the rings where the 2 MiB
+ * window had sent them by reference (docs/performance.md, "The window to
+ * 8 MiB"). */
 static inline size_t mrc__stage_max(int n)
+{
+    size_t nn = n > 0 ? (size_t)n : 1;
+    size_t m = ((size_t)32 << 20) / nn;
+    size_t cap = nn * ((size_t)4 << 20);
+    cap = cap > ((size_t)8 << 20) ? (size_t)8 << 20 : cap;
+    m = m > cap ? cap : m;
+    return m & ~(size_t)4095;
+}
+
+/* The most bytes a node of a group of n exposes by copy for a reduction
+ * to all or one (allreduce, reduce; direct1, direct2 and hier): 512 KiB
+ * a node up to 2 MiB (1 MiB for 2 nodes), less past 16 nodes. Past it
+ * the rings, through the slots, beat direct2's copies into a window
+ * beyond the core's cache (allreduce of 2 and 4 MiB at 2 ranks: 226 and
+ * 463 us against 293 and 572), and the selector's weights, which price
+ * both at the same bytes, could not tell them apart. */
+static inline size_t mrc__stage_reduce_max(int n)
 {
     size_t nn = n > 0 ? (size_t)n : 1;
     size_t m = ((size_t)32 << 20) / nn;

@@ -22,10 +22,10 @@
  *
  * Accepts: any group (1 node included), any count, every dtype and op.
  * Exposure by copy (the window) while the window fits in
- * mrc__stage_max(N) bytes, else by reference, which adds a final sync so
- * that no node leaves while a peer reads its buffers (direct1's
- * allgather and reduce-scatter on 2 nodes from a smaller window:
- * copy_limit).
+ * mrc__stage_max(N) bytes (allreduce and reduce: mrc__stage_reduce_max),
+ * else by reference, which adds a final sync so that no node leaves
+ * while a peer reads its buffers (direct1's allgather and reduce-scatter
+ * on 2 nodes from a smaller window: copy_limit).
  * direct1's allreduce, reduce and broadcast are by copy only (they are
  * for small messages). direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
@@ -459,6 +459,8 @@ static uint64_t copy_limit(mrc_collective_t c, int n)
 {
     uint64_t stage = mrc__stage_max(n);
     uint64_t lim = (uint64_t)16 << 10;
+    if (c == MRC_ALLREDUCE || c == MRC_REDUCE)
+        return mrc__stage_reduce_max(n);
     if (n != 2 || (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER))
         return stage;
     return lim < stage ? lim : stage;
@@ -490,8 +492,8 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
     uint64_t window =
         mrc__sat_mul_add(mrc__window_elems(cfg->collective, cfg->count, n),
                          mrc_dtype_size(cfg->dtype), 0);
-    int ref = window > mrc__stage_max(n) ||
-              (byc[1].code && window > copy_limit(cfg->collective, n));
+    uint64_t limit = copy_limit(cfg->collective, n);
+    int ref = window > limit;
     if (!byc[0].code)
         return mrc__error(MRC_ERR_UNSUPPORTED, "%s does not apply to %s%s",
                           mrc_algo_name(cfg->algo),
@@ -506,7 +508,7 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
                           mrc_algo_name(cfg->algo),
                           mrc_collective_name(cfg->collective),
                           mrc__format_bytes(window, a, sizeof a), n,
-                          mrc__format_bytes(mrc__stage_max(n), b, sizeof b));
+                          mrc__format_bytes(limit, b, sizeof b));
     }
     *out = &byc[ref];
     return MRC_OK;

@@ -23,7 +23,7 @@
  * a ring over every rank. A whole-vector chain between hosts would pay H
  * - 1 hops in turn for reduce and broadcast, so those take the tree.
  * Within a host the leader reads its peers directly, by copy through the
- * windows while a vector fits mrc__stage_max(L) bytes, else by
+ * windows while a vector fits mrc__stage_reduce_max(L) bytes, else by
  * reference, as the direct families do.
  *
  * Accepts: a group of N nodes on H hosts in equal blocks of L = N / H
@@ -402,7 +402,7 @@ mrc_status_t mrc__hier_code(const mrc_compile_config_t *cfg, int n,
     int local = n / hosts;
     uint64_t bytes =
         mrc__sat_mul_add(cfg->count, mrc_dtype_size(cfg->dtype), 0);
-    int ref = bytes > mrc__stage_max(local);
+    int ref = bytes > mrc__stage_reduce_max(local);
     *addressing = MRC__ADDR_SPLIT; /* the leaders' fragments */
     if (cfg->collective == MRC_ALLREDUCE && local > 1 && bytes >= PLACES_FROM &&
         hosts <= UINT16_MAX) {

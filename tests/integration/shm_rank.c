@@ -34,7 +34,7 @@
  *   shm_rank sendcopy           (2 ranks, MRC_ALGO=direct1) allgathers of
  *                               64 KiB blocks on send buffers a, a, in
  *                               place, b; reduce-scatters on b, b;
- *                               allgathers of blocks past 1 MiB on a, a:
+ *                               allgathers of blocks past 8 MiB on a, a:
  *                               new contents each call, results exact
  *                               (the script reads from MRC_DEBUG=TRACE
  *                               how each send buffer went)
@@ -189,8 +189,8 @@ static long send_copy_call(mrc_comm_t *comm, int k, int32_t *send,
 static int send_copy(mrc_comm_t *comm)
 {
     /* 64 KiB blocks (by reference at 2 ranks, and into the area), and
-     * blocks past the area's 1 MiB */
-    enum { COUNT = 16384, BIG = (1 << 18) + 1024 };
+     * blocks past the area's 8 MiB (mrc__stage_max(2)) */
+    enum { COUNT = 16384, BIG = (1 << 21) + 1024 };
     int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
     size_t whole = (size_t)BIG * (size_t)n;
     int32_t *a = malloc(whole * 4), *b = malloc(whole * 4),

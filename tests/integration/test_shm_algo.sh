@@ -175,4 +175,26 @@ else
     echo "FAIL: sendcopy's send buffers went '$went', wanted '$want'"
 fi
 
+# A /dev/shm without room for the job's segment (a container's): every
+# rank refuses at once, naming what the job needs and the room there is,
+# where a touch past the room would be a SIGBUS mid-call; a job that fits
+# runs. In a mount namespace of its own (root's): else said and skipped.
+if unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm' 2>/dev/null; then
+    small() {
+        size=$1
+        shift
+        unshare -m sh -c 'mount -t tmpfs -o size="$0" tmpfs /dev/shm &&
+            exec "$@"' "$size" "$@"
+    }
+    expect 1 "rank [0-3]: the job's shared memory needs [0-9.]* MiB for 4 ranks, and /dev/shm has 48 MiB free" \
+        small 48m "$MRC" launch -n 4 --timeout 30 -- "$RANK" quick
+    cp "$tmp/out" "$tmp/small"
+    expect 0 "4 of 4 rank(s) failed" cat "$tmp/small"
+    expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
+        small 48m env MRC_ALGO=direct1 "$MRC" launch -n 2 --timeout 60 -- \
+        "$RANK" sendcopy
+else
+    echo "skipped: a small /dev/shm (no mount namespace here)"
+fi
+
 expect_summary

@@ -314,7 +314,7 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
  * balances the two calls' misses: fitted to direct1's alone it came out
  * at the copy rate, and direct2's 64 KiB-1 MiB ran at 0.77-0.82 of
  * their prediction in every capture); and a direct2 call of twice
- * mrc__stage_max, past what it exposes by copy, read by reference, the
+ * mrc__stage_reduce_max, past what it exposes by copy, read by reference, the
  * kernel's copy (its buffers past the core's cache too). Twice, as each
  * fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
@@ -324,7 +324,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     double ref_us = 0;
     int clamped = 0, alone = readers_alone(plan, p);
     int own = alone && p->private_cache_bytes > 0;
-    size_t stage = mrc__stage_max(plan->ranks) / sizeof(float);
+    size_t stage = mrc__stage_reduce_max(plan->ranks) / sizeof(float);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
                             MRC_ALGO_RINGS, &rings, &rings_us);

@@ -276,9 +276,9 @@ static void test_shared_buffers(void **state)
 /* shm copies a send buffer exposed by reference into its owner's area
  * where it fits (mrc__shm_send_copied_max): direct1's allgather, by
  * reference past its window, is priced as those copies, and chosen at 2
- * ranks up to 1 MiB blocks and at 4 ranks up to 2 MiB (bench/family_sweep.sh,
- * both patterns); past the area (its send buffer read through the kernel)
- * the rings stay. */
+ * and 4 ranks up to blocks of 8 MiB, the area (bench/family_sweep.sh and
+ * bench/mpi_collectives.sh, both patterns); past the area (its send
+ * buffer read through the kernel) the rings stay. */
 static void test_shm_send_copied(void **state)
 {
     (void)state;
@@ -290,9 +290,11 @@ static void test_shm_send_copied(void **state)
         {"ring:2", 16 << 10, MRC_ALGO_DIRECT1},
         {"ring:2", 128 << 10, MRC_ALGO_DIRECT1},
         {"ring:2", 1 << 20, MRC_ALGO_DIRECT1},
-        {"ring:2", 4 << 20, MRC_ALGO_RINGS},
+        {"ring:2", 4 << 20, MRC_ALGO_DIRECT1},
+        {"ring:2", 16 << 20, MRC_ALGO_RINGS},
         {"ring:4", 1 << 20, MRC_ALGO_DIRECT1},
-        {"ring:4", 4 << 20, MRC_ALGO_RINGS},
+        {"ring:4", 8 << 20, MRC_ALGO_DIRECT1},
+        {"ring:4", 16 << 20, MRC_ALGO_RINGS},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fixture_t f;

@@ -1182,7 +1182,7 @@ static void test_node_kernel_beyond_cache(void **state)
  * that copy and its peer's read, whatever the kernel's rate, and as much
  * longer as the owner's copy (S / C, pipelined: its peer's get waits
  * for it) than with the peers' buffers
- * mapped (read in place); a send buffer past the area (2 MiB) is the
+ * mapped (read in place); a send buffer past the area (16 MiB) is the
  * kernel's read, and a slower kernel makes it slower. */
 static void test_node_send_copied(void **state)
 {
@@ -1192,7 +1192,7 @@ static void test_node_send_copied(void **state)
     f.peer_gbps_cache = 10;
     f.rendezvous_bytes = 1 << 20;
     f.cache_bytes = (double)(1 << 30);
-    const size_t counts[] = {1 << 14, 1 << 19}; /* floats a node */
+    const size_t counts[] = {1 << 14, 1 << 22}; /* floats a node */
     for (int i = 0; i < 2; i++) {
         setup_t s;
         assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT1,
