@@ -231,6 +231,18 @@ static inline int mrc__overlap(const void *a, size_t an, const void *b,
     return a && b && an && bn && x < y + bn && y < x + an;
 }
 
+/* A node's share of a group of n's copies: per_node bytes times n up to
+ * cap, and no more than 32 MiB over the group; whole pages. */
+static inline size_t mrc__stage_bytes(int n, size_t per_node, size_t cap)
+{
+    size_t nn = n > 0 ? (size_t)n : 1;
+    size_t m = ((size_t)32 << 20) / nn;
+    size_t most = nn * per_node;
+    most = most > cap ? cap : most;
+    m = m > most ? most : m;
+    return m & ~(size_t)4095;
+}
+
 /* The most bytes a node of a group of n exposes by copy (the direct
  * families' window; the shared-memory transport sizes its segment by it):
  * 4 MiB a node up to 8 MiB, less past 4 nodes (1 MiB at 32). A send
@@ -242,12 +254,7 @@ static inline int mrc__overlap(const void *a, size_t an, const void *b,
  * 8 MiB"). */
 static inline size_t mrc__stage_max(int n)
 {
-    size_t nn = n > 0 ? (size_t)n : 1;
-    size_t m = ((size_t)32 << 20) / nn;
-    size_t cap = nn * ((size_t)4 << 20);
-    cap = cap > ((size_t)8 << 20) ? (size_t)8 << 20 : cap;
-    m = m > cap ? cap : m;
-    return m & ~(size_t)4095;
+    return mrc__stage_bytes(n, (size_t)4 << 20, (size_t)8 << 20);
 }
 
 /* The most bytes a node of a group of n exposes by copy for a reduction
@@ -259,12 +266,7 @@ static inline size_t mrc__stage_max(int n)
  * both at the same bytes, could not tell them apart. */
 static inline size_t mrc__stage_reduce_max(int n)
 {
-    size_t nn = n > 0 ? (size_t)n : 1;
-    size_t m = ((size_t)32 << 20) / nn;
-    size_t cap = nn * ((size_t)512 << 10);
-    cap = cap > ((size_t)2 << 20) ? (size_t)2 << 20 : cap;
-    m = m > cap ? cap : m;
-    return m & ~(size_t)4095;
+    return mrc__stage_bytes(n, (size_t)512 << 10, (size_t)2 << 20);
 }
 
 /* MRC_DEBUG (NCCL_DEBUG's habit): WARN, INFO or TRACE; unset or NONE is
