@@ -313,9 +313,13 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
  * windows in the segment, a peer's lines (a plain copy; the figure that
  * balances the two calls' misses: fitted to direct1's alone it came out
  * at the copy rate, and direct2's 64 KiB-1 MiB ran at 0.77-0.82 of
- * their prediction in every capture); and a direct2 call of twice
- * mrc__stage_reduce_max, past what it exposes by copy, read by reference, the
- * kernel's copy (its buffers past the core's cache too). Twice, as each
+ * their prediction in every capture); and a direct2 call of twice the
+ * area (mrc__shm_send_copied_max), past what it exposes by copy and what
+ * its owner copies in, read by reference, the kernel's copy (its buffers
+ * past the core's cache too; at twice mrc__stage_reduce_max, 2 MiB at 2
+ * ranks, once the area was 8 MiB, the send buffer went into it and the
+ * kernel's rate came out at 4.1 GB/s, which put direct2's 16-64 MiB at
+ * 2.3-2.6 times their time). Twice, as each
  * fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
@@ -324,7 +328,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     double ref_us = 0;
     int clamped = 0, alone = readers_alone(plan, p);
     int own = alone && p->private_cache_bytes > 0;
-    size_t stage = mrc__stage_reduce_max(plan->ranks) / sizeof(float);
+    size_t past = 2 * mrc__shm_send_copied_max(plan->ranks) / sizeof(float);
     cal_tell(plan, 0.9, "collectives");
     mrc_status_t st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
                             MRC_ALGO_RINGS, &rings, &rings_us);
@@ -339,7 +343,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
             probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
                   i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1, &win[i], &win_us[i]);
     if (st == MRC_OK)
-        st = probe(plan, 2 * stage, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
+        st = probe(plan, past, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         st = fit_family(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks,
                         alone ? &tree : &rings, alone ? tree_us : rings_us,
