@@ -237,8 +237,7 @@ static inline size_t mrc__stage_bytes(int n, size_t per_node, size_t cap)
 {
     size_t nn = n > 0 ? (size_t)n : 1;
     size_t m = ((size_t)32 << 20) / nn;
-    size_t most = nn * per_node;
-    most = most > cap ? cap : most;
+    size_t most = per_node > cap / nn ? cap : nn * per_node;
     m = m > most ? most : m;
     return m & ~(size_t)4095;
 }
@@ -258,7 +257,8 @@ static inline size_t mrc__stage_max(int n)
 }
 
 /* The most bytes a node of a group of n exposes by copy for a reduction
- * to all or one (allreduce, reduce; direct1, direct2 and hier): 512 KiB
+ * to all or one (allreduce, reduce; direct1 and direct2; and every
+ * collective of hier, whose leaders reduce): 512 KiB
  * a node up to 2 MiB (1 MiB for 2 nodes), less past 16 nodes. Past it
  * the rings, through the slots, beat direct2's copies into a window
  * beyond the core's cache (allreduce of 2 and 4 MiB at 2 ranks: 226 and

@@ -36,8 +36,9 @@ for r in b["rows"]:
 ' "$tmp/bench.json"
 # Buffers the peers map (--mem-alloc): the same program predicted without
 # the kernel's copy (a profile whose kernel copies at a third of a peer's
-# read), so faster than on malloc's buffers (direct2's 2 MiB, past what
-# it exposes by copy, reads its peer's buffers by reference).
+# read), so faster than on malloc's buffers (direct2's 16 MiB, past what
+# it exposes by copy and past the 8 MiB area its send buffer would be
+# copied into, reads both of its peer's buffers by reference).
 $PY -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -46,7 +47,7 @@ json.dump(p, open(sys.argv[2], "w"))
 ' "$tmp/shm.json" "$tmp/slow_kernel.json"
 for m in plain mapped; do
     flag=$([ $m = mapped ] && echo --mem-alloc)
-    MRC_ALGO=direct2 "$MRC" launch -n 2 -- "$BENCH" -b 2M -e 2M -n 2 -w 1 \
+    MRC_ALGO=direct2 "$MRC" launch -n 2 -- "$BENCH" -b 16M -e 16M -n 2 -w 1 \
         --json --predict "$tmp/slow_kernel.json" $flag > "$tmp/$m.json"
 done
 expect 0 "" $PY -c '

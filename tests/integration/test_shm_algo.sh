@@ -193,6 +193,9 @@ if unshare -m sh -c 'mount -t tmpfs -o size=1m tmpfs /dev/shm' 2>/dev/null; then
     expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
         small 48m env MRC_ALGO=direct1 "$MRC" launch -n 2 --timeout 60 -- \
         "$RANK" sendcopy
+    # (a tmpfs of size 0 has no limit, and says 0 blocks: not refused)
+    expect 0 "rank 0 of 4: quick, 0 wrong elements, 0 failed" \
+        small 0 "$MRC" launch -n 4 --timeout 60 -- "$RANK" quick
 else
     echo "skipped: a small /dev/shm (no mount namespace here)"
 fi

@@ -229,6 +229,13 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
     return st;
 }
 
+static int windows_at_bound; /* the last calibration's, for its summary */
+
+int cal_windows_at_bound(void)
+{
+    return windows_at_bound;
+}
+
 /* threads, whose receiver reads the sender's buffer at any size: the
  * rate a node takes what a peer wrote (a tree allreduce of
  * FIT_CACHE_BYTES, the writer's buffers well within its core's cache,
@@ -245,13 +252,6 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
  * aside, not fitted; at a bound, none): in a slow spell the two came 2-3x
  * apart, and the tree's rate predicted direct1's and direct2's 16 KiB-1
  * MiB at 0.46-0.74 of their time. */
-static int windows_at_bound; /* the last calibration's, for its summary */
-
-int cal_windows_at_bound(void)
-{
-    return windows_at_bound;
-}
-
 static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                                          mrc_profile_t *p)
 {

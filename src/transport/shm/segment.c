@@ -125,13 +125,16 @@ static mrc_status_t check_header(const mrc__shm_endpoint_t *e)
  * touched, and a touch past the file system's room is a SIGBUS in the
  * middle of a call (4 ranks' allgather of 8 MiB blocks on a 48 MiB
  * /dev/shm, a container's default size of 64 MiB less Open MPI's own):
- * refused here, by every rank (the others would wait for rank 0's
- * segment until their timeout), before any maps it. No figure (statvfs
- * failed): not refused. */
+ * refused here, before any rank maps it: by rank 0, and by every other
+ * rank that finds no segment yet (else it would wait for rank 0's until
+ * its timeout; one it finds, rank 0 has checked, and the pages rank 0
+ * has touched since would make it refuse near the limit). No figure
+ * (statvfs failed) or no limit (a file system of 0 blocks: tmpfs of
+ * size=0, ramfs): not refused. */
 static mrc_status_t check_room(const mrc__shm_endpoint_t *e, size_t bytes)
 {
     struct statvfs v;
-    if (statvfs("/dev/shm", &v) != 0)
+    if (statvfs("/dev/shm", &v) != 0 || v.f_blocks == 0)
         return MRC_OK;
     uint64_t room = (uint64_t)v.f_bavail * (uint64_t)v.f_frsize;
     if ((uint64_t)bytes <= room)
@@ -150,10 +153,10 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
 {
     size_t bytes = segment_bytes(e->n, e->slot_bytes);
     int fd;
-    mrc_status_t room = check_room(e, bytes);
-    if (room != MRC_OK)
-        return room;
     if (e->rank == 0) {
+        mrc_status_t room = check_room(e, bytes);
+        if (room != MRC_OK)
+            return room;
         fd = shm_open(e->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
         if (fd < 0 && errno == EEXIST)
             return mrc__error(MRC_ERR_TRANSPORT,
@@ -186,19 +189,22 @@ static mrc_status_t open_segment(mrc__shm_endpoint_t *e, double timeout_s)
         }
     } else {
         double start = mrc__shm_now();
-        for (;;) {
+        for (int looked = 0;; looked = 1) {
             fd = shm_open(e->name, O_RDWR | O_NOFOLLOW, 0);
-            mrc_status_t st = fd >= 0 ? check_segment(e, fd, bytes) : MRC_OK;
+            int err = fd < 0 ? errno : 0;
+            mrc_status_t st = fd >= 0 ? check_segment(e, fd, bytes)
+                              : err == ENOENT && !looked ? check_room(e, bytes)
+                                                         : MRC_OK;
             if (fd >= 0 && st == MRC_OK)
                 break;
             if (fd >= 0)
                 close(fd);
             if (st != MRC_OK && st != MRC_INPROGRESS)
                 return st;
-            else if (fd < 0 && errno != ENOENT)
+            else if (fd < 0 && err != ENOENT)
                 return mrc__error(MRC_ERR_TRANSPORT,
                                   "rank %d: cannot open shared memory %s: %s",
-                                  e->rank, e->name, strerror(errno));
+                                  e->rank, e->name, strerror(err));
             if (mrc__shm_now() - start > timeout_s)
                 return mrc__error(MRC_ERR_TIMEOUT,
                                   "rank %d: rank 0 did not create the job's "

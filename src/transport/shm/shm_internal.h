@@ -391,7 +391,7 @@ typedef struct published {
     uint32_t flags;        /* atomic: bit f set once this rank has
                               signalled flag f in the call (reset before
                               seq is written) */
-    uint32_t window_bytes; /* <= win_max, which is at most 2 MiB */
+    uint32_t window_bytes; /* <= win_max, which is at most 8 MiB */
     mrc__call_t call;
 } published_t;
 _Static_assert(sizeof(published_t) == RECORD_BYTES,

@@ -643,10 +643,11 @@ static void test_tree_copies_nothing(void **state)
 }
 
 /* direct1's allgather and reduce-scatter go by reference past a window
- * of 16 KiB on 2 nodes, by copy up to mrc__stage_max on more; the other
- * collectives by copy up to mrc__stage_max on any group. (count: floats
- * a node, a block for allgather and reduce-scatter: the window is n
- * blocks.) */
+ * of 16 KiB on 2 nodes, by copy up to mrc__stage_max on more; broadcast
+ * by copy up to mrc__stage_max (8 MiB at 2 nodes), allreduce and reduce
+ * up to mrc__stage_reduce_max (1 MiB), past which direct1's, copy only,
+ * does not apply. (count: floats a node, a block for allgather and
+ * reduce-scatter: the window is n blocks; ref 2: refused.) */
 static void test_copy_limit(void **state)
 {
     (void)state;
@@ -667,12 +668,24 @@ static void test_copy_limit(void **state)
         {MRC_ALGO_DIRECT2, MRC_BROADCAST, "ring:2", 65536, 0},
         {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 65536, 0},
         {MRC_ALGO_DIRECT2, MRC_ALLREDUCE, "ring:2", 1 << 20, 1}, /* 4 MiB */
+        {MRC_ALGO_DIRECT2, MRC_BROADCAST, "ring:2", 1 << 20, 0},
+        {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 1 << 20, 1},
+        {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 1 << 18, 0},    /* 1 MiB */
+        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", 1 << 21, 0}, /* 8 MiB */
+        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", (1 << 21) + 1, 2},
+        {MRC_ALGO_DIRECT1, MRC_ALLREDUCE, "ring:2", 1 << 18, 0},
+        {MRC_ALGO_DIRECT1, MRC_ALLREDUCE, "ring:2", (1 << 18) + 1, 2},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         mrc_program_t *p = NULL;
-        assert_int_equal(compile(cases[i].spec, NULL, cases[i].a, cases[i].c,
-                                 cases[i].count, 0, &p),
-                         MRC_OK);
+        mrc_status_t st = compile(cases[i].spec, NULL, cases[i].a, cases[i].c,
+                                  cases[i].count, 0, &p);
+        if (cases[i].ref == 2) {
+            if (st != MRC_ERR_UNSUPPORTED)
+                fail_msg("case %zu: %s, not refused", i, mrc_status_name(st));
+            continue;
+        }
+        assert_int_equal(st, MRC_OK);
         if (mrc__program_exposes_by_ref(p) != cases[i].ref)
             fail_msg("case %zu: %s by %s", i, mrc_collective_name(cases[i].c),
                      cases[i].ref ? "copy" : "reference");
