@@ -457,10 +457,10 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
  * The same for every node of the group, as the form must be. */
 static uint64_t copy_limit(mrc_collective_t c, int n)
 {
-    uint64_t stage = mrc__stage_max(n);
-    uint64_t lim = (uint64_t)16 << 10;
     if (c == MRC_ALLREDUCE || c == MRC_REDUCE)
         return mrc__stage_reduce_max(n);
+    uint64_t stage = mrc__stage_max(n);
+    uint64_t lim = (uint64_t)16 << 10;
     if (n != 2 || (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER))
         return stage;
     return lim < stage ? lim : stage;

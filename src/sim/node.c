@@ -658,14 +658,8 @@ mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
     return MRC_OK;
 }
 
-/* Whether the transport moves what op takes from another process of the
- * host through the kernel (a profile with a kernel rate: shm's
- * rendezvous, a send from its threshold on, and its gets by reference). The
- * data then lands in a bounce buffer when it is to be reduced, and the sum is
- * taken from there in a pass of its own (slots and windows are reduced as they
- * are read). Not when the peers' buffers are mapped (mrc_mem_alloc): then
- * a node reads them with plain loads, at the rate of a peer's lines, and
- * reduces them in that pass. */
+/* (sim_internal.h) The group's size gives the area: the transport's is
+ * the job's, never smaller. */
 double mrc__sim_send_copied(const mrc_program_t *p)
 {
     int n = p->num_groups ? p->groups[0].size : 1;
@@ -681,6 +675,14 @@ static int copied_send(const mrc__sim_node_t *m, const mrc__op_t *op)
     return op->src == MRC__BUF_SEND && m->send_copied > 0;
 }
 
+/* Whether the transport moves what op takes from another process of the
+ * host through the kernel (a profile with a kernel rate: shm's
+ * rendezvous, a send from its threshold on, and its gets by reference). The
+ * data then lands in a bounce buffer when it is to be reduced, and the sum is
+ * taken from there in a pass of its own (slots and windows are reduced as they
+ * are read). Not when the peers' buffers are mapped (mrc_mem_alloc): then
+ * a node reads them with plain loads, at the rate of a peer's lines, and
+ * reduces them in that pass. */
 static int kernel_read(const mrc__sim_node_t *m, const mrc__op_t *op,
                        double bytes)
 {
