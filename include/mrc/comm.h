@@ -84,6 +84,13 @@ typedef struct mrc_config {
      * Every rank must pass the same: ranks that choose different
      * families for a call fail it, naming both. 0: any memory. */
     int shared_buffers;
+    /* A rank's copies and reductions write around the caches (no read
+     * for ownership of each line) when its receive buffer is at least
+     * this many bytes; 0: $MRC_STREAM_BYTES, else the stream_bytes of
+     * $MRC_PROFILE (where `mrc calibrate` found that it pays on this
+     * host), else 8 MiB; SIZE_MAX: never. A bad $MRC_STREAM_BYTES fails
+     * the communicator's creation. */
+    size_t stream_bytes;
 } mrc_config_t;
 
 /* Creates nranks communicators that talk through threads of this

@@ -171,6 +171,13 @@ typedef struct mrc_profile {
      * the rings and the tree within. (shm fits its peer rate to the
      * windows themselves.) Optional; 0: the peer rate. */
     double window_gbps;
+    /* A rank's copies and reductions write around the caches once its
+     * receive buffer is this many bytes (mrc_config_t.stream_bytes):
+     * where calibrate found a rings allreduce faster so, on this host,
+     * at that size and every larger one it timed. The fitted rates are
+     * those of runs that switch there. Optional; 0: 8 MiB, the
+     * built-in threshold. */
+    double stream_bytes;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -131,7 +131,7 @@ class Profile(Structure):
                 ("latency_us", c_double),
                 ("quiet_turn_share", c_double),
                 ("canary_us", c_double),
-                ("window_gbps", c_double)]
+                ("window_gbps", c_double), ("stream_bytes", c_double)]
 
 
 class SimConfig(Structure):
@@ -189,7 +189,7 @@ class Config(Structure):
                 ("chunk_bytes", c_size_t), ("replica_size", c_int),
                 ("max_rings", c_int), ("algo", c_char_p), ("hosts", c_int),
                 ("failed_links", c_char_p), ("completion", c_char_p),
-                ("shared_buffers", c_int)]
+                ("shared_buffers", c_int), ("stream_bytes", c_size_t)]
 
 
 # ---- function signatures --------------------------------------------------

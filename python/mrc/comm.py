@@ -116,12 +116,13 @@ def _ptr(a):
 
 def _config(topology=None, strategy=None, groups=None, timeout_s=0.0,
             chunk_bytes=0, replica_size=0, max_rings=0, algo=None, hosts=0,
-            failed_links=None, completion=None, shared_buffers=False):
+            failed_links=None, completion=None, shared_buffers=False,
+            stream_bytes=0):
     return _lib.Config(arg(topology), arg(strategy), arg(groups),
                        float(timeout_s), int(chunk_bytes), int(replica_size),
                        int(max_rings), arg(algo), int(hosts),
                        arg(failed_links), arg(completion),
-                       int(bool(shared_buffers)))
+                       int(bool(shared_buffers)), int(stream_bytes))
 
 
 class Comm(Owned):
@@ -133,7 +134,9 @@ class Comm(Owned):
     for all three, as mrc_config_t: topology, strategy, groups, timeout_s,
     chunk_bytes, replica_size, max_rings, algo, hosts, failed_links,
     completion, shared_buffers (True when every rank's arrays come from
-    :func:`shared_array`: the peers read them in place).
+    :func:`shared_array`: the peers read them in place), stream_bytes
+    (receive buffers from this size on are written around the caches; 0:
+    ``$MRC_STREAM_BYTES``, else the profile's, else 8 MiB).
 
     Collectives take a send array and an optional receive array; with no
     receive array a new one is returned, and passing the send array itself

@@ -11,6 +11,7 @@
 
 #include "api/comm_state.h"
 #include "program/plan.h"
+#include "reduce/reduce.h"
 #include "sim/select.h"
 #include "transport/transport.h"
 
@@ -134,6 +135,28 @@ static mrc_status_t profile_config(shared_t *s)
     return st;
 }
 
+/* Where a rank's writes go around the caches (mrc_config_t.stream_bytes):
+ * the caller's size, else $MRC_STREAM_BYTES (a size that cannot be read
+ * is an error, not the default: a user who sets it is timing it), else
+ * the profile's (calibrate's), else the built-in 8 MiB. */
+static mrc_status_t stream_config(const mrc_config_t *cfg,
+                                  const mrc_profile_t *prof, uint64_t *out)
+{
+    const char *env = getenv("MRC_STREAM_BYTES");
+    *out = MRC__NONTEMPORAL_BYTES;
+    if (cfg && cfg->stream_bytes)
+        *out = (uint64_t)cfg->stream_bytes;
+    else if (env && *env) {
+        if (mrc__parse_size(env, out) != 0 || *out == 0)
+            return mrc__error(MRC_ERR_INVALID_ARG,
+                              "$MRC_STREAM_BYTES '%s' is not a size in bytes "
+                              "(e.g. 1M, 8388608)",
+                              env);
+    } else if (prof && prof->stream_bytes >= 1)
+        *out = (uint64_t)prof->stream_bytes;
+    return MRC_OK;
+}
+
 /* A profile measured on another transport than the communicator's
  * (`name`, or the one it runs as, `also`: MPI ranks of one host run the
  * shared-memory endpoint, and a shm profile describes them). */
@@ -189,6 +212,8 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     s->shared_buffers = cfg->shared_buffers != 0;
     if (st == MRC_OK)
         st = profile_config(s);
+    if (st == MRC_OK)
+        st = stream_config(cfg, s->profile, &s->stream_bytes);
     if (st != MRC_OK) {
         shared_release(s);
         return st;
@@ -421,7 +446,9 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     s->topo = topo;
     s->loaded = p;
     double timeout = timeout_s > 0 ? timeout_s : env_double("MRC_TIMEOUT", 60);
-    st = threads_comms(s, nranks, timeout, comms);
+    st = stream_config(NULL, NULL, &s->stream_bytes);
+    if (st == MRC_OK)
+        st = threads_comms(s, nranks, timeout, comms);
     shared_release(s);
     return st;
 }

@@ -306,7 +306,8 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     cp->keyed = 0;
     /* Over threads every rank's plan is in this process. */
     int here = c->shared->hub ? c->shared->nranks : 1;
-    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place, here);
+    mrc_status_t st = mrc__exec_prepare(&cp->exec, p, c->node, in_place, here,
+                                        c->shared->stream_bytes);
     if (st != MRC_OK) {
         mrc__comm_put_program(c->shared, p);
         return st;
@@ -315,6 +316,13 @@ static mrc_status_t get_plan(mrc_comm_t *c, const mrc_program_t *p,
     cp->in_place = in_place;
     cp->used = ++c->clock;
     *out = &cp->exec;
+    if (cp->exec.nontemporal && mrc__log_level() >= MRC__LOG_INFO)
+        mrc__log(MRC__LOG_INFO, c->rank,
+                 "%s count %llu %s: writes around the caches (its receive "
+                 "buffer is at least %llu bytes)",
+                 mrc_collective_name(p->cfg.collective),
+                 (unsigned long long)p->cfg.count, mrc_dtype_name(p->cfg.dtype),
+                 (unsigned long long)c->shared->stream_bytes);
     return MRC_OK;
 }
 

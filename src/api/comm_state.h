@@ -62,6 +62,10 @@ struct mrc__shared {
     void *owner;              /* another transport's endpoint */
     void (*owner_free)(void *);
     size_t chunk_bytes;
+    /* Receive buffers from this size on are written around the caches:
+     * cfg->stream_bytes, else $MRC_STREAM_BYTES, else the profile's,
+     * else MRC__NONTEMPORAL_BYTES (stream_config). */
+    uint64_t stream_bytes;
     mrc_algo_t algo; /* cfg->algo, else $MRC_ALGO, else auto */
     /* cfg->completion, else $MRC_COMPLETION, else group */
     mrc_completion_t completion;

@@ -102,9 +102,12 @@ typedef struct mrc__exec {
  * one, as the C API defines it per collective) and takes all the memory
  * the runs will need; refuses it first if `ranks_here` such plans (the
  * ranks of this process: all of them over threads) would not fit in the
- * memory limit. */
+ * memory limit. Its copies and reductions write around the caches when
+ * its receive buffer is at least stream_bytes (the communicator's
+ * threshold: mrc_config_t.stream_bytes). */
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
-                               int in_place, int ranks_here);
+                               int in_place, int ranks_here,
+                               uint64_t stream_bytes);
 void mrc__exec_release(mrc__exec_t *x);
 
 /* Runs the collective once: call number `seq` of the communicator. The

@@ -413,7 +413,8 @@ static mrc__call_t call_of(const mrc_compile_config_t *cfg)
 }
 
 mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
-                               int in_place, int ranks_here)
+                               int in_place, int ranks_here,
+                               uint64_t stream_bytes)
 {
     memset(x, 0, sizeof *x);
     x->program = p;
@@ -444,11 +445,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
      * for the next hop, measured slower here: docs/performance.md.) */
     uint64_t se, re, xe;
     mrc__buffer_elems(p, node, &se, &re, &xe);
-    const char *env = getenv("MRC_STREAM_BYTES");
-    uint64_t threshold = MRC__NONTEMPORAL_BYTES;
-    if (env)
-        mrc__parse_size(env, &threshold);
-    x->nontemporal = re * x->elem >= threshold;
+    x->nontemporal = re * x->elem >= stream_bytes;
     if (se * x->elem <= MRC__WARM_BYTES && re * x->elem <= MRC__WARM_BYTES) {
         x->warm_send = (size_t)(se * x->elem);
         x->warm_recv = (size_t)(re * x->elem);

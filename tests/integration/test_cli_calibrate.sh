@@ -56,6 +56,24 @@ else
     expect 0 "^window     [0-9.]* GB/s taking a peer's window" \
         cat "$tmp/threads.txt"
 fi
+# Where a rank writes around the caches: one of the sizes the rings were
+# timed at both ways (1-16 MiB), or twice the largest, named in the
+# summary; a communicator given the profile writes around from it on,
+# unless $MRC_STREAM_BYTES says otherwise.
+expect 0 "\"stream_bytes\": \(1048576\|2097152\|4194304\|8388608\|16777216\|33554432\)," \
+    cat "$tmp/threads.json"
+expect 0 "^stream     writes around the caches from a receive buffer of" \
+    cat "$tmp/threads.txt"
+sed 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' "$tmp/threads.json" \
+    > "$tmp/stream.json"
+around="allreduce count 262144 float32: writes around the caches (its receive buffer is at least 1048576 bytes)"
+expect 0 "rank 1: $around" env MRC_PROFILE="$tmp/stream.json" MRC_DEBUG=INFO \
+    "$MRC" run --topology ring:2 --collective allreduce --count 256K --iters 1
+expect 1 "" sh -c 'MRC_DEBUG=INFO "$1" run --topology ring:2 --collective \
+    allreduce --count 256K --iters 1 2>&1 | grep -q "writes around"' sh "$MRC"
+expect 1 "" sh -c 'MRC_STREAM_BYTES=2M MRC_PROFILE="$2" MRC_DEBUG=INFO "$1" \
+    run --topology ring:2 --collective allreduce --count 256K --iters 1 2>&1 |
+    grep -q "writes around"' sh "$MRC" "$tmp/stream.json"
 # A kernel that lists no caches (some VMs' do not): a core's own cache is
 # the C library's figure (glibc reads CPUID), and two threads on two
 # cores fit its share.

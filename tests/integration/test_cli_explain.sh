@@ -178,5 +178,13 @@ expect 2 "MRC_ALGO: unknown algorithm 'fast'" env MRC_ALGO=fast "$MRC" run \
 expect 2 "direct2 does not apply to allgather" env MRC_ALGO=direct2 "$MRC" \
     run --topology ring:4 --strategy auto --collective allgather --count 1K \
     --iters 1
+# $MRC_STREAM_BYTES (where writes go around the caches) must be a size:
+# one that is not fails the communicator, not silently the default.
+expect 2 "\$MRC_STREAM_BYTES 'lots' is not a size in bytes" env \
+    MRC_STREAM_BYTES=lots "$MRC" run --topology ring:2 --collective \
+    allreduce --count 4 --iters 1
+expect 2 "\$MRC_STREAM_BYTES '0' is not a size in bytes" env \
+    MRC_STREAM_BYTES=0 "$MRC" run --topology ring:2 --collective \
+    allreduce --count 4 --iters 1
 
 expect_summary

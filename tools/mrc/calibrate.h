@@ -93,7 +93,16 @@ typedef struct cal_probe {
     size_t count;
     int iters, reps;
     mrc_algo_t algo;
+    /* Its ranks write around the caches from this receive buffer on
+     * (mrc_config_t.stream_bytes); 0: the calibration's threshold. */
+    size_t stream_bytes;
 } cal_probe_t;
+/* The receive buffer from which the probes' ranks, and the single-node
+ * copy and reduction probes, write around the caches, as runs with the
+ * profile do: the calibration's stream_bytes once measured (0: the
+ * built-in MRC__NONTEMPORAL_BYTES until then). */
+void cal_set_stream_bytes(size_t bytes);
+size_t cal_stream_bytes(void);
 /* The probe on `ranks` ranks of the transport (threads or shm): the
  * median us a call (calibrate_calls.c). */
 mrc_status_t cal_probe_once(const char *transport, int ranks,

@@ -17,6 +17,7 @@
 
 #include "calibrate.h"
 #include "common/common.h"
+#include "reduce/reduce.h"
 #include "warm.h"
 #include "clock.h"
 
@@ -151,8 +152,21 @@ mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
     return st;
 }
 
+static size_t stream_from; /* cal_set_stream_bytes; 0: the built-in */
+
+void cal_set_stream_bytes(size_t bytes)
+{
+    stream_from = bytes;
+}
+
+size_t cal_stream_bytes(void)
+{
+    return stream_from ? stream_from : (size_t)MRC__NONTEMPORAL_BYTES;
+}
+
 /* The probes' communicators: ring:P running the probe's family (the
- * rings unless it names another), whatever the selector would pick. */
+ * rings unless it names another), whatever the selector would pick,
+ * writing around the caches where the probe or the calibration says. */
 static mrc_config_t probe_config(int ranks, const cal_probe_t *pr, char *spec,
                                  size_t len)
 {
@@ -160,6 +174,7 @@ static mrc_config_t probe_config(int ranks, const cal_probe_t *pr, char *spec,
     mrc_config_t cfg = cal_turn_config;
     cfg.topology = spec;
     cfg.algo = mrc_algo_name(pr->algo);
+    cfg.stream_bytes = pr->stream_bytes ? pr->stream_bytes : cal_stream_bytes();
     return cfg;
 }
 

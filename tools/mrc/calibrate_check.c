@@ -491,7 +491,10 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
 {
     char topo[32];
     snprintf(topo, sizeof topo, "ring:%d", o->nranks);
-    mrc_config_t cfg = {.topology = topo, .algo = mrc_algo_name(f)};
+    /* Writing around the caches where the profile's runs do. */
+    mrc_config_t cfg = {.topology = topo,
+                        .algo = mrc_algo_name(f),
+                        .stream_bytes = (size_t)prof->stream_bytes};
     mrc_comm_t *comms[MAX_RANKS];
     mrc_status_t st = mrc_comm_init_all(comms, o->nranks, &cfg);
     if (st != MRC_OK)

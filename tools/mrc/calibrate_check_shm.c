@@ -77,7 +77,8 @@ static mrc_status_t time_size(mrc_comm_t *c, mrc_comm_t *canary,
 /* This rank's communicator `what` of the job (its segment named by the
  * job's id and `what`), running the family `algo` on ring:P. */
 static mrc_status_t open_comm(const char *job, const char *what,
-                              const char *algo, int nranks, mrc_comm_t **c)
+                              const char *algo, int nranks,
+                              const mrc_profile_t *prof, mrc_comm_t **c)
 {
     char topo[32], name[128];
     snprintf(topo, sizeof topo, "ring:%d", nranks);
@@ -85,7 +86,10 @@ static mrc_status_t open_comm(const char *job, const char *what,
     /* mrc_comm_init_env takes the job's token with the name. */
     if (setenv("MRC_JOB", name, 1) != 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "cannot set MRC_JOB");
-    mrc_config_t cfg = {.topology = topo, .algo = algo};
+    /* Writing around the caches where the profile's runs do. */
+    mrc_config_t cfg = {.topology = topo,
+                        .algo = algo,
+                        .stream_bytes = (size_t)prof->stream_bytes};
     return mrc_comm_init_env(c, &cfg);
 }
 
@@ -97,7 +101,7 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
 {
     mrc_comm_t *c = NULL;
     mrc_status_t st =
-        open_comm(job, mrc_algo_name(f), mrc_algo_name(f), o->nranks, &c);
+        open_comm(job, mrc_algo_name(f), mrc_algo_name(f), o->nranks, prof, &c);
     for (size_t b = 4096; st == MRC_OK && b <= cal_check_last_bytes(o->quick);
          b *= 4) {
         cal_meas_t us = {0, 0, 0};
@@ -134,7 +138,7 @@ int cal_check_rank(const char *cmd, const cal_check_t *o)
     /* The rows' canary: one rings communicator for the sweep (its own
      * segment, as a family's). */
     mrc_comm_t *canary = NULL;
-    st = open_comm(job, "canary", "rings", o->nranks, &canary);
+    st = open_comm(job, "canary", "rings", o->nranks, &prof, &canary);
     for (size_t f = 0; f < 4 && st == MRC_OK; f++)
         st = sweep_family(&tab, o, &prof, cal_check_families[f], job, canary,
                           &g);

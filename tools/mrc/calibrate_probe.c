@@ -85,13 +85,13 @@ void cal_release(void)
 }
 
 /* The probes time the kernels a rank's run uses at their size: plain
- * below MRC__NONTEMPORAL_BYTES, writing around the cache from it. (They
+ * below cal_stream_bytes(), writing around the cache from it. (They
  * had timed the second at every size: 41 GB/s for a copy in cache on a
  * Zen 5 core whose memcpy runs at 90-120 there, and the families whose
  * calls stay in cache were predicted at 1.3-1.8x their time.) */
 static int around_cache(size_t bytes)
 {
-    return (uint64_t)bytes >= MRC__NONTEMPORAL_BYTES;
+    return bytes >= cal_stream_bytes();
 }
 
 static void copy_as_run(unsigned char *dst, const unsigned char *src,

@@ -134,6 +134,12 @@ static void summary(const mrc_profile_t *p, const char *path)
     else if (cal_windows_at_bound())
         printf("window     taken at the peer rate: its fit reached a bound "
                "(an unsteady host, or no apart rate)\n");
+    if (p->stream_bytes > 0) {
+        char from[32];
+        printf("stream     writes around the caches from a receive buffer "
+               "of %s (the rings timed both ways at 1-16 MiB)\n",
+               mrc__format_bytes((uint64_t)p->stream_bytes, from, sizeof from));
+    }
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);

@@ -304,7 +304,9 @@ static mrc_status_t run_once(const mrc_program_t *p, fake_t *f,
 {
     mrc__exec_t x;
     memset(&x, 0, sizeof x);
-    assert_int_equal(mrc__exec_prepare(&x, p, f->node, in_place, 1), MRC_OK);
+    assert_int_equal(
+        mrc__exec_prepare(&x, p, f->node, in_place, 1, MRC__NONTEMPORAL_BYTES),
+        MRC_OK);
     float send[MAX_COUNT];
     memcpy(send, f->input[f->node], f->count * sizeof(float));
     if (in_place)
@@ -502,7 +504,8 @@ static void test_direct1_repeated(void **state)
     mrc_program_t *p = compile("ring:3", MRC_ALGO_DIRECT1, count, MRC_SUM, 0);
     mrc__exec_t x;
     memset(&x, 0, sizeof x);
-    assert_int_equal(mrc__exec_prepare(&x, p, 1, 0, 1), MRC_OK);
+    assert_int_equal(mrc__exec_prepare(&x, p, 1, 0, 1, MRC__NONTEMPORAL_BYTES),
+                     MRC_OK);
     fake_t f = {.node = 1, .nodes = 3, .count = count, .get_delay = 1};
     for (int r = 0; r < 3; r++)
         f.input[r] = in[r];
@@ -549,22 +552,47 @@ static int staged_ops(const mrc__exec_t *x)
 static void test_staging_families(void **state)
 {
     (void)state;
-    setenv("MRC_STREAM_BYTES", "4K", 1);
     int staged[2];
     const mrc_algo_t algo[2] = {MRC_ALGO_RINGS, MRC_ALGO_TREE};
     for (int f = 0; f < 2; f++) {
         mrc_program_t *p = compile("ring:4", algo[f], 4096, MRC_SUM, 4096);
         mrc__exec_t x;
         memset(&x, 0, sizeof x);
-        assert_int_equal(mrc__exec_prepare(&x, p, 2, 0, 1), MRC_OK);
+        assert_int_equal(mrc__exec_prepare(&x, p, 2, 0, 1, 4096), MRC_OK);
         assert_true(x.nontemporal);
         staged[f] = staged_ops(&x);
         mrc__exec_release(&x);
         mrc_program_destroy(p);
     }
-    unsetenv("MRC_STREAM_BYTES");
     assert_true(staged[0] > 0);
     assert_int_equal(staged[1], 0);
+}
+
+/* A plan writes around the caches from the communicator's threshold on:
+ * at its receive buffer's size (16 KiB here), not a byte above. */
+static void test_stream_threshold(void **state)
+{
+    (void)state;
+    const uint64_t recv = 4096 * sizeof(float);
+    const struct {
+        uint64_t stream;
+        int nontemporal;
+    } cases[] = {{1, 1},
+                 {recv, 1},
+                 {recv + 1, 0},
+                 {MRC__NONTEMPORAL_BYTES, 0},
+                 {UINT64_MAX, 0}};
+    mrc_program_t *p = compile("ring:4", MRC_ALGO_RINGS, 4096, MRC_SUM, 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mrc__exec_t x;
+        assert_int_equal(mrc__exec_prepare(&x, p, 2, 0, 1, cases[i].stream),
+                         MRC_OK);
+        if (x.nontemporal != cases[i].nontemporal)
+            fail_msg("stream_bytes %llu: nontemporal %d",
+                     (unsigned long long)cases[i].stream, x.nontemporal);
+        mrc__exec_release(&x);
+    }
+    mrc_program_destroy(p);
 }
 
 /* A small call's buffers are fetched as it starts (all of them, up to
@@ -580,7 +608,8 @@ static void test_warm_small_calls(void **state)
         mrc_program_t *p =
             compile("ring:4", MRC_ALGO_RINGS, cases[i].count, MRC_SUM, 0);
         mrc__exec_t x;
-        assert_int_equal(mrc__exec_prepare(&x, p, 1, 0, 1), MRC_OK);
+        assert_int_equal(
+            mrc__exec_prepare(&x, p, 1, 0, 1, MRC__NONTEMPORAL_BYTES), MRC_OK);
         assert_int_equal(x.warm_send, cases[i].send);
         assert_int_equal(x.warm_recv, cases[i].recv);
         mrc__exec_release(&x);
@@ -610,7 +639,9 @@ static void test_direct1_own_read(void **state)
     for (int ip = 0; ip < 2; ip++)
         for (int node = 0; node < 3; node++) {
             mrc__exec_t x;
-            assert_int_equal(mrc__exec_prepare(&x, p, node, ip, 1), MRC_OK);
+            assert_int_equal(
+                mrc__exec_prepare(&x, p, node, ip, 1, MRC__NONTEMPORAL_BYTES),
+                MRC_OK);
             assert_true(x.straight);
             assert_non_null(x.own_read);
             int own = 0;
@@ -667,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_direct1_repeated),
         cmocka_unit_test(test_direct1_timeout),
         cmocka_unit_test(test_staging_families),
+        cmocka_unit_test(test_stream_threshold),
         cmocka_unit_test(test_warm_small_calls),
         cmocka_unit_test(test_direct1_own_read),
         cmocka_unit_test(test_direct1_unsupported),

@@ -48,6 +48,7 @@ static mrc_profile_t sample(void)
     p.quiet_turn_share = 0.875;
     p.canary_us = 0.6875;
     p.window_gbps = 6.25;
+    p.stream_bytes = 2097152;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -113,7 +114,8 @@ static void test_optional_transport(void **state)
         "  \"spin_share\": 0.375,\n",     "  \"cache_falloff\": 2.5,\n",
         "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n",
         "  \"latency_us\": 0.125,\n",     "  \"quiet_turn_share\": 0.875,\n",
-        "  \"canary_us\": 0.6875,\n",     "  \"window_gbps\": 6.25,\n"};
+        "  \"canary_us\": 0.6875,\n",     "  \"window_gbps\": 6.25,\n",
+        "  \"stream_bytes\": 2097152,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -125,7 +127,7 @@ static void test_optional_transport(void **state)
     p.slot_gbps = p.turn_us = p.flag_turn_us = p.get_us = p.kernel_gbps = 0;
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
     p.copy_gbps_shared = p.latency_us = p.quiet_turn_share = 0;
-    p.canary_us = p.window_gbps = 0;
+    p.canary_us = p.window_gbps = p.stream_bytes = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -195,6 +197,10 @@ static void test_bad_fields(void **state)
             "\"quiet_turn_share\"");
     refused("\"canary_us\": 0.6875", "\"canary_us\": -0.5", "\"canary_us\"");
     refused("\"window_gbps\": 6.25", "\"window_gbps\": -1", "\"window_gbps\"");
+    refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 0",
+            "\"stream_bytes\"");
+    refused("\"stream_bytes\": 2097152", "\"stream_bytes\": \"8M\"",
+            "\"stream_bytes\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": 65",
             "\"cache_falloff\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": -1",
