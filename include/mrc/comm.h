@@ -44,7 +44,10 @@ typedef struct mrc_config {
      * communicator's collectives run within its own group, all groups at
      * once; mrc_comm_rank and mrc_comm_size are within the group. */
     const char *groups;
-    /* Seconds any call may wait; 0: $MRC_TIMEOUT, else 60. */
+    /* Seconds any call may wait; 0: $MRC_TIMEOUT, else 60. (An
+     * environment variable of this struct's that is set but cannot be
+     * read, "soon" or "-3", fails the communicator's creation with
+     * MRC_ERR_INVALID_ARG naming it, never stands for the default.) */
     double timeout_s;
     /* Pipelining chunk in bytes; 0: $MRC_CHUNK_BYTES, else 256 KiB. A
      * call whose plan (operations per chunk, for every rank of this

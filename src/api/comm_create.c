@@ -40,18 +40,33 @@ static void shared_release(shared_t *s)
     free(s);
 }
 
-static double env_double(const char *name, double dflt)
+/* $name, a number above 0 (seconds), or dflt when it is unset or empty;
+ * one that is not a number above 0 is an error naming it, not the
+ * default: a user who sets it expects it to hold. */
+static mrc_status_t env_double(const char *name, double dflt, double *out)
 {
     const char *v = getenv(name);
-    double d;
-    return v && mrc__parse_double(v, &d) == 0 && d > 0 ? d : dflt;
+    *out = dflt;
+    if (!v || !*v)
+        return MRC_OK;
+    if (mrc__parse_double(v, out) != 0 || !(*out > 0))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "$%s '%s' is not a number of seconds above 0", name,
+                          v);
+    return MRC_OK;
 }
 
-static size_t env_size(const char *name, size_t dflt)
+/* The same for a size in bytes (K, M, G suffixes). */
+static mrc_status_t env_size(const char *name, size_t dflt, size_t *out)
 {
     const char *v = getenv(name);
-    uint64_t s;
-    return v && mrc__parse_size(v, &s) == 0 && s > 0 ? (size_t)s : dflt;
+    uint64_t b = dflt;
+    if (v && *v && (mrc__parse_size(v, &b) != 0 || b == 0 || b > SIZE_MAX))
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "$%s '%s' is not a size in bytes (e.g. 1M, 8388608)",
+                          name, v);
+    *out = (size_t)b;
+    return MRC_OK;
 }
 
 /* Whether a hop of some group runs through a node of another group (GCL's
@@ -142,19 +157,16 @@ static mrc_status_t profile_config(shared_t *s)
 static mrc_status_t stream_config(const mrc_config_t *cfg,
                                   const mrc_profile_t *prof, uint64_t *out)
 {
-    const char *env = getenv("MRC_STREAM_BYTES");
-    *out = MRC__NONTEMPORAL_BYTES;
+    size_t from = prof && prof->stream_bytes >= 1
+                      ? (size_t)prof->stream_bytes
+                      : (size_t)MRC__NONTEMPORAL_BYTES;
     if (cfg && cfg->stream_bytes)
-        *out = (uint64_t)cfg->stream_bytes;
-    else if (env && *env) {
-        if (mrc__parse_size(env, out) != 0 || *out == 0)
-            return mrc__error(MRC_ERR_INVALID_ARG,
-                              "$MRC_STREAM_BYTES '%s' is not a size in bytes "
-                              "(e.g. 1M, 8388608)",
-                              env);
-    } else if (prof && prof->stream_bytes >= 1)
-        *out = (uint64_t)prof->stream_bytes;
-    return MRC_OK;
+        from = cfg->stream_bytes;
+    mrc_status_t st = cfg && cfg->stream_bytes
+                          ? MRC_OK
+                          : env_size("MRC_STREAM_BYTES", from, &from);
+    *out = from;
+    return st;
 }
 
 /* A profile measured on another transport than the communicator's
@@ -201,12 +213,16 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     pthread_mutex_init(&s->lock, NULL);
     s->refs = 1;
     s->nranks = nranks;
-    s->chunk_bytes = cfg->chunk_bytes
-                         ? cfg->chunk_bytes
-                         : env_size("MRC_CHUNK_BYTES", MRC_DEFAULT_CHUNK_BYTES);
-    *timeout =
-        cfg->timeout_s > 0 ? cfg->timeout_s : env_double("MRC_TIMEOUT", 60);
-    mrc_status_t st = algo_config(cfg, &s->algo);
+    s->chunk_bytes = cfg->chunk_bytes;
+    *timeout = cfg->timeout_s;
+    mrc_status_t st = cfg->chunk_bytes
+                          ? MRC_OK
+                          : env_size("MRC_CHUNK_BYTES", MRC_DEFAULT_CHUNK_BYTES,
+                                     &s->chunk_bytes);
+    if (st == MRC_OK && !(cfg->timeout_s > 0))
+        st = env_double("MRC_TIMEOUT", 60, timeout);
+    if (st == MRC_OK)
+        st = algo_config(cfg, &s->algo);
     if (st == MRC_OK)
         st = completion_config(cfg, &s->completion);
     s->shared_buffers = cfg->shared_buffers != 0;
@@ -445,8 +461,11 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     s->hosts = mrc__program_hosts(p);
     s->topo = topo;
     s->loaded = p;
-    double timeout = timeout_s > 0 ? timeout_s : env_double("MRC_TIMEOUT", 60);
-    st = stream_config(NULL, NULL, &s->stream_bytes);
+    double timeout = timeout_s;
+    if (!(timeout_s > 0))
+        st = env_double("MRC_TIMEOUT", 60, &timeout);
+    if (st == MRC_OK)
+        st = stream_config(NULL, NULL, &s->stream_bytes);
     if (st == MRC_OK)
         st = threads_comms(s, nranks, timeout, comms);
     shared_release(s);

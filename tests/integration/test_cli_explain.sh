@@ -186,5 +186,14 @@ expect 2 "\$MRC_STREAM_BYTES 'lots' is not a size in bytes" env \
 expect 2 "\$MRC_STREAM_BYTES '0' is not a size in bytes" env \
     MRC_STREAM_BYTES=0 "$MRC" run --topology ring:2 --collective \
     allreduce --count 4 --iters 1
+# So must the chunk and the timeout.
+expect 2 "\$MRC_CHUNK_BYTES '-3' is not a size in bytes" env \
+    MRC_CHUNK_BYTES=-3 "$MRC" run --topology ring:2 --collective \
+    allreduce --count 4 --iters 1
+expect 2 "\$MRC_TIMEOUT 'soon' is not a number of seconds above 0" env \
+    MRC_TIMEOUT=soon "$MRC" run --topology ring:2 --collective \
+    allreduce --count 4 --iters 1
+expect 0 "allreduce" env MRC_TIMEOUT= MRC_CHUNK_BYTES= MRC_STREAM_BYTES= \
+    "$MRC" run --topology ring:2 --collective allreduce --count 4 --iters 1
 
 expect_summary
