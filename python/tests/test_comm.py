@@ -143,3 +143,32 @@ def test_threads_run_at_once():
     for g in got:
         assert not isinstance(g, Exception), g
         assert (g == 2).all()
+
+
+def test_stream_bytes_reaches_the_library():
+    """stream_bytes=1024: a 4 KiB allreduce writes around the caches (the
+    communicator says so under MRC_DEBUG=INFO), exact; without it, not."""
+    code = r'''
+import sys, threading
+import numpy as np
+import mrc
+kw = {"stream_bytes": 1024} if sys.argv[1] == "1" else {}
+comms = mrc.Comm.init_all(2, timeout_s=20, **kw)
+out = [None, None]
+def body(r):
+    out[r] = comms[r].allreduce(np.full(1024, r + 1, dtype=np.float32))
+ts = [threading.Thread(target=body, args=(r,)) for r in range(2)]
+for t in ts: t.start()
+for t in ts: t.join()
+for c in comms: c.close()
+assert all((o == 3).all() for o in out), out
+'''
+    for on in ("1", "0"):
+        env = dict(os.environ, MRC_DEBUG="INFO")
+        env.pop("MRC_STREAM_BYTES", None)
+        r = subprocess.run([sys.executable, "-c", code, on], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        said = ("writes around the caches (its receive buffer is at least "
+                "1024 bytes)") in r.stderr
+        assert said == (on == "1"), r.stderr
