@@ -89,10 +89,12 @@ typedef struct mrc_config {
     int shared_buffers;
     /* A rank's copies and reductions write around the caches (no read
      * for ownership of each line) when its receive buffer is at least
-     * this many bytes; 0: $MRC_STREAM_BYTES, else the stream_bytes of
-     * $MRC_PROFILE (where `mrc calibrate` found that it pays on this
-     * host), else 8 MiB; SIZE_MAX: never. A bad $MRC_STREAM_BYTES fails
-     * the communicator's creation. */
+     * this many bytes (a direct family's reducing gets: their block at
+     * least this and 16 MiB); 0: $MRC_STREAM_BYTES, else the
+     * stream_bytes of $MRC_PROFILE (where `mrc calibrate` found that it
+     * pays on this host), else 8 MiB; SIZE_MAX: never. When this is 0,
+     * a $MRC_STREAM_BYTES that is not a size fails the communicator's
+     * creation (a size past any buffer, 1T, also means never). */
     size_t stream_bytes;
 } mrc_config_t;
 

@@ -63,7 +63,8 @@ static mrc_status_t env_size(const char *name, size_t dflt, size_t *out)
     uint64_t b = dflt;
     if (v && *v && (mrc__parse_size(v, &b) != 0 || b == 0 || b > SIZE_MAX))
         return mrc__error(MRC_ERR_INVALID_ARG,
-                          "$%s '%s' is not a size in bytes (e.g. 1M, 8388608)",
+                          "$%s '%s' is not a size in bytes above 0 (e.g. 1M, "
+                          "8388608)",
                           name, v);
     *out = (size_t)b;
     return MRC_OK;
@@ -157,9 +158,11 @@ static mrc_status_t profile_config(shared_t *s)
 static mrc_status_t stream_config(const mrc_config_t *cfg,
                                   const mrc_profile_t *prof, uint64_t *out)
 {
-    size_t from = prof && prof->stream_bytes >= 1
-                      ? (size_t)prof->stream_bytes
-                      : (size_t)MRC__NONTEMPORAL_BYTES;
+    size_t from = (size_t)MRC__NONTEMPORAL_BYTES;
+    if (prof && prof->stream_bytes >= (double)SIZE_MAX)
+        from = SIZE_MAX;
+    else if (prof && prof->stream_bytes >= 1)
+        from = (size_t)prof->stream_bytes;
     if (cfg && cfg->stream_bytes)
         from = cfg->stream_bytes;
     mrc_status_t st = cfg && cfg->stream_bytes
@@ -464,8 +467,12 @@ mrc_status_t mrc__comm_init_program(mrc_comm_t **comms, int nranks,
     double timeout = timeout_s;
     if (!(timeout_s > 0))
         st = env_double("MRC_TIMEOUT", 60, &timeout);
+    /* The profile for its threshold (and, as for any communicator, one
+     * of another transport is refused). */
     if (st == MRC_OK)
-        st = stream_config(NULL, NULL, &s->stream_bytes);
+        st = profile_config(s);
+    if (st == MRC_OK)
+        st = stream_config(NULL, s->profile, &s->stream_bytes);
     if (st == MRC_OK)
         st = threads_comms(s, nranks, timeout, comms);
     shared_release(s);

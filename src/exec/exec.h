@@ -30,6 +30,10 @@ typedef struct mrc__exec {
     int agree;
     const int32_t *members; /* [group_size]: the group's ranks */
     int nontemporal;        /* large outputs: final writes bypass the cache */
+    /* The communicator's threshold (mrc__exec_prepare): a get's block
+     * that reduces is written around the caches from the larger of it
+     * and the gets' own 16 MiB (memory_ops.c), never at UINT64_MAX. */
+    uint64_t stream_bytes;
 
     /* Staging: a partial sum that a chain receives only to send it on
      * (and that is overwritten or never output afterwards) goes through a

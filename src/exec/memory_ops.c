@@ -24,6 +24,18 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
  * from 32 MiB blocks either way the same; docs/performance.md). */
 enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 16 << 20 };
 
+/* Whether a get's block of `bytes` that reduces is written around the
+ * caches: from GET_NONTEMPORAL, or from the communicator's threshold
+ * where that is later (a host whose calibration found writing around
+ * slower up to it; UINT64_MAX, never). */
+static int get_around(const mrc__exec_t *x, size_t bytes)
+{
+    uint64_t from = x->stream_bytes > (uint64_t)GET_NONTEMPORAL
+                        ? x->stream_bytes
+                        : (uint64_t)GET_NONTEMPORAL;
+    return (uint64_t)bytes >= from;
+}
+
 /* Where a get's transfer reads into, for these buffers. */
 static void rebase_get(const mrc__exec_t *x, const mrc__op_t *op,
                        mrc__xfer_t *xf, const void *sb, void *rb, void *xb)
@@ -47,8 +59,7 @@ static void fill_get(const mrc__exec_t *x, const mrc__op_t *op, mrc__xfer_t *xf,
     rebase_get(x, op, xf, sb, rb, xb);
     /* A reduction of a block past the caches is written around them, as
      * are large copies. */
-    xf->nontemporal =
-        op->local ? xf->bytes >= (size_t)GET_NONTEMPORAL : x->nontemporal;
+    xf->nontemporal = op->local ? get_around(x, xf->bytes) : x->nontemporal;
 }
 
 /* An expose: by copy into this call's window (by reference, the
@@ -180,7 +191,7 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
             xf->dst = (char *)xf->dst + off;
             xf->local = (const char *)xf->local + off;
             /* The last write of a block past the caches goes around them. */
-            xf->nontemporal = k == last && bytes >= (size_t)GET_NONTEMPORAL;
+            xf->nontemporal = k == last && get_around(x, bytes);
             xf->done = 0;
             while ((*st = get(x, t, op, op->src_off * x->elem + off, xf, sb, rb,
                               xb)) == MRC_INPROGRESS)

@@ -18,8 +18,9 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
 
 /* The same, writing dst around the cache where it can (large outputs that
  * nobody reads soon); and a copy that does the same. A rank's run writes
- * around the cache once its receive buffer is this large (the default of
- * $MRC_STREAM_BYTES): calibrate's probes time the same kernels. */
+ * around the cache once its receive buffer is this large, unless its
+ * communicator was given another threshold (mrc_config_t.stream_bytes,
+ * $MRC_STREAM_BYTES, a profile's stream_bytes): the built-in one. */
 #define MRC__NONTEMPORAL_BYTES ((uint64_t)8 << 20)
 void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);

@@ -311,6 +311,12 @@ static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
         st = get_number(root, n->name, "", 0, n->zero_ok, n->max,
                         (double *)((char *)p + n->at));
     }
+    /* A size in bytes: a whole number (0 is absent). */
+    if (st == MRC_OK && p->stream_bytes != 0 &&
+        (p->stream_bytes < 1 || p->stream_bytes != floor(p->stream_bytes)))
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "field \"stream_bytes\" must be a whole number of "
+                        "bytes, at least 1");
     if (st == MRC_OK)
         st = read_reduce(root, p);
     return st;

@@ -67,13 +67,24 @@ expect 0 "^stream     writes around the caches from a receive buffer of" \
 sed 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' "$tmp/threads.json" \
     > "$tmp/stream.json"
 around="allreduce count 262144 float32: writes around the caches (its receive buffer is at least 1048576 bytes)"
-expect 0 "rank 1: $around" env MRC_PROFILE="$tmp/stream.json" MRC_DEBUG=INFO \
+expect 0 "rank 1: $around" env -u MRC_STREAM_BYTES \
+    MRC_PROFILE="$tmp/stream.json" MRC_DEBUG=INFO \
     "$MRC" run --topology ring:2 --collective allreduce --count 256K --iters 1
-expect 1 "" sh -c 'MRC_DEBUG=INFO "$1" run --topology ring:2 --collective \
-    allreduce --count 256K --iters 1 2>&1 | grep -q "writes around"' sh "$MRC"
-expect 1 "" sh -c 'MRC_STREAM_BYTES=2M MRC_PROFILE="$2" MRC_DEBUG=INFO "$1" \
-    run --topology ring:2 --collective allreduce --count 256K --iters 1 2>&1 |
-    grep -q "writes around"' sh "$MRC" "$tmp/stream.json"
+expect 0 "allreduce" env -u MRC_PROFILE -u MRC_STREAM_BYTES MRC_DEBUG=INFO \
+    "$MRC" run --topology ring:2 --collective allreduce --count 256K --iters 1
+cp "$tmp/out" "$tmp/plain.txt"
+expect 1 "" grep -q "writes around" "$tmp/plain.txt"
+expect 0 "allreduce" env MRC_STREAM_BYTES=2M MRC_PROFILE="$tmp/stream.json" \
+    MRC_DEBUG=INFO "$MRC" run --topology ring:2 --collective allreduce \
+    --count 256K --iters 1
+cp "$tmp/out" "$tmp/env.txt"
+expect 1 "" grep -q "writes around" "$tmp/env.txt"
+# A loaded program's ranks take the profile's threshold too.
+expect 0 "wrote" "$MRC" compile ring:2 --collective allreduce --count 256K \
+    --dtype f32 -o "$tmp/stream.img"
+expect 0 "rank 1: $around" env -u MRC_STREAM_BYTES \
+    MRC_PROFILE="$tmp/stream.json" MRC_DEBUG=INFO \
+    "$MRC" run --load "$tmp/stream.img" --iters 1
 # A kernel that lists no caches (some VMs' do not): a core's own cache is
 # the C library's figure (glibc reads CPUID), and two threads on two
 # cores fit its share.

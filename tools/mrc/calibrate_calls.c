@@ -164,6 +164,14 @@ size_t cal_stream_bytes(void)
     return stream_from ? stream_from : (size_t)MRC__NONTEMPORAL_BYTES;
 }
 
+size_t cal_profile_stream(const mrc_profile_t *prof)
+{
+    if (prof->stream_bytes >= (double)SIZE_MAX)
+        return SIZE_MAX;
+    return prof->stream_bytes >= 1 ? (size_t)prof->stream_bytes
+                                   : (size_t)MRC__NONTEMPORAL_BYTES;
+}
+
 /* The probes' communicators: ring:P running the probe's family (the
  * rings unless it names another), whatever the selector would pick,
  * writing around the caches where the probe or the calibration says. */

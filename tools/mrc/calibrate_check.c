@@ -494,7 +494,7 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
     /* Writing around the caches where the profile's runs do. */
     mrc_config_t cfg = {.topology = topo,
                         .algo = mrc_algo_name(f),
-                        .stream_bytes = (size_t)prof->stream_bytes};
+                        .stream_bytes = cal_profile_stream(prof)};
     mrc_comm_t *comms[MAX_RANKS];
     mrc_status_t st = mrc_comm_init_all(comms, o->nranks, &cfg);
     if (st != MRC_OK)
@@ -525,7 +525,9 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
     cal_guard_t g = cal_guard_new(o->nranks, o->wait_s);
     char topo[32];
     snprintf(topo, sizeof topo, "ring:%d", o->nranks);
-    mrc_config_t cfg = {.topology = topo, .algo = "rings"};
+    mrc_config_t cfg = {.topology = topo,
+                        .algo = "rings",
+                        .stream_bytes = cal_profile_stream(prof)};
     mrc_comm_t *canary[MAX_RANKS];
     mrc_status_t st = mrc_comm_init_all(canary, o->nranks, &cfg);
     if (st != MRC_OK)
@@ -552,6 +554,8 @@ int cal_check(const char *cmd, const mrc_profile_t *prof, const cal_check_t *o)
     if (o->nranks > MAX_RANKS)
         return cli_usage(cmd, "calibrate", "--check runs at most %d ranks",
                          MAX_RANKS);
+    /* The host's copy rates now, timed as its calibration timed them. */
+    cal_set_stream_bytes(cal_profile_stream(prof));
     if (strcmp(o->transport, "threads") == 0)
         return check_threads(cmd, prof, o);
     return cal_check_shm(cmd, prof, o);

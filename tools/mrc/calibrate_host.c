@@ -6,6 +6,7 @@
  * costs.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -182,16 +183,23 @@ static double largest_cache(int private_only)
  * rate well beyond. Where the cache ends: the working set the host's
  * last-level cache holds, as the kernel states it; else twice (source
  * and destination) the largest copy whose rate is still above the
- * geometric mean of the two. */
+ * geometric mean of the two. The sizes between, which find that edge,
+ * are copied through the caches whatever the calibration's threshold:
+ * written around them, a 4 MiB copy runs at the memory's rate in any
+ * cache. */
 static void copy_sweep(const cal_plan_t *plan, mrc_profile_t *p)
 {
     double rate[SWEEP];
+    size_t stream = cal_stream_bytes();
     for (int i = 0; i < SWEEP; i++) {
         cal_tell(plan, 0.05 * i / SWEEP, "copy");
+        int edge = i >= IN_CACHE && i < SWEEP - 1;
+        cal_set_stream_bytes(edge ? SIZE_MAX : stream);
         rate[i] =
             cal_copy_gbps(i < SWEEP - 1 ? sweep_bytes[i] : plan->memory_bytes,
                           plan->rep_bytes, plan->reps);
     }
+    cal_set_stream_bytes(stream);
     p->copy_gbps_cache = cache_rate(rate);
     p->copy_gbps_memory = rate[SWEEP - 1];
     double edge = sqrt(p->copy_gbps_cache * p->copy_gbps_memory);

@@ -201,6 +201,10 @@ static void test_bad_fields(void **state)
             "\"stream_bytes\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": \"8M\"",
             "\"stream_bytes\"");
+    refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 0.5",
+            "\"stream_bytes\"");
+    refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 1048576.5",
+            "\"stream_bytes\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": 65",
             "\"cache_falloff\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": -1",
