@@ -189,6 +189,10 @@ MRC_EXTERN mrc_status_t mrc_profile_load(const char *path, mrc_profile_t *out);
 /* The profile as JSON text (mrc_free it). */
 MRC_EXTERN mrc_status_t mrc_profile_to_json(const mrc_profile_t *p,
                                             char **json);
+/* The receive buffer (bytes) from which a communicator given this
+ * profile writes around the caches: its stream_bytes, else the built-in
+ * 8 MiB; NULL: the built-in. */
+MRC_EXTERN size_t mrc_profile_stream_bytes(const mrc_profile_t *p);
 
 #ifdef __cplusplus
 }

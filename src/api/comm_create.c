@@ -11,7 +11,6 @@
 
 #include "api/comm_state.h"
 #include "program/plan.h"
-#include "reduce/reduce.h"
 #include "sim/select.h"
 #include "transport/transport.h"
 
@@ -158,11 +157,7 @@ static mrc_status_t profile_config(shared_t *s)
 static mrc_status_t stream_config(const mrc_config_t *cfg,
                                   const mrc_profile_t *prof, uint64_t *out)
 {
-    size_t from = (size_t)MRC__NONTEMPORAL_BYTES;
-    if (prof && prof->stream_bytes >= (double)SIZE_MAX)
-        from = SIZE_MAX;
-    else if (prof && prof->stream_bytes >= 1)
-        from = (size_t)prof->stream_bytes;
+    size_t from = mrc_profile_stream_bytes(prof);
     if (cfg && cfg->stream_bytes)
         from = cfg->stream_bytes;
     mrc_status_t st = cfg && cfg->stream_bytes

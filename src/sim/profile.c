@@ -33,6 +33,7 @@
 
 #include "common/common.h"
 #include "mrc/profile.h"
+#include "reduce/reduce.h"
 
 #define PROFILE_FORMAT "mrc-profile"
 /* A profile is a few KiB; anything much larger is not one. */
@@ -488,4 +489,12 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
     }
     *json = text;
     return MRC_OK;
+}
+
+size_t mrc_profile_stream_bytes(const mrc_profile_t *p)
+{
+    if (p && p->stream_bytes >= (double)SIZE_MAX)
+        return SIZE_MAX;
+    return p && p->stream_bytes >= 1 ? (size_t)p->stream_bytes
+                                     : (size_t)MRC__NONTEMPORAL_BYTES;
 }

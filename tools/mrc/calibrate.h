@@ -103,9 +103,6 @@ typedef struct cal_probe {
  * built-in MRC__NONTEMPORAL_BYTES until then). */
 void cal_set_stream_bytes(size_t bytes);
 size_t cal_stream_bytes(void);
-/* A profile's threshold (its stream_bytes, else the built-in), as a
- * communicator given it would take it. */
-size_t cal_profile_stream(const mrc_profile_t *prof);
 /* The probe on `ranks` ranks of the transport (threads or shm): the
  * median us a call (calibrate_calls.c). */
 mrc_status_t cal_probe_once(const char *transport, int ranks,

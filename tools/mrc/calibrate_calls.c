@@ -17,7 +17,6 @@
 
 #include "calibrate.h"
 #include "common/common.h"
-#include "reduce/reduce.h"
 #include "warm.h"
 #include "clock.h"
 
@@ -161,15 +160,7 @@ void cal_set_stream_bytes(size_t bytes)
 
 size_t cal_stream_bytes(void)
 {
-    return stream_from ? stream_from : (size_t)MRC__NONTEMPORAL_BYTES;
-}
-
-size_t cal_profile_stream(const mrc_profile_t *prof)
-{
-    if (prof->stream_bytes >= (double)SIZE_MAX)
-        return SIZE_MAX;
-    return prof->stream_bytes >= 1 ? (size_t)prof->stream_bytes
-                                   : (size_t)MRC__NONTEMPORAL_BYTES;
+    return stream_from ? stream_from : mrc_profile_stream_bytes(NULL);
 }
 
 /* The probes' communicators: ring:P running the probe's family (the

@@ -494,7 +494,7 @@ static mrc_status_t sweep_family(cal_table_t *tab, const cal_check_t *o,
     /* Writing around the caches where the profile's runs do. */
     mrc_config_t cfg = {.topology = topo,
                         .algo = mrc_algo_name(f),
-                        .stream_bytes = cal_profile_stream(prof)};
+                        .stream_bytes = mrc_profile_stream_bytes(prof)};
     mrc_comm_t *comms[MAX_RANKS];
     mrc_status_t st = mrc_comm_init_all(comms, o->nranks, &cfg);
     if (st != MRC_OK)
@@ -527,7 +527,7 @@ static int check_threads(const char *cmd, const mrc_profile_t *prof,
     snprintf(topo, sizeof topo, "ring:%d", o->nranks);
     mrc_config_t cfg = {.topology = topo,
                         .algo = "rings",
-                        .stream_bytes = cal_profile_stream(prof)};
+                        .stream_bytes = mrc_profile_stream_bytes(prof)};
     mrc_comm_t *canary[MAX_RANKS];
     mrc_status_t st = mrc_comm_init_all(canary, o->nranks, &cfg);
     if (st != MRC_OK)
@@ -555,7 +555,7 @@ int cal_check(const char *cmd, const mrc_profile_t *prof, const cal_check_t *o)
         return cli_usage(cmd, "calibrate", "--check runs at most %d ranks",
                          MAX_RANKS);
     /* The host's copy rates now, timed as its calibration timed them. */
-    cal_set_stream_bytes(cal_profile_stream(prof));
+    cal_set_stream_bytes(mrc_profile_stream_bytes(prof));
     if (strcmp(o->transport, "threads") == 0)
         return check_threads(cmd, prof, o);
     return cal_check_shm(cmd, prof, o);

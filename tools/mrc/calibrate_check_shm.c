@@ -89,7 +89,7 @@ static mrc_status_t open_comm(const char *job, const char *what,
     /* Writing around the caches where the profile's runs do. */
     mrc_config_t cfg = {.topology = topo,
                         .algo = algo,
-                        .stream_bytes = cal_profile_stream(prof)};
+                        .stream_bytes = mrc_profile_stream_bytes(prof)};
     return mrc_comm_init_env(c, &cfg);
 }
 

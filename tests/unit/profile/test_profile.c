@@ -132,6 +132,20 @@ static void test_optional_transport(void **state)
     mrc_free(json);
 }
 
+/* The threshold a communicator takes from a profile: its stream_bytes,
+ * else the built-in 8 MiB; past SIZE_MAX, SIZE_MAX. */
+static void test_stream_bytes(void **state)
+{
+    (void)state;
+    mrc_profile_t p = sample();
+    assert_int_equal(mrc_profile_stream_bytes(&p), 2097152);
+    p.stream_bytes = 0;
+    assert_int_equal(mrc_profile_stream_bytes(&p), 8 << 20);
+    assert_int_equal(mrc_profile_stream_bytes(NULL), 8 << 20);
+    p.stream_bytes = 1e30;
+    assert_true(mrc_profile_stream_bytes(&p) == SIZE_MAX);
+}
+
 /* The sample's JSON with `from` replaced by `to` (once). */
 static char *edited(const char *from, const char *to)
 {
@@ -424,6 +438,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_stream_bytes),
         cmocka_unit_test(test_optional_peer),
         cmocka_unit_test(test_optional_transport),
         cmocka_unit_test(test_bad_fields),
