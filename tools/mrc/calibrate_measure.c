@@ -662,8 +662,8 @@ static mrc_status_t sync_call(void *ctx)
  * timed both ways, in turn (the order turning with the size), and the
  * smallest size from which the writes around are the faster, by 3% at
  * least, at every size timed; where they are not at the largest, twice
- * that. Which way is
- * faster depends on the host's state as well as its make: in a quiet
+ * that. Which way is faster depends on the host's state as well as its
+ * make: in a quiet
  * spell of the build VM a block written around the caches was read back
  * from memory by the next step (the built-in 8 MiB), in a slow one the
  * threads' rings at 1-4 MiB took half the time so. The probes after
@@ -711,8 +711,10 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     windows_at_bound = 0;
     cal_set_stream_bytes(0);
     mrc_status_t st = MRC_OK;
-    if (strcmp(plan->transport, "threads") == 0 ||
-        strcmp(plan->transport, "shm") == 0) {
+    /* (mpi: its ranks' threshold stays the built-in, no probe here) */
+    int streams = strcmp(plan->transport, "threads") == 0 ||
+                  strcmp(plan->transport, "shm") == 0;
+    if (streams) {
         cal_tell(plan, 0, "streaming");
         st = fit_stream(plan);
     }
@@ -721,8 +723,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         st = cal_steady_run(host_call, &hc);
     if (st != MRC_OK)
         return st;
-    if (strcmp(plan->transport, "threads") == 0 ||
-        strcmp(plan->transport, "shm") == 0)
+    if (streams)
         p->stream_bytes = (double)cal_stream_bytes();
     /* Where a message turns from small to large. shm: the transport's
      * own threshold, from its slots to a rendezvous. threads, which reads
