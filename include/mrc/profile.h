@@ -178,6 +178,19 @@ typedef struct mrc_profile {
      * those of runs that switch there. Optional; 0: 8 MiB, the
      * built-in threshold. */
     double stream_bytes;
+    /* The rate at which a node moves the bytes of a call that writes
+     * around the caches (GB/s), for the share of its working set the
+     * cache would hold: its peers' lines and its own partial sums then
+     * come from memory, not from another core's cache, which on a busy
+     * host is the faster (a line between the build VM's cores took
+     * 200-250 ns in a slow spell, and the threads' rings of 1-4 MiB
+     * took half the time written around the caches). Fitted on the
+     * rings' calls of 1-16 MiB written around, where the rates in cache
+     * are fitted on calls through them. Which calls write around:
+     * stream_bytes, and for a family that reduces by gets (direct1,
+     * direct2) a block of at least 16 MiB as well. Optional; 0: such
+     * calls are timed as calls through the caches. */
+    double stream_gbps;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

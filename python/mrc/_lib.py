@@ -131,7 +131,8 @@ class Profile(Structure):
                 ("latency_us", c_double),
                 ("quiet_turn_share", c_double),
                 ("canary_us", c_double),
-                ("window_gbps", c_double), ("stream_bytes", c_double)]
+                ("window_gbps", c_double), ("stream_bytes", c_double),
+                ("stream_gbps", c_double)]
 
 
 class SimConfig(Structure):

@@ -411,6 +411,14 @@ mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
     if (cfg->profile && c->shared->hosts <= 1)
         mine.profile = mrc__profile_one_host(
             cfg->profile, c->last_plan->program->num_nodes, &one_host);
+    /* The call wrote around the caches from the communicator's threshold
+     * (its config's, the environment's), which may not be the profile's. */
+    mrc_profile_t ran;
+    if (mine.profile) {
+        ran = *mine.profile;
+        ran.stream_bytes = (double)c->shared->stream_bytes;
+        mine.profile = &ran;
+    }
     if (cfg->profile && c->memo.valid && c->memo.sendbuf &&
         mrc__shm_region_holds(c->memo.sendbuf, 1) &&
         (!c->memo.recvbuf || c->memo.recvbuf == c->memo.sendbuf ||

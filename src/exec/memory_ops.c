@@ -16,23 +16,18 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
                    (int)MRC__MEM_WINDOW == (int)MRC__BUF_WINDOW,
                "the transport numbers buffers as the program does");
 
-/* Gets: the tile of a run into one destination (get_run), and the block
- * from which a reduction is written around the caches. Not before 16 MiB:
- * a block of 1-8 MiB written around them is read back from memory by the
- * next step or call (P = 2 allreduce of 16 MiB, 8 MiB blocks: 1.82-2.03
- * ms a call in the caches, 2.32-2.46 around them; shm and threads alike;
- * from 32 MiB blocks either way the same; docs/performance.md). */
-enum { GET_TILE = 64 << 10, GET_NONTEMPORAL = 16 << 20 };
+/* Gets: the tile of a run into one destination (get_run). */
+enum { GET_TILE = 64 << 10 };
 
 /* Whether a get's block of `bytes` that reduces is written around the
- * caches: from GET_NONTEMPORAL, or from the communicator's threshold
- * where that is later (a host whose calibration found writing around
- * slower up to it; UINT64_MAX, never). */
+ * caches: from MRC__GET_NONTEMPORAL_BYTES, or from the communicator's
+ * threshold where that is later (a host whose calibration found writing
+ * around slower up to it; UINT64_MAX, never). */
 static int get_around(const mrc__exec_t *x, size_t bytes)
 {
-    uint64_t from = x->stream_bytes > (uint64_t)GET_NONTEMPORAL
+    uint64_t from = x->stream_bytes > MRC__GET_NONTEMPORAL_BYTES
                         ? x->stream_bytes
-                        : (uint64_t)GET_NONTEMPORAL;
+                        : MRC__GET_NONTEMPORAL_BYTES;
     return (uint64_t)bytes >= from;
 }
 

@@ -22,6 +22,13 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
  * communicator was given another threshold (mrc_config_t.stream_bytes,
  * $MRC_STREAM_BYTES, a profile's stream_bytes): the built-in one. */
 #define MRC__NONTEMPORAL_BYTES ((uint64_t)8 << 20)
+/* A get's reduction writes its block around the cache from this size, or
+ * from the communicator's threshold where that is larger: a block of 1-8
+ * MiB written around them is read back from memory by the next step or
+ * call (P = 2 allreduce of 16 MiB, 8 MiB blocks: 1.82-2.03 ms a call in
+ * the caches, 2.32-2.46 around them; shm and threads alike; from 32 MiB
+ * blocks either way the same; docs/performance.md). */
+#define MRC__GET_NONTEMPORAL_BYTES ((uint64_t)16 << 20)
 void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);
 void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);

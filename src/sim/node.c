@@ -69,6 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reduce/reduce.h"
 #include "sim/sim_internal.h"
 #include "transport/transport.h"
 
@@ -175,29 +176,61 @@ static int host_crowded(const mrc__sim_t *s)
     return m->prof->cores > 0 && on_host > m->prof->cores;
 }
 
+/* Whether the call writes around the caches, as a communicator given
+ * the profile runs it (src/exec/prepare.c, memory_ops.c): a node's
+ * receive buffer (node 0's) of at least the profile's threshold; for a
+ * family that reduces by gets, its blocks (the whole vector for direct1,
+ * a node's share of it for direct2) of at least
+ * MRC__GET_NONTEMPORAL_BYTES too. (direct2's gets that only copy, and
+ * its exposes, go around from the threshold: below the blocks' size the
+ * model takes them through.) */
+static int node_streams(const mrc__sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    uint64_t se = 0, re = 0, xe = 0;
+    mrc__buffer_elems(p, 0, &se, &re, &xe);
+    uint64_t recv = re * mrc_dtype_size(p->cfg.dtype);
+    uint64_t from = mrc_profile_stream_bytes(s->node.prof);
+    if (recv < from)
+        return 0;
+    uint64_t block = recv;
+    if (p->cfg.algo == MRC_ALGO_DIRECT2 && p->num_groups &&
+        p->groups[0].size > 1)
+        block /= (uint64_t)p->groups[0].size;
+    int gets =
+        p->cfg.algo == MRC_ALGO_DIRECT1 || p->cfg.algo == MRC_ALGO_DIRECT2;
+    return !gets || block >= (from > MRC__GET_NONTEMPORAL_BYTES
+                                  ? from
+                                  : MRC__GET_NONTEMPORAL_BYTES);
+}
+
 /* The run's rates: each the cache's for the share of the working set
  * that fits, the memory's for the rest (a stream of lines, some hits and
  * some misses, not a switch at one size); in cache, at the share the
- * node's own level leaves them. */
+ * node's own level leaves them. A call that writes around the caches
+ * (stream_gbps) moves the share that fits at the stream's rate instead,
+ * whatever the level. */
 static void node_rates(mrc__sim_t *s)
 {
     mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
     const mrc_program_t *p = s->p;
     double h = cache_share(s), k = own_level(s);
+    double stream = f->stream_gbps > 0 && node_streams(s) ? f->stream_gbps : 0;
+#define IN_CACHE(rate) (stream > 0 ? stream : (rate))
     m->cached = h;
     m->beyond_cache = h < 1;
-    m->copy = blend(h, k * f->copy_gbps_cache, f->copy_gbps_memory);
+    m->copy = blend(h, IN_CACHE(k * f->copy_gbps_cache), f->copy_gbps_memory);
     /* Beyond cache a peer's lines come from memory, never faster than
      * from the shared cache. */
     double far = f->peer_gbps_shared > 0
                      ? fmin(f->peer_gbps_shared, f->copy_gbps_memory)
                      : f->copy_gbps_memory;
-    m->peer =
-        blend(h,
-              k * peer_rate(s, f->peer_gbps_cache > 0 ? f->peer_gbps_cache
-                                                      : f->copy_gbps_cache),
-              far);
+    m->peer = blend(
+        h,
+        IN_CACHE(k * peer_rate(s, f->peer_gbps_cache > 0 ? f->peer_gbps_cache
+                                                         : f->copy_gbps_cache)),
+        far);
     /* A peer's window, where its rate is apart (window_gbps), in cache:
      * the lines its writer has just copied in, which its core holds
      * first. Not blended with the shared level by the node's set, as the
@@ -209,10 +242,11 @@ static void node_rates(mrc__sim_t *s)
      * 1.4-2.0 of their time with the windows' rate, 0.91-1.23 without
      * (one calibration, its rows predicted both ways). */
     m->window = f->window_gbps > 0 && !host_crowded(s)
-                    ? blend(h, k * f->window_gbps, far)
+                    ? blend(h, IN_CACHE(k * f->window_gbps), far)
                     : m->peer;
-    m->slot = f->slot_gbps > 0 ? blend(h, k * f->slot_gbps, f->copy_gbps_memory)
-                               : m->peer;
+    m->slot = f->slot_gbps > 0
+                  ? blend(h, IN_CACHE(k * f->slot_gbps), f->copy_gbps_memory)
+                  : m->peer;
     /* The kernel's copy: its own rate, never above a peer's read; beyond
      * cache, for the share of lines that miss, the kernel's work on a
      * line and the memory's fetch of it one after the other. P = 2, shm,
@@ -239,7 +273,8 @@ static void node_rates(mrc__sim_t *s)
     }
     rc = rc > 0 && isfinite(rc) ? rc : f->copy_gbps_cache;
     rm = rm > 0 && isfinite(rm) ? rm : f->copy_gbps_memory;
-    m->reduce = blend(h, k * rc, rm);
+    m->reduce = blend(h, IN_CACHE(k * rc), rm);
+#undef IN_CACHE
 }
 
 /* The memory channels: one per node, one per memory system, and one

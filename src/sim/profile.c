@@ -12,8 +12,8 @@
  *    "flag_turn_us": 1, "get_us": 0.5, "kernel_gbps": 9,
  *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3,
  *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5,
- *    "canary_us": 0.7, "window_gbps": 6, "stream_bytes": 8388608
- *    (these nineteen optional),
+ *    "canary_us": 0.7, "window_gbps": 6, "stream_bytes": 8388608,
+ *    "stream_gbps": 9 (these twenty optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -77,6 +77,7 @@ static const char *const top_fields[] = {"format",
                                          "canary_us",
                                          "window_gbps",
                                          "stream_bytes",
+                                         "stream_gbps",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -287,6 +288,7 @@ static const struct number_field {
     {"window_gbps", offsetof(mrc_profile_t, window_gbps), 1, MAX_GBPS, 1},
     {"stream_bytes", offsetof(mrc_profile_t, stream_bytes), 0, MAX_CACHE_BYTES,
      1},
+    {"stream_gbps", offsetof(mrc_profile_t, stream_gbps), 1, MAX_GBPS, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -471,6 +473,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "window_gbps", p->window_gbps, ",\n");
     if (p->stream_bytes > 0)
         put_number(&sb, "stream_bytes", p->stream_bytes, ",\n");
+    if (p->stream_gbps > 0)
+        put_number(&sb, "stream_gbps", p->stream_gbps, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

@@ -64,6 +64,10 @@ expect 0 "\"stream_bytes\": \(1048576\|2097152\|4194304\|8388608\|16777216\|3355
     cat "$tmp/threads.json"
 expect 0 "^stream     writes around the caches from a receive buffer of" \
     cat "$tmp/threads.txt"
+# The rate of a call written around the caches, fitted on those rings.
+expect 0 "\"stream_gbps\": [0-9]" cat "$tmp/threads.json"
+expect 0 "^           [0-9.]* GB/s moving a call's data written around them" \
+    cat "$tmp/threads.txt"
 sed 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' "$tmp/threads.json" \
     > "$tmp/stream.json"
 around="allreduce count 262144 float32: writes around the caches (its receive buffer is at least 1048576 bytes)"
@@ -294,6 +298,34 @@ for r in rows:
     assert r["ok"] and math.isfinite(p) and p > 0 and q > 0, r
 ' "$tmp/pred.json"
 done
+# The prediction takes the threshold the run took, which may not be the
+# profile's: with a stream rate of 10 MB/s, the rings' call that wrote
+# around the caches ($MRC_PROFILE's 1 MiB) is predicted hundreds of
+# times slower than the same call through them ($MRC_STREAM_BYTES=2M
+# beside it), or than under no threshold but the built-in 8 MiB.
+sed -e 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' \
+    -e 's/"stream_gbps": [^,]*/"stream_gbps": 0.01/' \
+    "$tmp/threads.json" > "$tmp/slow_stream.json"
+run_rings() {
+    "$MRC" run --topology ring:2 --collective allreduce --count 256K \
+        --algo rings --iters 2 --predict "$tmp/slow_stream.json" --json
+}
+(
+    unset MRC_STREAM_BYTES
+    export MRC_PROFILE="$tmp/slow_stream.json"
+    run_rings > "$tmp/pred_around.json"
+    export MRC_STREAM_BYTES=2M
+    run_rings > "$tmp/pred_through.json"
+    unset MRC_PROFILE MRC_STREAM_BYTES
+    run_rings > "$tmp/pred_built_in.json"
+)
+expect 0 "" /usr/bin/python3 -c '
+import json, sys
+around, through, built_in = (json.load(open(f))["results"][0]["predicted_us"]
+                             for f in sys.argv[1:])
+assert around > 100 * through and around > 100 * built_in, (around, through,
+                                                            built_in)
+' "$tmp/pred_around.json" "$tmp/pred_through.json" "$tmp/pred_built_in.json"
 expect 0 "pred/meas" "$MRC" run --topology ring:2 --collective allgather \
     --count 64K --iters 2 --predict "$tmp/threads.json"
 expect 0 "pred/meas" "$MRC" run --load "$tmp/r2.img" --iters 2 \

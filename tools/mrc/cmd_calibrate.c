@@ -140,6 +140,10 @@ static void summary(const mrc_profile_t *p, const char *path)
                "of %s (the rings timed both ways at 1-16 MiB)\n",
                mrc__format_bytes((uint64_t)p->stream_bytes, from, sizeof from));
     }
+    if (p->stream_gbps > 0)
+        printf("           %.2f GB/s moving a call's data written around "
+               "them, in cache\n",
+               p->stream_gbps);
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);

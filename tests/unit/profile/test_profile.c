@@ -49,6 +49,7 @@ static mrc_profile_t sample(void)
     p.canary_us = 0.6875;
     p.window_gbps = 6.25;
     p.stream_bytes = 2097152;
+    p.stream_gbps = 9.25;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -115,7 +116,7 @@ static void test_optional_transport(void **state)
         "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n",
         "  \"latency_us\": 0.125,\n",     "  \"quiet_turn_share\": 0.875,\n",
         "  \"canary_us\": 0.6875,\n",     "  \"window_gbps\": 6.25,\n",
-        "  \"stream_bytes\": 2097152,\n"};
+        "  \"stream_bytes\": 2097152,\n", "  \"stream_gbps\": 9.25,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -127,7 +128,7 @@ static void test_optional_transport(void **state)
     p.slot_gbps = p.turn_us = p.flag_turn_us = p.get_us = p.kernel_gbps = 0;
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
     p.copy_gbps_shared = p.latency_us = p.quiet_turn_share = 0;
-    p.canary_us = p.window_gbps = p.stream_bytes = 0;
+    p.canary_us = p.window_gbps = p.stream_bytes = p.stream_gbps = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -219,6 +220,10 @@ static void test_bad_fields(void **state)
             "\"stream_bytes\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 1048576.5",
             "\"stream_bytes\"");
+    refused("\"stream_gbps\": 9.25", "\"stream_gbps\": -9.25",
+            "\"stream_gbps\"");
+    refused("\"stream_gbps\": 9.25", "\"stream_gbps\": 1e300",
+            "\"stream_gbps\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": 65",
             "\"cache_falloff\"");
     refused("\"cache_falloff\": 2.5", "\"cache_falloff\": -1",

@@ -1062,6 +1062,53 @@ static void test_node_window_rate(void **state)
     drop(&s);
 }
 
+/* A call that writes around the caches (its receive buffer at least
+ * stream_bytes) moves the share of its bytes the cache holds at
+ * stream_gbps W: the closed form of test_node_closed_form with its
+ * copies, peers' lines and reductions at W, on ring:2, S = 1 MiB, all of
+ * it in cache. A byte below the threshold the rates in cache stand. A
+ * family that reduces by gets writes around only from blocks of 16 MiB:
+ * direct2 of 4 MiB (blocks of 2 MiB) does not move; of 64 MiB (blocks
+ * of 32 MiB) it does. */
+static void test_node_stream_rate(void **state)
+{
+    (void)state;
+    const int N = 2;
+    const double C = 20, R = 8, W = 5, m = 1.5;
+    size_t count = (size_t)1 << 18;
+    double S = 4.0 * (double)count;
+    mrc_profile_t f = profile(N, C, 1, 1, R, m, 0);
+    f.cache_bytes = (double)(1u << 30);
+    f.stream_gbps = W;
+    f.stream_bytes = S;
+    setup_t s = make("ring:2", "ring", MRC_ALLREDUCE, count, MRC_FLOAT32);
+    expect_close(sim_us(&s, MRC_SIM_BSP, &f) * 1e3,
+                 2.0 * (N - 1) * (2 * m * 1e3 + S / (N * W)),
+                 "rings around the caches");
+    f.stream_bytes = S + 1;
+    expect_close(sim_us(&s, MRC_SIM_BSP, &f) * 1e3,
+                 2.0 * (N - 1) * (2 * m * 1e3 + S / (N * C)) +
+                     (N - 1) * S / N * (1 / R - 1 / C),
+                 "rings through the caches");
+    drop(&s);
+    const size_t counts[] = {(size_t)1 << 20, (size_t)1 << 24};
+    for (int a = 0; a < 2; a++) {
+        assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT2,
+                                   MRC_ALLREDUCE, counts[a]),
+                         0);
+        f.stream_bytes = (double)(1u << 20);
+        f.stream_gbps = 0;
+        double through = sim_us(&s, MRC_SIM_BSP, &f);
+        f.stream_gbps = W;
+        double around = sim_us(&s, MRC_SIM_BSP, &f);
+        if (a == 0)
+            expect_close(around, through, "direct2's blocks of 2 MiB");
+        else
+            assert_true(around > 1.5 * through);
+        drop(&s);
+    }
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S in two messages,
@@ -1347,6 +1394,7 @@ int main(void)
         cmocka_unit_test(test_node_memory_sharing),
         cmocka_unit_test(test_node_window_in_set),
         cmocka_unit_test(test_node_window_rate),
+        cmocka_unit_test(test_node_stream_rate),
         cmocka_unit_test(test_node_send_copied),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_kernel_beyond_cache),
