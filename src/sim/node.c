@@ -118,6 +118,34 @@ static double blend(double h, double a, double b)
     return h >= 1 ? a : 1 / (h / a + (1 - h) / b);
 }
 
+/* Whether the call writes around the caches, as a communicator given
+ * the profile runs it (src/exec/prepare.c, memory_ops.c): a node's
+ * receive buffer (node 0's) of at least the profile's threshold; for a
+ * family that reduces by gets, its blocks (the whole vector for direct1,
+ * a node's share of it for direct2) of at least
+ * MRC__GET_NONTEMPORAL_BYTES too. (direct2's gets that only copy, and
+ * its exposes, go around from the threshold: below the blocks' size the
+ * model takes them through.) */
+static int node_streams(const mrc__sim_t *s)
+{
+    const mrc_program_t *p = s->p;
+    uint64_t se = 0, re = 0, xe = 0;
+    mrc__buffer_elems(p, 0, &se, &re, &xe);
+    uint64_t recv = re * mrc_dtype_size(p->cfg.dtype);
+    uint64_t from = mrc_profile_stream_bytes(s->node.prof);
+    if (recv < from)
+        return 0;
+    uint64_t block = recv;
+    if (p->cfg.algo == MRC_ALGO_DIRECT2 && p->num_groups &&
+        p->groups[0].size > 1)
+        block /= (uint64_t)p->groups[0].size;
+    int gets =
+        p->cfg.algo == MRC_ALGO_DIRECT1 || p->cfg.algo == MRC_ALGO_DIRECT2;
+    return !gets || block >= (from > MRC__GET_NONTEMPORAL_BYTES
+                                  ? from
+                                  : MRC__GET_NONTEMPORAL_BYTES);
+}
+
 /* The share of a memory system's working set that its cache holds: the
  * send and receive buffers of every node of the host (a node's buffer is
  * the whole vector for reduce-scatter and allgather), and the window a
@@ -132,12 +160,20 @@ static double node_set(const mrc__sim_t *s)
     return (mrc__program_uses_window(p) ? 3 : 2) * data;
 }
 
-static double cache_share(const mrc__sim_t *s)
+/* ... of a call that writes around the caches, the receive buffers
+ * written so take no room in them: a node's set is what it reads.
+ * (threads, P = 2, a slow spell, every call around the caches from 1
+ * MiB: the rings' 1, 4 and 16 MiB took 47, 48 and 59 us a MiB, and with
+ * the receive buffers in the set the 16 MiB call, past the cache, was
+ * predicted at 1.56 of its time.) */
+static double cache_share(const mrc__sim_t *s, int around)
 {
     const mrc_profile_t *f = s->node.prof;
     int nodes =
         s->node.per_host < s->p->num_nodes ? s->node.per_host : s->p->num_nodes;
     double set = node_set(s) * nodes;
+    if (around)
+        set *= mrc__program_uses_window(s->p) ? 2.0 / 3 : 0.5;
     double power = f->cache_falloff > 1 ? f->cache_falloff : 1;
     return set <= f->cache_bytes ? 1 : pow(f->cache_bytes / set, power);
 }
@@ -176,34 +212,6 @@ static int host_crowded(const mrc__sim_t *s)
     return m->prof->cores > 0 && on_host > m->prof->cores;
 }
 
-/* Whether the call writes around the caches, as a communicator given
- * the profile runs it (src/exec/prepare.c, memory_ops.c): a node's
- * receive buffer (node 0's) of at least the profile's threshold; for a
- * family that reduces by gets, its blocks (the whole vector for direct1,
- * a node's share of it for direct2) of at least
- * MRC__GET_NONTEMPORAL_BYTES too. (direct2's gets that only copy, and
- * its exposes, go around from the threshold: below the blocks' size the
- * model takes them through.) */
-static int node_streams(const mrc__sim_t *s)
-{
-    const mrc_program_t *p = s->p;
-    uint64_t se = 0, re = 0, xe = 0;
-    mrc__buffer_elems(p, 0, &se, &re, &xe);
-    uint64_t recv = re * mrc_dtype_size(p->cfg.dtype);
-    uint64_t from = mrc_profile_stream_bytes(s->node.prof);
-    if (recv < from)
-        return 0;
-    uint64_t block = recv;
-    if (p->cfg.algo == MRC_ALGO_DIRECT2 && p->num_groups &&
-        p->groups[0].size > 1)
-        block /= (uint64_t)p->groups[0].size;
-    int gets =
-        p->cfg.algo == MRC_ALGO_DIRECT1 || p->cfg.algo == MRC_ALGO_DIRECT2;
-    return !gets || block >= (from > MRC__GET_NONTEMPORAL_BYTES
-                                  ? from
-                                  : MRC__GET_NONTEMPORAL_BYTES);
-}
-
 /* The run's rates: each the cache's for the share of the working set
  * that fits, the memory's for the rest (a stream of lines, some hits and
  * some misses, not a switch at one size); in cache, at the share the
@@ -215,8 +223,8 @@ static void node_rates(mrc__sim_t *s)
     mrc__sim_node_t *m = &s->node;
     const mrc_profile_t *f = m->prof;
     const mrc_program_t *p = s->p;
-    double h = cache_share(s), k = own_level(s);
     double stream = f->stream_gbps > 0 && node_streams(s) ? f->stream_gbps : 0;
+    double h = cache_share(s, stream > 0), k = own_level(s);
 #define IN_CACHE(rate) (stream > 0 ? stream : (rate))
     m->cached = h;
     m->beyond_cache = h < 1;

@@ -1085,6 +1085,14 @@ static void test_node_stream_rate(void **state)
     expect_close(sim_us(&s, MRC_SIM_BSP, &f) * 1e3,
                  2.0 * (N - 1) * (2 * m * 1e3 + S / (N * W)),
                  "rings around the caches");
+    /* The receive buffers written around them take no room in them: two
+     * send buffers of S fit a cache of 3 S (with the receive buffers,
+     * 4 S, they would not). */
+    f.cache_bytes = 3 * S;
+    expect_close(sim_us(&s, MRC_SIM_BSP, &f) * 1e3,
+                 2.0 * (N - 1) * (2 * m * 1e3 + S / (N * W)),
+                 "rings around the caches, the send buffers in cache");
+    f.cache_bytes = (double)(1u << 30);
     f.stream_bytes = S + 1;
     expect_close(sim_us(&s, MRC_SIM_BSP, &f) * 1e3,
                  2.0 * (N - 1) * (2 * m * 1e3 + S / (N * C)) +
