@@ -182,3 +182,27 @@ assert all((o == 3).all() for o in out), out
                     "least") in r.stderr and says in r.stderr, r.stderr
         else:
             assert "writes around" not in r.stderr, (option, r.stderr)
+
+
+def test_unreadable_memory_limit_is_refused():
+    """$MRC_MAX_MEMORY that is not a size fails the communicator's creation
+    naming it (it is not taken for the default limit); empty is unset."""
+    code = r'''
+import mrc
+try:
+    comms = mrc.Comm.init_all(2, timeout_s=20)
+except mrc.Error as e:
+    print("refused:", e)
+else:
+    for c in comms: c.close()
+    print("created")
+'''
+    for value, says in (("lots", "refused: "), ("", "created")):
+        env = dict(os.environ, MRC_MAX_MEMORY=value)
+        r = subprocess.run([sys.executable, "-c", code], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (value, r.stderr)
+        assert r.stdout.startswith(says), (value, r.stdout)
+        if value:
+            assert ("$MRC_MAX_MEMORY 'lots' is not a size in bytes above 0"
+                    in r.stdout), r.stdout

@@ -220,6 +220,8 @@ static mrc_status_t shared_create(int nranks, const mrc_config_t *cfg,
     if (st == MRC_OK && !(cfg->timeout_s > 0))
         st = env_double("MRC_TIMEOUT", 60, timeout);
     if (st == MRC_OK)
+        st = mrc__check_memory_env();
+    if (st == MRC_OK)
         st = algo_config(cfg, &s->algo);
     if (st == MRC_OK)
         st = completion_config(cfg, &s->completion);

@@ -177,6 +177,13 @@ void mrc__set_memory_limit(uint64_t bytes);
  * the default. */
 int mrc__memory_limit_is_set(void);
 
+/* An error naming MRC_MAX_MEMORY where it is set (not empty) but not a
+ * size above 0 and the caller set no limit of its own (the user who set
+ * it expects it to hold); MRC_OK otherwise. mrc__check_memory and
+ * mrc__read_file check it first; the CLI and a communicator's creation
+ * up front. */
+mrc_status_t mrc__check_memory_env(void);
+
 /* MRC_OK if `need` bytes of `what` fit in the limit; otherwise
  * MRC_ERR_INVALID_ARG with "needs 10240 GiB of schedule tables; the limit
  * is 19 GiB (--max-memory or MRC_MAX_MEMORY)". */

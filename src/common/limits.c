@@ -27,7 +27,9 @@ void mrc__set_memory_limit(uint64_t bytes)
 }
 
 /* MRC_MAX_MEMORY as a size; 0 when unset or not a positive size (the
- * default then applies: a typo must not lift the limit). */
+ * default then applies: a typo must not lift the limit, and the request
+ * that would have been measured against it is refused,
+ * mrc__check_memory_env). */
 static uint64_t env_limit(void)
 {
     const char *env = getenv("MRC_MAX_MEMORY");
@@ -35,6 +37,17 @@ static uint64_t env_limit(void)
     if (!env || mrc__parse_size(env, &v) != 0)
         return 0;
     return v;
+}
+
+mrc_status_t mrc__check_memory_env(void)
+{
+    const char *env = getenv("MRC_MAX_MEMORY");
+    if (atomic_load(&explicit_limit) != 0 || !env || !*env || env_limit())
+        return MRC_OK;
+    return mrc__error(MRC_ERR_INVALID_ARG,
+                      "$MRC_MAX_MEMORY '%s' is not a size in bytes above 0 "
+                      "(e.g. 64G)",
+                      env);
 }
 
 /* Half of physical memory: room for the rest of the machine and for a
@@ -85,6 +98,9 @@ const char *mrc__format_bytes(uint64_t bytes, char *buf, size_t size)
 
 mrc_status_t mrc__check_memory(uint64_t need, const char *what)
 {
+    mrc_status_t st = mrc__check_memory_env();
+    if (st != MRC_OK)
+        return st;
     uint64_t limit = mrc__memory_limit();
     if (need <= limit)
         return MRC_OK;
@@ -118,6 +134,9 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
                             size_t *len)
 {
     *out = NULL;
+    mrc_status_t st = mrc__check_memory_env();
+    if (st != MRC_OK)
+        return st;
     if (max_bytes == 0)
         max_bytes = mrc__file_limit();
     /* Non-blocking, so that opening a FIFO with no writer does not wait
@@ -161,7 +180,6 @@ mrc_status_t mrc__read_file(const char *path, size_t max_bytes, char **out,
     mrc__sb_init(&sb);
     char chunk[65536];
     size_t n;
-    mrc_status_t st = MRC_OK;
     /* The size can change under us (a growing file): the cap holds on
      * what is read too. */
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {

@@ -40,6 +40,11 @@ expect 2 "needs 34 GiB of simulation state (67108928 chains" \
 expect 2 "needs 3.6 GiB of simulation state (4194308 chains" \
     env MRC_MAX_MEMORY=2G "$MRC" sim ring:4 --collective allreduce \
     --size 1099511627780 --mode pipelined
+expect 2 "\$MRC_MAX_MEMORY 'lots' is not a size in bytes above 0" \
+    env MRC_MAX_MEMORY=lots "$MRC" sim ring:4 --collective allreduce \
+    --size 1M
+expect 2 "\$MRC_MAX_MEMORY '0' is not a size in bytes above 0" \
+    env MRC_MAX_MEMORY=0 "$MRC" topo show ring:4
 expect 2 "needs 928 MiB of simulation state (1048576 chains" \
     env MRC_MAX_MEMORY=512M "$MRC" sim ring:4 --collective allreduce \
     --size 1T --mode pipelined

@@ -124,6 +124,13 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "help") == 0)
         return cmd_help(argc - 2, argv + 2);
+    /* $MRC_MAX_MEMORY bounds what every command asks for: one that cannot
+     * be read is refused before any command runs, not taken for the
+     * default. */
+    if (mrc__check_memory_env() != MRC_OK) {
+        fprintf(stderr, "mrc: %s\n", mrc_last_error());
+        return CLI_USAGE;
+    }
     if (strcmp(cmd, "topo") == 0)
         return cmd_topo(argc - 2, argv + 2);
     if (strcmp(cmd, "rings") == 0)

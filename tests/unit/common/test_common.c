@@ -226,6 +226,21 @@ static void test_memory_limit(void **state)
     assert_true(mrc__memory_limit() == 2ull << 30);
     setenv("MRC_MAX_MEMORY", "lots", 1); /* a typo does not lift it */
     assert_false(mrc__memory_limit_is_set());
+    /* and the request it would have bounded is refused, naming it */
+    assert_int_equal(mrc__check_memory(1, "tables"), MRC_ERR_INVALID_ARG);
+    assert_string_equal(mrc_last_error(),
+                        "$MRC_MAX_MEMORY 'lots' is not a size in bytes above "
+                        "0 (e.g. 64G)");
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(mrc__read_file("/dev/null", 0, &text, &len),
+                     MRC_ERR_INVALID_ARG);
+    assert_null(text);
+    mrc__set_memory_limit(1ull << 30); /* the caller's limit comes first */
+    assert_int_equal(mrc__check_memory(1, "tables"), MRC_OK);
+    mrc__set_memory_limit(0);
+    setenv("MRC_MAX_MEMORY", "", 1); /* empty is unset */
+    assert_int_equal(mrc__check_memory(1, "tables"), MRC_OK);
     unsetenv("MRC_MAX_MEMORY");
 }
 
