@@ -746,11 +746,12 @@ static mrc_status_t fit_stream(const cal_plan_t *plan, stream_probe_t *sp)
     return MRC_OK;
 }
 
-mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
+/* The threshold (threads and shm), the host's copies and reductions and
+ * the sync, guarded like the collectives' probes: every rate the fits
+ * take from them moves with the host's speed. */
+static mrc_status_t measure_host(const cal_plan_t *plan, mrc_profile_t *p,
+                                 stream_probe_t *sp, double *sync)
 {
-    /* The host's copies and reductions, and the sync, guarded like the
-     * collectives' probes: every rate the fits take from them moves with
-     * the host's speed. */
     cal_steady_begin(plan->steady_wait_s);
     windows_at_bound = 0;
     cal_set_stream_bytes(0);
@@ -758,10 +759,9 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     /* (mpi: its ranks' threshold stays the built-in, no probe here) */
     int streams = strcmp(plan->transport, "threads") == 0 ||
                   strcmp(plan->transport, "shm") == 0;
-    stream_probe_t sp = {0};
     if (streams) {
         cal_tell(plan, 0, "streaming");
-        st = fit_stream(plan, &sp);
+        st = fit_stream(plan, sp);
     }
     host_call_t hc = {plan, p, 0};
     if (st == MRC_OK)
@@ -781,9 +781,18 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     else if (strcmp(plan->transport, "threads") == 0)
         p->rendezvous_bytes = CAL_THREADS_SMALL_BYTES;
     cal_tell(plan, 0.75, "sync");
-    if ((st = cal_steady_run(sync_call, &hc)) != MRC_OK)
+    st = cal_steady_run(sync_call, &hc);
+    *sync = hc.sync;
+    return st;
+}
+
+mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
+{
+    stream_probe_t sp = {0};
+    double sync = 0;
+    mrc_status_t st = measure_host(plan, p, &sp, &sync);
+    if (st != MRC_OK)
         return st;
-    double sync = hc.sync;
     cal_tell(plan, 0.85, "messages");
     /* With more ranks than cores a message also waits for its sender's
      * turn for a core: the message itself is measured on as many ranks
