@@ -19,16 +19,14 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
 /* Gets: the tile of a run into one destination (get_run). */
 enum { GET_TILE = 64 << 10 };
 
-/* Whether a get's block of `bytes` that reduces is written around the
- * caches: from MRC__GET_NONTEMPORAL_BYTES, or from the communicator's
- * threshold where that is later (a host whose calibration found writing
- * around slower up to it; UINT64_MAX, never). */
-static int get_around(const mrc__exec_t *x, size_t bytes)
+/* (Later than MRC__GET_NONTEMPORAL_BYTES where a host's calibration
+ * found writing around slower up to the threshold.) */
+int mrc__exec_get_around(const mrc__exec_t *x, size_t bytes)
 {
     uint64_t from = x->stream_bytes > MRC__GET_NONTEMPORAL_BYTES
                         ? x->stream_bytes
                         : MRC__GET_NONTEMPORAL_BYTES;
-    return (uint64_t)bytes >= from;
+    return from != UINT64_MAX && (uint64_t)bytes >= from;
 }
 
 /* Where a get's transfer reads into, for these buffers. */
@@ -54,7 +52,8 @@ static void fill_get(const mrc__exec_t *x, const mrc__op_t *op, mrc__xfer_t *xf,
     rebase_get(x, op, xf, sb, rb, xb);
     /* A reduction of a block past the caches is written around them, as
      * are large copies. */
-    xf->nontemporal = op->local ? get_around(x, xf->bytes) : x->nontemporal;
+    xf->nontemporal =
+        op->local ? mrc__exec_get_around(x, xf->bytes) : x->nontemporal;
 }
 
 /* An expose: by copy into this call's window (by reference, the
@@ -186,7 +185,7 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
             xf->dst = (char *)xf->dst + off;
             xf->local = (const char *)xf->local + off;
             /* The last write of a block past the caches goes around them. */
-            xf->nontemporal = k == last && get_around(x, bytes);
+            xf->nontemporal = k == last && mrc__exec_get_around(x, bytes);
             xf->done = 0;
             while ((*st = get(x, t, op, op->src_off * x->elem + off, xf, sb, rb,
                               xb)) == MRC_INPROGRESS)

@@ -595,6 +595,35 @@ static void test_stream_threshold(void **state)
     mrc_program_destroy(p);
 }
 
+/* A get's reducing block goes around the caches from 16 MiB, or from
+ * the threshold where that is later; never under UINT64_MAX, however
+ * large the block. */
+static void test_get_threshold(void **state)
+{
+    (void)state;
+    const size_t get = (size_t)MRC__GET_NONTEMPORAL_BYTES;
+    const struct {
+        uint64_t stream;
+        size_t block;
+        int around;
+    } cases[] = {{1, get, 1},
+                 {1, get - 1, 0},
+                 {MRC__NONTEMPORAL_BYTES, get, 1},
+                 {2 * (uint64_t)get, get, 0},
+                 {2 * (uint64_t)get, 2 * get, 1},
+                 {UINT64_MAX, 8 * get, 0},
+                 {UINT64_MAX, SIZE_MAX, 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mrc__exec_t x;
+        memset(&x, 0, sizeof x);
+        x.stream_bytes = cases[i].stream;
+        if (mrc__exec_get_around(&x, cases[i].block) != cases[i].around)
+            fail_msg("stream_bytes %llu, a block of %zu: around %d",
+                     (unsigned long long)cases[i].stream, cases[i].block,
+                     !cases[i].around);
+    }
+}
+
 /* A small call's buffers are fetched as it starts (all of them, up to
  * MRC__WARM_BYTES), a larger call's not at all. */
 static void test_warm_small_calls(void **state)
@@ -699,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_direct1_timeout),
         cmocka_unit_test(test_staging_families),
         cmocka_unit_test(test_stream_threshold),
+        cmocka_unit_test(test_get_threshold),
         cmocka_unit_test(test_warm_small_calls),
         cmocka_unit_test(test_direct1_own_read),
         cmocka_unit_test(test_direct1_unsupported),
