@@ -187,9 +187,10 @@ typedef struct mrc_profile {
      * took half the time written around the caches). Fitted on the
      * rings' calls of 1-16 MiB written around, where the rates in cache
      * are fitted on calls through them. Which calls write around:
-     * stream_bytes, and for a family that reduces by gets (direct1,
-     * direct2) a block of at least 16 MiB as well. Optional; 0: such
-     * calls are timed as calls through the caches. */
+     * stream_bytes, and for a family that reduces by gets (direct1's
+     * and direct2's allreduce, reduce, reduce-scatter) blocks of at least
+     * the larger of it and 16 MiB as well. Optional; 0: such calls are
+     * timed as calls through the caches. */
     double stream_gbps;
 } mrc_profile_t;
 

@@ -15,13 +15,15 @@
 
 /* The profile for the selector's model x: the communicator's own, which
  * was measured on its transport, under the model's name (MPI ranks of
- * one host are modelled as shm). */
+ * one host are modelled as shm), with the threshold the communicator's
+ * runs take (its config's, the environment's), as its predictions do. */
 static const mrc_profile_t *
 profile_for(const shared_t *s, mrc__sim_transport_t x, mrc_profile_t *copy)
 {
     if (!s->profile)
         return NULL;
     *copy = *s->profile;
+    copy->stream_bytes = (double)s->stream_bytes;
     snprintf(copy->transport, sizeof copy->transport, "%s",
              mrc__sim_transport_name(x));
     return copy;

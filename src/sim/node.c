@@ -139,8 +139,13 @@ static int node_streams(const mrc__sim_t *s)
     if (p->cfg.algo == MRC_ALGO_DIRECT2 && p->num_groups &&
         p->groups[0].size > 1)
         block /= (uint64_t)p->groups[0].size;
-    int gets =
-        p->cfg.algo == MRC_ALGO_DIRECT1 || p->cfg.algo == MRC_ALGO_DIRECT2;
+    /* (their gets that only copy, an allgather's or a broadcast's, go
+     * around from the threshold, as the plan's copies do) */
+    int reduces = p->cfg.collective == MRC_ALLREDUCE ||
+                  p->cfg.collective == MRC_REDUCE ||
+                  p->cfg.collective == MRC_REDUCE_SCATTER;
+    int gets = reduces && (p->cfg.algo == MRC_ALGO_DIRECT1 ||
+                           p->cfg.algo == MRC_ALGO_DIRECT2);
     return !gets || block >= (from > MRC__GET_NONTEMPORAL_BYTES
                                   ? from
                                   : MRC__GET_NONTEMPORAL_BYTES);

@@ -45,6 +45,9 @@ expect 2 "\$MRC_MAX_MEMORY 'lots' is not a size in bytes above 0" \
     --size 1M
 expect 2 "\$MRC_MAX_MEMORY '0' is not a size in bytes above 0" \
     env MRC_MAX_MEMORY=0 "$MRC" topo show ring:4
+# A limit the command sets comes first.
+expect 0 "time" env MRC_MAX_MEMORY=lots "$MRC" sim ring:4 \
+    --collective allreduce --size 1M --max-memory 8G
 expect 2 "needs 928 MiB of simulation state (1048576 chains" \
     env MRC_MAX_MEMORY=512M "$MRC" sim ring:4 --collective allreduce \
     --size 1T --mode pipelined

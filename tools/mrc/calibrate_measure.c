@@ -503,6 +503,10 @@ static mrc_status_t fit_stream_rate(const cal_plan_t *plan, mrc_profile_t *p,
         fit_probes(p, KNOB(stream_gbps), 0.01, 1e3, plan->ranks, sp->calls,
                    sp->around_us, STREAM_SIZES, &clamped);
     p->stream_bytes = from;
+    /* At a bound no rate explains the calls: none (timed as through the
+     * caches) rather than one that moves every prediction around them. */
+    if (st == MRC_OK && clamped)
+        p->stream_gbps = 0;
     return st;
 }
 

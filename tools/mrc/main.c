@@ -107,6 +107,17 @@ static int cmd_help(int argc, char **argv)
     return CLI_USAGE;
 }
 
+/* Whether the command sets a limit of its own (--max-memory), which
+ * comes before $MRC_MAX_MEMORY. */
+static int max_memory_given(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (strncmp(argv[i], "--max-memory", 12) == 0 &&
+            (argv[i][12] == '\0' || argv[i][12] == '='))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -126,8 +137,8 @@ int main(int argc, char **argv)
         return cmd_help(argc - 2, argv + 2);
     /* $MRC_MAX_MEMORY bounds what every command asks for: one that cannot
      * be read is refused before any command runs, not taken for the
-     * default. */
-    if (mrc__check_memory_env() != MRC_OK) {
+     * default (unless the command sets its own limit). */
+    if (!max_memory_given(argc, argv) && mrc__check_memory_env() != MRC_OK) {
         fprintf(stderr, "mrc: %s\n", mrc_last_error());
         return CLI_USAGE;
     }

@@ -1069,7 +1069,8 @@ static void test_node_window_rate(void **state)
  * it in cache. A byte below the threshold the rates in cache stand. A
  * family that reduces by gets writes around only from blocks of 16 MiB:
  * direct2 of 4 MiB (blocks of 2 MiB) does not move; of 64 MiB (blocks
- * of 32 MiB) it does. */
+ * of 32 MiB) it does; direct1's allgather, whose gets only copy, goes
+ * around from the threshold. */
 static void test_node_stream_rate(void **state)
 {
     (void)state;
@@ -1115,6 +1116,16 @@ static void test_node_stream_rate(void **state)
             assert_true(around > 1.5 * through);
         drop(&s);
     }
+    /* direct1's allgather only copies what it gets: around the caches
+     * from the threshold, its blocks of 1 MiB notwithstanding. */
+    assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT1,
+                               MRC_ALLGATHER, (size_t)1 << 18),
+                     0);
+    f.stream_gbps = 0;
+    double through = sim_us(&s, MRC_SIM_BSP, &f);
+    f.stream_gbps = W;
+    assert_true(sim_us(&s, MRC_SIM_BSP, &f) > 1.5 * through);
+    drop(&s);
 }
 
 /* Beyond cache the nodes of one memory system share its bandwidth M.
