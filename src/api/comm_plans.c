@@ -13,17 +13,26 @@
 #include "program/plan.h"
 #include "sim/select.h"
 
+/* `from` with the threshold the communicator's runs take (its config's,
+ * the environment's), which may not be the profile's: what its model
+ * times is what it runs. */
+static const mrc_profile_t *as_run(const shared_t *s, const mrc_profile_t *from,
+                                   mrc_profile_t *copy)
+{
+    *copy = *from;
+    copy->stream_bytes = (double)s->stream_bytes;
+    return copy;
+}
+
 /* The profile for the selector's model x: the communicator's own, which
  * was measured on its transport, under the model's name (MPI ranks of
- * one host are modelled as shm), with the threshold the communicator's
- * runs take (its config's, the environment's), as its predictions do. */
+ * one host are modelled as shm), as run. */
 static const mrc_profile_t *
 profile_for(const shared_t *s, mrc__sim_transport_t x, mrc_profile_t *copy)
 {
     if (!s->profile)
         return NULL;
-    *copy = *s->profile;
-    copy->stream_bytes = (double)s->stream_bytes;
+    as_run(s, s->profile, copy);
     snprintf(copy->transport, sizeof copy->transport, "%s",
              mrc__sim_transport_name(x));
     return copy;
@@ -413,14 +422,9 @@ mrc_status_t mrc__comm_predict(const mrc_comm_t *c, const mrc_sim_config_t *cfg,
     if (cfg->profile && c->shared->hosts <= 1)
         mine.profile = mrc__profile_one_host(
             cfg->profile, c->last_plan->program->num_nodes, &one_host);
-    /* The call wrote around the caches from the communicator's threshold
-     * (its config's, the environment's), which may not be the profile's. */
     mrc_profile_t ran;
-    if (mine.profile) {
-        ran = *mine.profile;
-        ran.stream_bytes = (double)c->shared->stream_bytes;
-        mine.profile = &ran;
-    }
+    if (mine.profile)
+        mine.profile = as_run(c->shared, mine.profile, &ran);
     if (cfg->profile && c->memo.valid && c->memo.sendbuf &&
         mrc__shm_region_holds(c->memo.sendbuf, 1) &&
         (!c->memo.recvbuf || c->memo.recvbuf == c->memo.sendbuf ||

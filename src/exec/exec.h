@@ -114,11 +114,6 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
                                uint64_t stream_bytes);
 void mrc__exec_release(mrc__exec_t *x);
 
-/* Whether a get's block of `bytes` that reduces is written around the
- * caches under x's threshold: from MRC__GET_NONTEMPORAL_BYTES, or from
- * the threshold where that is later (UINT64_MAX: never). */
-int mrc__exec_get_around(const mrc__exec_t *x, size_t bytes);
-
 /* Runs the collective once: call number `seq` of the communicator. The
  * ranks compare `call` (NULL: the program's own call) before any touches
  * a peer's buffers: a caller that runs one call as another (avg on

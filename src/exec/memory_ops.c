@@ -19,16 +19,6 @@ _Static_assert((int)MRC__MEM_SEND == (int)MRC__BUF_SEND &&
 /* Gets: the tile of a run into one destination (get_run). */
 enum { GET_TILE = 64 << 10 };
 
-/* (Later than MRC__GET_NONTEMPORAL_BYTES where a host's calibration
- * found writing around slower up to the threshold.) */
-int mrc__exec_get_around(const mrc__exec_t *x, size_t bytes)
-{
-    uint64_t from = x->stream_bytes > MRC__GET_NONTEMPORAL_BYTES
-                        ? x->stream_bytes
-                        : MRC__GET_NONTEMPORAL_BYTES;
-    return from != UINT64_MAX && (uint64_t)bytes >= from;
-}
-
 /* Where a get's transfer reads into, for these buffers. */
 static void rebase_get(const mrc__exec_t *x, const mrc__op_t *op,
                        mrc__xfer_t *xf, const void *sb, void *rb, void *xb)
@@ -52,8 +42,8 @@ static void fill_get(const mrc__exec_t *x, const mrc__op_t *op, mrc__xfer_t *xf,
     rebase_get(x, op, xf, sb, rb, xb);
     /* A reduction of a block past the caches is written around them, as
      * are large copies. */
-    xf->nontemporal =
-        op->local ? mrc__exec_get_around(x, xf->bytes) : x->nontemporal;
+    xf->nontemporal = op->local ? mrc__get_around(xf->bytes, x->stream_bytes)
+                                : x->nontemporal;
 }
 
 /* An expose: by copy into this call's window (by reference, the
@@ -185,7 +175,8 @@ int mrc__exec_get_run(mrc__exec_t *x, const mrc__transport_t *t, int i, int end,
             xf->dst = (char *)xf->dst + off;
             xf->local = (const char *)xf->local + off;
             /* The last write of a block past the caches goes around them. */
-            xf->nontemporal = k == last && mrc__exec_get_around(x, bytes);
+            xf->nontemporal =
+                k == last && mrc__get_around(bytes, x->stream_bytes);
             xf->done = 0;
             while ((*st = get(x, t, op, op->src_off * x->elem + off, xf, sb, rb,
                               xb)) == MRC_INPROGRESS)

@@ -445,7 +445,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
      * for the next hop, measured slower here: docs/performance.md.) */
     uint64_t se, re, xe;
     mrc__buffer_elems(p, node, &se, &re, &xe);
-    x->nontemporal = stream_bytes != UINT64_MAX && re * x->elem >= stream_bytes;
+    x->nontemporal = re * x->elem >= stream_bytes;
     x->stream_bytes = stream_bytes;
     if (se * x->elem <= MRC__WARM_BYTES && re * x->elem <= MRC__WARM_BYTES) {
         x->warm_send = (size_t)(se * x->elem);

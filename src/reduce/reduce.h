@@ -29,6 +29,17 @@ void mrc__reduce(void *dst, const void *a, const void *b, size_t n,
  * the caches, 2.32-2.46 around them; shm and threads alike; from 32 MiB
  * blocks either way the same; docs/performance.md). */
 #define MRC__GET_NONTEMPORAL_BYTES ((uint64_t)16 << 20)
+/* Whether a get's reduction of a block of `bytes` writes around the cache
+ * under the threshold `stream_bytes`: from the larger of the two;
+ * UINT64_MAX (or SIZE_MAX, the profile's "never") never. The executor
+ * and the simulator's node model both ask this. */
+static inline int mrc__get_around(uint64_t bytes, uint64_t stream_bytes)
+{
+    uint64_t from = stream_bytes > MRC__GET_NONTEMPORAL_BYTES
+                        ? stream_bytes
+                        : MRC__GET_NONTEMPORAL_BYTES;
+    return from != UINT64_MAX && from != (uint64_t)SIZE_MAX && bytes >= from;
+}
 void mrc__reduce_nontemporal(void *dst, const void *a, const void *b, size_t n,
                              mrc_dtype_t dtype, mrc_op_t op);
 void mrc__copy_nontemporal(void *dst, const void *src, size_t bytes);

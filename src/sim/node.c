@@ -122,10 +122,7 @@ static double blend(double h, double a, double b)
  * the profile runs it (src/exec/prepare.c, memory_ops.c): a node's
  * receive buffer (node 0's) of at least the profile's threshold; for a
  * family that reduces by gets, its blocks (the whole vector for direct1,
- * a node's share of it for direct2) of at least
- * MRC__GET_NONTEMPORAL_BYTES too. (direct2's gets that only copy, and
- * its exposes, go around from the threshold: below the blocks' size the
- * model takes them through.) */
+ * a node's share of it for direct2) where mrc__get_around says so too. */
 static int node_streams(const mrc__sim_t *s)
 {
     const mrc_program_t *p = s->p;
@@ -146,9 +143,7 @@ static int node_streams(const mrc__sim_t *s)
                   p->cfg.collective == MRC_REDUCE_SCATTER;
     int gets = reduces && (p->cfg.algo == MRC_ALGO_DIRECT1 ||
                            p->cfg.algo == MRC_ALGO_DIRECT2);
-    return !gets || block >= (from > MRC__GET_NONTEMPORAL_BYTES
-                                  ? from
-                                  : MRC__GET_NONTEMPORAL_BYTES);
+    return !gets || mrc__get_around(block, from);
 }
 
 /* The share of a memory system's working set that its cache holds: the

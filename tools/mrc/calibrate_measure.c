@@ -498,7 +498,6 @@ static mrc_status_t fit_stream_rate(const cal_plan_t *plan, mrc_profile_t *p,
     double from = p->stream_bytes;
     int clamped = 0;
     p->stream_bytes = 1;
-    p->stream_gbps = p->copy_gbps_cache;
     mrc_status_t st =
         fit_probes(p, KNOB(stream_gbps), 0.01, 1e3, plan->ranks, sp->calls,
                    sp->around_us, STREAM_SIZES, &clamped);
@@ -713,8 +712,10 @@ static mrc_status_t sync_call(void *ctx)
  * spell of the build VM a block written around the caches was read back
  * from memory by the next step (the built-in 8 MiB), in a slow one the
  * threads' rings at 1-4 MiB took half the time so. The probes after
- * this one run with it, as runs with the profile do, so that the rates
- * fitted are those of such runs. */
+ * this one run with it, as runs with the profile do, but for the calls
+ * that fit the rates past the cores' caches, made through them
+ * (fit_collective_rates); the calls around them timed here fit their
+ * own rate (fit_stream_rate). */
 static const size_t stream_sizes[STREAM_SIZES] = {1 << 20, 2 << 20, 4 << 20,
                                                   8 << 20, 16 << 20};
 /* Around must be this much faster: within it, the caches (one noisy
