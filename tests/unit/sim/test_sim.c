@@ -1128,6 +1128,35 @@ static void test_node_stream_rate(void **state)
     drop(&s);
 }
 
+/* A call around the caches: its receive buffers take no room in them,
+ * a memory program's window still does. direct1's allgather of D bytes a
+ * node on ring:2 (a vector of 2 x 1024 float32) exposes its input by
+ * copy (a window of 4 KiB; from 16 KiB, by reference): through the caches each node's set is 3 D (send, window,
+ * receive), around them 2 D; the host's two nodes' 4 D fit a cache of
+ * 4 D (as a cache of 1 GiB) and not one of 3.5 D, where the share past
+ * it goes at the memory's rate, 5 times slower than the stream rate. */
+static void test_node_stream_window_set(void **state)
+{
+    (void)state;
+    const double W = 5;
+    double D = 4.0 * 2 * 1024;
+    setup_t s;
+    assert_int_equal(
+        make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT1, MRC_ALLGATHER, 1024),
+        0);
+    mrc_profile_t f = profile(2, 20, 1, 2, 8, 0.5, 0);
+    f.stream_gbps = W;
+    f.stream_bytes = 1;
+    f.cache_bytes = (double)(1u << 30);
+    double ample = sim_us(&s, MRC_SIM_BSP, &f);
+    f.cache_bytes = 4 * D;
+    expect_close(sim_us(&s, MRC_SIM_BSP, &f), ample,
+                 "send buffers and windows in a cache of 4 D");
+    f.cache_bytes = 3.5 * D;
+    assert_true(sim_us(&s, MRC_SIM_BSP, &f) > 1.05 * ample);
+    drop(&s);
+}
+
 /* Beyond cache the nodes of one memory system share its bandwidth M.
  * With no cache at all and M equal to one node's copy rate Cm: one node
  * copying alone (the root of a reduce on ring:2 takes S in two messages,
@@ -1414,6 +1443,7 @@ int main(void)
         cmocka_unit_test(test_node_window_in_set),
         cmocka_unit_test(test_node_window_rate),
         cmocka_unit_test(test_node_stream_rate),
+        cmocka_unit_test(test_node_stream_window_set),
         cmocka_unit_test(test_node_send_copied),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_kernel_beyond_cache),
