@@ -78,7 +78,7 @@ test-tsan:
 	    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=thread" >/dev/null
 	@cmake --build $(TSAN_BUILD) -j $(JOBS) --target test_collectives
 	@cd $(TSAN_BUILD) && TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
-	    ctest --output-on-failure -R '^test_collectives(_direct1|_direct2|_hier)?$$'
+	    ctest --output-on-failure -j $(JOBS) -R '^test_collectives(_direct1|_direct2|_hier)?$$'
 
 # Coverage-guided fuzzing of every parser (clang's libFuzzer): topology,
 # embedding, program image, fabric exchange, workload, each for

@@ -64,10 +64,16 @@ expect 0 "\"stream_bytes\": \(1048576\|2097152\|4194304\|8388608\|16777216\|3355
     cat "$tmp/threads.json"
 expect 0 "^stream     writes around the caches from a receive buffer of" \
     cat "$tmp/threads.txt"
-# The rate of a call written around the caches, fitted on those rings.
-expect 0 "\"stream_gbps\": [0-9]" cat "$tmp/threads.json"
-expect 0 "^           [0-9.]* GB/s moving a call's data written around them" \
-    cat "$tmp/threads.txt"
+# The rate of a call written around the caches, fitted on those rings:
+# none where the fit stopped at a bound (a host beside a busy test: CI
+# once had such a run), and the summary says none.
+if grep -q '"stream_gbps"' "$tmp/threads.json"; then
+    expect 0 "\"stream_gbps\": [0-9]" cat "$tmp/threads.json"
+    expect 0 "^           [0-9.]* GB/s moving a call's data written around them" \
+        cat "$tmp/threads.txt"
+else
+    expect 1 "" grep -q "moving a call's data" "$tmp/threads.txt"
+fi
 sed 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' "$tmp/threads.json" \
     > "$tmp/stream.json"
 around="allreduce count 262144 float32: writes around the caches (its receive buffer is at least 1048576 bytes)"
@@ -105,7 +111,7 @@ fi
 # The summary says how steady the host was beside the collective probes
 # (a canary call brackets each; --quick waits for no slow spell).
 expect 0 "^host       [a-z]*steady: a 4 KiB call took [0-9.]*-[0-9.]* us beside the [1-9][0-9]* probes" \
-    "$MRC" calibrate --quick
+    cat "$tmp/threads.txt"
 expect 0 "\"transport\": \"threads\"" cat "$tmp/threads.json"
 # The profile in explain: the transport is the profile's.
 expect 0 "^profile  .*threads.json (threads, 2 ranks" "$MRC" explain ring:4 \
@@ -126,9 +132,15 @@ expect 2 "not the topology's links" "$MRC" explain ring:4 \
 # --json prints the profile; nothing written without -o. The profile is
 # stdout alone: a warning that the host ran slow (on a loaded host, as
 # under a parallel test run) goes to stderr.
-expect 0 "\"format\": \"mrc-profile\"" "$MRC" calibrate --quick --json
-"$MRC" calibrate --quick --json > "$tmp/printed.json" 2> "$tmp/printed.err"
-expect 0 "" check_profile "$tmp/printed.json" threads
+# (A thin run, $MRC_TEST_SWEEP=thin: the sanitized build's, leaves out
+# this calibration and the one of --check without a profile below: under
+# the sanitizers their code is the calibration's above, a minute each.)
+if [ "${MRC_TEST_SWEEP:-}" != thin ]; then
+    "$MRC" calibrate --quick --json > "$tmp/printed.json" 2> "$tmp/printed.err"
+    expect 0 "" test $? -eq 0
+    expect 0 "\"format\": \"mrc-profile\"" cat "$tmp/printed.json"
+    expect 0 "" check_profile "$tmp/printed.json" threads
+fi
 
 # shm: two real processes; -n 4 sets the nodes sharing memory.
 expect 0 "^calibrate  shm, 4 ranks" "$MRC" calibrate --quick --transport shm \
@@ -160,7 +172,9 @@ assert 0 <= c["within"] <= len(c["rows"]), c
 # each row is bracketed by a canary; rows timed again are counted
 assert c["timed_again"] >= 0 and 0 <= c["kept_slow"] <= len(c["rows"]), c
 ' "$tmp/check.json"
-expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+if [ "${MRC_TEST_SWEEP:-}" != thin ]; then
+    expect 0 "rows within" "$MRC" calibrate --check --quick -n 3
+fi
 # A profile edited: edit_profile IN OUT PYTHON (statements on p).
 edit_profile() {
     /usr/bin/python3 -c '
@@ -308,10 +322,8 @@ done
 # built-in 8 MiB, is predicted at a tenth of that or less (the calibrated
 # rates in cache; under the sanitizers they are slow, so no tighter
 # ratio holds everywhere).
-sed -e 's/"stream_bytes": [0-9]*/"stream_bytes": 1048576/' \
-    -e 's/"stream_gbps": [^,]*/"stream_gbps": 0.01/' \
-    -e 's/"cache_bytes": [0-9]*/"cache_bytes": 1073741824/' \
-    "$tmp/threads.json" > "$tmp/slow_stream.json"
+edit_profile "$tmp/threads.json" "$tmp/slow_stream.json" \
+    'p.update(stream_bytes=1048576, stream_gbps=0.01, cache_bytes=1 << 30)'
 run_rings() {
     "$MRC" run --topology ring:2 --collective allreduce --count 256K \
         --algo rings --iters 2 --predict "$tmp/slow_stream.json" --json

@@ -42,7 +42,14 @@ typedef struct sweep_plan {
     void *ctx;
 } sweep_plan_t;
 
-/* Runs the plan's cases that `keep` keeps; the number of cases run. */
+/* 1 for a thin sweep ($MRC_TEST_SWEEP=thin), 0 for a whole one; any
+ * other value of the variable ends the test, saying so (ranks that walked
+ * different sweeps would wait on each other's calls). Tests with loops of
+ * their own thin them as the sweep does. */
+int sweep_is_thin(void);
+
+/* Runs the plan's cases that `keep` keeps (and, with $MRC_TEST_SWEEP=thin,
+ * that a thin sweep keeps: sweep.c); the number of cases run. */
 long sweep_cases(const sweep_plan_t *plan);
 
 #endif /* MRC_TEST_SWEEP_H */

@@ -1131,10 +1131,11 @@ static void test_node_stream_rate(void **state)
 /* A call around the caches: its receive buffers take no room in them,
  * a memory program's window still does. direct1's allgather of D bytes a
  * node on ring:2 (a vector of 2 x 1024 float32) exposes its input by
- * copy (a window of 4 KiB; from 16 KiB, by reference): through the caches each node's set is 3 D (send, window,
- * receive), around them 2 D; the host's two nodes' 4 D fit a cache of
- * 4 D (as a cache of 1 GiB) and not one of 3.5 D, where the share past
- * it goes at the memory's rate, 5 times slower than the stream rate. */
+ * copy (a window of 4 KiB; from 16 KiB, by reference): through the caches each
+ * node's set is 3 D (send, window, receive), around them 2 D; the host's two
+ * nodes' 4 D fit a cache of 4 D (as a cache of 1 GiB) and not one of 3.5 D,
+ * where the share past it goes at the memory's rate, 5 times slower than the
+ * stream rate. */
 static void test_node_stream_window_set(void **state)
 {
     (void)state;
