@@ -144,6 +144,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("           %.2f GB/s moving a call's data written around "
                "them, in cache\n",
                p->stream_gbps);
+    else if (p->stream_bytes > 0)
+        printf("           no rate of their own for the calls written "
+               "around them: its fit reached a bound (an unsteady host); "
+               "timed as through them\n");
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);
