@@ -527,7 +527,8 @@ static int pmpi(void)
 /* ---- big ---------------------------------------------------------------- */
 
 /* Fills p[0..n) with period[i % len], the period copied over and over
- * (a loop dividing 2^31 times took tens of seconds). */
+ * (with a division an element, fill and check, the test took 84 s; so,
+ * 57 s, most of it the calls' own). */
 static void fill_periodic(int8_t *p, size_t n, const int8_t *period, size_t len)
 {
     size_t have = len < n ? len : n;
