@@ -160,20 +160,24 @@ expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce
     --collective broadcast --json > "$tmp/threads_bcast.json"
 expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast
 # A profile measured just now reaches the ranks in a file, removed after;
-# the table's header says what was measured.
-mkdir "$tmp/t"
-expect 0 "^# check: allreduce, shm, P = 2, 1 run per row; host .*load .* at the start" \
-    env TMPDIR="$tmp/t" "$MRC" calibrate --check --transport shm --quick \
-    --runs 1
-cp "$tmp/out" "$tmp/shm_table"
-expect 0 "" test -z "$(ls -A "$tmp/t")"
-expect 0 "^# profile: measured just now (shm, 2 ranks on [0-9]* cores)" \
-    cat "$tmp/shm_table"
-expect 0 "^family  *bytes measured(us)  *spread  *predicted pred/meas" \
-    cat "$tmp/shm_table"
-expect 0 "^tree  *262144  *[0-9.]*  *1\.00 " cat "$tmp/shm_table"
-expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside; \*~: outside, but one of its runs is within: 0)" \
-    cat "$tmp/shm_table"
+# the table's header says what was measured. (A thin run, the sanitized
+# build's, leaves it out: a calibration of 40 s under ASan whose probes
+# and check the runs above take; only the ranks' file goes unsanitized.)
+if [ "${MRC_TEST_SWEEP:-}" != thin ]; then
+    mkdir "$tmp/t"
+    expect 0 "^# check: allreduce, shm, P = 2, 1 run per row; host .*load .* at the start" \
+        env TMPDIR="$tmp/t" "$MRC" calibrate --check --transport shm --quick \
+        --runs 1
+    cp "$tmp/out" "$tmp/shm_table"
+    expect 0 "" test -z "$(ls -A "$tmp/t")"
+    expect 0 "^# profile: measured just now (shm, 2 ranks on [0-9]* cores)" \
+        cat "$tmp/shm_table"
+    expect 0 "^family  *bytes measured(us)  *spread  *predicted pred/meas" \
+        cat "$tmp/shm_table"
+    expect 0 "^tree  *262144  *[0-9.]*  *1\.00 " cat "$tmp/shm_table"
+    expect 0 "rows within 0\.[0-9]*-1\.[0-9]* (\*: outside; \*~: outside, but one of its runs is within: 0)" \
+        cat "$tmp/shm_table"
+fi
 # Refused: a profile of another transport or corrupt, --runs out of range
 # or alone, a rank started by hand.
 expect 2 "--transport shm: .*threads.json is a profile of the threads" \
