@@ -14,6 +14,20 @@ PY=/usr/bin/python3
 
 expect 0 "^calibrate  shm, 2 ranks" "$MRC" calibrate --quick --transport shm \
     -o "$tmp/shm.json"
+cp "$tmp/out" "$tmp/shm_summary"
+# A node's copies with its own buffers past its core's cache: a rate
+# within its fit's bounds, or none and the summary says so (a host whose
+# cores hold 2 MiB each had it at the lower bound, 0.01 GB/s, from a call
+# that never left them, and direct1's 1 MiB predicted at 1,000 times).
+expect 0 "" $PY -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+said = "no rate of its own once its buffers have left" in open(sys.argv[2]).read()
+x = p.get("copy_gbps_shared", 0)
+assert x == 0 or 0.0101 < x < 0.999 * p["copy_gbps_cache"], x
+fitted = p["private_cache_bytes"] > 0 and p["ranks"] <= p["cores"]
+assert said == (x == 0 and fitted), (x, said)
+' "$tmp/shm.json" "$tmp/shm_summary"
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
     -o "$tmp/threads.json"
 

@@ -163,6 +163,10 @@ cal_guard_t cal_steady_report(void);
 /* 1 when the last cal_measure fitted a peer's windows (threads) and the
  * fit stopped at a bound: the profile then has no window_gbps. */
 int cal_windows_at_bound(void);
+/* 1 when its fit of a node's copies with its own buffers past its core's
+ * cache (shm, copy_gbps_shared) stopped at a bound: the profile then has
+ * no such level. */
+int cal_own_level_at_bound(void);
 /* measure(ctx) bracketed by canaries, and run again while the host is
  * slower than its best (calibrate_steady.c): what it set is the last
  * run's. */

@@ -195,6 +195,20 @@ enum {
     FIT_SPIN_BYTES = 1 << 20
 };
 
+/* A node's vector for the calls at its core's cache's edge: its send and
+ * receive buffers twice that cache, half of them past it, and at least
+ * FIT_EDGE_BYTES. At FIT_EDGE_BYTES alone a host whose cores hold 2 MiB
+ * each had the rings' 1 MiB call wholly within them: its time said
+ * nothing of the level past them, the fit of copy_gbps_shared ended at
+ * its lower bound, 0.01 GB/s, and direct1's and direct2's 1 MiB calls,
+ * whose windows take them past the core's cache, were predicted at
+ * about 1,000 times their time. */
+static size_t edge_bytes(const mrc_profile_t *p)
+{
+    double own = p->private_cache_bytes;
+    return own > FIT_EDGE_BYTES ? (size_t)own : (size_t)FIT_EDGE_BYTES;
+}
+
 /* The median us of a probe on the plan's ranks, its loops three times
  * the plan's: the short calls swing between two regimes on a busy host
  * (a peer spinning or descheduled). */
@@ -230,11 +244,17 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
     return st;
 }
 
-static int windows_at_bound; /* the last calibration's, for its summary */
+/* The last calibration's fits that reached a bound, for its summary. */
+static int windows_at_bound, own_level_at_bound;
 
 int cal_windows_at_bound(void)
 {
     return windows_at_bound;
+}
+
+int cal_own_level_at_bound(void)
+{
+    return own_level_at_bound;
 }
 
 /* threads, whose receiver reads the sender's buffer at any size: the
@@ -308,8 +328,10 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
  * rendezvous_bytes, the channel's capacity), so a tree allreduce of
  * FIT_CACHE_BYTES (one reader a step at P = 2) gives the slots' rate
  * and the rings' call of as many bytes the readers' contention; the
- * rings' call of FIT_EDGE_BYTES, each node's buffers past its core's
- * cache, the rate of its copies from the shared one (copy_gbps_shared);
+ * rings' call at the cores' caches' edge (edge_bytes), each node's
+ * buffers half past its core's cache, the rate of its copies from the
+ * shared one (copy_gbps_shared; at a bound, no such level: none, and
+ * the summary says so);
  * direct1's and direct2's calls of FIT_CACHE_BYTES, their gets from
  * windows in the segment, a peer's lines (a plain copy; the figure that
  * balances the two calls' misses: fitted to direct1's alone it came out
@@ -327,7 +349,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     cal_probe_t rings, tree = {0}, edge = {0}, win[2], ref;
     double rings_us = 0, tree_us = 0, edge_us = 0, win_us[2] = {0, 0};
     double ref_us = 0;
-    int clamped = 0, alone = readers_alone(plan, p);
+    int clamped = 0, own_clamped = 0, alone = readers_alone(plan, p);
     int own = alone && p->private_cache_bytes > 0;
     size_t past = 2 * mrc__shm_send_copied_max(plan->ranks) / sizeof(float);
     cal_tell(plan, 0.9, "collectives");
@@ -337,7 +359,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_TREE,
                    &tree, &tree_us);
     if (st == MRC_OK && own)
-        st = probe(plan, FIT_EDGE_BYTES / sizeof(float), 30, MRC_ALGO_RINGS,
+        st = probe(plan, edge_bytes(p) / sizeof(float), 30, MRC_ALGO_RINGS,
                    &edge, &edge_us);
     for (int i = 0; i < 2 && st == MRC_OK; i++)
         st =
@@ -353,7 +375,9 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
             st = fit_contention(plan, p, &rings, rings_us, &clamped);
         if (st == MRC_OK && own)
             st = fit_family(p, KNOB(copy_gbps_shared), 0.01, p->copy_gbps_cache,
-                            plan->ranks, &edge, edge_us, &clamped);
+                            plan->ranks, &edge, edge_us, &own_clamped);
+        if (st == MRC_OK && own_clamped)
+            p->copy_gbps_shared = 0;
         if (st == MRC_OK)
             st = fit_probes(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
                             plan->ranks, win, win_us, 2, &clamped);
@@ -361,6 +385,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
             st = fit_family(p, KNOB(kernel_gbps), 0.01, p->copy_gbps_cache,
                             plan->ranks, &ref, ref_us, &clamped);
     }
+    own_level_at_bound = own_clamped;
     return st;
 }
 
@@ -439,7 +464,7 @@ static mrc_status_t far_error(mrc_profile_t *p, const mrc_profile_t *probed,
  * than the 480 MiB the build machine's kernel states) and each power of
  * the fall, the memory figures that explain the big call; of those, the
  * set that best explains the near and mid ones. Never below the working
- * set of a FIT_EDGE_BYTES call of the ranks with a window (three buffers
+ * set of an edge_bytes call of the ranks with a window (three buffers
  * a node): the in-cache fits took the calls up to it as in cache, and a
  * cache below it undoes them (shm, 4 ranks on 2 cores: a 4 MiB cache
  * with falloff 8 fitted the 4 and 16 MiB calls, and put every family's
@@ -451,7 +476,7 @@ static mrc_status_t fit_far(mrc_profile_t *p, const mrc_profile_t *probed,
 {
     static const double falloff[] = {1, 1.5, 2, 3, 4, 6, 8};
     double llc = probed->cache_bytes;
-    double fitted = 3.0 * FIT_EDGE_BYTES * f->ranks;
+    double fitted = 3.0 * (double)edge_bytes(probed) * f->ranks;
     double lo =
         fmin(llc, fmax(fmax(probed->private_cache_bytes * f->ranks, llc / 1024),
                        fitted));
@@ -533,7 +558,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
      * in and beyond them are those of calls through them, and the calls
      * around them have a rate of their own (fit_stream_rate). */
     size_t through = sp->timed ? SIZE_MAX : 0;
-    cal_probe_t edge = {.count = FIT_EDGE_BYTES / sizeof(float),
+    cal_probe_t edge = {.count = edge_bytes(p) / sizeof(float),
                         .iters = 30,
                         .reps = 3 * plan->reps,
                         .stream_bytes = through};
@@ -758,7 +783,7 @@ static mrc_status_t measure_host(const cal_plan_t *plan, mrc_profile_t *p,
                                  stream_probe_t *sp, double *sync)
 {
     cal_steady_begin(plan->steady_wait_s);
-    windows_at_bound = 0;
+    windows_at_bound = own_level_at_bound = 0;
     cal_set_stream_bytes(0);
     mrc_status_t st = MRC_OK;
     /* (mpi: its ranks' threshold stays the built-in, no probe here) */

@@ -120,6 +120,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("           %.2f GB/s once its own buffers have left its "
                "core's cache\n",
                p->copy_gbps_shared);
+    else if (cal_own_level_at_bound())
+        printf("           no rate of its own once its buffers have left its "
+               "core's cache: its fit reached a bound (an unsteady host, or "
+               "no such level)\n");
     if (p->kernel_gbps > 0)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",
