@@ -375,7 +375,9 @@ static void move_on(gstate_t *gs, double dt, double now)
         if (!mrc__sim_flow_over(&a->fl[f], now))
             continue;
         gwalk_t *w = &gs->gw[gs->owner[f]];
-        w->end = fmax(w->end, now + gs->s->routes[a->fl[f].route].latency);
+        w->end = fmax(w->end,
+                      now + mrc__sim_route_delay(&gs->s->routes[a->fl[f].route],
+                                                 a->fl[f].bytes));
         w->pending--;
         a->fl[f] = a->fl[--a->nf];
         gs->owner[f] = gs->owner[a->nf];

@@ -227,7 +227,9 @@ double mrc__sim_run_step(const mrc__sim_t *s, mrc__sim_flow_t *fl, int nf,
             if (fl[f].remaining <= 1e-9 * fl[f].bytes) {
                 fl[f].done = 1;
                 left--;
-                end = fmax(end, now + s->routes[fl[f].route].latency);
+                end =
+                    fmax(end, now + mrc__sim_route_delay(
+                                        &s->routes[fl[f].route], fl[f].bytes));
             }
         }
     }

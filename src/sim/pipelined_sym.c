@@ -299,6 +299,8 @@ static mrc_status_t sym_routes(const sym_t *y)
                                   "out of memory simulating");
         }
         s->routes[r].latency = s->routes[e].latency;
+        s->routes[r].piece = s->routes[e].piece;
+        s->routes[r].piece_ns = s->routes[e].piece_ns;
         s->routes[e] = s->routes[r];
     }
     return MRC_OK;

@@ -40,7 +40,19 @@ extern mrc__sim_fast_t mrc__sim_sym;
 typedef struct mrc__sim_route {
     int32_t first, len; /* into chan_pool / phys_pool */
     double latency;     /* ns, sum over its links */
+    /* A route through a transport's slots (node.c): its message arrives
+     * later by its first piece's copy, up to piece bytes at piece_ns a
+     * byte (0 elsewhere). */
+    double piece, piece_ns;
 } mrc__sim_route_t;
+
+/* When a message of `bytes` over route rt arrives after its last byte
+ * left: the route's latency and, through slots, its first piece's fill. */
+static inline double mrc__sim_route_delay(const mrc__sim_route_t *rt,
+                                          double bytes)
+{
+    return rt->latency + (bytes < rt->piece ? bytes : rt->piece) * rt->piece_ns;
+}
 
 /* The node model (node.c): with a profile, every node has a channel of
  * its own for the memory it moves (copies, reductions; capacity its copy

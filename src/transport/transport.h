@@ -30,6 +30,10 @@
  * from 16 KiB by rendezvous). `mrc calibrate` writes it into an shm
  * profile for the simulator. */
 size_t mrc__shm_rendezvous_bytes(int nranks);
+/* The bytes of one of those slots: a message below the threshold goes
+ * through them in pieces of at most this, and its receiver takes a piece
+ * once its sender has copied all of it in. */
+size_t mrc__shm_slot_bytes(int nranks);
 
 /* The largest send buffer exposed by reference that the shared-memory
  * transport copies into its owner's area instead, in a job of nranks with

@@ -50,6 +50,11 @@ size_t mrc__shm_rendezvous_bytes(int nranks)
     return SLOTS * pick_slot_bytes(nranks);
 }
 
+size_t mrc__shm_slot_bytes(int nranks)
+{
+    return pick_slot_bytes(nranks);
+}
+
 /* ---- attaching -------------------------------------------------------- */
 
 /* Whether the segment open on fd can be this job's: a regular object of

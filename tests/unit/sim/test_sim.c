@@ -14,6 +14,7 @@
 #include "mrc/mrc.h"
 #include "program/plan.h"
 #include "sim/sim_internal.h"
+#include "transport/transport.h"
 
 typedef struct setup {
     mrc_topo_t *topo;
@@ -614,7 +615,9 @@ static void test_node_closed_form(void **state)
  * on ring:2, each step's two messages (one a stream) of S/4 bytes. Below
  * rendezvous_bytes they go through the slots at slot_gbps Q, and a node's
  * core copies its two sends into slots beside its two receives out of
- * them: a step takes 2 (m + (S/2) / Q). From it on, by rendezvous: the
+ * them: a step takes 2 (m + (S/2) / Q), and its messages arrive a
+ * piece's fill later (S/4 / Q: each is one piece). From it on, by
+ * rendezvous: the
  * receiver's core takes both messages one after the other at the peer rate P,
  * each rendezvous_us r more: m + (S/2) / P + 2 r (a latency would have let the
  * two overlap). Gets by reference go by rendezvous too. */
@@ -632,7 +635,8 @@ static void test_node_slots_rendezvous(void **state)
     f.rendezvous_us = rdv;
     f.rendezvous_bytes = S / 4 + 1;
     mrc_sim_result_t *r = sim_profile(&s, MRC_SIM_BSP, &f);
-    expect_close(r->time_us * 1e3, 2 * 2 * (2 * m * 1e3 + S / 2 / Q) + reduce,
+    expect_close(r->time_us * 1e3,
+                 2 * (2 * (2 * m * 1e3 + S / 2 / Q) + S / 4 / Q) + reduce,
                  "slots");
     mrc_sim_result_destroy(r);
     /* The threads transport's receiver reads the sender's buffer: no
@@ -808,11 +812,16 @@ static void test_node_contention(void **state)
 
 /* shm's sender copies a small message into a slot, its receiver out of
  * it, one fragment after the other: the two copies run side by side,
- * each at the slots' rate Q, on two cores. The tree's allreduce on ring:2
- * has one message a step: 2 S / Q, with or without the sender's copy.
- * The rings' has each node sending and receiving at once, the two copies
- * on one core: S / Q on threads (the receiver alone copies), 2 S / Q on
- * shm. Only the slots cost anything here. */
+ * each at the slots' rate Q, on two cores, once the first piece is in
+ * (a slot's bytes, 128 KiB here): a message of one piece is copied in
+ * and then out. The tree's allreduce on ring:2 has one message a step:
+ * 2 S / Q on threads, 4 S / Q on shm (each message one piece, its two
+ * copies one after the other). The rings' has each node sending and
+ * receiving at once, the two copies on one core: S / Q on threads (the
+ * receiver alone copies), on shm 2 S / Q and the first fragment's fill
+ * (S / 4 / Q, before which no receiver has anything to take; the later
+ * ones overlap the other stream's copies). Only the slots cost anything
+ * here. */
 static void test_node_slot_copies(void **state)
 {
     (void)state;
@@ -829,9 +838,22 @@ static void test_node_slot_copies(void **state)
         snprintf(f.transport, sizeof f.transport, "shm");
         double shm = pipelined_us(&s, &f) * 1e3;
         expect_close(threads, (a ? 1 : 2) * S / Q, "threads");
-        expect_close(shm, 2 * S / Q, a ? "shm's rings" : "shm's tree");
+        expect_close(shm, a ? 2 * S / Q + S / 4 / Q : 4 * S / Q,
+                     a ? "shm's rings" : "shm's tree");
         drop(&s);
     }
+    /* A message of two pieces (the tree's of 2 slots, 256 KiB): only its
+     * first piece's fill is exposed, 2 S / Q + 2 (S / 2) / Q. */
+    count = 2 * mrc__shm_slot_bytes(2) / sizeof(float);
+    S = 4.0 * (double)count;
+    setup_t s = ring2(MRC_ALGO_TREE, count);
+    mrc_profile_t f = profile(2, 1e12, 1e12, 1e12, 1e12, 0, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.slot_gbps = Q;
+    f.rendezvous_bytes = 2 * S;
+    expect_close(pipelined_us(&s, &f) * 1e3, 3 * S / Q,
+                 "shm's tree, two pieces a message");
+    drop(&s);
 }
 
 /* A node whose own buffers are partly past its private cache runs its
@@ -877,7 +899,9 @@ static void test_node_own_level(void **state)
  * step 2 S / C. The rings, every node at work, as before. On shm, whose
  * sends go through slots at Q = C, a step's senders wait while their
  * copies sit in the slots: the tree is 4 S / C on 2 cores still (its
- * senders counted busy, the outer steps would take 2 S / C: 6 S / C). */
+ * senders counted busy, the outer steps would take 2 S / C: 6 S / C);
+ * a message's fill (one piece, S / C) is no delay there, its receiver's
+ * core running another node meanwhile: 8 S / C with 4 cores. */
 static void test_node_cores_shared(void **state)
 {
     (void)state;
@@ -915,6 +939,10 @@ static void test_node_cores_shared(void **state)
     q.spin_share = 0;
     r = sim_profile(&s, MRC_SIM_PIPELINED, &q);
     expect_close(r->time_us * 1e3, 4 * S / C, "shm's tree, 2 cores");
+    mrc_sim_result_destroy(r);
+    q.cores = 4;
+    r = sim_profile(&s, MRC_SIM_PIPELINED, &q);
+    expect_close(r->time_us * 1e3, 8 * S / C, "shm's tree, 4 cores");
     mrc_sim_result_destroy(r);
     drop(&s);
     assert_int_equal(
