@@ -702,8 +702,8 @@ mrc_status_t mrc__sim_node_send_route(mrc__sim_t *s, int src, int dst,
      * Not with more nodes than cores: a core whose rank waits for a fill
      * runs another rank meanwhile (P = 4 on 2 cores: the tree's 64 KiB,
      * within at 0.99 without the fill, was at 1.66 with it). */
-    int nn = s->p->num_nodes, on_host = m->per_host < nn ? m->per_host : nn;
-    s->routes[r].piece = (double)mrc__shm_slot_bytes(on_host);
+    /* (the transport sizes its slots by the job's ranks) */
+    s->routes[r].piece = (double)mrc__shm_slot_bytes(s->p->num_nodes);
     s->routes[r].piece_ns = host_crowded(s) ? 0 : 1 / m->slot;
     mrc__msg_t *e = mrc__msgmap_add(&m->slot_routes, src, dst, 0);
     if (!e)

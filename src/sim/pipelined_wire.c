@@ -218,11 +218,11 @@ mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)
     }
     (void)dur;
     const mrc__sim_pmeta_t *mt = &pp->meta[f];
-    const mrc__sim_route_t *fr = &pp->s->routes[fl->route];
+    /* The node's latency (turns and all) and, through slots, the fill. */
     mrc__sim_arrival_t arr = {
         pp->now +
             mrc__sim_node_latency(pp->s, fl->route, mt->src, mt->dst, mt->tag) +
-            mrc__sim_route_delay(fr, fl->bytes) - fr->latency,
+            mrc__sim_route_delay(rt, fl->bytes) - rt->latency,
         mt->src, mt->dst, mt->tag, 0};
     mrc__sim_pipe_arrival_push(pp, arr);
     int q = pp->s->chan_pool[rt->first];

@@ -197,15 +197,21 @@ enum {
 
 /* A node's vector for the calls at its core's cache's edge: its send and
  * receive buffers twice that cache, half of them past it, and at least
- * FIT_EDGE_BYTES. At FIT_EDGE_BYTES alone a host whose cores hold 2 MiB
+ * FIT_EDGE_BYTES; at most what leaves the ranks' buffers within the
+ * shared cache (a VM that lists its last level as a core's own would
+ * otherwise size the call past every cache). At FIT_EDGE_BYTES alone a
+ * host whose cores hold 2 MiB
  * each had the rings' 1 MiB call wholly within them: its time said
  * nothing of the level past them, the fit of copy_gbps_shared ended at
  * its lower bound, 0.01 GB/s, and direct1's and direct2's 1 MiB calls,
  * whose windows take them past the core's cache, were predicted at
  * about 1,000 times their time. */
-static size_t edge_bytes(const mrc_profile_t *p)
+static size_t edge_bytes(const mrc_profile_t *p, int ranks)
 {
     double own = p->private_cache_bytes;
+    double room = p->cache_bytes / (2.0 * (ranks > 1 ? ranks : 1));
+    if (room > 0 && own > room)
+        own = room;
     return own > FIT_EDGE_BYTES ? (size_t)own : (size_t)FIT_EDGE_BYTES;
 }
 
@@ -217,6 +223,20 @@ static mrc_status_t probe(const cal_plan_t *plan, size_t count, int iters,
 {
     *pr = (cal_probe_t){
         .count = count, .iters = iters, .reps = 3 * plan->reps, .algo = algo};
+    return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
+}
+
+/* probe's rings call, written through the caches whatever the
+ * calibration's threshold (a 2 MiB call's receive buffer is past a
+ * threshold of 1 or 2 MiB, and the fit times it through them). */
+static mrc_status_t probe_through(const cal_plan_t *plan, size_t count,
+                                  int iters, cal_probe_t *pr, double *us)
+{
+    *pr = (cal_probe_t){.count = count,
+                        .iters = iters,
+                        .reps = 3 * plan->reps,
+                        .algo = MRC_ALGO_RINGS,
+                        .stream_bytes = SIZE_MAX};
     return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
 }
 
@@ -328,8 +348,9 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
  * rendezvous_bytes, the channel's capacity), so a tree allreduce of
  * FIT_CACHE_BYTES (one reader a step at P = 2) gives the slots' rate
  * and the rings' call of as many bytes the readers' contention; the
- * rings' call at the cores' caches' edge (edge_bytes), each node's
- * buffers half past its core's cache, the rate of its copies from the
+ * rings' call at the cores' caches' edge (edge_bytes, through the caches
+ * whatever the threshold, as the fit times it), each node's buffers
+ * half or more past its core's cache, the rate of its copies from the
  * shared one (copy_gbps_shared; at a bound, no such level: none, and
  * the summary says so);
  * direct1's and direct2's calls of FIT_CACHE_BYTES, their gets from
@@ -359,8 +380,8 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_TREE,
                    &tree, &tree_us);
     if (st == MRC_OK && own)
-        st = probe(plan, edge_bytes(p) / sizeof(float), 30, MRC_ALGO_RINGS,
-                   &edge, &edge_us);
+        st = probe_through(plan, edge_bytes(p, plan->ranks) / sizeof(float), 30,
+                           &edge, &edge_us);
     for (int i = 0; i < 2 && st == MRC_OK; i++)
         st =
             probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
@@ -476,7 +497,7 @@ static mrc_status_t fit_far(mrc_profile_t *p, const mrc_profile_t *probed,
 {
     static const double falloff[] = {1, 1.5, 2, 3, 4, 6, 8};
     double llc = probed->cache_bytes;
-    double fitted = 3.0 * (double)edge_bytes(probed) * f->ranks;
+    double fitted = 3.0 * (double)edge_bytes(probed, f->ranks) * f->ranks;
     double lo =
         fmin(llc, fmax(fmax(probed->private_cache_bytes * f->ranks, llc / 1024),
                        fitted));
@@ -558,7 +579,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
      * in and beyond them are those of calls through them, and the calls
      * around them have a rate of their own (fit_stream_rate). */
     size_t through = sp->timed ? SIZE_MAX : 0;
-    cal_probe_t edge = {.count = edge_bytes(p) / sizeof(float),
+    cal_probe_t edge = {.count = edge_bytes(p, plan->ranks) / sizeof(float),
                         .iters = 30,
                         .reps = 3 * plan->reps,
                         .stream_bytes = through};
@@ -570,12 +591,12 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
                        .iters = 4,
                        .reps = 3 * plan->reps,
                        .stream_bytes = through};
-    /* With more ranks than cores the 1 MiB call is mostly turns for a
+    /* With more ranks than cores the edge call is mostly turns for a
      * core, and the fit swung from a sixteenth of the kernel's figure to
      * all of it between runs: the kernel's figure stands. shm's rings
      * take their peers' lines from the slots, whatever the buffers'
      * size, so their calls say nothing of these two: the kernel's
-     * figure and the cache's rate stand. Either way the 1 MiB call is
+     * figure and the cache's rate stand. Either way the edge call is
      * not made. */
     double own =
         strcmp(plan->transport, "shm") == 0 ? 0 : p->private_cache_bytes;
