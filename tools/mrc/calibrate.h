@@ -167,6 +167,10 @@ int cal_windows_at_bound(void);
  * cache (shm, copy_gbps_shared) stopped at a bound: the profile then has
  * no such level. */
 int cal_own_level_at_bound(void);
+/* The names of p's rates left at their fits' lower bound, 0.01 GB/s
+ * (calibrate_floor.c): up to max of them into names; returns how many
+ * there are. */
+int cal_rates_at_floor(const mrc_profile_t *p, const char **names, int max);
 /* measure(ctx) bracketed by canaries, and run again while the host is
  * slower than its best (calibrate_steady.c): what it set is the last
  * run's. */

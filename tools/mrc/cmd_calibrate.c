@@ -239,6 +239,23 @@ static void tell_steady(const char *cmd, int summary_line)
                 cmd, s.unsteady, s.measured, s.best_us, s.worst_us);
 }
 
+/* A rate left at its fit's lower bound: no rate in range explained its
+ * probe, and what uses it is predicted far off. Named, whatever the
+ * output, beside the profile written. */
+static void tell_floor(const char *cmd, const mrc_profile_t *p)
+{
+    const char *names[8];
+    int n = cal_rates_at_floor(p, names, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        fprintf(stderr,
+                "%s: warning: %s came out at its fit's lower bound, 0.01 "
+                "GB/s: no rate in range explained its probe (a host that "
+                "changed speed, or a probe that did not depend on it); "
+                "predictions that use it will be far off: calibrate again "
+                "when the host is quiet\n",
+                cmd, names[i]);
+}
+
 /* cal_measure, and the copy rates measured again after it: a host whose
  * memory changed speed while it was measured (on the build machine a
  * calibration measured copies in cache at 65 GB/s where the host copied
@@ -305,6 +322,7 @@ static int measure(const char *cmd, cal_check_t *co, int quick, const char *out,
         return cli_fail(cmd, st);
     if (out && (rc = cli_write_file(cmd, out, text, strlen(text))) != CLI_OK)
         goto done;
+    tell_floor(cmd, &prof);
     if (check) {
         tell_steady(cmd, 0);
         co->profile = out; /* the header names it, if it was written */

@@ -1,7 +1,8 @@
 /*
  * The guard of `mrc calibrate` and --check against a host that slows down
  * (tools/mrc/calibrate_steady.c): which canaries are slow, when a
- * measurement is timed again, what is counted.
+ * measurement is timed again, what is counted; and the rates a
+ * calibration left at a fit's bound (calibrate_floor.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,11 +73,35 @@ static void test_again(void **state)
     assert_true(cal_guard_held(&k));
 }
 
+/* The rates left at their fits' lower bound, 0.01 GB/s (within 1.001 of
+ * it, as the fits take a bound), named in order; none at 0 (none) or
+ * just above; the count whatever room the caller gave. */
+static void test_rates_at_floor(void **state)
+{
+    (void)state;
+    mrc_profile_t p = {0};
+    const char *names[8] = {0};
+    assert_int_equal(cal_rates_at_floor(&p, names, 8), 0);
+    p.slot_gbps = 0.01;
+    p.kernel_gbps = 0.010005;
+    p.peer_gbps_cache = 0.0102;
+    p.copy_gbps_shared = 0.010000000000000148; /* as a fit left it */
+    p.memory_gbps_shared = 12;
+    assert_int_equal(cal_rates_at_floor(&p, names, 8), 3);
+    assert_string_equal(names[0], "slot_gbps");
+    assert_string_equal(names[1], "kernel_gbps");
+    assert_string_equal(names[2], "copy_gbps_shared");
+    const char *one[1] = {0};
+    assert_int_equal(cal_rates_at_floor(&p, one, 1), 3);
+    assert_string_equal(one[0], "slot_gbps");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_factor),
         cmocka_unit_test(test_again),
+        cmocka_unit_test(test_rates_at_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
