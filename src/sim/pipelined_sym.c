@@ -298,10 +298,9 @@ static mrc_status_t sym_routes(const sym_t *y)
                 return mrc__error(MRC_ERR_NO_MEMORY,
                                   "out of memory simulating");
         }
-        s->routes[r].latency = s->routes[e].latency;
-        s->routes[r].piece = s->routes[e].piece;
-        s->routes[r].piece_ns = s->routes[e].piece_ns;
-        s->routes[e] = s->routes[r];
+        /* e takes r's hops and keeps the rest (its latency) */
+        s->routes[e].first = s->routes[r].first;
+        s->routes[e].len = s->routes[r].len;
     }
     return MRC_OK;
 }

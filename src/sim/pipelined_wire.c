@@ -222,7 +222,7 @@ mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)
     mrc__sim_arrival_t arr = {
         pp->now +
             mrc__sim_node_latency(pp->s, fl->route, mt->src, mt->dst, mt->tag) +
-            mrc__sim_route_delay(rt, fl->bytes) - rt->latency,
+            mrc__sim_route_fill(rt, fl->bytes),
         mt->src, mt->dst, mt->tag, 0};
     mrc__sim_pipe_arrival_push(pp, arr);
     int q = pp->s->chan_pool[rt->first];

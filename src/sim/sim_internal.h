@@ -46,12 +46,20 @@ typedef struct mrc__sim_route {
     double piece, piece_ns;
 } mrc__sim_route_t;
 
+/* A message of `bytes` over route rt through slots: its first piece's
+ * fill, ns (0 elsewhere). */
+static inline double mrc__sim_route_fill(const mrc__sim_route_t *rt,
+                                         double bytes)
+{
+    return (bytes < rt->piece ? bytes : rt->piece) * rt->piece_ns;
+}
+
 /* When a message of `bytes` over route rt arrives after its last byte
- * left: the route's latency and, through slots, its first piece's fill. */
+ * left: the route's latency and its fill. */
 static inline double mrc__sim_route_delay(const mrc__sim_route_t *rt,
                                           double bytes)
 {
-    return rt->latency + (bytes < rt->piece ? bytes : rt->piece) * rt->piece_ns;
+    return rt->latency + mrc__sim_route_fill(rt, bytes);
 }
 
 /* The node model (node.c): with a profile, every node has a channel of

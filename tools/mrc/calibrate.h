@@ -167,8 +167,12 @@ int cal_windows_at_bound(void);
  * cache (shm, copy_gbps_shared) stopped at a bound: the profile then has
  * no such level. */
 int cal_own_level_at_bound(void);
-/* The names of p's rates left at their fits' lower bound, 0.01 GB/s
- * (calibrate_floor.c): up to max of them into names; returns how many
+/* The lower bound of every rate's fit (GB/s), and how near a bound a fit
+ * counts as stopped there, as a share of it (fit_probes). */
+#define CAL_RATE_FLOOR_GBPS 0.01
+#define CAL_AT_BOUND        1e-3
+/* The names of p's rates left at their fits' lower bound (CAL_RATE_FLOOR_GBPS,
+ * calibrate_floor.c): up to max of them into names; returns how many
  * there are. */
 int cal_rates_at_floor(const mrc_profile_t *p, const char **names, int max);
 /* measure(ctx) bracketed by canaries, and run again while the host is

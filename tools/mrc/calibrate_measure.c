@@ -129,7 +129,7 @@ static mrc_status_t fit_probes(mrc_profile_t *p, const fit_knob_t *set,
     }
     double x = sqrt(x0 * x1);
     knob_set(set, p, &base, x);
-    *clamped = x > hi * 0.999 || x < lo * 1.001;
+    *clamped = x > hi * (1 - CAL_AT_BOUND) || x < lo * (1 + CAL_AT_BOUND);
     return MRC_OK;
 }
 
@@ -226,20 +226,6 @@ static mrc_status_t probe(const cal_plan_t *plan, size_t count, int iters,
     return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
 }
 
-/* probe's rings call, written through the caches whatever the
- * calibration's threshold (a 2 MiB call's receive buffer is past a
- * threshold of 1 or 2 MiB, and the fit times it through them). */
-static mrc_status_t probe_through(const cal_plan_t *plan, size_t count,
-                                  int iters, cal_probe_t *pr, double *us)
-{
-    *pr = (cal_probe_t){.count = count,
-                        .iters = iters,
-                        .reps = 3 * plan->reps,
-                        .algo = MRC_ALGO_RINGS,
-                        .stream_bytes = SIZE_MAX};
-    return cal_probe_allreduce(plan->transport, plan->ranks, pr, us);
-}
-
 /* The contention between a host's readers (peer_contention): the rings'
  * call, in whose every step each node reads, against the tree's, whose
  * steps at P = 2 have one reader, which fitted the rate of a reader
@@ -321,20 +307,22 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                   i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1, &win[i], &win_us[i]);
     int win_clamped = 0;
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks, slot.count,
-                 slot_us, &clamped);
+        st = fit(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3, plan->ranks,
+                 slot.count, slot_us, &clamped);
         if (st == MRC_OK)
             st = fit(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks, rdv.count,
                      rdv_us, &clamped);
         if (st == MRC_OK)
-            st = fit_family(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
-                            plan->ranks, alone ? &tree : &pr,
-                            alone ? tree_us : us, &clamped);
+            st =
+                fit_family(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
+                           p->copy_gbps_cache, plan->ranks, alone ? &tree : &pr,
+                           alone ? tree_us : us, &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &pr, us, &clamped);
         if (st == MRC_OK && alone)
-            st = fit_probes(p, KNOB(window_gbps), 0.01, p->copy_gbps_cache,
-                            plan->ranks, win, win_us, 2, &win_clamped);
+            st = fit_probes(p, KNOB(window_gbps), CAL_RATE_FLOOR_GBPS,
+                            p->copy_gbps_cache, plan->ranks, win, win_us, 2,
+                            &win_clamped);
     }
     /* At a bound the windows said nothing the peer rate does not: none
      * (the model takes them at the peer rate), and the summary says so. */
@@ -367,7 +355,13 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
  * fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    cal_probe_t rings, tree = {0}, edge = {0}, win[2], ref;
+    /* (through the caches: a 2 MiB call's receive buffer is past a
+     * calibrated threshold of 1 or 2 MiB, and the fit times it so) */
+    cal_probe_t rings, tree = {0}, win[2], ref;
+    cal_probe_t edge = {.count = edge_bytes(p, plan->ranks) / sizeof(float),
+                        .iters = 30,
+                        .reps = 3 * plan->reps,
+                        .stream_bytes = SIZE_MAX};
     double rings_us = 0, tree_us = 0, edge_us = 0, win_us[2] = {0, 0};
     double ref_us = 0;
     int clamped = 0, own_clamped = 0, alone = readers_alone(plan, p);
@@ -380,8 +374,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe(plan, FIT_CACHE_BYTES / sizeof(float), 100, MRC_ALGO_TREE,
                    &tree, &tree_us);
     if (st == MRC_OK && own)
-        st = probe_through(plan, edge_bytes(p, plan->ranks) / sizeof(float), 30,
-                           &edge, &edge_us);
+        st = cal_probe_allreduce(plan->transport, plan->ranks, &edge, &edge_us);
     for (int i = 0; i < 2 && st == MRC_OK; i++)
         st =
             probe(plan, FIT_CACHE_BYTES / sizeof(float), 100,
@@ -389,22 +382,25 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK)
         st = probe(plan, past, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit_family(p, KNOB(slot_gbps), 0.01, 1e3, plan->ranks,
-                        alone ? &tree : &rings, alone ? tree_us : rings_us,
-                        &clamped);
+        st = fit_family(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
+                        plan->ranks, alone ? &tree : &rings,
+                        alone ? tree_us : rings_us, &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &rings, rings_us, &clamped);
         if (st == MRC_OK && own)
-            st = fit_family(p, KNOB(copy_gbps_shared), 0.01, p->copy_gbps_cache,
-                            plan->ranks, &edge, edge_us, &own_clamped);
+            st = fit_family(p, KNOB(copy_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                            p->copy_gbps_cache, plan->ranks, &edge, edge_us,
+                            &own_clamped);
         if (st == MRC_OK && own_clamped)
             p->copy_gbps_shared = 0;
         if (st == MRC_OK)
-            st = fit_probes(p, KNOB(peer_gbps_cache), 0.01, p->copy_gbps_cache,
-                            plan->ranks, win, win_us, 2, &clamped);
+            st = fit_probes(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
+                            p->copy_gbps_cache, plan->ranks, win, win_us, 2,
+                            &clamped);
         if (st == MRC_OK)
-            st = fit_family(p, KNOB(kernel_gbps), 0.01, p->copy_gbps_cache,
-                            plan->ranks, &ref, ref_us, &clamped);
+            st = fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
+                            p->copy_gbps_cache, plan->ranks, &ref, ref_us,
+                            &clamped);
     }
     own_level_at_bound = own_clamped;
     return st;
@@ -452,8 +448,8 @@ static mrc_status_t fit_memory(mrc_profile_t *p, const mrc_profile_t *probed,
 {
     int clamped = 0;
     restore_beyond(p, probed);
-    mrc_status_t st = fit(p, KNOB(memory_gbps_shared), 0.01, 1e4, f->ranks,
-                          f->big_count, f->big_us, &clamped);
+    mrc_status_t st = fit(p, KNOB(memory_gbps_shared), CAL_RATE_FLOOR_GBPS, 1e4,
+                          f->ranks, f->big_count, f->big_us, &clamped);
     if (st == MRC_OK && clamped) {
         restore_beyond(p, probed);
         st =
@@ -545,8 +541,8 @@ static mrc_status_t fit_stream_rate(const cal_plan_t *plan, mrc_profile_t *p,
     int clamped = 0;
     p->stream_bytes = 1;
     mrc_status_t st =
-        fit_probes(p, KNOB(stream_gbps), 0.01, 1e3, plan->ranks, sp->calls,
-                   sp->around_us, STREAM_SIZES, &clamped);
+        fit_probes(p, KNOB(stream_gbps), CAL_RATE_FLOOR_GBPS, 1e3, plan->ranks,
+                   sp->calls, sp->around_us, STREAM_SIZES, &clamped);
     p->stream_bytes = from;
     /* At a bound no rate explains the calls: none (timed as through the
      * caches) rather than one that moves every prediction around them. */
@@ -623,13 +619,15 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
         st = fit(p, KNOB(private_cache_bytes), own / 16, own, plan->ranks,
                  edge.count, edge_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, KNOB(peer_gbps_shared), 0.01, p->copy_gbps_cache,
-                     plan->ranks, shared.count, shared_us, &clamped);
+            st = fit(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                     p->copy_gbps_cache, plan->ranks, shared.count, shared_us,
+                     &clamped);
     }
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (own > 0)
-            st = fit(p, KNOB(peer_gbps_shared), 0.01, p->copy_gbps_cache,
-                     plan->ranks, shared.count, shared_us, &clamped);
+            st = fit(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                     p->copy_gbps_cache, plan->ranks, shared.count, shared_us,
+                     &clamped);
         if (st == MRC_OK)
             st = fit_far(p, &probed, &far);
     }

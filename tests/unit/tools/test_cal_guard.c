@@ -75,7 +75,8 @@ static void test_again(void **state)
 
 /* The rates left at their fits' lower bound, 0.01 GB/s (within 1.001 of
  * it, as the fits take a bound), named in order; none at 0 (none) or
- * just above; the count whatever room the caller gave. */
+ * just above, nor a rate that is none at a bound; the count whatever
+ * room the caller gave. */
 static void test_rates_at_floor(void **state)
 {
     (void)state;
@@ -85,12 +86,14 @@ static void test_rates_at_floor(void **state)
     p.slot_gbps = 0.01;
     p.kernel_gbps = 0.010005;
     p.peer_gbps_cache = 0.0102;
-    p.copy_gbps_shared = 0.010000000000000148; /* as a fit left it */
-    p.memory_gbps_shared = 12;
+    p.memory_gbps_shared = 0.010000000000000148; /* as a fit left one */
+    p.peer_gbps_shared = 12;
     assert_int_equal(cal_rates_at_floor(&p, names, 8), 3);
     assert_string_equal(names[0], "slot_gbps");
     assert_string_equal(names[1], "kernel_gbps");
-    assert_string_equal(names[2], "copy_gbps_shared");
+    assert_string_equal(names[2], "memory_gbps_shared");
+    p.copy_gbps_shared = 0.01; /* none at a bound: never left so */
+    assert_int_equal(cal_rates_at_floor(&p, names, 8), 3);
     const char *one[1] = {0};
     assert_int_equal(cal_rates_at_floor(&p, one, 1), 3);
     assert_string_equal(one[0], "slot_gbps");
