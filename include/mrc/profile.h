@@ -192,6 +192,20 @@ typedef struct mrc_profile {
      * the larger of it and 16 MiB as well. Optional; 0: such calls are
      * timed as calls through the caches. */
     double stream_gbps;
+    /* 1: the shared-memory transport leaves a send buffer exposed by
+     * reference where it is, and its peers read it through the kernel
+     * (kernel_gbps), even where it would fit its owner's area; 0: it
+     * copies one that fits into the area, where the peers read it with
+     * plain loads. calibrate sets it where the kernel's copy is the
+     * faster: kernel_gbps above the rate of the owner's copy into its
+     * area (copy_gbps_cache) and its reader's of those fresh lines
+     * (window_gbps, else peer_gbps_cache) one after the other
+     * (mrc_profile_reads_sends). On a host whose kernel copied at 15
+     * GB/s and whose cores took each other's fresh lines at 16, direct1's
+     * allgather of 128 KiB a rank at 2 ranks took 23 us copied in and 14
+     * read (docs/performance.md). Optional; 0: copied in where it fits
+     * (the built-in). */
+    double send_by_ref;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is
@@ -207,6 +221,10 @@ MRC_EXTERN mrc_status_t mrc_profile_to_json(const mrc_profile_t *p,
  * profile writes around the caches: its stream_bytes, else the built-in
  * 8 MiB; NULL: the built-in. */
 MRC_EXTERN size_t mrc_profile_stream_bytes(const mrc_profile_t *p);
+/* Whether the profile's rates say a peer's read of a send buffer through
+ * the kernel beats its owner's copy into its area and the peer's read of
+ * those lines (send_by_ref's rule; 0 where a rate is missing). */
+MRC_EXTERN int mrc_profile_reads_sends(const mrc_profile_t *p);
 
 #ifdef __cplusplus
 }

@@ -132,7 +132,8 @@ class Profile(Structure):
                 ("quiet_turn_share", c_double),
                 ("canary_us", c_double),
                 ("window_gbps", c_double), ("stream_bytes", c_double),
-                ("stream_gbps", c_double)]
+                ("stream_gbps", c_double),
+                ("send_by_ref", c_double)]
 
 
 class SimConfig(Structure):

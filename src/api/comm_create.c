@@ -278,6 +278,11 @@ void mrc__comm_shared_hosts(shared_t *s, int hosts)
     s->hosts = hosts > 1 ? hosts : 1;
 }
 
+int mrc__comm_shared_sends_by_ref(const shared_t *s)
+{
+    return s && s->profile && s->profile->send_by_ref > 0;
+}
+
 /* MRC_DEBUG=INFO at creation: the topology, the transport and the rings
  * of this rank's group, one line each. */
 static void log_comm(const mrc_comm_t *c)
@@ -535,6 +540,8 @@ static mrc_status_t init_rank(mrc_comm_t **comm, int nranks, int rank,
     st = profile_refused(s, "shm", NULL);
     if (st == MRC_OK)
         st = mrc__shm_attach(nranks, rank, job, token, timeout, &s->shm);
+    if (st == MRC_OK)
+        mrc__shm_set_send_by_ref(s->shm, mrc__comm_shared_sends_by_ref(s));
     if (st == MRC_OK)
         st = comm_create(s, rank, mrc__shm_transport(s->shm), timeout, comm);
     shared_release(s);

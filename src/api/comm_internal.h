@@ -26,6 +26,10 @@ void mrc__comm_shared_release(shared_t *s);
 /* The ranks are on `hosts` hosts in equal blocks of consecutive ranks
  * (the hier family's input; 1: one host, or not in such blocks). */
 void mrc__comm_shared_hosts(shared_t *s, int hosts);
+/* Whether s's host profile reads send buffers by reference (its
+ * send_by_ref; 0 without a profile): the shared-memory endpoint's
+ * setting (mrc__shm_set_send_by_ref). */
+int mrc__comm_shared_sends_by_ref(const shared_t *s);
 
 /* nranks communicators over threads (as mrc_comm_init_all) that run
  * one given program, a loaded image's: every call must be the call it

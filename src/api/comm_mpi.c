@@ -52,7 +52,7 @@ static int hosts_in_blocks(const int *leader_of, int n)
 
 static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
                                mrc__mpi_endpoint_t **out, double timeout,
-                               int *hosts)
+                               int send_by_ref, int *hosts)
 {
     *out = NULL;
     *hosts = 1;
@@ -108,6 +108,8 @@ static mrc_status_t setup_rank(MPI_Comm comm, int n, int rank,
             local_of[r] = nlocal > 1 && leader_of[r] == leader ? k++ : -1;
         if (nlocal > 1)
             st = mrc__shm_attach(nlocal, lrank, job, NULL, timeout, &shm);
+        if (st == MRC_OK && shm)
+            mrc__shm_set_send_by_ref(shm, send_by_ref);
     }
     if (host != MPI_COMM_NULL)
         PMPI_Comm_free(&host);
@@ -163,7 +165,8 @@ mrc_status_t mrc_comm_init_mpi(MPI_Comm comm, const mrc_config_t *cfg,
      * for ever, and then every rank stays with MPI. */
     int hosts = 1;
     mrc_status_t est =
-        setup_rank(comm, n, rank, &e, isfinite(timeout) ? timeout : 60, &hosts);
+        setup_rank(comm, n, rank, &e, isfinite(timeout) ? timeout : 60,
+                   mrc__comm_shared_sends_by_ref(s), &hosts);
     if (st == MRC_OK && est != MRC_OK) {
         st = est;
         snprintf(why, sizeof why, "%s", mrc_last_error());

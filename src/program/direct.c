@@ -26,8 +26,8 @@
  * else by reference, which adds a final sync so that no node leaves
  * while a peer reads its buffers (direct1's allgather and reduce-scatter
  * on 2 nodes from a smaller window: copy_limit).
- * direct1's allreduce, reduce and broadcast are by copy only (they are
- * for small messages). direct2 does not apply to
+ * direct1's allreduce and reduce are by copy only (they are for small
+ * messages); its broadcast too but on 2 nodes. direct2 does not apply to
  * reduce-scatter and allgather, whose one step is direct1.
  * Every node waits on a flag of every peer, or on one that has (direct2's
  * broadcast: the others on the root, whose scatter waited on all): the
@@ -210,6 +210,19 @@ static const mrc__insn_t d1_broadcast_local[] = {
     {.op = SIGNAL, .pred = EQ},
     {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
+};
+
+/* By reference (on 2 nodes from copy_limit's size): the root exposes
+ * its vector where it is, the others read it, and every node waits at
+ * the end for all (the root's buffer is read until its readers are
+ * done; so with local completion too). */
+static const mrc__insn_t d1_broadcast_ref[] = {
+    {.op = EXPOSE, .pred = EQ, .buf_a = SB, .flags = REF | ALL},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
+    {.op = SIGNAL, .pred = EQ},
+    {.op = WAIT, NOT_ROOT, ROOT},
+    {.op = GET, NOT_ROOT, .buf_a = SB, .buf_b = RB, .flags = W, ROOT},
+    {.op = BARRIER, .flag = 1},
 };
 
 /* ---- direct2 ------------------------------------------------------------ */
@@ -408,7 +421,8 @@ static const family_code_t codes[2][MRC_NUM_COLLECTIVES][2] = {
         [MRC_ALLGATHER] = {T(d1_allgather, MRC__ADDR_BLOCK_POS),
                            T(d1_allgather_ref, MRC__ADDR_BLOCK_POS)},
         [MRC_REDUCE] = {T(d1_reduce, MRC__ADDR_WHOLE)},
-        [MRC_BROADCAST] = {T(d1_broadcast, MRC__ADDR_WHOLE)},
+        [MRC_BROADCAST] = {T(d1_broadcast, MRC__ADDR_WHOLE),
+                           T(d1_broadcast_ref, MRC__ADDR_WHOLE)},
     },
     {
         [MRC_ALLREDUCE] = {T(d2_allreduce, MRC__ADDR_SPLIT),
@@ -423,7 +437,8 @@ static const family_code_t codes[2][MRC_NUM_COLLECTIVES][2] = {
 /* direct1's reduce and broadcast with local completion (by copy). */
 static const family_code_t local_codes[MRC_NUM_COLLECTIVES][2] = {
     [MRC_REDUCE] = {T(d1_reduce_local, MRC__ADDR_WHOLE)},
-    [MRC_BROADCAST] = {T(d1_broadcast_local, MRC__ADDR_WHOLE)},
+    [MRC_BROADCAST] = {T(d1_broadcast_local, MRC__ADDR_WHOLE),
+                       T(d1_broadcast_ref, MRC__ADDR_WHOLE)},
 };
 
 #undef T
@@ -454,14 +469,26 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
  * node waits for its readers) cost more than the copy: allgather of 64
  * KiB blocks, 4 ranks on 2 cores, 26 us by copy, 36-40 by reference (a
  * build that took the reference past 4-16 KiB on any group).
+ * direct1's broadcast on 2 nodes too, past 256 KiB, since a host's profile may
+ * say that the kernel's read of the root's buffer beats the root's copy
+ * into its area and the leaf's of it (send_by_ref; mrc/profile.h): read
+ * so, a broadcast of 512 KiB-1 MiB at 2 ranks took 27-81 us where the
+ * form by copy took 34-99 (a single run each, beside Open MPI's 29-75),
+ * and of 64-256 KiB about as long (7-15 us against 7-16); where it does
+ * not, the root copies its vector into its area, as by copy, and the
+ * closing sync is the form's one cost more. Not from 16 KiB: the root of
+ * a broadcast by copy with local completion returns at once, and runs
+ * calls ahead of its peers (shm_rank's endsbehind), which the form by
+ * reference, whose root waits for its reader, cannot.
  * The same for every node of the group, as the form must be. */
-static uint64_t copy_limit(mrc_collective_t c, int n)
+static uint64_t copy_limit(mrc_algo_t a, mrc_collective_t c, int n)
 {
     if (c == MRC_ALLREDUCE || c == MRC_REDUCE)
         return mrc__stage_reduce_max(n);
     uint64_t stage = mrc__stage_max(n);
-    uint64_t lim = (uint64_t)16 << 10;
-    if (n != 2 || (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER))
+    uint64_t lim = (uint64_t)(c == MRC_BROADCAST ? 256 : 16) << 10;
+    if (n != 2 || a != MRC_ALGO_DIRECT1 ||
+        (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER && c != MRC_BROADCAST))
         return stage;
     return lim < stage ? lim : stage;
 }
@@ -492,14 +519,19 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
     uint64_t window =
         mrc__sat_mul_add(mrc__window_elems(cfg->collective, cfg->count, n),
                          mrc_dtype_size(cfg->dtype), 0);
-    uint64_t limit = copy_limit(cfg->collective, n);
+    uint64_t limit = copy_limit(cfg->algo, cfg->collective, n);
     int ref = window > limit;
     if (!byc[0].code)
         return mrc__error(MRC_ERR_UNSUPPORTED, "%s does not apply to %s%s",
                           mrc_algo_name(cfg->algo),
                           mrc_collective_name(cfg->collective),
                           fam == 1 ? " (its one step is direct1)" : "");
-    if (ref && !byc[1].code) {
+    /* (direct1's broadcast by reference is for 2 nodes, one reader of
+     * the root's buffer: on more, every leaf would read it through the
+     * kernel at once, which nothing has measured) */
+    int copy_only = !byc[1].code ||
+                    (fam == 0 && n != 2 && cfg->collective == MRC_BROADCAST);
+    if (ref && copy_only) {
         char a[32], b[32];
         return mrc__error(MRC_ERR_UNSUPPORTED,
                           "%s does not apply to %s of %s on %d nodes: it "

@@ -159,6 +159,7 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
     out->kernel_gbps = pr->kernel_gbps;
+    out->copies_sends = out->copies_sends && !(pr->send_by_ref > 0);
     double share = memory_share(pr, x, n);
     double rc = 0, rm = 0;
     if ((unsigned)dtype < MRC_NUM_DTYPES && (unsigned)op < MRC_NUM_OPS) {

@@ -369,11 +369,12 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     m->per_host = prof->nodes_per_memory > 0 ? prof->nodes_per_memory : nn;
     int nh = (nn + m->per_host - 1) / m->per_host;
     m->mapped = mapped;
-    /* (shm's profile: a kernel read and a rendezvous) */
-    m->send_copied =
-        !mapped && prof->kernel_gbps > 0 && prof->rendezvous_bytes > 0
-            ? mrc__sim_send_copied(s->p)
-            : 0;
+    /* (shm's profile: a kernel read and a rendezvous; and it copies a
+     * send that fits into its area unless the profile reads them) */
+    m->send_copied = !mapped && prof->kernel_gbps > 0 &&
+                             prof->rendezvous_bytes > 0 && !prof->send_by_ref
+                         ? mrc__sim_send_copied(s->p)
+                         : 0;
     node_rates(s);
     if ((st = node_channels(s, nn, nh)) != MRC_OK)
         return st;

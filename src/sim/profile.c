@@ -13,7 +13,7 @@
  *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3,
  *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5,
  *    "canary_us": 0.7, "window_gbps": 6, "stream_bytes": 8388608,
- *    "stream_gbps": 9 (these twenty optional),
+ *    "stream_gbps": 9, "send_by_ref": 1 (these twenty-one optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -78,6 +78,7 @@ static const char *const top_fields[] = {"format",
                                          "window_gbps",
                                          "stream_bytes",
                                          "stream_gbps",
+                                         "send_by_ref",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -289,6 +290,7 @@ static const struct number_field {
     {"stream_bytes", offsetof(mrc_profile_t, stream_bytes), 0, MAX_CACHE_BYTES,
      1},
     {"stream_gbps", offsetof(mrc_profile_t, stream_gbps), 1, MAX_GBPS, 1},
+    {"send_by_ref", offsetof(mrc_profile_t, send_by_ref), 1, 1, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -320,6 +322,9 @@ static mrc_status_t read_profile(json_t *root, mrc_profile_t *p)
         st = mrc__error(MRC_ERR_INVALID_ARG,
                         "field \"stream_bytes\" must be a whole number of "
                         "bytes, at least 1");
+    if (st == MRC_OK && p->send_by_ref != 0 && p->send_by_ref != 1)
+        st = mrc__error(MRC_ERR_INVALID_ARG,
+                        "field \"send_by_ref\" must be 0 or 1");
     if (st == MRC_OK)
         st = read_reduce(root, p);
     return st;
@@ -475,6 +480,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "stream_bytes", p->stream_bytes, ",\n");
     if (p->stream_gbps > 0)
         put_number(&sb, "stream_gbps", p->stream_gbps, ",\n");
+    if (p->send_by_ref > 0)
+        put_number(&sb, "send_by_ref", p->send_by_ref, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");
@@ -501,4 +508,15 @@ size_t mrc_profile_stream_bytes(const mrc_profile_t *p)
         return SIZE_MAX;
     return p && p->stream_bytes >= 1 ? (size_t)p->stream_bytes
                                      : (size_t)MRC__NONTEMPORAL_BYTES;
+}
+
+int mrc_profile_reads_sends(const mrc_profile_t *p)
+{
+    if (!p || p->kernel_gbps <= 0 || p->copy_gbps_cache <= 0)
+        return 0;
+    double peer = p->window_gbps > 0 ? p->window_gbps : p->peer_gbps_cache;
+    if (peer <= 0)
+        return 0;
+    /* ns a byte: the owner's copy, then its reader's, against one read */
+    return 1 / p->kernel_gbps < 1 / p->copy_gbps_cache + 1 / peer;
 }

@@ -261,6 +261,13 @@ int mrc__shm_region_holds(const void *ptr, size_t bytes);
  * nothing. So that the MPI transport can let MPI progress without shm
  * knowing MPI. */
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg);
+/* 1: e leaves every send buffer exposed by reference where it is, and
+ * its peers read it through the kernel, even one that would fit its area
+ * (a profile's send_by_ref, which calibrate sets where the kernel's copy
+ * beats the owner's copy and its reader's); 0 (the default): it copies
+ * one that fits into its area (memory.c, copy_send). Every rank may
+ * choose alike or not: the record says which, and readers follow it. */
+void mrc__shm_set_send_by_ref(mrc__shm_endpoint_t *e, int on);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
 /* The same operations under another name (what the communicator reports
  * and its cost model and profile go by), and calling the endpoint's idle

@@ -175,6 +175,42 @@ else
     echo "FAIL: sendcopy's send buffers went '$went', wanted '$want'"
 fi
 
+# A host profile whose send_by_ref is 1 (calibrate's, where the kernel's
+# read beats the owner's copy and its reader's): every send buffer stays
+# where it is and is read through the kernel, the ones that fit the area
+# too; results exact, and so for every case of direct1's sweep (its
+# allgather, reduce-scatter and broadcast by reference from 16 KiB).
+cat > "$tmp/byref.json" <<'JSON'
+{"format": "mrc-profile", "version": 1, "transport": "shm", "ranks": 2,
+ "cores": 2, "nodes_per_memory": 2, "cache_bytes": 4194304,
+ "copy_gbps_cache": 40, "copy_gbps_memory": 8, "memory_gbps_shared": 10,
+ "peer_gbps_cache": 12, "private_cache_bytes": 1048576,
+ "peer_gbps_shared": 7, "rendezvous_bytes": 1048576, "rendezvous_us": 1,
+ "slot_gbps": 12, "turn_us": 0, "flag_turn_us": 0, "get_us": 0.5,
+ "kernel_gbps": 15, "spin_share": 0, "send_by_ref": 1,
+ "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
+ "message_us": 0.4, "sync_us": 0.2}
+JSON
+expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
+    env MRC_ALGO=direct1 MRC_PROFILE="$tmp/byref.json" MRC_DEBUG=TRACE \
+    "$MRC" launch -n 2 --timeout 60 -- "$RANK" sendcopy
+went=$(sed -n 's/^mrc: rank [01]: call \([0-9]*\): its send buffer ([0-9]* bytes) \([a-z]*\).*/\1\2/p' \
+    "$tmp/out" | sort -n | tr '\n' ' ')
+want="0by 0by 1by 1by 2by 2by 3by 3by 4by 4by 5by 5by 6by 6by 7by 7by "
+if [ "$went" = "$want" ] &&
+    grep -q "rank 1: call 0: .* by reference: the host's profile reads sends there" "$tmp/out"; then
+    passed=$((passed + 1))
+else
+    failed=$((failed + 1))
+    echo "FAIL: with send_by_ref the send buffers went '$went', wanted '$want'"
+fi
+for completion in group local; do
+    expect 0 "rank 0 of 2: [0-9]* cases, 0 wrong elements, 0 failed" \
+        env MRC_ALGO=direct1 MRC_COMPLETION=$completion \
+        MRC_PROFILE="$tmp/byref.json" "$MRC" launch -n 2 --timeout 120 -- \
+        "$RANK" sweep
+done
+
 # A /dev/shm without room for the job's segment (a container's): every
 # rank refuses at once, naming what the job needs and the room there is,
 # where a touch past the room would be a SIGBUS mid-call; a job that fits

@@ -892,6 +892,11 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         st = fit_crowd(plan, p);
     /* The host's speed as calibrated, for --check to hold it to. */
     p->canary_us = cal_steady_report().best_us;
+    /* Last: every probe ran with the sends copied in where they fit, as
+     * the fits timed them; what the rates then say of the two ways is
+     * the transport's choice from now on (shm's: its kernel's rate). */
+    if (st == MRC_OK && strcmp(plan->transport, "threads") != 0)
+        p->send_by_ref = mrc_profile_reads_sends(p);
     cal_tell(plan, 1, "done");
     return st;
 }

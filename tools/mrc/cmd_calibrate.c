@@ -128,6 +128,14 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",
                p->kernel_gbps);
+    if (p->kernel_gbps > 0)
+        printf("           %s\n",
+               p->send_by_ref > 0
+                   ? "so a send exposed by reference is read there (faster "
+                     "than its owner's copy into its area and the reader's)"
+                   : "so a send exposed by reference that fits its owner's "
+                     "area is copied into it (faster than the kernel's "
+                     "read)");
     if (p->peer_gbps_shared > 0)
         printf("           %.2f GB/s once it has left the writer's core\n",
                p->peer_gbps_shared);

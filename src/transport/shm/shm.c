@@ -219,6 +219,11 @@ static const mrc__transport_ops_t shm_ops = {
     .reads_buffers = mrc__shm_reads_buffers,
 };
 
+void mrc__shm_set_send_by_ref(mrc__shm_endpoint_t *e, int on)
+{
+    e->send_by_ref = on != 0;
+}
+
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg)
 {
     e->on_idle = idle;

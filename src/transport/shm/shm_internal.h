@@ -183,6 +183,9 @@ struct mrc__shm_endpoint {
     int ended_behind;
     int small_deep; /* a deep call of at most DEEP_WINDOW bytes */
     int prefetch_w; /* the core takes a line for writing on a prefetch */
+    /* 1: a send buffer exposed by reference stays where it is, and its
+     * peers read it through the kernel (mrc__shm_set_send_by_ref). */
+    int send_by_ref;
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
     mrc__transport_ops_t named; /* mrc__shm_transport_named's table */

@@ -50,6 +50,7 @@ static mrc_profile_t sample(void)
     p.window_gbps = 6.25;
     p.stream_bytes = 2097152;
     p.stream_gbps = 9.25;
+    p.send_by_ref = 1;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -116,7 +117,8 @@ static void test_optional_transport(void **state)
         "  \"peer_contention\": 0.25,\n", "  \"copy_gbps_shared\": 30.5,\n",
         "  \"latency_us\": 0.125,\n",     "  \"quiet_turn_share\": 0.875,\n",
         "  \"canary_us\": 0.6875,\n",     "  \"window_gbps\": 6.25,\n",
-        "  \"stream_bytes\": 2097152,\n", "  \"stream_gbps\": 9.25,\n"};
+        "  \"stream_bytes\": 2097152,\n", "  \"stream_gbps\": 9.25,\n",
+        "  \"send_by_ref\": 1,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -129,6 +131,7 @@ static void test_optional_transport(void **state)
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
     p.copy_gbps_shared = p.latency_us = p.quiet_turn_share = 0;
     p.canary_us = p.window_gbps = p.stream_bytes = p.stream_gbps = 0;
+    p.send_by_ref = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -145,6 +148,30 @@ static void test_stream_bytes(void **state)
     assert_int_equal(mrc_profile_stream_bytes(NULL), 8 << 20);
     p.stream_bytes = 1e30;
     assert_true(mrc_profile_stream_bytes(&p) == SIZE_MAX);
+}
+
+/* send_by_ref's rule: the kernel's read beats the owner's copy and its
+ * reader's of the fresh lines (the window rate, else the peer rate) one
+ * after the other; no rule without the rates. */
+static void test_reads_sends(void **state)
+{
+    (void)state;
+    mrc_profile_t p = sample(); /* 8.5 against 41.5 then 6.25: 5.43 */
+    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    p.kernel_gbps = 5.4;
+    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    p.kernel_gbps = 5.45;
+    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    p.window_gbps = 0; /* the peer rate: 41.5 then 12.5, 9.61 */
+    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    p.kernel_gbps = 9.7;
+    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    p.peer_gbps_cache = 0;
+    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    p = sample();
+    p.kernel_gbps = 0;
+    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    assert_int_equal(mrc_profile_reads_sends(NULL), 0);
 }
 
 /* The sample's JSON with `from` replaced by `to` (once). */
@@ -212,6 +239,9 @@ static void test_bad_fields(void **state)
             "\"quiet_turn_share\"");
     refused("\"canary_us\": 0.6875", "\"canary_us\": -0.5", "\"canary_us\"");
     refused("\"window_gbps\": 6.25", "\"window_gbps\": -1", "\"window_gbps\"");
+    refused("\"send_by_ref\": 1", "\"send_by_ref\": 0.5",
+            "\"send_by_ref\" must be 0 or 1");
+    refused("\"send_by_ref\": 1", "\"send_by_ref\": 2", "\"send_by_ref\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 0",
             "\"stream_bytes\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": \"8M\"",
@@ -444,6 +474,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_stream_bytes),
+        cmocka_unit_test(test_reads_sends),
         cmocka_unit_test(test_optional_peer),
         cmocka_unit_test(test_optional_transport),
         cmocka_unit_test(test_bad_fields),
