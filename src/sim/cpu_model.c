@@ -25,6 +25,16 @@
  * from a window follows its owner's copy into it: direct1's broadcast is
  * the root's copy, then the leaves'). A broadcast is timed in place, as
  * MPI's and torch's are (no copy of the root's to itself).
+ *
+ * With local completion (MPI's rule, the drop-in library's), a reduce's
+ * leaves and a broadcast's root return once their own part is done, and
+ * run calls ahead of the node that waits for them: in a run of such
+ * calls a node never waits on a flag that its peer raised a call ago,
+ * so a call costs its busiest node's own time, each node alone
+ * (mrc__cpu_runs_ahead). Broadcast at 2 ranks, the drop-in library's suite, 5
+ * rounds: timed so, the selector took direct1 where it had taken the
+ * tree, and 512 KiB-8 MiB went from 1.50-2.18 times Open MPI's time to
+ * 0.93-1.02, 4-256 B from 0.83-2.25 to 0.45-1.25 (docs/performance.md).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -388,13 +398,21 @@ static int largest_group(const mrc_program_t *p)
     return n;
 }
 
+int mrc__cpu_runs_ahead(const mrc_program_t *p)
+{
+    return p->cfg.completion == MRC_COMPLETION_LOCAL &&
+           (p->cfg.collective == MRC_REDUCE ||
+            p->cfg.collective == MRC_BROADCAST);
+}
+
 /* A group's time: its slowest modelled node's. A node's first wait on
  * its peers' flags ends no sooner than the last of them signals: a get
  * from a window by copy follows its owner's copy into it (direct1's
  * broadcast: the root's copy, then the leaves'; a node that waits on
  * peers which did what it did first loses nothing). signal_at: by node,
  * the caller's (a program's groups are disjoint, and a node waits only
- * on its own group's); peers: the caller's list, reused. */
+ * on its own group's); peers: the caller's list, reused. Where nodes
+ * run ahead (mrc__cpu_runs_ahead), each node alone. */
 static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
                                const mrc__cpu_cost_t *k,
                                const mrc__cpu_cost_t *km, int depth,
@@ -422,7 +440,7 @@ static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
     }
     for (int s = 0; st == MRC_OK && s < sampled; s++) {
         double late = 0;
-        for (int j = 0; j < cost[s].num_peers; j++) {
+        for (int j = 0; !mrc__cpu_runs_ahead(p) && j < cost[s].num_peers; j++) {
             int q = peers->peer[cost[s].first_peer + j];
             double d =
                 q >= 0 && q < p->num_nodes ? signal_at[q] - cost[s].wait_at : 0;

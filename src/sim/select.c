@@ -105,7 +105,16 @@ static double call_bytes(const mrc_program_t *p)
  *   than the constants below 4 KiB: docs/simulator.md);
  * - larger groups or walks, and MPI between hosts (whose network the
  *   profile does not describe, nor the check hold to runs), take the CPU
- *   model with the profile's figures. */
+ *   model with the profile's figures;
+ * - a reduce and a broadcast with local completion, whose nodes run
+ *   calls ahead of each other (mrc__cpu_runs_ahead), take the CPU model
+ *   with its built-in constants, timing a call in a run of them, each
+ *   node alone: the profile's rates are those of calls timed alone, and
+ *   chose worse (broadcast at 2 ranks, the drop-in library's suite: the
+ *   walk chose the rings, 1.14-1.70 times Open MPI's time at 64 KiB-8
+ *   MiB, and the CPU model with the profile's figures the tree, which
+ *   took as long; the constants direct1, 0.70-0.92; docs/performance.md).
+ *   What the profile says of the transport (send_by_ref) still holds. */
 enum {
     SIM_SELECT_NODES = 16,
     SIM_SELECT_BYTES = 4096,
@@ -114,11 +123,14 @@ enum {
 };
 
 /* The profile the CPU model times candidate p with: the input's, or
- * none (the built-in constants) for a call below SIM_SELECT_BYTES. */
+ * none (the built-in constants) for a call below SIM_SELECT_BYTES and
+ * for one whose nodes run ahead. */
 static const mrc_profile_t *cpu_profile(const mrc__select_input_t *in,
                                         const mrc_program_t *p)
 {
-    return call_bytes(p) >= SIM_SELECT_BYTES ? in->profile : NULL;
+    return call_bytes(p) >= SIM_SELECT_BYTES && !mrc__cpu_runs_ahead(p)
+               ? in->profile
+               : NULL;
 }
 
 /* Whether candidate p is timed by the simulator (see SIM_SELECT_NODES). */

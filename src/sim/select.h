@@ -178,6 +178,12 @@ mrc_status_t mrc__cpu_time_profile(const mrc_program_t *p,
                                    const mrc_profile_t *profile,
                                    int peers_mapped, double *time_us);
 
+/* Whether p's nodes that only send return once their part is done, and
+ * so run calls ahead of their peers (a reduce or a broadcast with local
+ * completion): the CPU model then times a call in a run of them, each
+ * node alone, since none waits for a flag its peer raised a call ago. */
+int mrc__cpu_runs_ahead(const mrc_program_t *p);
+
 /* nccl-tests' bus bandwidth factor for a collective over n ranks. */
 double mrc__busbw_factor(mrc_collective_t c, int n);
 

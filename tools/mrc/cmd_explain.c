@@ -31,7 +31,8 @@ void help_explain(void)
         "             consecutive ranks (hier; default 1)\n"
         "--profile    a host profile ('mrc calibrate -o FILE'): each\n"
         "             family is timed by the simulator's node model with\n"
-        "             it, as 'mrc sim --profile' (below 4 KiB a node: the\n"
+        "             it, as 'mrc sim --profile' (below 4 KiB a node, and\n"
+        "             a reduce or broadcast with local completion: the\n"
         "             CPU model's constants; groups past 16 nodes, and mpi:\n"
         "             the CPU model with its figures); the\n"
         "             transport defaults to the profile's, and another CPU\n"
@@ -40,7 +41,9 @@ void help_explain(void)
         "             allgather); K/M/G suffixes\n"
         "--completion the programs of group (default) or local completion\n"
         "             (as the drop-in MPI library runs them: see 'mrc help\n"
-        "             compile')\n"
+        "             compile'); a reduce or broadcast with local\n"
+        "             completion is timed as a call of a run of them,\n"
+        "             whose nodes each run ahead (each node alone)\n"
         "--json       one JSON object\n");
 }
 
