@@ -196,11 +196,12 @@ typedef struct mrc_profile {
      * reference where it is, and its peers read it through the kernel
      * (kernel_gbps), even where it would fit its owner's area; 0: it
      * copies one that fits into the area, where the peers read it with
-     * plain loads. calibrate sets it where the kernel's copy is the
-     * faster: kernel_gbps above the rate of the owner's copy into its
-     * area (copy_gbps_cache) and its reader's of those fresh lines
-     * (window_gbps, else peer_gbps_cache) one after the other
-     * (mrc_profile_reads_sends). On a host whose kernel copied at 15
+     * plain loads. calibrate sets it where the kernel's read is the
+     * faster: on shm at 2 ranks timed both ways (direct1's allgather of
+     * 128 KiB a rank), elsewhere where kernel_gbps is above the rate of
+     * the owner's copy into its area (copy_gbps_cache) and its reader's
+     * of those fresh lines (window_gbps, else peer_gbps_cache) one after
+     * the other (mrc_profile_reads_sends). On a host whose kernel copied at 15
      * GB/s and whose cores took each other's fresh lines at 16, direct1's
      * allgather of 128 KiB a rank at 2 ranks took 23 us copied in and 14
      * read (docs/performance.md). Optional; 0: copied in where it fits

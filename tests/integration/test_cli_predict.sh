@@ -30,6 +30,24 @@ assert x == 0 or 0.01 * 1.001 <= x <= 0.999 * p["copy_gbps_cache"], x
 fitted = p["private_cache_bytes"] > 0 and p["ranks"] <= p["cores"]
 assert said == (x == 0 and fitted), (x, said)
 ' "$tmp/shm.json" "$tmp/shm_summary"
+# How a send buffer exposed by reference is read, timed both ways at 2
+# ranks and named with its figures: read through the kernel (send_by_ref
+# 1) exactly where that was faster by 3% or more.
+expect 0 "" $PY -c '
+import json, re, sys
+p = json.load(open(sys.argv[1]))
+m = re.search(r"a send exposed by reference (is read there|that fits its "
+              r"owner.s area is copied in) \(an allgather of 128 KiB a rank: "
+              r"([0-9.]+) us copied in, ([0-9.]+) read there\)",
+              open(sys.argv[2]).read())
+assert m, "no line on send buffers"
+copied, read = float(m.group(2)), float(m.group(3))
+assert copied > 0 and read > 0, (copied, read)
+by_ref = p.get("send_by_ref", 0)
+assert by_ref in (0, 1), by_ref
+assert (by_ref == 1) == (read * 1.03 <= copied), (by_ref, copied, read)
+assert (m.group(1) == "is read there") == (by_ref == 1), m.group(1)
+' "$tmp/shm.json" "$tmp/shm_summary"
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \
     -o "$tmp/threads.json"
 

@@ -96,6 +96,11 @@ typedef struct cal_probe {
     /* Its ranks write around the caches from this receive buffer on
      * (mrc_config_t.stream_bytes); 0: the calibration's threshold. */
     size_t stream_bytes;
+    /* 1: an allgather of `count` floats a rank instead of an allreduce */
+    int allgather;
+    /* 1: shm's ranks read send buffers exposed by reference through the
+     * kernel (mrc__shm_set_send_by_ref); 0: copied in where they fit */
+    int send_by_ref;
 } cal_probe_t;
 /* The receive buffer from which the probes' ranks, and the single-node
  * copy and reduction probes, write around the caches, as runs with the
@@ -167,6 +172,11 @@ int cal_windows_at_bound(void);
  * cache (shm, copy_gbps_shared) stopped at a bound: the profile then has
  * no such level. */
 int cal_own_level_at_bound(void);
+/* What the last cal_measure timed of the two ways with a send buffer
+ * exposed by reference (shm at 2 ranks: direct1's allgather of 128 KiB
+ * a rank, us a call): copied into its owner's area, and read through the
+ * kernel; both 0 where it took the rates' rule instead. */
+void cal_send_ref_us(double *copied, double *by_ref);
 /* The lower bound of every rate's fit (GB/s), and how near a bound a fit
  * counts as stopped there, as a share of it (fit_probes). */
 #define CAL_RATE_FLOOR_GBPS 0.01

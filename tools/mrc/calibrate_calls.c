@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/comm_internal.h"
 #include "calibrate.h"
 #include "common/common.h"
 #include "warm.h"
@@ -53,24 +54,28 @@ typedef struct loop_call {
     const float *send;
     float *recv;
     size_t count;
+    int allgather;
 } loop_call_t;
 
 static mrc_status_t loop_call(void *ctx)
 {
     const loop_call_t *l = ctx;
+    if (l->allgather)
+        return mrc_allgather(l->send, l->recv, l->count, MRC_FLOAT32, l->c);
     return mrc_allreduce(l->send, l->recv, l->count, MRC_FLOAT32, MRC_SUM,
                          l->c);
 }
 
-/* reps loops of `iters` allreduces of `count` floats from send to recv
- * (which may be send), after the warm-up (warm.h): the median
- * us a call. */
+/* reps loops of `iters` allreduces (allgathers) of `count` floats from
+ * send to recv (which may be send), after the warm-up (warm.h): the
+ * median us a call. */
 static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
-                              size_t count, int iters, int reps, double *out)
+                              size_t count, int allgather, int iters, int reps,
+                              double *out)
 {
     double us[MAX_REPS];
     int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
-    loop_call_t lc = {c, send, recv, count};
+    loop_call_t lc = {c, send, recv, count, allgather};
     mrc_status_t st =
         mrc__warm_up(warmup, loop_call, &lc, mrc__warm_agree_comm, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
@@ -89,7 +94,7 @@ static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
 mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 {
     float x[PROBE_COUNT] = {0};
-    return call_loop(c, x, x, PROBE_COUNT, 2 * trips, reps, out);
+    return call_loop(c, x, x, PROBE_COUNT, 0, 2 * trips, reps, out);
 }
 
 /* What a rank of a timed probe runs: `count` floats, `iters` calls a
@@ -98,20 +103,24 @@ mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 static mrc_status_t probe_calls(mrc_comm_t *c, const cal_probe_t *pr,
                                 double *out)
 {
+    size_t out_count =
+        pr->allgather ? pr->count * (size_t)mrc_comm_size(c) : pr->count;
     float *send = malloc(pr->count * sizeof *send);
-    float *recv = malloc(pr->count * sizeof *recv);
+    float *recv = malloc(out_count * sizeof *recv);
     /* Written, not merely allocated: untouched pages all map the one
      * zero page, which reads from cache at any size (a 64 MiB probe ran
      * twice as fast as the same call on written buffers). */
-    for (size_t i = 0; send && recv && i < pr->count; i++) {
-        send[i] = (float)(i % 7);
+    for (size_t i = 0; send && recv && i < out_count; i++) {
+        if (i < pr->count)
+            send[i] = (float)(i % 7);
         recv[i] = 0;
     }
     mrc_status_t st =
         send && recv
-            ? call_loop(c, send, recv, pr->count, pr->iters, pr->reps, out)
+            ? call_loop(c, send, recv, pr->count, pr->allgather, pr->iters,
+                        pr->reps, out)
             : mrc__error(MRC_ERR_NO_MEMORY,
-                         "calibrate: no memory for 2 x %zu floats", pr->count);
+                         "calibrate: no memory for %zu floats", out_count);
     free(send);
     free(recv);
     return st;
@@ -300,6 +309,8 @@ static void shm_rank(int ranks, int rank, const char *job,
     cal_pin_self(rank, ranks);
     mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
     rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
+    if (rep.st == MRC_OK && pr->send_by_ref)
+        mrc__comm_set_send_by_ref(c, 1);
     if (rep.st == MRC_OK)
         rep.st = probe_calls(c, pr, &rep.us);
     if (rep.st != MRC_OK)

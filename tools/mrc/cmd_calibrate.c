@@ -128,7 +128,15 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",
                p->kernel_gbps);
-    if (p->kernel_gbps > 0)
+    double copied = 0, by_ref = 0;
+    cal_send_ref_us(&copied, &by_ref);
+    if (copied > 0 && by_ref > 0)
+        printf("           a send exposed by reference %s (an allgather of "
+               "128 KiB a rank: %.2f us copied in, %.2f read there)\n",
+               p->send_by_ref > 0 ? "is read there"
+                                  : "that fits its owner's area is copied in",
+               copied, by_ref);
+    else if (p->kernel_gbps > 0)
         printf("           %s\n",
                p->send_by_ref > 0
                    ? "so a send exposed by reference is read there (faster "
