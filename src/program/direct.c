@@ -469,23 +469,25 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
  * node waits for its readers) cost more than the copy: allgather of 64
  * KiB blocks, 4 ranks on 2 cores, 26 us by copy, 36-40 by reference (a
  * build that took the reference past 4-16 KiB on any group).
- * direct1's broadcast on 2 nodes too, past 128 KiB: read through the
+ * direct1's broadcast on 2 nodes too, past 64 KiB: read through the
  * kernel (a host's profile may say that this beats the root's copy into
  * its area and the leaf's of it: send_by_ref, mrc/profile.h), a
  * broadcast of 256 KiB-1 MiB at 2 ranks took 15-81 us where the form
  * by copy took 21-99 (a single run each, beside Open MPI's 14-75); and
- * with the root's copy into its area (no profile), 16-99 us. Not from
- * 16 KiB: the root of a broadcast by copy with local completion returns
- * at once, and runs calls ahead of its peers (shm_rank's endsbehind,
- * 128 KiB), which the form by reference, whose root waits for its
- * reader, cannot.
+ * with the root's copy into its area (no profile), 16-99 us. From past
+ * 64 KiB, not 128: the suite's 128 KiB went from 10.65 to 7.33 us (Open
+ * MPI 7.68), 5 rounds. Not from 16 KiB: a broadcast by copy of up to
+ * WIDE_WINDOW (64 KiB, shm) lives in a ring of its own, and its root,
+ * with local completion, returns at once and runs calls ahead of its
+ * peers, which the form by reference, whose root waits for its reader,
+ * cannot.
  * The same for every node of the group, as the form must be. */
 static uint64_t copy_limit(mrc_algo_t a, mrc_collective_t c, int n)
 {
     if (c == MRC_ALLREDUCE || c == MRC_REDUCE)
         return mrc__stage_reduce_max(n);
     uint64_t stage = mrc__stage_max(n);
-    uint64_t lim = (uint64_t)(c == MRC_BROADCAST ? 128 : 16) << 10;
+    uint64_t lim = (uint64_t)(c == MRC_BROADCAST ? 64 : 16) << 10;
     if (n != 2 || a != MRC_ALGO_DIRECT1 ||
         (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER && c != MRC_BROADCAST))
         return stage;

@@ -22,7 +22,7 @@
  *                               its memory (so every rank takes about as
  *                               long as the root, and 50 ms at least);
  *                               results exact
- *   shm_rank endsbehind         (2 ranks, direct1, local completion) five
+ *   shm_rank endsbehind         (3 ranks, direct1, local completion) five
  *                               small reduces that rank 1 runs ahead of
  *                               rank 0, then a 128 KiB broadcast by rank 1
  *                               while rank 0 sleeps 1.5 s: rank 1's must

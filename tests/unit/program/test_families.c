@@ -646,7 +646,7 @@ static void test_tree_copies_nothing(void **state)
 
 /* direct1's allgather and reduce-scatter go by reference past a window
  * of 16 KiB on 2 nodes, by copy up to mrc__stage_max on more; broadcast
- * by reference past 128 KiB on 2 nodes, by copy only up to
+ * by reference past 64 KiB on 2 nodes, by copy only up to
  * mrc__stage_max on more, allreduce and reduce
  * up to mrc__stage_reduce_max (1 MiB), past which direct1's, copy only,
  * does not apply. (count: floats a node, a block for allgather and
@@ -674,8 +674,8 @@ static void test_copy_limit(void **state)
         {MRC_ALGO_DIRECT2, MRC_BROADCAST, "ring:2", 1 << 20, 0},
         {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 1 << 20, 1},
         {MRC_ALGO_DIRECT2, MRC_REDUCE, "ring:2", 1 << 18, 0},    /* 1 MiB */
-        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", 1 << 15, 0}, /* 128 KiB */
-        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", (1 << 15) + 1, 1},
+        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", 1 << 14, 0}, /* 64 KiB */
+        {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", (1 << 14) + 1, 1},
         {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:2", 1 << 22, 1}, /* 16 MiB */
         {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:4", 1 << 19, 0}, /* 2 MiB */
         {MRC_ALGO_DIRECT1, MRC_BROADCAST, "ring:4", 1 << 22, 2},
