@@ -201,11 +201,10 @@ typedef struct mrc_profile {
      * 128 KiB a rank), elsewhere where kernel_gbps is above the rate of
      * the owner's copy into its area (copy_gbps_cache) and its reader's
      * of those fresh lines (window_gbps, else peer_gbps_cache) one after
-     * the other (mrc_profile_reads_sends). On a host whose kernel copied at 15
-     * GB/s and whose cores took each other's fresh lines at 16, direct1's
-     * allgather of 128 KiB a rank at 2 ranks took 23 us copied in and 14
-     * read (docs/performance.md). Optional; 0: copied in where it fits
-     * (the built-in). */
+     * the other (mrc_profile_reads_sends). On the Intel Xeon host
+     * direct1's allgather of 128 KiB a rank at 2 ranks took 19.0-19.6 us
+     * copied in and 11.7-17.9 read (docs/performance.md). Optional; 0:
+     * copied in where it fits (the built-in). */
     double send_by_ref;
 } mrc_profile_t;
 

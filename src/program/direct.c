@@ -434,7 +434,9 @@ static const family_code_t codes[2][MRC_NUM_COLLECTIVES][2] = {
     },
 };
 
-/* direct1's reduce and broadcast with local completion (by copy). */
+/* direct1's reduce and broadcast with local completion (by copy; the
+ * broadcast by reference is the same code either way: its root waits
+ * for its reader). */
 static const family_code_t local_codes[MRC_NUM_COLLECTIVES][2] = {
     [MRC_REDUCE] = {T(d1_reduce_local, MRC__ADDR_WHOLE)},
     [MRC_BROADCAST] = {T(d1_broadcast_local, MRC__ADDR_WHOLE),

@@ -31,10 +31,18 @@
  * run calls ahead of the node that waits for them: in a run of such
  * calls a node never waits on a flag that its peer raised a call ago,
  * so a call costs its busiest node's own time, each node alone
- * (mrc__cpu_runs_ahead). Broadcast at 2 ranks, the drop-in library's suite, 5
- * rounds: timed so, the selector took direct1 where it had taken the
- * tree, and 512 KiB-8 MiB went from 1.50-2.18 times Open MPI's time to
- * 0.93-1.02, 4-256 B from 0.83-2.25 to 0.45-1.25 (docs/performance.md).
+ * (mrc__cpu_runs_ahead). That is the mechanism of the forms by copy and
+ * of the families by messages. direct1's broadcast by reference (2
+ * nodes past 64 KiB) is timed so too, though its root waits at the
+ * closing sync for its reader and runs ahead of nothing: the rule then
+ * undercounts it by the root's copy into its area, and is kept as a
+ * measured fit. On the Intel Xeon host the tree's copies through the
+ * slots take longer a byte than the constants say, and direct1's
+ * broadcast, root's copy and leaf's one after the other, beat them:
+ * the drop-in library's suite at 2 ranks, 5 rounds, went from 1.50-2.18
+ * times Open MPI's time to 0.93-1.02 at 512 KiB-8 MiB, and the selector's
+ * broadcast picks from 10 to 21 of 22 sizes within 5% of the fastest
+ * family (docs/performance.md, "Runs of calls").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -438,9 +446,10 @@ static mrc_status_t group_time(const mrc_program_t *p, const mrc__group_t *gr,
         st = node_time(p, node, gr->size, whole, k, km, depth, c, peers);
         signal_at[node] = c->signal_at;
     }
+    int ahead = mrc__cpu_runs_ahead(p);
     for (int s = 0; st == MRC_OK && s < sampled; s++) {
         double late = 0;
-        for (int j = 0; !mrc__cpu_runs_ahead(p) && j < cost[s].num_peers; j++) {
+        for (int j = 0; !ahead && j < cost[s].num_peers; j++) {
             int q = peers->peer[cost[s].first_peer + j];
             double d =
                 q >= 0 && q < p->num_nodes ? signal_at[q] - cost[s].wait_at : 0;

@@ -372,7 +372,8 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     /* (shm's profile: a kernel read and a rendezvous; and it copies a
      * send that fits into its area unless the profile reads them) */
     m->send_copied = !mapped && prof->kernel_gbps > 0 &&
-                             prof->rendezvous_bytes > 0 && !prof->send_by_ref
+                             prof->rendezvous_bytes > 0 &&
+                             !(prof->send_by_ref > 0)
                          ? mrc__sim_send_copied(s->p)
                          : 0;
     node_rates(s);

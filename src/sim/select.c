@@ -113,8 +113,10 @@ static double call_bytes(const mrc_program_t *p)
  *   chose worse (broadcast at 2 ranks, the drop-in library's suite: the
  *   walk chose the rings, 1.14-1.70 times Open MPI's time at 64 KiB-8
  *   MiB, and the CPU model with the profile's figures the tree, which
- *   took as long; the constants direct1, 0.70-0.92; docs/performance.md).
- *   What the profile says of the transport (send_by_ref) still holds. */
+ *   took as long; the constants direct1, 0.93-1.02 at 512 KiB-8 MiB;
+ *   docs/performance.md, "Runs of calls"). The transport still does
+ *   what the profile says of it (send_by_ref), which these constants
+ *   price as copies into the area. */
 enum {
     SIM_SELECT_NODES = 16,
     SIM_SELECT_BYTES = 4096,

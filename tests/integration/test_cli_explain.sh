@@ -81,10 +81,10 @@ expect 0 "ok tree" check_json ring:4 --collective broadcast --size 1M \
     --transport mpi --root 2
 # direct1's leaf copies out of the window only once its root has copied
 # in: two copies one after the other, which the model charges for a
-# call alone (group completion); with local completion the root runs
-# calls ahead, and a call of a run costs its busiest node's own part:
-# direct1 at 2 ranks, 0.72-0.92 of Open MPI's time at 512 KiB-8 MiB
-# where the tree took 1.50-1.95 (docs/performance.md)
+# call alone (group completion); with local completion a call of a run
+# is timed by its busiest node's own part (docs/families.md): direct1 at
+# 2 ranks, 0.93-1.02 of Open MPI's time at 512 KiB-8 MiB where the tree
+# took 1.50-2.18 (docs/performance.md, "Runs of calls")
 expect 0 "ok tree" check_json ring:2 --collective broadcast --size 1M \
     --transport shm
 expect 0 "ok direct1" check_json ring:2 --collective broadcast --size 1M \

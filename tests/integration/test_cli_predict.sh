@@ -45,7 +45,9 @@ copied, read = float(m.group(2)), float(m.group(3))
 assert copied > 0 and read > 0, (copied, read)
 by_ref = p.get("send_by_ref", 0)
 assert by_ref in (0, 1), by_ref
-assert (by_ref == 1) == (read * 1.03 <= copied), (by_ref, copied, read)
+# (the summary rounds to 0.01 us: at the edge either way is right)
+if abs(read * 1.03 - copied) > 0.02:
+    assert (by_ref == 1) == (read * 1.03 <= copied), (by_ref, copied, read)
 assert (m.group(1) == "is read there") == (by_ref == 1), m.group(1)
 ' "$tmp/shm.json" "$tmp/shm_summary"
 expect 0 "^calibrate  threads, 2 ranks" "$MRC" calibrate --quick \

@@ -106,6 +106,12 @@ expect 0 "rank 1 of 3: endsbehind MRC_OK, the broadcast took 0\.[0-4][0-9]* s, 0
     "$MRC" launch -n 3 --timeout 60 -- "$RANK" endsbehind
 cp "$tmp/out" "$tmp/behind"
 expect 0 "rank 0 of 3: endsbehind MRC_OK, .* 0 wrong elements" cat "$tmp/behind"
+# On 2 the root of that broadcast (by reference) waits for its reader,
+# local completion or not: with its reader away it times out, after its
+# 1 s, where by copy it returned at once.
+expect 1 "rank 1 of 2: endsbehind MRC_ERR_TIMEOUT, the broadcast took 1\.[0-9]* s" \
+    env MRC_TIMEOUT=1 MRC_ALGO=direct1 MRC_COMPLETION=local \
+    "$MRC" launch -n 2 --timeout 60 -- "$RANK" endsbehind
 
 # A leaf of 4 KiB reduces runs ahead of its root through the ring of wide
 # windows (16 calls), and no further.
@@ -180,7 +186,8 @@ fi
 # read beats the owner's copy and its reader's): every send buffer stays
 # where it is and is read through the kernel, the ones that fit the area
 # too; results exact, and so for every case of direct1's sweep (its
-# allgather, reduce-scatter and broadcast by reference from 16 KiB).
+# allgather and reduce-scatter by reference from 16 KiB, its broadcast
+# past 64 KiB).
 cat > "$tmp/byref.json" <<'JSON'
 {"format": "mrc-profile", "version": 1, "transport": "shm", "ranks": 2,
  "cores": 2, "nodes_per_memory": 2, "cache_bytes": 4194304,

@@ -309,8 +309,10 @@ static void shm_rank(int ranks, int rank, const char *job,
     cal_pin_self(rank, ranks);
     mrc_config_t cfg = probe_config(ranks, pr, spec, sizeof spec);
     rep.st = mrc_comm_init_rank(&c, ranks, rank, job, &cfg);
-    if (rep.st == MRC_OK && pr->send_by_ref)
-        mrc__comm_set_send_by_ref(c, 1);
+    /* (whatever a $MRC_PROFILE of the caller's says: the fits time the
+     * sends copied in) */
+    if (rep.st == MRC_OK)
+        mrc__comm_set_send_by_ref(c, pr->send_by_ref);
     if (rep.st == MRC_OK)
         rep.st = probe_calls(c, pr, &rep.us);
     if (rep.st != MRC_OK)

@@ -426,8 +426,9 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
  * calibration to the next on the Intel Xeon host (the kernel's rate 8.05
  * against 8.12 for the copies, then 9.98 against 8.5), where the calls
  * themselves differed by a factor of 1.7 (23 us copied in, 14 read);
- * elsewhere (more ranks, where the form by reference comes only past the
- * window, and MPI's hosts) the rule. */
+ * on shm at more ranks (where the form by reference comes only past the
+ * window) the rule. (threads has no kernel read; an MPI calibration
+ * does not come here.) */
 enum { SEND_REF_PROBE = 128 << 10 };
 
 static mrc_status_t fit_send_by_ref(const cal_plan_t *plan, mrc_profile_t *p)

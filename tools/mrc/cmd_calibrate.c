@@ -142,8 +142,8 @@ static void summary(const mrc_profile_t *p, const char *path)
                    ? "so a send exposed by reference is read there (faster "
                      "than its owner's copy into its area and the reader's)"
                    : "so a send exposed by reference that fits its owner's "
-                     "area is copied into it (faster than the kernel's "
-                     "read)");
+                     "area is copied into it (the rates do not say the "
+                     "kernel's read is the faster)");
     if (p->peer_gbps_shared > 0)
         printf("           %.2f GB/s once it has left the writer's core\n",
                p->peer_gbps_shared);

@@ -210,25 +210,25 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
  * reads it), that fits in the area beside the window, and that is not in
  * a shared region (which the peers map), and only where the host's
  * profile does not say that a read through the kernel is the faster
- * (send_by_ref: on a host whose cores took each other's fresh lines at
- * 16 GB/s and whose kernel copied at 15, direct1's allgather of 128 KiB
- * a rank at 2 ranks took 23 us copied in and 14 read by reference, Open
- * MPI 13). The record says which; every reader follows it. */
+ * (send_by_ref: on the Intel Xeon host direct1's allgather of 128 KiB a
+ * rank at 2 ranks took 23 us copied in and 14 read by reference, Open
+ * MPI 13, single runs; calibrate's timings 19.0-19.6 and 11.7-17.9). The
+ * record says which; every reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
     size_t bytes = x->bytes[MRC__MEM_SEND];
     size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
     size_t room = at < e->win_max ? e->win_max - at : 0;
-    const char *why = e->send_by_ref ? "the host's profile reads sends there"
-                      : bytes > room ? "larger than its area's room"
+    const char *why = bytes > room ? "larger than its area's room"
                       : mrc__overlap(sb, bytes, x->buf[MRC__MEM_RECV],
                                      x->bytes[MRC__MEM_RECV]) ||
                               mrc__overlap(sb, bytes, x->buf[MRC__MEM_SCRATCH],
                                            x->bytes[MRC__MEM_SCRATCH])
                           ? "a buffer the call writes overlaps it"
                       : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
-                                                         : NULL;
+                      : e->send_by_ref ? "the host's profile reads sends there"
+                                       : NULL;
     if (why) {
         if (mrc__log_level() >= MRC__LOG_TRACE)
             mrc__log(MRC__LOG_TRACE, e->rank,

@@ -519,11 +519,49 @@ static int signals_of(const mrc_program_t *p, int u)
     return n;
 }
 
+/* direct1's broadcast on 2 nodes past 64 KiB goes by reference with
+ * either completion, the same code, proven: its root waits (at the
+ * closing sync) until its leaf has read its buffer. */
+static void local_broadcast_by_ref(void)
+{
+    mrc_topo_t *t = NULL;
+    mrc_embedding_t *e = NULL;
+    mrc_embed_config_t ec = {.strategy = "auto"};
+    assert_int_equal(mrc_topo_create("ring:2", &t), MRC_OK);
+    assert_int_equal(mrc_embed_create(t, &ec, &e), MRC_OK);
+    for (int root = 0; root < 2; root++) {
+        mrc_compile_config_t cc = {.collective = MRC_BROADCAST,
+                                   .count = (64 << 10) / 4 + 1,
+                                   .dtype = MRC_INT32,
+                                   .root = root,
+                                   .algo = MRC_ALGO_DIRECT1,
+                                   .completion = MRC_COMPLETION_LOCAL};
+        mrc_program_t *p = NULL, *g = NULL;
+        assert_int_equal(mrc_program_compile(e, &cc, &p), MRC_OK);
+        cc.completion = MRC_COMPLETION_GROUP;
+        assert_int_equal(mrc_program_compile(e, &cc, &g), MRC_OK);
+        assert_int_equal(mrc__program_exposes_by_ref(p), 1);
+        assert_int_equal(p->code_len, g->code_len);
+        assert_memory_equal(p->code, g->code,
+                            (size_t)p->code_len * sizeof *p->code);
+        int gets = 0;
+        assert_true(waits_of(p, root, &gets) >= 1);
+        assert_int_equal(gets, 0);
+        assert_true(waits_of(p, 1 - root, &gets) >= 1);
+        assert_int_equal(gets, 1);
+        mrc_program_destroy(p);
+        mrc_program_destroy(g);
+    }
+    mrc_embed_destroy(e);
+    mrc_topo_destroy(t);
+}
+
 /* direct1's reduce and broadcast with local completion, proven on every
  * group size and root: a node that gets waits on the one it gets from
  * (and only a node that gets waits), the leaves of a reduce and the root
- * of a broadcast wait on nobody; with group completion every node waits
- * on every other. The completion survives the image and is listed; the
+ * of a broadcast wait on nobody (but past 64 KiB on 2 nodes:
+ * local_broadcast_by_ref); with group completion every node waits on
+ * every other. The completion survives the image and is listed; the
  * other families compile the same code either way. */
 static void test_local_completion(void **state)
 {
@@ -586,6 +624,7 @@ static void test_local_completion(void **state)
                 mrc_embed_destroy(e);
                 mrc_topo_destroy(t);
             }
+    local_broadcast_by_ref();
 }
 
 /* The tree copies no input first: for reduce and allreduce over 1-9
