@@ -14,13 +14,15 @@
 #include "sim/select.h"
 
 /* `from` with the threshold the communicator's runs take (its config's,
- * the environment's), which may not be the profile's: what its model
- * times is what it runs. */
+ * the environment's), and its endpoint's way with send buffers, which
+ * may not be the profile's: what its model times is what it runs. */
 static const mrc_profile_t *as_run(const shared_t *s, const mrc_profile_t *from,
                                    mrc_profile_t *copy)
 {
     *copy = *from;
     copy->stream_bytes = (double)s->stream_bytes;
+    copy->send_by_ref = s->shm ? mrc__shm_sends_by_ref(s->shm)
+                               : mrc__comm_shared_sends_by_ref(s);
     return copy;
 }
 

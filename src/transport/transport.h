@@ -268,6 +268,7 @@ void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg);
  * one that fits into its area (memory.c, copy_send). Every rank may
  * choose alike or not: the record says which, and readers follow it. */
 void mrc__shm_set_send_by_ref(mrc__shm_endpoint_t *e, int on);
+int mrc__shm_sends_by_ref(const mrc__shm_endpoint_t *e);
 mrc__transport_t mrc__shm_transport(mrc__shm_endpoint_t *e);
 /* The same operations under another name (what the communicator reports
  * and its cost model and profile go by), and calling the endpoint's idle

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/comm_internal.h"
 #include "calibrate.h"
 #include "cli.h"
 
@@ -86,11 +87,16 @@ static mrc_status_t open_comm(const char *job, const char *what,
     /* mrc_comm_init_env takes the job's token with the name. */
     if (setenv("MRC_JOB", name, 1) != 0)
         return mrc__error(MRC_ERR_NO_MEMORY, "cannot set MRC_JOB");
-    /* Writing around the caches where the profile's runs do. */
+    /* Writing around the caches where the profile's runs do, and
+     * reading send buffers by reference where they do (send_by_ref),
+     * whatever a $MRC_PROFILE of the caller's says. */
     mrc_config_t cfg = {.topology = topo,
                         .algo = algo,
                         .stream_bytes = mrc_profile_stream_bytes(prof)};
-    return mrc_comm_init_env(c, &cfg);
+    mrc_status_t st = mrc_comm_init_env(c, &cfg);
+    if (st == MRC_OK)
+        mrc__comm_set_send_by_ref(*c, prof->send_by_ref > 0);
+    return st;
 }
 
 /* One family's rows on this rank, on a communicator of its own. */

@@ -224,6 +224,11 @@ void mrc__shm_set_send_by_ref(mrc__shm_endpoint_t *e, int on)
     e->send_by_ref = on != 0;
 }
 
+int mrc__shm_sends_by_ref(const mrc__shm_endpoint_t *e)
+{
+    return e->send_by_ref;
+}
+
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg)
 {
     e->on_idle = idle;
