@@ -201,7 +201,7 @@ typedef struct mrc_profile {
      * 128 KiB a rank), elsewhere where kernel_gbps is above the rate of
      * the owner's copy into its area (copy_gbps_cache) and its reader's
      * of those fresh lines (window_gbps, else peer_gbps_cache) one after
-     * the other (mrc_profile_reads_sends). On the Intel Xeon host
+     * the other (mrc_profile_kernel_read_faster). On the Intel Xeon host
      * direct1's allgather of 128 KiB a rank at 2 ranks took 19.0-19.6 us
      * copied in and 11.7-17.9 read (docs/performance.md). Optional; 0:
      * copied in where it fits (the built-in). */
@@ -224,7 +224,7 @@ MRC_EXTERN size_t mrc_profile_stream_bytes(const mrc_profile_t *p);
 /* Whether the profile's rates say a peer's read of a send buffer through
  * the kernel beats its owner's copy into its area and the peer's read of
  * those lines (send_by_ref's rule; 0 where a rate is missing). */
-MRC_EXTERN int mrc_profile_reads_sends(const mrc_profile_t *p);
+MRC_EXTERN int mrc_profile_kernel_read_faster(const mrc_profile_t *p);
 
 #ifdef __cplusplus
 }

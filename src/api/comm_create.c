@@ -283,12 +283,10 @@ int mrc__comm_shared_sends_by_ref(const shared_t *s)
     return s && s->profile && s->profile->send_by_ref > 0;
 }
 
-int mrc__comm_set_send_by_ref(mrc_comm_t *c, int on)
+void mrc__comm_set_send_by_ref(mrc_comm_t *c, int on)
 {
-    if (!c || !c->shared->shm)
-        return 0;
-    mrc__shm_set_send_by_ref(c->shared->shm, on);
-    return 1;
+    if (c && c->shared->shm)
+        mrc__shm_set_send_by_ref(c->shared->shm, on);
 }
 
 /* MRC_DEBUG=INFO at creation: the topology, the transport and the rings

@@ -31,9 +31,9 @@ void mrc__comm_shared_hosts(shared_t *s, int hosts);
  * setting (mrc__shm_set_send_by_ref). */
 int mrc__comm_shared_sends_by_ref(const shared_t *s);
 /* Sets c's shared-memory endpoint's way with send buffers exposed by
- * reference, whatever its profile says (calibrate times both ways); 0
+ * reference, whatever its profile says (calibrate times both ways); none
  * when c has no such endpoint of its own (threads, MPI). */
-int mrc__comm_set_send_by_ref(mrc_comm_t *c, int on);
+void mrc__comm_set_send_by_ref(mrc_comm_t *c, int on);
 
 /* nranks communicators over threads (as mrc_comm_init_all) that run
  * one given program, a loaded image's: every call must be the call it

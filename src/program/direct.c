@@ -453,6 +453,15 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
     return mrc__sat_mul_add(blocks, count, 0);
 }
 
+/* The calls that take their form by reference on 2 nodes from a
+ * smaller window than the stage (copy_limit): direct1's one reader. */
+static int early_ref(mrc_algo_t a, mrc_collective_t c, int n)
+{
+    return n == 2 && a == MRC_ALGO_DIRECT1 &&
+           (c == MRC_ALLGATHER || c == MRC_REDUCE_SCATTER ||
+            c == MRC_BROADCAST);
+}
+
 /* The largest window direct1's allgather and reduce-scatter copy their
  * input through on 2 nodes; past it, by reference. There a peer's
  * input read once, through the kernel (shm) or straight (threads),
@@ -475,8 +484,11 @@ uint64_t mrc__window_elems(mrc_collective_t c, uint64_t count, int n)
  * kernel (a host's profile may say that this beats the root's copy into
  * its area and the leaf's of it: send_by_ref, mrc/profile.h), a
  * broadcast of 256 KiB-1 MiB at 2 ranks took 15-81 us where the form
- * by copy took 21-99 (a single run each, beside Open MPI's 14-75); and
- * with the root's copy into its area (no profile), 16-99 us. From past
+ * by copy took 21-99, and with the root's copy into its area (no
+ * profile) 16-99, beside Open MPI's 14-75 (a single run each, `mpirun
+ * -n 2 -x LD_PRELOAD=libmrc_mpi.so -x MRC_ALGO=direct1 mpi-collectives
+ * -c bcast -b 16K -e 16M` on builds whose form and copy were switched
+ * by a temporary environment variable). From past
  * 64 KiB, not 128: the suite's 128 KiB went from 10.65 to 7.33 us (Open
  * MPI 7.68), 5 rounds. Not from 16 KiB: a broadcast by copy of up to
  * WIDE_WINDOW (64 KiB, shm) lives in a ring of its own, and its root,
@@ -490,10 +502,7 @@ static uint64_t copy_limit(mrc_algo_t a, mrc_collective_t c, int n)
         return mrc__stage_reduce_max(n);
     uint64_t stage = mrc__stage_max(n);
     uint64_t lim = (uint64_t)(c == MRC_BROADCAST ? 64 : 16) << 10;
-    if (n != 2 || a != MRC_ALGO_DIRECT1 ||
-        (c != MRC_ALLGATHER && c != MRC_REDUCE_SCATTER && c != MRC_BROADCAST))
-        return stage;
-    return lim < stage ? lim : stage;
+    return early_ref(a, c, n) && lim < stage ? lim : stage;
 }
 
 /* The code of a family for a collective and a group of n nodes. */
@@ -532,8 +541,9 @@ static mrc_status_t pick(const mrc_compile_config_t *cfg, int n,
     /* (direct1's broadcast by reference is for 2 nodes, one reader of
      * the root's buffer: on more, every leaf would read it through the
      * kernel at once, which nothing has measured) */
-    int copy_only = !byc[1].code ||
-                    (fam == 0 && n != 2 && cfg->collective == MRC_BROADCAST);
+    int copy_only =
+        !byc[1].code || (cfg->collective == MRC_BROADCAST && fam == 0 &&
+                         !early_ref(cfg->algo, cfg->collective, n));
     if (ref && copy_only) {
         char a[32], b[32];
         return mrc__error(MRC_ERR_UNSUPPORTED,

@@ -510,7 +510,7 @@ size_t mrc_profile_stream_bytes(const mrc_profile_t *p)
                                      : (size_t)MRC__NONTEMPORAL_BYTES;
 }
 
-int mrc_profile_reads_sends(const mrc_profile_t *p)
+int mrc_profile_kernel_read_faster(const mrc_profile_t *p)
 {
     if (!p || p->kernel_gbps <= 0 || p->copy_gbps_cache <= 0)
         return 0;

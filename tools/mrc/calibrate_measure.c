@@ -422,7 +422,7 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
  * copied into their areas, then read through the kernel, three times
  * each in turn; through the kernel where the fastest of its three beat
  * the fastest copied in by 3% or more, as the stream threshold is taken.
- * The rates' rule (mrc_profile_reads_sends) came out either way from one
+ * The rates' rule (mrc_profile_kernel_read_faster) came out either way from one
  * calibration to the next on the Intel Xeon host (the kernel's rate 8.05
  * against 8.12 for the copies, then 9.98 against 8.5), where the calls
  * themselves differed by a factor of 1.7 (23 us copied in, 14 read);
@@ -435,7 +435,7 @@ static mrc_status_t fit_send_by_ref(const cal_plan_t *plan, mrc_profile_t *p)
 {
     send_ref_us[0] = send_ref_us[1] = 0;
     if (strcmp(plan->transport, "shm") != 0 || plan->ranks != 2) {
-        p->send_by_ref = mrc_profile_reads_sends(p);
+        p->send_by_ref = mrc_profile_kernel_read_faster(p);
         return MRC_OK;
     }
     double best[2] = {0, 0};

@@ -212,7 +212,10 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
  * profile does not say that a read through the kernel is the faster
  * (send_by_ref: on the Intel Xeon host direct1's allgather of 128 KiB a
  * rank at 2 ranks took 23 us copied in and 14 read by reference, Open
- * MPI 13, single runs; calibrate's timings 19.0-19.6 and 11.7-17.9). The
+ * MPI 13: single runs of `mpi-collectives -c allgather` under the
+ * drop-in library, MRC_ALGO=direct1, the copy switched off by a
+ * temporary environment variable; `mrc calibrate --transport shm`'s
+ * own timings 19.0-19.6 and 11.7-17.9). The
  * record says which; every reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {

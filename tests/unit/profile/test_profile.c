@@ -157,21 +157,21 @@ static void test_reads_sends(void **state)
 {
     (void)state;
     mrc_profile_t p = sample(); /* 8.5 against 41.5 then 6.25: 5.43 */
-    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 1);
     p.kernel_gbps = 5.4;
-    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 0);
     p.kernel_gbps = 5.45;
-    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 1);
     p.window_gbps = 0; /* the peer rate: 41.5 then 12.5, 9.61 */
-    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 0);
     p.kernel_gbps = 9.7;
-    assert_int_equal(mrc_profile_reads_sends(&p), 1);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 1);
     p.peer_gbps_cache = 0;
-    assert_int_equal(mrc_profile_reads_sends(&p), 0);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 0);
     p = sample();
     p.kernel_gbps = 0;
-    assert_int_equal(mrc_profile_reads_sends(&p), 0);
-    assert_int_equal(mrc_profile_reads_sends(NULL), 0);
+    assert_int_equal(mrc_profile_kernel_read_faster(&p), 0);
+    assert_int_equal(mrc_profile_kernel_read_faster(NULL), 0);
 }
 
 /* The sample's JSON with `from` replaced by `to` (once). */
