@@ -206,6 +206,14 @@ typedef struct mrc_profile {
      * copied in and 11.7-17.9 read (docs/performance.md). Optional; 0:
      * copied in where it fits (the built-in). */
     double send_by_ref;
+    /* The rate of the kernel's copy of a peer's send buffer in cache
+     * (GB/s): lines no core has just written, which the kernel copies
+     * faster than a peer's fresh lines (a get by reference of a send
+     * buffer on shm). calibrate fits it on shm at 2 ranks to the
+     * allgather it times for send_by_ref, read through the kernel.
+     * Optional; 0: kernel_gbps, capped at the peer rate, as any kernel
+     * copy. */
+    double kernel_gbps_cache;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

@@ -133,7 +133,8 @@ class Profile(Structure):
                 ("canary_us", c_double),
                 ("window_gbps", c_double), ("stream_bytes", c_double),
                 ("stream_gbps", c_double),
-                ("send_by_ref", c_double)]
+                ("send_by_ref", c_double),
+                ("kernel_gbps_cache", c_double)]
 
 
 class SimConfig(Structure):

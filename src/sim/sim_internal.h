@@ -74,6 +74,7 @@ typedef struct mrc__sim_node {
     double copy, reduce, peer; /* bytes per ns of one node alone */
     double slot;               /* a message through a transport's slots */
     double kernel;             /* a copy through the kernel */
+    double kernel_send;        /* the kernel's copy of a send buffer */
     double window;             /* a get from a peer's window */
     int mapped;                /* the peers' buffers mapped: no bounce */
     double send_copied;        /* mrc__sim_send_copied's, on shm; else 0 */

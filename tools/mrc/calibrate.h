@@ -193,9 +193,9 @@ mrc_status_t cal_steady_run(mrc_status_t (*measure)(void *ctx), void *ctx);
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out);
 /* The simulator's time (us) of the probe's call on ring:`ranks` under
- * profile p. */
+ * profile p (an allreduce; allgather: an allgather of count a rank). */
 mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                            mrc_algo_t algo, double *us);
+                            mrc_algo_t algo, int allgather, double *us);
 
 /* --check (calibrate_check.c): what the validation sweep runs and how
  * it reports. */

@@ -127,9 +127,10 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const cal_probe_t *pr,
 }
 
 /* The simulator's time (us) of an allreduce of `count` floats by the
- * family on ring:`ranks` under profile p: what the probes time. */
+ * family on ring:`ranks` under profile p (allgather: an allgather of
+ * `count` a rank): what the probes time. */
 mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                            mrc_algo_t algo, double *us)
+                            mrc_algo_t algo, int allgather, double *us)
 {
     char spec[32];
     snprintf(spec, sizeof spec, "ring:%d", ranks);
@@ -138,7 +139,8 @@ mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
     mrc_program_t *prog = NULL;
     mrc_sim_result_t *r = NULL;
     mrc_embed_config_t ec = {.strategy = "ring"};
-    mrc_compile_config_t cc = {.collective = MRC_ALLREDUCE,
+    mrc_compile_config_t cc = {.collective =
+                                   allgather ? MRC_ALLGATHER : MRC_ALLREDUCE,
                                .count = count,
                                .dtype = MRC_FLOAT32,
                                .op = MRC_SUM,

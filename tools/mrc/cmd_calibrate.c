@@ -128,6 +128,10 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("kernel     %.2f GB/s through the kernel from another "
                "process\n",
                p->kernel_gbps);
+    if (p->kernel_gbps_cache > 0)
+        printf("           %.2f GB/s of a send buffer in cache (its lines "
+               "clean)\n",
+               p->kernel_gbps_cache);
     double copied = 0, by_ref = 0;
     cal_send_ref_us(&copied, &by_ref);
     if (copied > 0 && by_ref > 0)

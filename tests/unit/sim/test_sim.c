@@ -1345,6 +1345,47 @@ static void test_node_send_copied(void **state)
     }
 }
 
+/* A send buffer read through the kernel (send_by_ref 1: direct1's
+ * allgather on ring:2 of 64 KiB a node, by reference past its 16 KiB
+ * window) goes at kernel_gbps_cache in cache where the profile has it,
+ * above the peer rate too (its lines are clean), else at the kernel's
+ * rate capped at the peer's: each node's get of S bytes takes S / rate,
+ * so the call's time moves by the difference. Where the send buffer is
+ * copied into its owner's area (send_by_ref 0) the field changes nothing. */
+static void test_node_kernel_send(void **state)
+{
+    (void)state;
+    mrc_profile_t f = profile(2, 40, 40, 1000, 20, 0, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.peer_gbps_cache = 10;
+    f.kernel_gbps = 5;
+    f.rendezvous_bytes = 1 << 20;
+    f.cache_bytes = (double)(1 << 30);
+    f.send_by_ref = 1;
+    const size_t count = 1 << 14; /* floats a node */
+    const double S = 4.0 * count;
+    setup_t s;
+    assert_int_equal(
+        make_algo(&s, "ring:2", NULL, MRC_ALGO_DIRECT1, MRC_ALLGATHER, count),
+        0);
+    const double rates[] = {0, 20, 40};
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        f.kernel_gbps_cache = rates[i];
+        t[i] = sim_us(&s, MRC_SIM_PIPELINED, &f);
+    }
+    expect_close((t[0] - t[2]) * 1e3, S / 5 - S / 40, "kernel rate, then 40");
+    expect_close((t[1] - t[2]) * 1e3, S / 20 - S / 40, "20, then 40");
+    f.send_by_ref = 0;
+    double copied[2];
+    for (int i = 0; i < 2; i++) {
+        f.kernel_gbps_cache = rates[2 * i];
+        copied[i] = sim_us(&s, MRC_SIM_PIPELINED, &f);
+    }
+    expect_close(copied[1], copied[0], "copied into the area: no kernel");
+    drop(&s);
+}
+
 /* Without a profile every figure is the link model's (the closed form of
  * test_closed_forms); with one the links no longer time the ranks of one
  * host. Pipelined overlaps one stream's message latency with the other's
@@ -1474,6 +1515,7 @@ int main(void)
         cmocka_unit_test(test_node_stream_rate),
         cmocka_unit_test(test_node_stream_window_set),
         cmocka_unit_test(test_node_send_copied),
+        cmocka_unit_test(test_node_kernel_send),
         cmocka_unit_test(test_node_blend),
         cmocka_unit_test(test_node_kernel_beyond_cache),
         cmocka_unit_test(test_node_profile_null),
