@@ -76,32 +76,34 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * rendezvous, a get of a buffer exposed by reference) moves at
      * kernel_gbps; a flag's round is a line between cores and the
      * executor's straight run, where a message's is the slots and the
-     * chains' loop. Every figure here was fitted by a search over them
-     * (bench/fit_cpu_costs.py) to every family timed under the drop-in
-     * library on every collective and size, at P = 2 and 4, of the same
-     * buffers every call and of others (bench/family_sweep.sh, scored by
-     * bench/selector_regret.py), on the 2-core Zen 5 build machine once
-     * messages went through the slots: 378 of 438 cells within 5% of
-     * the fastest family, against 291 for the figures before. They are
-     * the selector's weights, not rates: the kernel copies at 13 GB/s
-     * here (`mrc calibrate --transport shm`), but where the direct
-     * families read their peers' buffers by reference through it (2 MiB
-     * and more at P = 2, 4 MiB at P = 4), the rings or the tree, through
-     * the slots, were faster in every cell but one (an allgather within
-     * 4%), and the fit prices the kernel's copy at a thirtieth of its
-     * rate. Since a send buffer that fits goes into its owner's area
-     * instead (memory.c), a get of one is priced as the copies it is
-     * (copies_sends). Scored on bench/family_sweep.sh -n 2 -c
-     * allgather,reduce_scatter, both patterns (docs/performance.md).
-     * With that, the kernel reads only what the area cannot hold (a
-     * send buffer past it, a rendezvous), and is priced at the memory's
-     * rate, the last tier's copy (4 GB/s): on the Intel Xeon host
-     * direct1 through the kernel beat the slots at 16 MiB in every
-     * collective it applies to (broadcast at 2 ranks: 2.3 ms against
-     * the tree's 3.0), and bench/family_sweep.sh -r 2 -n 2 and -n 4,
-     * scored by bench/selector_regret.py, had 192 of 219 cells within
-     * 5% at 0.41 GB/s, 195 at 2, 199 at 3, 200 at 4, 199 at 5-6 and
-     * 198 at 8 (cache-cold, --cold: 167, 173 at 3-4, 172 at 5). */
+     * chains' loop. Every figure here but the kernel's was fitted by a
+     * search over them (bench/fit_cpu_costs.py) to every family timed
+     * under the drop-in library on every collective and size, at P = 2
+     * and 4, of the same buffers every call and of others
+     * (bench/family_sweep.sh, scored by bench/selector_regret.py), on
+     * the 2-core Zen 5 build machine once messages went through the
+     * slots: 378 of 438 cells within 5% of the fastest family, against
+     * 291 for the figures before. They are the selector's weights, not
+     * rates. That fit priced the kernel's copy at a thirtieth of its
+     * rate (0.41 GB/s; 13 there, `mrc calibrate --transport shm`):
+     * where the direct families then read their peers' buffers by
+     * reference through it (2 MiB and more at P = 2, 4 MiB at P = 4),
+     * the rings or the tree, through the slots, were faster in every
+     * cell but one. Since a send buffer that fits goes into its owner's
+     * area instead (memory.c), a get of one is priced as the copies it
+     * is (copies_sends; scored on bench/family_sweep.sh -n 2 -c
+     * allgather,reduce_scatter, both patterns, docs/performance.md),
+     * and the kernel reads only what the area cannot hold (a send
+     * buffer past it, a rendezvous). It is priced at the memory's rate,
+     * the last tier's copy (4 GB/s), scored on the Intel Xeon host:
+     * there direct1 through the kernel beat the slots at 16 MiB in
+     * every collective it applies to (broadcast at 2 ranks: 2.3 ms
+     * against the tree's 3.0), and bench/family_sweep.sh -r 2 -n 2 and
+     * -n 4, scored by bench/selector_regret.py, had 192 of 219 cells
+     * within 5% with the kernel at 0.41 GB/s, 195 at 2, 199 at 3, 200
+     * at 4, 199 at 5 and at 6, 198 at 8 (cache-cold, --cold: 167 at
+     * 0.41, 173 at 3 and at 4, 172 at 5). The Zen 5 machine was not
+     * measured again. */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.357,
                                 .flag_sync_us = 0.24,
                                 .op_us = 0.1,
@@ -185,6 +187,8 @@ mrc_status_t mrc__cpu_cost_of_profile(const mrc_profile_t *pr,
     out->rdv_us = 0;       /* and no rendezvous (not yet probed) */
     out->op_us = pr->message_us + pr->latency_us; /* a message of a chain */
     out->cache_bytes = pr->cache_bytes;
+    /* (one kernel rate: a send buffer's own, kernel_gbps_cache, is the
+     * node model's, which times the groups it fits on one host) */
     out->kernel_gbps = pr->kernel_gbps;
     out->copies_sends = out->copies_sends && !(pr->send_by_ref > 0);
     double share = memory_share(pr, x, n);

@@ -79,6 +79,7 @@ $PY -c '
 import json, sys
 p = json.load(open(sys.argv[1]))
 p["kernel_gbps"] = p["peer_gbps_cache"] / 3
+p.pop("kernel_gbps_cache", None)
 json.dump(p, open(sys.argv[2], "w"))
 ' "$tmp/shm.json" "$tmp/slow_kernel.json"
 for m in plain mapped; do

@@ -268,6 +268,12 @@ int cal_own_level_at_bound(void)
  * copied in, read through the kernel; 0: not timed. */
 static double send_ref_us[2];
 
+/* The call kernel_gbps was fitted to on shm (direct2 past the area, its
+ * send buffers read through the kernel) and its time: fitted again once
+ * a send buffer's own rate (kernel_gbps_cache) prices part of it. */
+static cal_probe_t kernel_probe;
+static double kernel_probe_us;
+
 void cal_send_ref_us(double *copied, double *by_ref)
 {
     *copied = send_ref_us[0];
@@ -392,6 +398,8 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
                   i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1, &win[i], &win_us[i]);
     if (st == MRC_OK)
         st = probe(plan, past, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
+    kernel_probe = ref;
+    kernel_probe_us = st == MRC_OK ? ref_us : 0;
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         st = fit_family(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
                         plan->ranks, alone ? &tree : &rings,
@@ -435,7 +443,10 @@ enum { SEND_REF_PROBE = 128 << 10 };
 /* The kernel's rate of a send buffer in cache (kernel_gbps_cache), fitted
  * to the allgather read through the kernel (us): the simulator times it
  * with the send buffers read there, whatever send_by_ref comes to. A fit
- * at its bound is no figure (the model without it stands). */
+ * at its bound is no figure (the model without it stands). The call
+ * kernel_gbps was fitted to reads send buffers too (the share of them in
+ * cache now at this rate): each is fitted again with the other, two
+ * rounds, as its probe ran (sends copied in where they fit). */
 static mrc_status_t fit_kernel_send(const cal_plan_t *plan, mrc_profile_t *p,
                                     double us)
 {
@@ -443,17 +454,24 @@ static mrc_status_t fit_kernel_send(const cal_plan_t *plan, mrc_profile_t *p,
         return MRC_OK;
     cal_probe_t pr = {.count = SEND_REF_PROBE / sizeof(float),
                       .algo = MRC_ALGO_DIRECT1,
-                      .allgather = 1,
-                      .send_by_ref = 1};
+                      .allgather = 1};
     double by_ref = p->send_by_ref;
-    int clamped = 0;
-    p->send_by_ref = 1;
-    mrc_status_t st =
-        fit_family(p, KNOB(kernel_gbps_cache), CAL_RATE_FLOOR_GBPS, 1e3,
-                   plan->ranks, &pr, us, &clamped);
-    p->send_by_ref = by_ref;
-    if (st == MRC_OK && clamped)
-        p->kernel_gbps_cache = 0;
+    mrc_status_t st = MRC_OK;
+    for (int round = 0; round < 2 && st == MRC_OK; round++) {
+        int clamped = 0;
+        p->send_by_ref = 1;
+        st = fit_family(p, KNOB(kernel_gbps_cache), CAL_RATE_FLOOR_GBPS, 1e3,
+                        plan->ranks, &pr, us, &clamped);
+        p->send_by_ref = by_ref;
+        if (st != MRC_OK || clamped) {
+            p->kernel_gbps_cache = 0;
+            break;
+        }
+        if (kernel_probe_us > 0)
+            st = fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
+                            p->copy_gbps_cache, plan->ranks, &kernel_probe,
+                            kernel_probe_us, &clamped);
+    }
     return st;
 }
 
@@ -481,6 +499,7 @@ static mrc_status_t fit_send_by_ref(const cal_plan_t *plan, mrc_profile_t *p)
     }
     if (st == MRC_OK)
         st = fit_kernel_send(plan, p, best[1]);
+    kernel_probe_us = 0; /* (this calibration's) */
     if (st == MRC_OK)
         p->send_by_ref = best[1] > 0 && best[1] * 1.03 <= best[0];
     send_ref_us[0] = best[0];

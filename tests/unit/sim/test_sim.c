@@ -1351,7 +1351,9 @@ static void test_node_send_copied(void **state)
  * above the peer rate too (its lines are clean), else at the kernel's
  * rate capped at the peer's: each node's get of S bytes takes S / rate,
  * so the call's time moves by the difference. Where the send buffer is
- * copied into its owner's area (send_by_ref 0) the field changes nothing. */
+ * copied into its owner's area (send_by_ref 0), where the peers' buffers
+ * are mapped (plain loads), and on a host with fewer cores than nodes
+ * (where it was never fitted), the field changes nothing. */
 static void test_node_kernel_send(void **state)
 {
     (void)state;
@@ -1383,6 +1385,24 @@ static void test_node_kernel_send(void **state)
         copied[i] = sim_us(&s, MRC_SIM_PIPELINED, &f);
     }
     expect_close(copied[1], copied[0], "copied into the area: no kernel");
+    f.send_by_ref = 1;
+    double mapped[2], crowded[2];
+    for (int i = 0; i < 2; i++) {
+        f.kernel_gbps_cache = rates[2 * i];
+        mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED,
+                                .chunks = 1,
+                                .profile = &f,
+                                .peers_mapped = 1};
+        mrc_sim_result_t *r = NULL;
+        assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_OK);
+        mapped[i] = r->time_us;
+        mrc_sim_result_destroy(r);
+        f.cores = 1;
+        crowded[i] = sim_us(&s, MRC_SIM_PIPELINED, &f);
+        f.cores = 2;
+    }
+    expect_close(mapped[1], mapped[0], "mapped: plain loads");
+    expect_close(crowded[1], crowded[0], "more nodes than cores");
     drop(&s);
 }
 
