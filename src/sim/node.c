@@ -273,21 +273,24 @@ static void node_rates(mrc__sim_t *s)
      * (kernel_gbps_cache, where the profile has it), not capped at a
      * peer's fresh lines': at P = 2 on shm direct1's allgather of 128
      * KiB a rank took 11.5 us, and the kernel at any rate under that cap
-     * left it at 19.3 (docs/simulator.md, "A send buffer through the
-     * kernel"). For the share of lines that miss, the kernel's work
-     * and the memory's fetch in turn, as any kernel copy; with more
-     * nodes than cores (where the rate was never fitted) any kernel
-     * copy's rate. */
-    double send = f->kernel_gbps_cache > 0 ? k * f->kernel_gbps_cache : 0;
-    if (!host_crowded(s) && f->kernel_gbps > 0) {
+     * left it at 19.3 (`mrc calibrate --check --transport shm -c
+     * allgather`, its 256 KiB row; docs/simulator.md, "A send buffer
+     * through the kernel"). For the share of lines that miss, the
+     * kernel's work and the memory's fetch in turn, as any kernel copy;
+     * with more nodes than cores (where the rate was never fitted) any
+     * kernel copy's rate. */
+    int crowded = host_crowded(s);
+    double send = f->kernel_gbps_cache > 0 && !crowded && !m->mapped
+                      ? k * f->kernel_gbps_cache
+                      : 0;
+    if (!crowded && f->kernel_gbps > 0) {
         double kfar = 1 / (1 / f->kernel_gbps + 1 / f->copy_gbps_memory);
         kernel = blend(h, kernel, kfar);
         send = send > 0 ? blend(h, send, kfar) : 0;
     }
     m->kernel =
         f->kernel_gbps > 0 && !m->mapped ? fmin(kernel, m->peer) : m->peer;
-    m->kernel_send =
-        send > 0 && !m->mapped && !host_crowded(s) ? send : m->kernel;
+    m->kernel_send = send > 0 ? send : m->kernel;
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {

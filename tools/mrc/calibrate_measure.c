@@ -431,13 +431,13 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
  * copied into their areas, then read through the kernel, three times
  * each in turn; through the kernel where the fastest of its three beat
  * the fastest copied in by 3% or more, as the stream threshold is taken.
- * The rates' rule (mrc_profile_kernel_read_faster) came out either way from one
- * calibration to the next on the Intel Xeon host (the kernel's rate 8.05
- * against 8.12 for the copies, then 9.98 against 8.5), where the calls
- * themselves differed by a factor of 1.7 (23 us copied in, 14 read);
- * on shm at more ranks (where the form by reference comes only past the
- * window) the rule. (threads has no kernel read; an MPI calibration
- * does not come here.) */
+ * The rates' rule (mrc_profile_kernel_read_faster) came out either way
+ * from one calibration to the next on the Intel Xeon host (the kernel's
+ * rate 8.05 against 8.12 for the copies, then 9.98 against 8.5), where the
+ * calls themselves differed by a factor of 1.7 (23 us copied in, 14 read); on
+ * shm at more ranks (where the form by reference comes only past the window)
+ * the rule. (threads has no kernel read; an MPI calibration does not come
+ * here.) */
 enum { SEND_REF_PROBE = 128 << 10 };
 
 /* The kernel's rate of a send buffer in cache (kernel_gbps_cache), fitted
