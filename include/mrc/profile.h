@@ -203,8 +203,11 @@ typedef struct mrc_profile {
      * of those fresh lines (window_gbps, else peer_gbps_cache) one after
      * the other (mrc_profile_kernel_read_faster). On the Intel Xeon host
      * direct1's allgather of 128 KiB a rank at 2 ranks took 19.0-19.6 us
-     * copied in and 11.7-17.9 read (docs/performance.md). Optional; 0:
-     * copied in where it fits (the built-in). */
+     * copied in and 11.7-17.9 read (docs/performance.md). Only the
+     * buffer the call before exposed too is read where it is: a new one
+     * is copied in either way. Optional; 0: copied in where it fits.
+     * Without a profile the shared-memory transport reads the last
+     * call's buffer where it is (as Open MPI's single copy does). */
     double send_by_ref;
     /* The rate of the kernel's copy of a peer's send buffer in cache
      * (GB/s): lines no core has just written, which the kernel copies

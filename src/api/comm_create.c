@@ -280,6 +280,12 @@ void mrc__comm_shared_hosts(shared_t *s, int hosts)
 
 int mrc__comm_shared_sends_by_ref(const shared_t *s)
 {
+    /* Without a profile: read, as Open MPI's single copy through the
+     * kernel does; a host whose copy into the area measures faster says
+     * so in its profile (docs/performance.md, "A send buffer read where
+     * it is, when it is the last call's"). */
+    if (s && !s->profile)
+        return 1;
     return s && s->profile && s->profile->send_by_ref > 0;
 }
 

@@ -26,9 +26,9 @@ void mrc__comm_shared_release(shared_t *s);
 /* The ranks are on `hosts` hosts in equal blocks of consecutive ranks
  * (the hier family's input; 1: one host, or not in such blocks). */
 void mrc__comm_shared_hosts(shared_t *s, int hosts);
-/* Whether s's host profile reads send buffers by reference (its
- * send_by_ref; 0 without a profile): the shared-memory endpoint's
- * setting (mrc__shm_set_send_by_ref). */
+/* Whether s's ranks read a send buffer by reference when it is the last
+ * call's (its profile's send_by_ref; 1 without a profile): the
+ * shared-memory endpoint's setting (mrc__shm_set_send_by_ref). */
 int mrc__comm_shared_sends_by_ref(const shared_t *s);
 /* Sets c's shared-memory endpoint's way with send buffers exposed by
  * reference, whatever its profile says (calibrate times both ways); none

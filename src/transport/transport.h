@@ -261,11 +261,12 @@ int mrc__shm_region_holds(const void *ptr, size_t bytes);
  * nothing. So that the MPI transport can let MPI progress without shm
  * knowing MPI. */
 void mrc__shm_set_idle(mrc__shm_endpoint_t *e, void (*idle)(void *), void *arg);
-/* 1: e leaves every send buffer exposed by reference where it is, and
- * its peers read it through the kernel, even one that would fit its area
- * (a profile's send_by_ref, which calibrate sets where the kernel's copy
- * beats the owner's copy and its reader's); 0 (the default): it copies
- * one that fits into its area (memory.c, copy_send). Every rank may
+/* 1: e leaves a send buffer exposed by reference where it is when it is
+ * the one the call before exposed (its lines are warm), and its peers
+ * read it through the kernel, even where it would fit its area; a new
+ * buffer still goes into the area (memory.c, copy_send). 0 (the endpoint
+ * as attached; the api sets 1 without a profile, else the profile's
+ * send_by_ref): every one that fits goes into the area. Every rank may
  * choose alike or not: the record says which, and readers follow it. */
 void mrc__shm_set_send_by_ref(mrc__shm_endpoint_t *e, int on);
 int mrc__shm_sends_by_ref(const mrc__shm_endpoint_t *e);

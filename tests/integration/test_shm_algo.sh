@@ -162,32 +162,8 @@ for case in direct2:die direct1:die-small; do
     job=$(cat "$tmp/job")
     expect 0 "" test -z "$(ls /dev/shm | grep "^mrc-$job")"
 done
-# A send buffer exposed by reference (direct1's allgather and
-# reduce-scatter at 2 ranks) goes into its owner's area, where its peers
-# read it with plain loads, not through the kernel, the same buffer again
-# too (its new contents read); by reference when a buffer the call writes
-# overlaps it (in place) or it is past the area's room. Results exact.
-expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
-    env MRC_ALGO=direct1 MRC_DEBUG=TRACE "$MRC" launch -n 2 --timeout 60 -- \
-    "$RANK" sendcopy
-went=$(sed -n 's/^mrc: rank 0: call \([0-9]*\): its send buffer ([0-9]* bytes) \([a-z]*\).*/\1\2/p' \
-    "$tmp/out" | tr '\n' ' ')
-want="0copied 1copied 2by 3copied 4copied 5copied 6by 7by "
-if [ "$went" = "$want" ] &&
-    grep -q "rank 0: call 2: .* by reference: a buffer the call writes overlaps it" "$tmp/out" &&
-    grep -q "rank 0: call 7: .* by reference: larger than its area's room" "$tmp/out"; then
-    passed=$((passed + 1))
-else
-    failed=$((failed + 1))
-    echo "FAIL: sendcopy's send buffers went '$went', wanted '$want'"
-fi
-
 # A host profile whose send_by_ref is 1 (calibrate's, where the kernel's
-# read beats the owner's copy and its reader's): every send buffer stays
-# where it is and is read through the kernel, the ones that fit the area
-# too; results exact, and so for every case of direct1's sweep (its
-# allgather and reduce-scatter by reference from 16 KiB, its broadcast
-# past 64 KiB).
+# read beats the owner's copy and its reader's), and one whose is 0.
 cat > "$tmp/byref.json" <<'JSON'
 {"format": "mrc-profile", "version": 1, "transport": "shm", "ranks": 2,
  "cores": 2, "nodes_per_memory": 2, "cache_bytes": 4194304,
@@ -199,19 +175,41 @@ cat > "$tmp/byref.json" <<'JSON'
  "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  "message_us": 0.4, "sync_us": 0.2}
 JSON
-expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
-    env MRC_ALGO=direct1 MRC_PROFILE="$tmp/byref.json" MRC_DEBUG=TRACE \
-    "$MRC" launch -n 2 --timeout 60 -- "$RANK" sendcopy
-went=$(sed -n 's/^mrc: rank [01]: call \([0-9]*\): its send buffer ([0-9]* bytes) \([a-z]*\).*/\1\2/p' \
-    "$tmp/out" | sort -n | tr '\n' ' ')
-want="0by 0by 1by 1by 2by 2by 3by 3by 4by 4by 5by 5by 6by 6by 7by 7by "
-if [ "$went" = "$want" ] &&
-    grep -q "rank 1: call 0: .* by reference: the host's profile reads sends there" "$tmp/out"; then
-    passed=$((passed + 1))
-else
-    failed=$((failed + 1))
-    echo "FAIL: with send_by_ref the send buffers went '$went', wanted '$want'"
-fi
+sed 's/"send_by_ref": 1,//' "$tmp/byref.json" > "$tmp/copy.json"
+# How each send buffer exposed by reference went (direct1's allgather and
+# reduce-scatter at 2 ranks; shm_rank sendcopy's calls: a, a again, in
+# place, b, b for a reduce-scatter, b again, big a, big a), with the
+# profile $1 ("" for none), as rank $2's trace says; $3: what it must
+# say. A new buffer goes into its owner's area, where its peers read it
+# with plain loads; the last call's again (the same address and size)
+# stays where it is, read through the kernel, without a profile and
+# with send_by_ref, and goes into the area with a profile whose
+# send_by_ref is 0; by reference always when a buffer the call writes
+# overlaps it (in place) or it is past the area's room. Results exact
+# (new contents each call).
+send_went() {
+    expect 0 "rank 0 of 2: 8 calls, 0 wrong elements, 0 failed" \
+        env MRC_ALGO=direct1 ${1:+MRC_PROFILE="$1"} MRC_DEBUG=TRACE \
+        "$MRC" launch -n 2 --timeout 60 -- "$RANK" sendcopy
+    went=$(sed -n "s/^mrc: rank $2: call \([0-9]*\): its send buffer ([0-9]* bytes) \([a-z]*\).*/\1\2/p" \
+        "$tmp/out" | tr '\n' ' ')
+    if [ "$went" = "$3" ] &&
+        grep -q "rank $2: call 2: .* by reference: a buffer the call writes overlaps it" "$tmp/out" &&
+        grep -q "rank $2: call 7: .* by reference: larger than its area's room" "$tmp/out" &&
+        { [ -n "$1" ] && [ "$1" = "$tmp/copy.json" ] ||
+            grep -q "rank $2: call 1: .* by reference: the last call's, read where it is" "$tmp/out"; }; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: sendcopy's send buffers (profile '${1:-none}', rank $2) went '$went', wanted '$3'"
+    fi
+}
+send_went "" 0 "0copied 1by 2by 3copied 4copied 5by 6by 7by "
+send_went "$tmp/byref.json" 1 "0copied 1by 2by 3copied 4copied 5by 6by 7by "
+send_went "$tmp/copy.json" 0 "0copied 1copied 2by 3copied 4copied 5copied 6by 7by "
+
+# With send_by_ref every case of direct1's sweep is exact (its allgather
+# and reduce-scatter by reference from 16 KiB, its broadcast past 64 KiB).
 for completion in group local; do
     expect 0 "rank 0 of 2: [0-9]* cases, 0 wrong elements, 0 failed" \
         env MRC_ALGO=direct1 MRC_COMPLETION=$completion \

@@ -199,30 +199,31 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
 }
 
 /* Whether this call's send buffer, exposed by reference, goes into the
- * area instead, where its peers read it with plain loads: the owner's
- * copy and its peers' cost less than one read through the kernel, on new
- * buffers and on the same ones alike (docs/performance.md: direct1's
- * allgather of 256 KiB a rank at 2 ranks, the same buffers each call,
- * 34.05 us by reference and 23.44 copied in, Open MPI 33.23 in the same
- * rounds; new buffers each call, 357.62 by reference and 43.28 copied
- * in, Open MPI 348.35). Only a send buffer that no buffer the call writes
- * overlaps (the executor writes no other: it cannot change while a peer
- * reads it), that fits in the area beside the window, and that is not in
- * a shared region (which the peers map), and only where the host's
- * profile does not say that a read through the kernel is the faster
- * (send_by_ref: on the Intel Xeon host direct1's allgather of 128 KiB a
- * rank at 2 ranks took 23 us copied in and 14 read by reference, Open
- * MPI 13: single runs of `mpi-collectives -c allgather` under the
- * drop-in library, MRC_ALGO=direct1, the copy switched off by a
- * temporary environment variable; `mrc calibrate --transport shm`'s
- * own timings 19.0-19.6 and 11.7-17.9). The
- * record says which; every reader follows it. */
+ * area instead, where its peers read it with plain loads. A new buffer
+ * does: its pages and lines are cold, and a read through the kernel
+ * costs many times the owner's copy (docs/performance.md: direct1's
+ * allgather of 256 KiB a rank at 2 ranks on new buffers each call,
+ * 357.62 us by reference and 43.28 copied in, Open MPI 348.35). The
+ * buffer the last call exposed too stays where it is where send_by_ref
+ * says so (without a profile, and where the host's profile measured the
+ * read faster): the kernel's one copy, as Open MPI's, against the
+ * owner's copy and its reader's (on the Intel Xeon host the same
+ * allgather of 256 KiB on the same buffers took 25.5 us read and 50.1
+ * copied in, Open MPI 28.7; on the Zen 5 host 34.05 read and 23.44
+ * copied in, Open MPI 33.23, and its profile says copy). Only a send
+ * buffer that no buffer the call writes overlaps (the executor writes
+ * no other: it cannot change while a peer reads it), that fits in the
+ * area beside the window, and that is not in a shared region (which the
+ * peers map). The record says which; every reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
     size_t bytes = x->bytes[MRC__MEM_SEND];
     size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
     size_t room = at < e->win_max ? e->win_max - at : 0;
+    int repeated = sb == e->last_send && bytes == e->last_send_bytes;
+    e->last_send = sb;
+    e->last_send_bytes = bytes;
     const char *why = bytes > room ? "larger than its area's room"
                       : mrc__overlap(sb, bytes, x->buf[MRC__MEM_RECV],
                                      x->bytes[MRC__MEM_RECV]) ||
@@ -230,8 +231,9 @@ static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
                                            x->bytes[MRC__MEM_SCRATCH])
                           ? "a buffer the call writes overlaps it"
                       : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
-                      : e->send_by_ref ? "the host's profile reads sends there"
-                                       : NULL;
+                      : e->send_by_ref && repeated
+                          ? "the last call's, read where it is"
+                          : NULL;
     if (why) {
         if (mrc__log_level() >= MRC__LOG_TRACE)
             mrc__log(MRC__LOG_TRACE, e->rank,

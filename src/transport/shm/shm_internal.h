@@ -186,6 +186,10 @@ struct mrc__shm_endpoint {
     /* 1: a send buffer exposed by reference stays where it is, and its
      * peers read it through the kernel (mrc__shm_set_send_by_ref). */
     int send_by_ref;
+    /* The send buffer the last call exposed (send_by_ref reads only a
+     * buffer the call before exposed too: its lines are warm). */
+    const void *last_send;
+    size_t last_send_bytes;
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
     mrc__transport_ops_t named; /* mrc__shm_transport_named's table */
