@@ -208,6 +208,29 @@ send_went "" 0 "0copied 1by 2by 3copied 4copied 5by 6by 7by "
 send_went "$tmp/byref.json" 1 "0copied 1by 2by 3copied 4copied 5by 6by 7by "
 send_went "$tmp/copy.json" 0 "0copied 1copied 2by 3copied 4copied 5copied 6by 7by "
 
+# A host whose kernel forbids cross-memory attach (MRC_NO_CMA=1 says so
+# for this rank): the selector takes no program that reads a peer's
+# buffers by reference, and every case is exact (and none is refused);
+# a family asked for that would read so fails on every rank in the same
+# call, naming why.
+for n in 2 3; do
+    expect 0 "rank 0 of $n: 1512 cases, 0 wrong elements, 0 failed, 0 skipped" \
+        env MRC_NO_CMA=1 "$MRC" launch -n $n --timeout 120 -- "$RANK" sweep
+done
+for algo in direct1 direct2; do
+    expect 1 "rank 1: mrc_[a-z_]* (rank 1): family $algo asked for: $algo reads the peers' buffers in place (by reference), which this host does not allow (cross-memory attach)" \
+        env MRC_NO_CMA=1 MRC_ALGO=$algo "$MRC" launch -n 2 --timeout 120 -- \
+        "$RANK" sweep
+    call0=$(sed -n 's/^rank 0: \(mrc_[a-z_]*\) (rank 0): family .*/\1/p' "$tmp/out")
+    call1=$(sed -n 's/^rank 1: \(mrc_[a-z_]*\) (rank 1): family .*/\1/p' "$tmp/out")
+    if [ -n "$call0" ] && [ "$call0" = "$call1" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: without cross-memory attach, $algo: rank 0 failed in '$call0', rank 1 in '$call1'"
+    fi
+done
+
 # With send_by_ref every case of direct1's sweep is exact (its allgather
 # and reduce-scatter by reference from 16 KiB, its broadcast past 64 KiB).
 for completion in group local; do

@@ -214,7 +214,9 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
  * buffer that no buffer the call writes overlaps (the executor writes
  * no other: it cannot change while a peer reads it), that fits in the
  * area beside the window, and that is not in a shared region (which the
- * peers map). The record says which; every reader follows it. */
+ * peers map). Where a peer cannot read this rank's memory (the kernel
+ * forbids cross-memory attach) the last call's is copied in too. The
+ * record says which; every reader follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
@@ -231,7 +233,7 @@ static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
                                            x->bytes[MRC__MEM_SCRATCH])
                           ? "a buffer the call writes overlaps it"
                       : mrc__shm_region_holds(sb, bytes) ? "in a shared region"
-                      : e->send_by_ref && repeated
+                      : e->send_by_ref && repeated && e->all_read
                           ? "the last call's, read where it is"
                           : NULL;
     if (why) {

@@ -259,10 +259,13 @@ mrc_status_t mrc__shm_read_peer(mrc__shm_endpoint_t *e, int p, void *dst,
 
 /* Can this rank read every peer's memory (process_vm_readv: the kernel
  * may forbid it, as Yama does)? Each rank says so in the header; senders
- * use rendezvous only towards ranks that can. Then waits for all. */
+ * use rendezvous only towards ranks that can. Then waits for all.
+ * MRC_NO_CMA=1: this rank says it cannot, as on such a host (the paths
+ * without the kernel's copy, run where it is allowed). */
 static mrc_status_t probe_peers(mrc__shm_endpoint_t *e, double timeout_s)
 {
-    int ok = 1;
+    const char *no_cma = getenv("MRC_NO_CMA");
+    int ok = !(no_cma && no_cma[0] && strcmp(no_cma, "0") != 0);
     for (int p = 0; p < e->n && ok; p++) {
         uint64_t v = 0;
         struct iovec l = {&v, sizeof v},
