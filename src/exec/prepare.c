@@ -400,6 +400,30 @@ static int waits_on_all(const mrc__exec_t *x)
     return all;
 }
 
+/* The executor's tables for its plan: transfers, receives, the send
+ * list, chain cursors, staging, relays and idle ports (the caller
+ * releases x on a failure). */
+static mrc_status_t plan_tables(mrc__exec_t *x, int node)
+{
+    size_t n = (size_t)x->plan.num_ops;
+    x->xfers = calloc(n + 1, sizeof *x->xfers);
+    x->recvs = calloc(n + 1, sizeof *x->recvs);
+    x->recv_of = malloc((n + 1) * sizeof *x->recv_of);
+    x->send_list = malloc((n + 1) * sizeof *x->send_list);
+    x->cursor = calloc((size_t)x->plan.num_chains + 1, sizeof *x->cursor);
+    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list || !x->cursor)
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                          node);
+    mrc_status_t st = plan_staging(x);
+    if (st == MRC_OK)
+        st = plan_relays(x);
+    if (st == MRC_OK && !(x->idle_ports = malloc(
+                              (size_t)x->program->nodes[node].num_ports + 1)))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
+                        node);
+    return st;
+}
+
 /* What the ranks must agree on: op only where it reduces, root only
  * where there is one. */
 static mrc__call_t call_of(const mrc_compile_config_t *cfg)
@@ -451,24 +475,7 @@ mrc_status_t mrc__exec_prepare(mrc__exec_t *x, const mrc_program_t *p, int node,
         x->warm_send = (size_t)(se * x->elem);
         x->warm_recv = (size_t)(re * x->elem);
     }
-    size_t n = (size_t)x->plan.num_ops;
-    x->xfers = calloc(n + 1, sizeof *x->xfers);
-    x->recvs = calloc(n + 1, sizeof *x->recvs);
-    x->recv_of = malloc((n + 1) * sizeof *x->recv_of);
-    x->send_list = malloc((n + 1) * sizeof *x->send_list);
-    x->cursor = calloc((size_t)x->plan.num_chains + 1, sizeof *x->cursor);
-    if (!x->xfers || !x->recvs || !x->recv_of || !x->send_list || !x->cursor) {
-        mrc__exec_release(x);
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
-                          node);
-    }
-    st = plan_staging(x);
-    if (st == MRC_OK)
-        st = plan_relays(x);
-    if (st == MRC_OK &&
-        !(x->idle_ports = malloc((size_t)p->nodes[node].num_ports + 1)))
-        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory planning node %d",
-                        node);
+    st = plan_tables(x, node);
     if (st != MRC_OK) {
         mrc__exec_release(x);
         return st;

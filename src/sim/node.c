@@ -212,6 +212,50 @@ static int host_crowded(const mrc__sim_t *s)
     return m->prof->cores > 0 && on_host > m->prof->cores;
 }
 
+/* The kernel's copies (m->kernel, m->kernel_send), at the cache share h
+ * and the node's own level k, once the peer rate is set. */
+static void kernel_rates(mrc__sim_t *s, double h, double k)
+{
+    mrc__sim_node_t *m = &s->node;
+    const mrc_profile_t *f = m->prof;
+    /* The kernel's copy: its own rate, never above a peer's read; beyond
+     * cache, for the share of lines that miss, the kernel's work on a
+     * line and the memory's fetch of it one after the other. P = 2, shm,
+     * direct2's 16 MiB by reference took 2.2-3.5 ms in nine captures of
+     * ten: the rate scaled as the memory's predicted 6.5, the kernel's
+     * alone 1.7-2.5, the two in turn 2.0-2.9 (docs/simulator.md, "The
+     * kernel's copy beyond cache"). With more ranks than cores
+     * the kernel's rate is fitted on all of them at once, and beyond
+     * cache the host's shared channel already holds them to the memory:
+     * in turn, direct2's 16-64 MiB on 4 ranks of 2 cores were predicted
+     * at 1.12-1.81 of their time, where the rate alone had 0.96-1.66.
+     * Buffers the peers map are read with plain loads, at a peer's rate. */
+    double kernel = k * f->kernel_gbps;
+    /* A send buffer's lines are clean (no core has just written them)
+     * and the kernel copies them at a rate of their own in cache
+     * (kernel_gbps_cache, where the profile has it), not capped at a
+     * peer's fresh lines': at P = 2 on shm direct1's allgather of 128
+     * KiB a rank took 11.5 us, and the kernel at any rate under that cap
+     * left it at 19.3 (`mrc calibrate --check --transport shm -c
+     * allgather`, its 256 KiB row; docs/simulator.md, "A send buffer
+     * through the kernel"). For the share of lines that miss, the
+     * kernel's work and the memory's fetch in turn, as any kernel copy;
+     * with more nodes than cores (where the rate was never fitted) any
+     * kernel copy's rate. */
+    int crowded = host_crowded(s);
+    double send = f->kernel_gbps_cache > 0 && !crowded && !m->mapped
+                      ? k * f->kernel_gbps_cache
+                      : 0;
+    if (!crowded && f->kernel_gbps > 0) {
+        double kfar = 1 / (1 / f->kernel_gbps + 1 / f->copy_gbps_memory);
+        kernel = blend(h, kernel, kfar);
+        send = send > 0 ? blend(h, send, kfar) : 0;
+    }
+    m->kernel =
+        f->kernel_gbps > 0 && !m->mapped ? fmin(kernel, m->peer) : m->peer;
+    m->kernel_send = send > 0 ? send : m->kernel;
+}
+
 /* The run's rates: each the cache's for the share of the working set
  * that fits, the memory's for the rest (a stream of lines, some hits and
  * some misses, not a switch at one size); in cache, at the share the
@@ -255,42 +299,7 @@ static void node_rates(mrc__sim_t *s)
     m->slot = f->slot_gbps > 0
                   ? blend(h, IN_CACHE(k * f->slot_gbps), f->copy_gbps_memory)
                   : m->peer;
-    /* The kernel's copy: its own rate, never above a peer's read; beyond
-     * cache, for the share of lines that miss, the kernel's work on a
-     * line and the memory's fetch of it one after the other. P = 2, shm,
-     * direct2's 16 MiB by reference took 2.2-3.5 ms in nine captures of
-     * ten: the rate scaled as the memory's predicted 6.5, the kernel's
-     * alone 1.7-2.5, the two in turn 2.0-2.9 (docs/simulator.md, "The
-     * kernel's copy beyond cache"). With more ranks than cores
-     * the kernel's rate is fitted on all of them at once, and beyond
-     * cache the host's shared channel already holds them to the memory:
-     * in turn, direct2's 16-64 MiB on 4 ranks of 2 cores were predicted
-     * at 1.12-1.81 of their time, where the rate alone had 0.96-1.66.
-     * Buffers the peers map are read with plain loads, at a peer's rate. */
-    double kernel = k * f->kernel_gbps;
-    /* A send buffer's lines are clean (no core has just written them)
-     * and the kernel copies them at a rate of their own in cache
-     * (kernel_gbps_cache, where the profile has it), not capped at a
-     * peer's fresh lines': at P = 2 on shm direct1's allgather of 128
-     * KiB a rank took 11.5 us, and the kernel at any rate under that cap
-     * left it at 19.3 (`mrc calibrate --check --transport shm -c
-     * allgather`, its 256 KiB row; docs/simulator.md, "A send buffer
-     * through the kernel"). For the share of lines that miss, the
-     * kernel's work and the memory's fetch in turn, as any kernel copy;
-     * with more nodes than cores (where the rate was never fitted) any
-     * kernel copy's rate. */
-    int crowded = host_crowded(s);
-    double send = f->kernel_gbps_cache > 0 && !crowded && !m->mapped
-                      ? k * f->kernel_gbps_cache
-                      : 0;
-    if (!crowded && f->kernel_gbps > 0) {
-        double kfar = 1 / (1 / f->kernel_gbps + 1 / f->copy_gbps_memory);
-        kernel = blend(h, kernel, kfar);
-        send = send > 0 ? blend(h, send, kfar) : 0;
-    }
-    m->kernel =
-        f->kernel_gbps > 0 && !m->mapped ? fmin(kernel, m->peer) : m->peer;
-    m->kernel_send = send > 0 ? send : m->kernel;
+    kernel_rates(s, h, k);
     double rc = 0, rm = 0;
     if ((unsigned)p->cfg.dtype < MRC_NUM_DTYPES &&
         (unsigned)p->cfg.op < MRC_NUM_OPS) {

@@ -84,6 +84,55 @@ void help_calibrate(void)
            "A progress bar goes to stderr when it is a terminal.\n");
 }
 
+/* The summary's lines on the kernel's copies and a send buffer's way. */
+static void summary_kernel(const mrc_profile_t *p)
+{
+    if (p->kernel_gbps > 0)
+        printf("kernel     %.2f GB/s through the kernel from another "
+               "process\n",
+               p->kernel_gbps);
+    if (p->kernel_gbps_cache > 0)
+        printf("           %.2f GB/s of a send buffer in cache (its lines "
+               "clean)\n",
+               p->kernel_gbps_cache);
+    double copied = 0, by_ref = 0;
+    cal_send_ref_us(&copied, &by_ref);
+    if (copied > 0 && by_ref > 0)
+        printf("           a send exposed by reference %s (an allgather of "
+               "128 KiB a rank: %.2f us copied in, %.2f read there)\n",
+               p->send_by_ref > 0 ? "is read there when it is the last call's"
+                                  : "that fits its owner's area is copied in",
+               copied, by_ref);
+    else if (p->kernel_gbps > 0)
+        printf("           %s\n",
+               p->send_by_ref > 0
+                   ? "so a send exposed by reference is read there when it "
+                     "is the last call's (faster than its owner's copy into "
+                     "its area and the reader's)"
+                   : "so a send exposed by reference that fits its owner's "
+                     "area is copied into it (the rates do not say the "
+                     "kernel's read is the faster)");
+}
+
+/* ... on the calls written around the caches. */
+static void summary_stream(const mrc_profile_t *p)
+{
+    if (p->stream_bytes > 0) {
+        char from[32];
+        printf("stream     writes around the caches from a receive buffer "
+               "of %s (the rings timed both ways at 1-16 MiB)\n",
+               mrc__format_bytes((uint64_t)p->stream_bytes, from, sizeof from));
+    }
+    if (p->stream_gbps > 0)
+        printf("           %.2f GB/s moving a call's data written around "
+               "them, in cache\n",
+               p->stream_gbps);
+    else if (p->stream_bytes > 0)
+        printf("           no rate of their own for the calls written "
+               "around them: its fit reached a bound (an unsteady host); "
+               "timed as through them\n");
+}
+
 /* The progress bar: redrawn in place on a terminal (cli_progress), and
  * cleared once the work is done. */
 static void bar(void *ctx, double done, const char *what)
@@ -124,30 +173,7 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("           no rate of its own once its buffers have left its "
                "core's cache: its fit reached a bound (an unsteady host, or "
                "no such level)\n");
-    if (p->kernel_gbps > 0)
-        printf("kernel     %.2f GB/s through the kernel from another "
-               "process\n",
-               p->kernel_gbps);
-    if (p->kernel_gbps_cache > 0)
-        printf("           %.2f GB/s of a send buffer in cache (its lines "
-               "clean)\n",
-               p->kernel_gbps_cache);
-    double copied = 0, by_ref = 0;
-    cal_send_ref_us(&copied, &by_ref);
-    if (copied > 0 && by_ref > 0)
-        printf("           a send exposed by reference %s (an allgather of "
-               "128 KiB a rank: %.2f us copied in, %.2f read there)\n",
-               p->send_by_ref > 0 ? "is read there"
-                                  : "that fits its owner's area is copied in",
-               copied, by_ref);
-    else if (p->kernel_gbps > 0)
-        printf("           %s\n",
-               p->send_by_ref > 0
-                   ? "so a send exposed by reference is read there (faster "
-                     "than its owner's copy into its area and the reader's)"
-                   : "so a send exposed by reference that fits its owner's "
-                     "area is copied into it (the rates do not say the "
-                     "kernel's read is the faster)");
+    summary_kernel(p);
     if (p->peer_gbps_shared > 0)
         printf("           %.2f GB/s once it has left the writer's core\n",
                p->peer_gbps_shared);
@@ -158,20 +184,7 @@ static void summary(const mrc_profile_t *p, const char *path)
     else if (cal_windows_at_bound())
         printf("window     taken at the peer rate: its fit reached a bound "
                "(an unsteady host, or no apart rate)\n");
-    if (p->stream_bytes > 0) {
-        char from[32];
-        printf("stream     writes around the caches from a receive buffer "
-               "of %s (the rings timed both ways at 1-16 MiB)\n",
-               mrc__format_bytes((uint64_t)p->stream_bytes, from, sizeof from));
-    }
-    if (p->stream_gbps > 0)
-        printf("           %.2f GB/s moving a call's data written around "
-               "them, in cache\n",
-               p->stream_gbps);
-    else if (p->stream_bytes > 0)
-        printf("           no rate of their own for the calls written "
-               "around them: its fit reached a bound (an unsteady host); "
-               "timed as through them\n");
+    summary_stream(p);
     if (p->spin_share > 0)
         printf("spin       a waiting node takes %.2f of a core\n",
                p->spin_share);
