@@ -98,6 +98,7 @@ typedef struct mrc__sim_node {
     int first_peer_chan;  /* -1: peers' data at the copy rate */
     int32_t *local_route; /* [nodes]: the node's own memory work */
     int32_t *copy_route;  /* [nodes]: a message it copies in */
+    int32_t *take_route;  /* [nodes]: the sum it forms as it takes a slot's */
     int sync_route;       /* a flag or barrier within one host */
     /* Whether a send below rendezvous_bytes is also its sender's copy
      * into a slot (shm's, not threads'), and (src, dst, 0): i[0] = the
