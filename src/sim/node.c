@@ -827,7 +827,7 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
  * store, one after the other in one pass (a core waiting on a peer's
  * lines has no other work to overlap with them). With it the rings' and
  * the tree's reduce at P = 2 on shm, 1-64 MiB, were predicted at
- * 0.57-0.91 of their time, 0.44-0.63 with the reduction beside the take
+ * 0.55-1.13 of their time, 0.38-0.61 with the reduction beside the take
  * (the root takes about 5.5 GB/s from 1 MiB: docs/simulator.md, "The
  * reduce's take, one pass"); the threads transport, which reads the
  * sender's buffer itself, is predicted better as before, and a host
