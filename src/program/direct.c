@@ -484,8 +484,8 @@ static int early_ref(mrc_algo_t a, mrc_collective_t c, int n)
  * kernel (a host's profile may say that this beats the root's copy into
  * its area and the leaf's of it: send_by_ref, mrc/profile.h), a
  * broadcast of 256 KiB-1 MiB at 2 ranks took 15-81 us where the form
- * by copy took 21-99, and with the root's copy into its area (no
- * profile) 16-99, beside Open MPI's 14-75 (a single run each, `mpirun
+ * by copy took 21-99, and with the root's copy into its area (then
+ * without a profile) 16-99, beside Open MPI's 14-75 (a single run each, `mpirun
  * -n 2 -x LD_PRELOAD=libmrc_mpi.so -x MRC_ALGO=direct1 mpi-collectives
  * -c bcast -b 16K -e 16M` on builds whose form and copy were switched
  * by a temporary environment variable). From past

@@ -869,7 +869,8 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
          * reduction alone takes. Within a host the transports reduce as
          * they take (one pass reads both operands and writes the sum),
          * and the message was charged as the receiver's copy: only what
-         * the reduction takes beyond that copy is left. */
+         * the reduction takes beyond that copy is left (but out of shm's
+         * slots the whole sum, after the take: take_in_turn). */
         if (take_in_turn(s, node, op, bytes))
             return take_flow(s, node, bytes, f);
         if (op->peer != node && mrc__sim_same_host(s, op->peer, node) &&

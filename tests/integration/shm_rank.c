@@ -34,7 +34,8 @@
  *   shm_rank sendcopy           (2 ranks, MRC_ALGO=direct1) allgathers of
  *                               64 KiB blocks on send buffers a, a, in
  *                               place, b; reduce-scatters on b, b;
- *                               allgathers of blocks past 8 MiB on a, a:
+ *                               allgathers of blocks past 8 MiB on a, a;
+ *                               an allgather on b, a small allreduce, b:
  *                               new contents each call, results exact
  *                               (the script reads from MRC_DEBUG=TRACE
  *                               how each send buffer went)
@@ -186,6 +187,24 @@ static long send_copy_call(mrc_comm_t *comm, int k, int32_t *send,
     return wrong;
 }
 
+/* sendcopy's call between two of b: an allreduce of 4 int32 (its
+ * input through the window: no send buffer by reference); wrong
+ * elements, or -1. */
+static long between_call(mrc_comm_t *comm, int32_t *v)
+{
+    int r = mrc_comm_rank(comm), n = mrc_comm_size(comm);
+    for (int i = 0; i < 4; i++)
+        v[i] = r + i;
+    if (mrc_allreduce(v, v, 4, MRC_INT32, MRC_SUM, comm) != MRC_OK) {
+        fprintf(stderr, "rank %d: the call between: %s\n", r, mrc_last_error());
+        return -1;
+    }
+    long wrong = 0;
+    for (int i = 0; i < 4; i++)
+        wrong += v[i] != n * (n - 1) / 2 + n * i;
+    return wrong;
+}
+
 static int send_copy(mrc_comm_t *comm)
 {
     /* 64 KiB blocks (by reference at 2 ranks, and into the area), and
@@ -197,11 +216,15 @@ static int send_copy(mrc_comm_t *comm)
             *recv = malloc(whole * 4);
     long wrong = 0, failed = 0, calls = 0;
     if (a && b && recv) {
-        /* a, a again, in place, b; reduce-scatters on b, b; big, big */
-        int32_t *sends[] = {a, a, recv + (size_t)r * COUNT, b, b, b, a, a};
-        for (int k = 0; k < 8; k++, calls++) {
-            long w = send_copy_call(comm, k, sends[k], recv,
-                                    k < 6 ? COUNT : BIG, k == 4 || k == 5);
+        /* a, a again, in place, b; reduce-scatters on b, b; big, big;
+         * b, an allreduce that exposes no send buffer, b again */
+        int32_t *sends[] = {a, a, recv + (size_t)r * COUNT, b, b, b, a, a, b};
+        for (int k = 0; k < 11; k++, calls++) {
+            long w = k == 9
+                         ? between_call(comm, recv)
+                         : send_copy_call(comm, k, sends[k < 9 ? k : 8], recv,
+                                          k == 6 || k == 7 ? BIG : COUNT,
+                                          k == 4 || k == 5);
             failed += w < 0;
             wrong += w > 0 ? w : 0;
         }

@@ -214,18 +214,23 @@ static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
  * buffer that no buffer the call writes overlaps (the executor writes
  * no other: it cannot change while a peer reads it), that fits in the
  * area beside the window, and that is not in a shared region (which the
- * peers map). Where a peer cannot read this rank's memory (the kernel
- * forbids cross-memory attach) the last call's is copied in too. The
- * record says which; every reader follows it. */
+ * peers map). The last call's means the one exposed in the call just
+ * before (nth), not any earlier: a buffer last exposed calls ago has
+ * cold lines again. (A rank that cannot read its peers' memory never
+ * runs a program that exposes by reference, the selector refuses it:
+ * all_read is a guard here.) The record says which; every reader
+ * follows it. */
 static int copy_send(mrc__shm_endpoint_t *e, const mrc__exposure_t *x, char *to)
 {
     const void *sb = x->buf[MRC__MEM_SEND];
     size_t bytes = x->bytes[MRC__MEM_SEND];
     size_t at = (size_t)(to - (area_at(e, e->rank, e->seq) + 64));
     size_t room = at < e->win_max ? e->win_max - at : 0;
-    int repeated = sb == e->last_send && bytes == e->last_send_bytes;
+    int repeated = sb == e->last_send && bytes == e->last_send_bytes &&
+                   e->last_send_nth + 1 == e->nth;
     e->last_send = sb;
     e->last_send_bytes = bytes;
+    e->last_send_nth = e->nth;
     const char *why = bytes > room ? "larger than its area's room"
                       : mrc__overlap(sb, bytes, x->buf[MRC__MEM_RECV],
                                      x->bytes[MRC__MEM_RECV]) ||

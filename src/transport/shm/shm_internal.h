@@ -183,13 +183,16 @@ struct mrc__shm_endpoint {
     int ended_behind;
     int small_deep; /* a deep call of at most DEEP_WINDOW bytes */
     int prefetch_w; /* the core takes a line for writing on a prefetch */
-    /* 1: a send buffer exposed by reference stays where it is, and its
-     * peers read it through the kernel (mrc__shm_set_send_by_ref). */
+    /* 1: a send buffer exposed by reference stays where it is when the
+     * call just before exposed it too, and its peers read it through the
+     * kernel (mrc__shm_set_send_by_ref); a new one is copied in. */
     int send_by_ref;
-    /* The send buffer the last call exposed (send_by_ref reads only a
-     * buffer the call before exposed too: its lines are warm). */
+    /* The send buffer this rank exposed last, and in which call (nth):
+     * send_by_ref reads only a buffer the call just before exposed too
+     * (its lines are warm). */
     const void *last_send;
     size_t last_send_bytes;
+    uint64_t last_send_nth;
     void (*on_idle)(void *); /* called now and then while waiting, or NULL */
     void *on_idle_arg;
     mrc__transport_ops_t named; /* mrc__shm_transport_named's table */
