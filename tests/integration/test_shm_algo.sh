@@ -216,7 +216,7 @@ send_went "$tmp/copy.json" 0 "0copied 1copied 2by 3copied 4copied 5copied 6by 7b
 # a family asked for that would read so fails on every rank in the same
 # call, naming why.
 for n in 2 3; do
-    expect 0 "rank 0 of $n: 1512 cases, 0 wrong elements, 0 failed, 0 skipped" \
+    expect 0 "rank 0 of $n: [1-9][0-9]* cases, 0 wrong elements, 0 failed, 0 skipped" \
         env MRC_NO_CMA=1 "$MRC" launch -n $n --timeout 120 -- "$RANK" sweep
 done
 for algo in direct1 direct2; do
