@@ -284,9 +284,7 @@ int mrc__comm_shared_sends_by_ref(const shared_t *s)
      * kernel does; a host whose copy into the area measures faster says
      * so in its profile (docs/performance.md, "A send buffer read where
      * it is, when it is the last call's"). */
-    if (s && !s->profile)
-        return 1;
-    return s && s->profile && s->profile->send_by_ref > 0;
+    return s && (!s->profile || s->profile->send_by_ref > 0);
 }
 
 void mrc__comm_set_send_by_ref(mrc_comm_t *c, int on)
