@@ -263,9 +263,7 @@ static mrc_status_t pending_failed(mrc__shm_endpoint_t *e)
  * is in this call with another descriptor). */
 mrc_status_t mrc__shm_waiting_on(mrc__shm_endpoint_t *e, int r)
 {
-    mrc_status_t st = mrc__shm_take_early(e);
-    if (st == MRC_OK)
-        st = mrc__shm_check_peers(e);
+    mrc_status_t st = mrc__shm_check_peers(e);
     if (st == MRC_OK)
         st = mrc__shm_peer_failed(e, r);
     if (st == MRC_OK)

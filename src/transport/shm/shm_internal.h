@@ -542,8 +542,8 @@ mrc_status_t mrc__shm_job_lost(mrc__shm_endpoint_t *e, int r);
  * (and that none this rank waits on has failed its call). */
 mrc_status_t mrc__shm_check_peers(mrc__shm_endpoint_t *e);
 /* Every piece in this rank's slots, taken: into its posted receive, or
- * kept early (p2p.c). A rank that waits on a flag or a window calls it
- * now and then: a sender held by full slots may be what it waits for. */
+ * kept early (p2p.c). A rank that waits on a flag calls it now and
+ * then: a sender held by full slots may be what it waits for. */
 mrc_status_t mrc__shm_take_early(mrc__shm_endpoint_t *e);
 /* Records in this rank's post why its call failed (the first reason
  * stays). */
