@@ -32,17 +32,18 @@
  * calls a node never waits on a flag that its peer raised a call ago,
  * so a call costs its busiest node's own time, each node alone
  * (mrc__cpu_runs_ahead). That is the mechanism of the forms by copy and
- * of the families by messages. direct1's broadcast by reference (2
- * nodes past 64 KiB) is timed so too, though its root waits at the
- * closing sync for its reader and runs ahead of nothing: the rule then
- * undercounts it by the root's copy into its area, and is kept as a
- * measured fit. On the Intel Xeon host the tree's copies through the
- * slots take longer a byte than the constants say, and direct1's
- * broadcast, root's copy and leaf's one after the other, beat them:
- * the drop-in library's suite at 2 ranks, 5 rounds, went from 1.50-2.18
- * times Open MPI's time to 0.93-1.02 at 512 KiB-8 MiB, and the selector's
- * broadcast picks from 10 to 21 of 22 sizes within 5% of the fastest
- * family (docs/performance.md, "Runs of calls").
+ * of the families by messages. Not of a form by reference (direct1's
+ * broadcast on 2 nodes past 64 KiB): its root waits at the closing sync
+ * for its reader and runs ahead of nothing, so it is timed as one call,
+ * the root's expose, the leaf's read and the sync one after the other.
+ * It had been timed so too, as a measured fit: the tree's receiver then
+ * copied each piece its root sent ahead twice, out of the slot and
+ * again, and direct1 by reference beat it (docs/performance.md, "Runs
+ * of calls"). Once each piece was copied once ("Each piece copied
+ * once"), the tree and the rings took 0.67-0.94 of direct1's time on
+ * every broadcast of 128 KiB-16 MiB at 2 ranks (bench/family_sweep.sh
+ * -r 2 -n 2, same buffers), and the rule's pick was within 5% of the
+ * fastest family at 13 of 22 sizes (4 of 22 on new buffers).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -103,7 +104,15 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
      * within 5% with the kernel at 0.41 GB/s, 195 at 2, 199 at 3, 200
      * at 4, 199 at 5 and at 6, 198 at 8 (cache-cold, --cold: 167 at
      * 0.41, 173 at 3 and at 4, 172 at 5). The Zen 5 machine was not
-     * measured again. */
+     * measured again. Once the slots' receiver copied each piece once
+     * (docs/performance.md, "Each piece copied once") and direct1's
+     * broadcast by reference was timed as the one call it is
+     * (mrc__cpu_runs_ahead), 3: the same sweeps of that build, P = 2
+     * and 4, same buffers and new: 89, 88, 98, 91 cells within 5% at 3,
+     * 89, 85, 98, 91 at 4, 89, 85, 97, 90 at 5 (and 83, 80, 98, 91 with
+     * neither change): at 3 the rings and the tree take the 16 MiB
+     * broadcast, which direct1's read of the root's buffer ties at 4,
+     * in 0.67 and 0.49 of its time. */
     [MRC__SIM_TRANSPORT_SHM] = {.sync_us = 0.357,
                                 .flag_sync_us = 0.24,
                                 .op_us = 0.1,
@@ -112,7 +121,7 @@ static const mrc__cpu_cost_t cpu_costs[MRC__SIM_NUM_TRANSPORTS] = {
                                 .send_copies = 1,
                                 .rdv_bytes = 1 << 20,
                                 .rdv_us = 1.0,
-                                .kernel_gbps = 4,
+                                .kernel_gbps = 3,
                                 .copies_sends = 1,
                                 .oversub_recv_us = 2,
                                 .oversub_recv_gbps = 11.2},
@@ -423,7 +432,8 @@ int mrc__cpu_runs_ahead(const mrc_program_t *p)
 {
     return p->cfg.completion == MRC_COMPLETION_LOCAL &&
            (p->cfg.collective == MRC_REDUCE ||
-            p->cfg.collective == MRC_BROADCAST);
+            p->cfg.collective == MRC_BROADCAST) &&
+           !mrc__program_exposes_by_ref(p);
 }
 
 /* A group's time: its slowest modelled node's. A node's first wait on

@@ -79,15 +79,18 @@ expect 0 "ok direct2" check_json ring:8 --collective allreduce \
 # to itself the tree comes out 1% ahead of the rings)
 expect 0 "ok tree" check_json ring:4 --collective broadcast --size 1M \
     --transport mpi --root 2
-# direct1's leaf copies out of the window only once its root has copied
-# in: two copies one after the other, which the model charges for a
-# call alone (group completion); with local completion a call of a run
-# is timed by its busiest node's own part (docs/families.md): direct1 at
-# 2 ranks, 0.93-1.02 of Open MPI's time at 512 KiB-8 MiB where the tree
-# took 1.50-2.18 (docs/performance.md, "Runs of calls")
+# direct1's leaf reads the root's buffer (by reference past 64 KiB at 2
+# ranks) and the root waits for it: the model charges the call whole,
+# by either completion; the tree's root runs calls ahead with local
+# completion, and its leaf takes each piece once (docs/performance.md,
+# "Each piece copied once": the tree and the rings at 0.67-0.94 of
+# direct1's time on every broadcast of 128 KiB-16 MiB at 2 ranks). Below
+# 64 KiB direct1's form by copy runs ahead too, and stays.
 expect 0 "ok tree" check_json ring:2 --collective broadcast --size 1M \
     --transport shm
-expect 0 "ok direct1" check_json ring:2 --collective broadcast --size 1M \
+expect 0 "ok tree" check_json ring:2 --collective broadcast --size 1M \
+    --transport shm --completion local
+expect 0 "ok direct1" check_json ring:2 --collective broadcast --size 32K \
     --transport shm --completion local
 # A name that needs escaping reaches JSON escaped.
 cat > "$tmp/q.json" <<'EOF2'
