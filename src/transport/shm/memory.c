@@ -494,9 +494,10 @@ mrc_status_t mrc__shm_wait(void *ctx, int peer, int flag)
     if (++e->looks % 16 != 0)
         return MRC_INPROGRESS;
     mrc_status_t st = mrc__shm_check_peers(e);
-    if (st == MRC_OK && e->idle % 64 == 0)
+    if (st == MRC_OK && e->idle % 64 == 0) {
         st = mrc__shm_take_early(e);
-    if (st == MRC_OK && e->idle % 64 == 0)
-        st = mrc__shm_waiting_on(e, peer);
+        if (st == MRC_OK)
+            st = mrc__shm_waiting_on(e, peer);
+    }
     return st != MRC_OK ? st : MRC_INPROGRESS;
 }

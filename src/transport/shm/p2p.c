@@ -227,21 +227,6 @@ static mrc_status_t keep_early(mrc__shm_endpoint_t *e, int peer,
     return MRC_OK;
 }
 
-/* Whether a piece whose receive is not posted is kept early while this
- * rank tests `target`: while the target waits (its pieces, or the slot
- * its send needs, may be behind that piece, in its channel or, through
- * a peer held by full slots, in another's), not once it is done. A
- * first version kept another peer's pieces only after 64 looks in vain
- * (and took every piece at each look of a rank held at its gate): the
- * root of a 3-rank reduce kept none of a run's pieces early (1003 of
- * 5855 with this rule), but a 4-32 B allreduce of 4 ranks on 2 cores
- * took 11-31 us a call instead of 4-5 (their waits are turns for the
- * cores, and long); with this rule, 3.6-4.2 against 3.9-4.5. */
-static int keep_for(const mrc__xfer_t *target)
-{
-    return !__atomic_load_n(&target->done, __ATOMIC_ACQUIRE);
-}
-
 /* Takes every full slot addressed to this rank, up to a rendezvous for
  * a posted receive other than `target`: that read waits for its own
  * receive's test. Read here, a whole window of them went before the
@@ -249,13 +234,17 @@ static int keep_for(const mrc__xfer_t *target)
  * every chunk of a 4 MiB allreduce before its leaf read one, and the
  * call took the reduce's time plus the broadcast's.
  * A piece whose receive is not posted yet is copied out of its slot
- * (kept early) only where that may be what `target` waits for
- * (keep_for; without a target, always); else it stays in its slot for
- * its own receive to take, one copy instead of two. A sender that runs
- * ahead (a reduce's leaf, a broadcast's root) has the next stream's
- * pieces in the slots behind this one's: kept early, the root of a 512
- * KiB reduce at 2 ranks spent as long copying them out as summing them
- * (`perf`: 41% of its time in memcpy, 36% in the sum). */
+ * (kept early) only while `target` is not done (without a target,
+ * always): what the target waits for may be behind it, in its channel
+ * or, through a peer held by full slots, in another's. Past that it
+ * stays in its slot for its own receive to take, one copy instead of
+ * two. A sender that runs ahead (a reduce's leaf, a broadcast's root)
+ * has the next stream's pieces in the slots behind this one's: kept
+ * early, the root of a 512 KiB reduce at 2 ranks spent as long copying
+ * them out as summing them (`perf`: 41% of its time in memcpy, 36% in
+ * the sum). Kept from another peer's channel only after 64 looks in
+ * vain, a 4-32 B allreduce of 4 ranks on 2 cores took 11-31 us a call
+ * instead of 4-5 (their waits are turns for the cores, and long). */
 static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
                           int *moved)
 {
@@ -291,7 +280,8 @@ static mrc_status_t drain(mrc__shm_endpoint_t *e, const mrc__xfer_t *target,
                 e->held[p] = x;
                 break;
             }
-            if (!x && target && !keep_for(target))
+            if (!x && target &&
+                __atomic_load_n(&target->done, __ATOMIC_ACQUIRE))
                 break;
             e->held[p] = NULL;
             if (x && s->rdv)
