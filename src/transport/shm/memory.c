@@ -163,13 +163,14 @@ static int begun(const mrc__shm_endpoint_t *e, int m, uint64_t q)
 }
 
 /* Whether every member has ended the call that last used what call seq
- * writes, `back` calls back: RECORDS for a deep call's record and window
- * in the ring of records, WIDE_RECORDS for a window in the wide ring, two
- * for an area (a window past WIDE_WINDOW, or any of a call that is not
- * deep; buffers by reference, or clearing the address line of an earlier
- * call). By the member's `ended`, or, where that is behind (a small deep
- * call's end is written late), by its log: a member that began the next
- * call ended that one. MRC_INPROGRESS: not yet. */
+ * writes, `back` calls back: RECORDS - RING_SLACK for a deep call's
+ * record and window in the ring of records (shm_internal.h), WIDE_RECORDS
+ * for a window in the wide ring, two for an area (a window past
+ * WIDE_WINDOW, or any of a call that is not deep; buffers by reference,
+ * or clearing the address line of an earlier call). By the member's `ended`,
+ * or, where that is behind (a small deep call's end is written late), by its
+ * log: a member that began the next call ended that one. MRC_INPROGRESS: not
+ * yet. */
 static mrc_status_t gate(mrc__shm_endpoint_t *e, const mrc__exposure_t *x,
                          uint64_t back)
 {
@@ -281,7 +282,7 @@ mrc_status_t mrc__shm_publish(void *ctx, const mrc__exposure_t *x,
         !e->deep || x->window_bytes > WIDE_WINDOW || any || e->ref_set[seq & 1];
     uint64_t back = in_area                         ? 2
                     : x->window_bytes > DEEP_WINDOW ? WIDE_RECORDS
-                                                    : RECORDS;
+                                                    : RECORDS - RING_SLACK;
     if (st == MRC_OK)
         st = gate(e, x, back);
     if (st != MRC_OK)

@@ -335,6 +335,16 @@ enum { WIDE_WINDOW = 65536, WIDE_RECORDS = 16 };
  * (docs/performance.md). */
 enum { ENDED_EVERY = 16, WRITE_AHEAD = 2, WRITE_AHEAD_LINES = 9 };
 
+/* How far short of the ring's length a writer of deep calls stops ahead
+ * of its readers. At the full length its write-ahead above took for
+ * writing the entry its reader was to read next (that entry's reader
+ * then waited for the line to come back), and its gate polled the log
+ * line its reader was writing: at 2 ranks the reader of a 4 B broadcast
+ * waited on a missed record line in 10% of its time (perf); 8 short,
+ * 4-64 B broadcasts and reduces took 0.90-0.95 of the time
+ * (docs/performance.md). */
+enum { RING_SLACK = 8 };
+
 static inline size_t windows_bytes(int n)
 {
     return (size_t)n *
