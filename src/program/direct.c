@@ -184,23 +184,21 @@ static const mrc__insn_t d1_broadcast[] = {
  * starts from its own input (no one reads its window, so it neither
  * exposes nor signals: a cold 4-byte reduce's root spent 1722
  * instructions a call with them) and adds each leaf's window once its
- * flag has come, in the same order as d1_reduce (from the root on): the
- * first leaf's into its input, written to recvbuf in the same pass (no
- * copy of the input first), the others' into recvbuf. */
+ * flag has come, in the same order as d1_reduce (from the root on). */
 static const mrc__insn_t d1_reduce_local[] = {
     {.op = EXPOSE, NOT_ROOT, .buf_a = SB, .buf_b = WB, .flags = W},
     {.op = SIGNAL, NOT_ROOT},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = LOOP},
     {.op = WAIT, .pred = EQ, NEXT_S},
     {.op = GET,
      .pred = EQ,
      .buf_a = WB,
      .buf_b = RB,
-     .local = SB,
+     .local = RB,
      .flags = W | ACC,
      NEXT_S},
     {.op = END},
-    {.op = COPY, .pred = ALONE, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SCALE, .pred = EQ, .buf_b = RB, .flags = W},
 };
 
