@@ -270,7 +270,8 @@ static inline size_t tokens_bytes(int n)
  * completion, `deep`) keeps its record instead in a ring of RECORDS
  * entries, each its record's line and a window of up to DEEP_WINDOW
  * bytes right after it, rewritten RECORDS calls on: a leaf of such reduces runs
- * up to 63 calls ahead of its root, as an MPI library's eager messages let it
+ * up to RECORDS - RING_SLACK - 1 (55) calls ahead of its root, as an MPI
+ * library's eager messages let it
  * (4-256 B at 4 ranks on 2 cores: 0.3-0.4 us a call against 1.6 through two).
  * Only those calls: a ring that every call went round is cold at each
  * turn (loops of 20 small allreduces timed 5-30% slower through 64). */
@@ -327,7 +328,8 @@ enum { WIDE_WINDOW = 65536, WIDE_RECORDS = 16 };
  * a store to a line the other core holds waits for it; stores leave the
  * core in order, so every store after it waits too. A leaf of a deep
  * reduce (the root of a deep broadcast) writes its entry, which its
- * peer read RECORDS calls before; the peer writes its `ended`, which
+ * peer read at least RECORDS - RING_SLACK calls before; the peer
+ * writes its `ended`, which
  * the leaf reads when its ring is full. With a line between the cores
  * at 250 ns one way (the build machine's VM, a whole session), each
  * call paid for both: 0.20-0.24 us a 4-64 B reduce or broadcast at 2
