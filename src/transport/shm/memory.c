@@ -129,8 +129,8 @@ int mrc__shm_prefetches_for_write(void)
 
 /* This rank's entry of the ring WRITE_AHEAD calls on, taken for writing
  * now (its record's line and a window like this call's): its peer read
- * it at least RECORDS - RING_SLACK - WRITE_AHEAD calls before, and a
- * store that finds it there waits for it,
+ * it RECORDS calls before (and the gate keeps it RING_SLACK - WRITE_AHEAD
+ * calls past that read), and a store that finds it there waits for it,
  * and every store after (shm_internal.h, ENDED_EVERY). */
 static void take_entry_ahead(const mrc__shm_endpoint_t *e, uint64_t seq,
                              size_t window_bytes)

@@ -328,8 +328,7 @@ enum { WIDE_WINDOW = 65536, WIDE_RECORDS = 16 };
  * a store to a line the other core holds waits for it; stores leave the
  * core in order, so every store after it waits too. A leaf of a deep
  * reduce (the root of a deep broadcast) writes its entry, which its
- * peer read at least RECORDS - RING_SLACK calls before; the peer
- * writes its `ended`, which
+ * peer read RECORDS calls before; the peer writes its `ended`, which
  * the leaf reads when its ring is full. With a line between the cores
  * at 250 ns one way (the build machine's VM, a whole session), each
  * call paid for both: 0.20-0.24 us a 4-64 B reduce or broadcast at 2
@@ -339,11 +338,11 @@ enum { ENDED_EVERY = 16, WRITE_AHEAD = 2, WRITE_AHEAD_LINES = 9 };
 
 /* How far short of the ring's length a writer of deep calls stops ahead
  * of its readers. At the full length its write-ahead above took for
- * writing the entry its reader was to read next (that entry's reader
- * then waited for the line to come back), and its gate polled the log
- * line its reader was writing: at 2 ranks the reader of a 4 B broadcast
- * waited on a missed record line in 10% of its time (perf); 8 short,
- * 4-64 B broadcasts and reduces took 0.90-0.95 of the time
+ * writing the entry its reader was to read next, and the reader then
+ * waited for the line to come back: at 2 ranks the reader of a 4 B
+ * broadcast spent 10% of its time on that load (perf). 8 short, the
+ * write-ahead lands on an entry read at least 6 calls before, and 4-64 B
+ * broadcasts and reduces took 0.90-0.95 of the time
  * (docs/performance.md). */
 enum { RING_SLACK = 8 };
 
