@@ -49,7 +49,22 @@ typedef struct mrc_sim_config {
      * with no copy into a bounce buffer first. 0, the default: ordinary
      * memory, read through the kernel where the profile has its rate. */
     int peers_mapped;
+    /* Pipelined mode: 0 or 1 times one call alone, its nodes starting
+     * together. 2..MRC_SIM_MAX_CALLS times a call in a run of that many,
+     * back to back, as a loop of calls runs: each node begins its next
+     * call when it has ended this one (with the group's completion, a
+     * reduce's or broadcast's node ends a call once every member of its
+     * group has begun it), and time_us is the period: (end of the last
+     * call - end of the second) / (calls - 2), or of 2 calls the second's
+     * end less the first's (the first call, every node starting it at
+     * once, is the run's start, not its pace); the link, energy and
+     * bandwidth figures are a call's share of the run. A call that every
+     * node runs alike takes the same time either way. */
+    int calls;
 } mrc_sim_config_t;
+
+/* The longest run of calls mrc_sim_config_t.calls takes. */
+#define MRC_SIM_MAX_CALLS 16
 
 typedef struct mrc_sim_result {
     double time_us;

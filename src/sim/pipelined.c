@@ -53,6 +53,8 @@ static mrc_status_t deliver(mrc__sim_pipe_t *pp, const mrc__sim_arrival_t *a)
 {
     if (a->src == MRC__SIM_WAKE)
         return resume(pp, a->dst);
+    if (a->src == MRC__SIM_BEGIN)
+        return mrc__sim_calls_begin(pp, a->dst, (int)a->tag);
     int32_t *link = mrc__msgmap_find(&pp->msgs, a->src, a->dst, a->tag);
     if (*link >= 0) { /* its RECV is satisfied */
         int i = pp->msgs.pool[*link].i[0];
@@ -79,8 +81,9 @@ static mrc_status_t wake_at(mrc__sim_pipe_t *pp, int i, double t)
 }
 
 /* A node's SIGNAL: its flag is set now, and every node already waiting
- * for it hears of it a path's latency later (a zero-byte message). */
-static mrc_status_t signal_now(mrc__sim_pipe_t *pp, int node, int flag)
+ * for it hears of it a path's latency later (a zero-byte message). A
+ * flag is keyed by its call too (mrc__sim_call_flag). */
+static mrc_status_t signal_now(mrc__sim_pipe_t *pp, int node, int32_t flag)
 {
     int32_t *slot = mrc__msgmap_find(&pp->flags, node, -1, (uint64_t)flag);
     if (*slot < 0) {
@@ -106,7 +109,7 @@ static mrc_status_t signal_now(mrc__sim_pipe_t *pp, int node, int flag)
 
 /* A node at a BARRIER: the group's last node to reach it releases every
  * one of them the group's largest path latency later. */
-static mrc_status_t barrier_reach(mrc__sim_pipe_t *pp, int i, int flag)
+static mrc_status_t barrier_reach(mrc__sim_pipe_t *pp, int i, int32_t flag)
 {
     int g = pp->s->p->nodes[pp->chains[i].it.node].group;
     if (mrc__grow((void **)&pp->bars, &pp->cap_bars, pp->nbars + 2,
@@ -162,13 +165,14 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
         return 1;
     }
     case MRC__SIGNAL:
-        *st = signal_now(pp, node, op->flag);
+        *st = signal_now(pp, node, mrc__sim_call_flag(pp, i, op->flag));
         return *st == MRC_OK ? 0 : -1;
     case MRC__WAIT: {
         if (op->peer == node)
             return 0;
+        int32_t flag = mrc__sim_call_flag(pp, i, op->flag);
         int32_t *slot =
-            mrc__msgmap_find(&pp->flags, op->peer, -1, (uint64_t)op->flag);
+            mrc__msgmap_find(&pp->flags, op->peer, -1, (uint64_t)flag);
         if (*slot >= 0) { /* set already: its message may be on its way */
             double set;
             memcpy(&set, &pp->flags.pool[*slot].w[0], sizeof set);
@@ -184,11 +188,11 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
             *st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             return -1;
         }
-        pp->waits[pp->nwaits++] = (mrc__sim_pwait_t){i, op->peer, op->flag};
+        pp->waits[pp->nwaits++] = (mrc__sim_pwait_t){i, op->peer, flag};
         return 1;
     }
     case MRC__BARRIER:
-        *st = barrier_reach(pp, i, op->flag);
+        *st = barrier_reach(pp, i, mrc__sim_call_flag(pp, i, op->flag));
         return *st == MRC_OK ? 1 : -1;
     default: /* a local copy or scaling: the node model's own work */
         return own_work(pp, i, st);
@@ -207,15 +211,16 @@ static mrc_status_t run_chain_now(mrc__sim_pipe_t *pp, int i)
         if (rr == 0)
             break;
         if (ch->op.kind == MRC__SEND) {
-            st = mrc__sim_pipe_start_flow(pp, ch);
+            st = mrc__sim_pipe_start_flow(pp, i);
             if (st != MRC_OK)
                 return st;
         } else if (ch->op.kind == MRC__RECV) {
-            int32_t *link = mrc__msgmap_find(&pp->msgs, ch->op.ring_peer,
-                                             ch->it.node, ch->op.tag);
+            uint64_t tag = mrc__sim_call_tag(pp, i, ch->op.tag);
+            int32_t *link =
+                mrc__msgmap_find(&pp->msgs, ch->op.ring_peer, ch->it.node, tag);
             if (*link < 0) { /* not here yet: wait for it */
                 mrc__msg_t *m = mrc__msgmap_add(&pp->msgs, ch->op.ring_peer,
-                                                ch->it.node, ch->op.tag);
+                                                ch->it.node, tag);
                 if (!m)
                     return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
                 m->i[0] = i;
@@ -234,13 +239,17 @@ static mrc_status_t run_chain_now(mrc__sim_pipe_t *pp, int i)
         }
         mrc__cursor_take(ch);
     }
-    return MRC_OK;
+    return mrc__sim_calls_chain_ended(pp, i);
 }
 
 /* The pipelined walk's scratch, per chain, channel and physical link. */
+/* Of a run of calls (calls > 1), call 0's chains are ready, the rest
+ * wait for their node to begin their call; the barriers count a call's
+ * chains, and the node model's crowding is a call's. */
 static mrc_status_t pipe_init(mrc__sim_pipe_t *pp, mrc__sim_t *s,
-                              mrc__sim_chain_t *chains, int nchains)
+                              mrc__sim_chain_t *chains, int nchains, int calls)
 {
+    int per_call = calls > 1 ? nchains / calls : nchains;
     pp->ready = malloc(((size_t)nchains + 1) * sizeof *pp->ready);
     pp->phys_active = calloc((size_t)s->num_phys + 1, sizeof *pp->phys_active);
     pp->busy_from = calloc((size_t)s->num_phys + 1, sizeof *pp->busy_from);
@@ -255,14 +264,15 @@ static mrc_status_t pipe_init(mrc__sim_pipe_t *pp, mrc__sim_t *s,
         mrc__msgmap_init(&pp->msgs, (size_t)nchains) ||
         (s->memory && mrc__msgmap_init(&pp->flags, (size_t)nchains)))
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    for (int i = 0; i < nchains; i++)
+    for (int i = 0; i < per_call; i++)
         pp->group_chains[s->p->nodes[chains[i].it.node].group]++;
     for (int c = 0; c <= s->num_chan; c++)
         pp->q_head[c] = pp->q_tail[c] = -1;
     pp->q_free = -1;
-    for (int i = 0; i < nchains; i++)
+    for (int i = 0; i < per_call; i++)
         pp->ready[pp->nready++] = i;
-    return mrc__sim_node_crowd(s, chains, nchains);
+    mrc_status_t st = mrc__sim_calls_init(pp, calls, per_call);
+    return st == MRC_OK ? mrc__sim_node_crowd(s, chains, per_call) : st;
 }
 
 static void pipe_free(mrc__sim_pipe_t *pp)
@@ -284,6 +294,7 @@ static void pipe_free(mrc__sim_pipe_t *pp)
     free(pp->bars);
     mrc__msgmap_free(&pp->msgs);
     mrc__msgmap_free(&pp->flags);
+    mrc__sim_calls_free(&pp->run);
 }
 
 /* The time of the next event: an arrival, or a flow in flight ending
@@ -334,8 +345,8 @@ static mrc_status_t move_on(mrc__sim_pipe_t *pp, double next)
 }
 
 mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
-                                    int nchains, size_t esize, mrc__sim_ws_t *w,
-                                    mrc__sim_acct_t *acct)
+                                    int nchains, int calls, size_t esize,
+                                    mrc__sim_ws_t *w, mrc__sim_acct_t *acct)
 {
     mrc__sim_pipe_t pp;
     memset(&pp, 0, sizeof pp);
@@ -343,7 +354,7 @@ mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
     pp.chains = chains;
     pp.esize = esize;
     pp.acct = acct;
-    mrc_status_t st = pipe_init(&pp, s, chains, nchains);
+    mrc_status_t st = pipe_init(&pp, s, chains, nchains, calls);
     while (st == MRC_OK) {
         while (pp.nready > 0 && st == MRC_OK)
             st = run_chain_now(&pp, pp.ready[--pp.nready]);
@@ -359,11 +370,12 @@ mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
         if (!chains[i].done)
             st = mrc__error(MRC_ERR_INVALID_PROGRAM,
                             "simulation stalled: node %d waits at stream %d, "
-                            "step %d",
+                            "step %d (call %d of %d)",
                             chains[i].it.node, chains[i].op.stream,
-                            chains[i].op.step);
+                            chains[i].op.step, mrc__sim_call_of(&pp, i) + 1,
+                            calls > 1 ? calls : 1);
     if (st == MRC_OK)
-        acct->total_ns = pp.now;
+        acct->total_ns = calls > 1 ? mrc__sim_calls_period(&pp) : pp.now;
     pipe_free(&pp);
     return st;
 }

@@ -49,6 +49,21 @@ typedef struct mrc__sim_pbar {
     int32_t count;
 } mrc__sim_pbar_t;
 
+/* A run of calls (mrc_sim_config_t.calls > 1; pipelined_calls.c): the
+ * chains of call c are [c * per_call, (c + 1) * per_call), each call's
+ * laid out alike (node by node). A node begins call c + 1 when it has
+ * ended call c: its chains of c have ended and, where the group agrees
+ * at the end of a call, every member of its group has begun c. */
+typedef struct mrc__sim_calls {
+    int calls, per_call, nodes;
+    int agree;              /* a reduce's or broadcast's group completion */
+    int32_t *first, *count; /* [nodes]: the node's chains within a call */
+    int32_t *left;          /* [calls x nodes]: its chains not yet ended */
+    double *began;          /* [calls x nodes]: when it began, -1 not yet */
+    uint8_t *ended;         /* [chains] */
+    double *end;            /* [calls]: the last node's end of the call */
+} mrc__sim_calls_t;
+
 typedef struct mrc__sim_pipe {
     mrc__sim_t *s;
     mrc__sim_pending_t *pending; /* posted now, not yet on their links */
@@ -82,11 +97,13 @@ typedef struct mrc__sim_pipe {
     int32_t *group_chains; /* [groups]: chains of the group */
     uint8_t *worked;       /* [chains]: its op's own work is under way (node
                               model) */
+    mrc__sim_calls_t run;  /* calls 1: one call alone */
 } mrc__sim_pipe_t;
 
 /* An arrival from MRC__SIM_WAKE wakes chain `dst` (a GET's data, a signal, a
- * barrier's release) instead of matching a RECV. */
-enum { MRC__SIM_WAKE = -2 };
+ * barrier's release) instead of matching a RECV; one from MRC__SIM_BEGIN
+ * has node `dst` end call `tag` and begin the next (a run of calls). */
+enum { MRC__SIM_WAKE = -2, MRC__SIM_BEGIN = -3 };
 
 /* The arrivals, a binary heap by time, then by the order that is the
  * same at every node (see arrival_order in pipelined_wire.c). The caller
@@ -107,11 +124,45 @@ mrc_status_t mrc__sim_pipe_post_work(mrc__sim_pipe_t *pp, int route,
                                      double bytes, double work);
 /* The messages posted at this time onto their links, in arrival order. */
 mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp);
-/* A SEND of chain ch: its message over its hop. */
-mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
-                                      const mrc__sim_chain_t *ch);
+/* A SEND of chain i: its message over its hop. */
+mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i);
 /* Flow f (in flight) is through: its links' accounts, its arrival, and
  * the next message queued on its link onto the wire. */
 mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f);
+
+/* ---- a run of calls (pipelined_calls.c) ---- */
+
+/* The run's bookkeeping for `calls` calls of per_call chains each (the
+ * chains already made, call by call); every node begins call 0 at 0. */
+mrc_status_t mrc__sim_calls_init(mrc__sim_pipe_t *pp, int calls, int per_call);
+void mrc__sim_calls_free(mrc__sim_calls_t *r);
+/* The call chain i belongs to. */
+static inline int mrc__sim_call_of(const mrc__sim_pipe_t *pp, int i)
+{
+    return pp->run.calls > 1 ? i / pp->run.per_call : 0;
+}
+/* A message's tag and a flag's key, told apart by call (the call in the
+ * tag's top 4 bits, which a stream below 2^16 leaves clear; sim.c
+ * refuses a run of calls of more streams). */
+static inline uint64_t mrc__sim_call_tag(const mrc__sim_pipe_t *pp, int i,
+                                         uint64_t tag)
+{
+    return tag | (uint64_t)mrc__sim_call_of(pp, i) << 60;
+}
+static inline int32_t mrc__sim_call_flag(const mrc__sim_pipe_t *pp, int i,
+                                         int flag)
+{
+    return (int32_t)(flag | mrc__sim_call_of(pp, i) << 8);
+}
+/* Chain i has ended (once per chain; nothing in a single call). */
+mrc_status_t mrc__sim_calls_chain_ended(mrc__sim_pipe_t *pp, int i);
+/* A MRC__SIM_BEGIN arrival: node `node` ends call `call` now. */
+mrc_status_t mrc__sim_calls_begin(mrc__sim_pipe_t *pp, int node, int call);
+/* The run's period (ns): from the end of its second call to the end of
+ * its last, a call's share (of 2 calls, from the first's end). The first
+ * call, every node beginning it at once, is the run's start, not its
+ * pace; a broadcast's root a call ahead of its leaf ends calls in pairs,
+ * which 6 calls after the first (a run of 8) take whole. */
+double mrc__sim_calls_period(const mrc__sim_pipe_t *pp);
 
 #endif /* MRC_SIM_PIPELINED_H */

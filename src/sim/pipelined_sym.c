@@ -382,7 +382,7 @@ int mrc__sim_sym_walk(mrc__sim_t *s, const mrc_sim_config_t *c,
     if ((*st = sym_routes(&y)) == MRC_OK &&
         (*st = sym_chains(&y, c, &chains, &n)) == MRC_OK) {
         s->sym_self = 1;
-        *st = mrc__sim_run_pipelined(s, chains, n,
+        *st = mrc__sim_run_pipelined(s, chains, n, 1,
                                      mrc_dtype_size(s->p->cfg.dtype), w, a);
         s->sym_self = 0;
     }

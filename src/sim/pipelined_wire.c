@@ -23,6 +23,8 @@
 static uint64_t arrival_order(const mrc__sim_pipe_t *pp, int32_t src,
                               int32_t dst, uint64_t tag)
 {
+    if (src == MRC__SIM_BEGIN) /* a node's next call: after the rest */
+        return UINT64_MAX;
     if (src != MRC__SIM_WAKE)
         return tag;
     const mrc__chain_iter_t *it = &pp->chains[dst].it;
@@ -168,9 +170,9 @@ mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp)
 }
 
 /* A SEND: its message over its hop. */
-mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
-                                      const mrc__sim_chain_t *ch)
+mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i)
 {
+    const mrc__sim_chain_t *ch = &pp->chains[i];
     const mrc_program_t *p = pp->s->p;
     const mrc__op_t *op = &ch->op;
     const mrc__node_stream_t *ns = mrc__node_stream(p, ch->it.node, op->stream);
@@ -190,11 +192,12 @@ mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp,
                                                op->ring_peer, bytes, &route);
     if (st != MRC_OK)
         return st;
+    uint64_t tag = mrc__sim_call_tag(pp, i, op->tag);
     if (pp->s->sym_self)
-        return mrc__sim_pipe_post_work(pp, route, ns->prev, ch->it.node,
-                                       op->tag, bytes, work);
-    return mrc__sim_pipe_post_work(pp, route, ch->it.node, op->ring_peer,
-                                   op->tag, bytes, work);
+        return mrc__sim_pipe_post_work(pp, route, ns->prev, ch->it.node, tag,
+                                       bytes, work);
+    return mrc__sim_pipe_post_work(pp, route, ch->it.node, op->ring_peer, tag,
+                                   bytes, work);
 }
 
 mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)

@@ -72,7 +72,8 @@ static mrc_status_t check_sim_memory(const mrc_program_t *p,
             chains +=
                 (uint64_t)mrc__sim_chunks(p, c, p->groups[g].first_stream + j);
     }
-    return mrc__sim_check_chains(chains, c->mode);
+    return mrc__sim_check_chains(chains * (c->calls > 1 ? c->calls : 1),
+                                 c->mode);
 }
 
 /* The configuration's mode and the program's groups: what the walks
@@ -87,6 +88,21 @@ static mrc_status_t check_run(const mrc_program_t *p, const mrc_topo_t *t,
     if (c->mode != MRC_SIM_BSP && c->mode != MRC_SIM_PIPELINED)
         return mrc__error(MRC_ERR_INVALID_ARG, "unknown simulation mode %d",
                           (int)c->mode);
+    if (c->calls < 0 || c->calls > MRC_SIM_MAX_CALLS)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "a run of %d calls: the simulator times runs of 1 "
+                          "to %d",
+                          c->calls, MRC_SIM_MAX_CALLS);
+    if (c->calls > 1 && c->mode != MRC_SIM_PIPELINED)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "a run of calls is timed in pipelined mode only");
+    /* (a run's calls are told apart in a tag's top 4 bits) */
+    if (c->calls > 1 && p->num_streams >= 1 << 16)
+        return mrc__error(MRC_ERR_INVALID_ARG,
+                          "a run of calls of a program of %d streams: the "
+                          "simulator times runs of programs of fewer than "
+                          "65536",
+                          p->num_streams);
     return MRC_OK;
 }
 
@@ -105,7 +121,8 @@ static mrc_status_t check_pipelined(const mrc_program_t *p, const char *why)
     return MRC_OK;
 }
 
-/* One chain per node, stream and chunk, walked in the order made. */
+/* One chain per node, stream and chunk, walked in the order made; for a
+ * run of calls, the whole set again for each call after the first. */
 static mrc_status_t make_chains(const mrc_program_t *p,
                                 const mrc_sim_config_t *c,
                                 mrc__sim_chain_t **out, int *nout)
@@ -130,8 +147,16 @@ static mrc_status_t make_chains(const mrc_program_t *p,
             }
         }
     }
+    /* (cursors at their chains' starts: each call's are copies) */
+    int calls = c->calls > 1 ? c->calls : 1;
+    if (st == MRC_OK && calls > 1 &&
+        mrc__grow((void **)&chains, &cap, nchains * calls, sizeof *chains))
+        st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int k = 1; st == MRC_OK && k < calls; k++)
+        memcpy(&chains[(size_t)k * nchains], chains,
+               (size_t)nchains * sizeof *chains);
     *out = chains;
-    *nout = nchains;
+    *nout = st == MRC_OK ? nchains * calls : nchains;
     return st;
 }
 
@@ -157,10 +182,25 @@ static mrc_status_t make_acct(const mrc__sim_t *s, const mrc_sim_config_t *c,
     return MRC_OK;
 }
 
+/* A run of calls' totals made a call's: the bytes, the links' busy and
+ * on times, the energy moved (the time is the walk's period already). */
+static void share_of_run(const mrc__sim_t *s, mrc__sim_acct_t *a, int calls)
+{
+    for (int ch = 0; ch < 2 * a->r->num_links; ch++) {
+        a->r->link_bytes[ch] /= calls;
+        a->r->link_utilisation[ch] /= calls;
+    }
+    for (int ph = 0; ph < s->num_phys; ph++)
+        a->phys_on[ph] /= calls;
+    a->move_j /= calls;
+}
+
 /* Walks the program the way its mode and shape call for: one large
  * group of rings in BSP by one step per ring loop (no chains); several
  * groups in BSP each behind its own barrier; one group in lockstep; or
- * pipelined. */
+ * pipelined. (A run of calls of a symmetric group is walked as one call:
+ * every node ends it at once and begins the next alike, so its period
+ * is the call's time.) */
 static mrc_status_t walk(mrc__sim_t *s, const mrc_sim_config_t *c,
                          mrc__sim_ws_t *w, mrc__sim_acct_t *a)
 {
@@ -178,7 +218,9 @@ static mrc_status_t walk(mrc__sim_t *s, const mrc_sim_config_t *c,
     int n = 0;
     st = make_chains(p, c, &chains, &n);
     if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED)
-        st = mrc__sim_run_pipelined(s, chains, n, esize, w, a);
+        st = mrc__sim_run_pipelined(s, chains, n, c->calls, esize, w, a);
+    if (st == MRC_OK && c->calls > 1)
+        share_of_run(s, a, c->calls);
     else if (st == MRC_OK && p->num_groups > 1)
         st = mrc__sim_run_bsp_groups(s, chains, n, esize, w, a);
     else if (st == MRC_OK)

@@ -6,6 +6,7 @@
  *   bsp.c        the bulk-synchronous walks (lockstep, fast, by group)
  *   pipelined.c  every chunk as soon as its data is ready
  *   pipelined_sym.c  the same, one node standing for a symmetric group
+ *   pipelined_calls.c  the same, a run of calls back to back
  *   figures.c    the booking of links and the result's figures
  *   sim.c        mrc_sim_run: checks, chains, the choice of walk
  */
@@ -280,9 +281,11 @@ int mrc__sim_fast_applies(const mrc_program_t *p, mrc_sim_mode_t mode,
 mrc_status_t mrc__sim_run_bsp_groups(mrc__sim_t *s, mrc__sim_chain_t *chains,
                                      int nchains, size_t esize,
                                      mrc__sim_ws_t *ws, mrc__sim_acct_t *a);
+/* calls > 1: the chains are `calls` runs of the program's, one after the
+ * other (pipelined_calls.c), and a->total_ns is a call's period. */
 mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
-                                    int nchains, size_t esize, mrc__sim_ws_t *w,
-                                    mrc__sim_acct_t *a);
+                                    int nchains, int calls, size_t esize,
+                                    mrc__sim_ws_t *w, mrc__sim_acct_t *a);
 /* The pipelined walk of one node standing for a symmetric group: 1 if it
  * applies (*st its status), 0 and why not (*why) if it does not (the
  * caller then walks every node); s's routes are the walk's after it. */

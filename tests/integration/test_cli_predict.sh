@@ -135,13 +135,14 @@ expect 2 "missing value after --predict" "$BENCH" --predict
 
 # mrc calibrate --check on shm: P processes started as one job, the
 # same table as threads; the header says what was measured.
-check_json() { # FILE TRANSPORT P RUNS [COLLECTIVE]
+check_json() { # FILE TRANSPORT P RUNS [COLLECTIVE [CALLS]]
     $PY -c '
 import json, math, sys
 c = json.load(open(sys.argv[1]))
 t, P, runs = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 coll = sys.argv[5] if len(sys.argv) > 5 else "allreduce"
 assert c["transport"] == t and c["ranks"] == P and c["runs"] == runs, c
+assert c["calls"] == int(sys.argv[6] if len(sys.argv) > 6 else 1), c
 assert c["collective"] == coll, c
 assert c["profile"]["transport"] == t and c["profile"]["file"], c
 assert c["profile"]["written"].endswith("Z"), c
@@ -197,6 +198,14 @@ expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
     --collective broadcast --json > "$tmp/threads_bcast.json"
 expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast
+# Each row predicted as a call in a run of 8 (its ranks told so too), the
+# header saying so.
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 1 -c broadcast --calls 8 --json > "$tmp/shm_run.json"
+expect 0 "" check_json "$tmp/shm_run.json" shm 2 1 broadcast 8
+expect 0 "^# predicted: a call in a run of 8 back to back" "$MRC" calibrate \
+    --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce \
+    --calls 8
 # A profile measured just now reaches the ranks in a file, removed after;
 # the table's header says what was measured. (A thin run, the sanitized
 # build's, leaves it out: a calibration of 40 s under ASan whose probes
@@ -226,6 +235,9 @@ expect 2 "--runs '0' is not a number of runs (1..99)" "$MRC" calibrate \
     --check --runs 0
 expect 2 "--runs '100' is not a number" "$MRC" calibrate --check --runs 100
 expect 2 "--runs goes with --check" "$MRC" calibrate --runs 3
+expect 2 "--calls goes with --check" "$MRC" calibrate --calls 8
+expect 2 "--calls '1' is not a run of calls (2..16)" "$MRC" calibrate \
+    --check --calls 1
 expect 2 "--collective goes with --check" "$MRC" calibrate -c reduce
 expect 2 "--collective: .*gather" "$MRC" calibrate --check -c gather
 expect 2 "--check-rank is for the ranks" "$MRC" calibrate --check \

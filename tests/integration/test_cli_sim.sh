@@ -44,6 +44,18 @@ expect 0 '"mode": "pipelined"' "$MRC" sim hcm8 --collective reduce \
     --size 4M --mode pipelined --chunks 8 --json
 expect 2 "bsp or pipelined" "$MRC" sim hcm8 --collective allreduce \
     --size 1M --mode async
+# A call in a run of 8: the tree's broadcast on ring:2 (one link of 2
+# lanes, A = 1000 ns, S / 2B = 250 ns), its root a call ahead of its leaf:
+# (2A + S / 2B) / 2 a call (tests/unit/sim/test_sim.c, test_run_of_calls),
+# where one call alone takes A + S / 2B.
+expect 0 "time     1.125 us" "$MRC" sim "ring:2,bw=2,lat=1000" \
+    --collective broadcast --size 1000 --algo tree --mode pipelined --calls 8
+expect 0 "time     1.250 us" "$MRC" sim "ring:2,bw=2,lat=1000" \
+    --collective broadcast --size 1000 --algo tree --mode pipelined
+expect 2 "--calls times a run of calls in pipelined mode" "$MRC" sim hcm8 \
+    --collective allreduce --size 1M --calls 8
+expect 2 "--calls '17': a run of 2 to 16 calls" "$MRC" sim hcm8 \
+    --collective allreduce --size 1M --mode pipelined --calls 17
 expect 2 "MIN:MAX" "$MRC" sim hcm8 --collective allreduce --sweep 1K
 expect 2 "barley-twist does not apply" "$MRC" sim ring:8 \
     --strategy barley-twist --collective allreduce --size 1M

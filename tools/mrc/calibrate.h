@@ -210,6 +210,9 @@ typedef struct cal_check {
     /* What the rows call (allreduce by default); a row's bytes are a
      * node's vector, all blocks for reduce-scatter and allgather. */
     mrc_collective_t collective;
+    /* A row's prediction: a call alone (1) or a call in a run of this
+     * many (mrc_sim_config_t.calls), as the row's loop runs them. */
+    int calls;
 } cal_check_t;
 
 /* The sweep against the profile's predictions, the table on stdout: on
@@ -241,9 +244,10 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_comm_t *canary,
                              int runs,
                              mrc_status_t (*sync)(void *, mrc_status_t),
                              void *ctx, double *t, double canaries[2]);
-/* The simulator's time (us) for the program of c's last call. */
+/* The simulator's time (us) for the program of c's last call, alone
+ * (calls 1) or in a run of `calls`. */
 mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
-                               double *us);
+                               int calls, double *us);
 /* The median of v[0..n) (reorders v). */
 double cal_check_median(double *v, int n);
 

@@ -159,9 +159,10 @@ mrc_status_t cal_check_loops(mrc_comm_t *c, mrc_comm_t *canary_comm,
 }
 
 mrc_status_t cal_check_predict(const mrc_comm_t *c, const mrc_profile_t *prof,
-                               double *us)
+                               int calls, double *us)
 {
-    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .profile = prof};
+    mrc_sim_config_t cfg = {
+        .mode = MRC_SIM_PIPELINED, .profile = prof, .calls = calls};
     mrc_sim_result_t *res = NULL;
     mrc_status_t st = mrc__comm_predict(c, &cfg, &res);
     *us = st == MRC_OK ? res->time_us : 0;
@@ -239,7 +240,8 @@ static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
     char *file = o->profile ? cli_json_quote(o->profile) : NULL;
     char *host = cli_json_quote(h->name);
     printf("{\"transport\": \"%s\", \"collective\": \"%s\", "
-           "\"ranks\": %d, \"runs\": %d, \"host\": %s, \"cores\": %ld, "
+           "\"ranks\": %d, \"runs\": %d, \"calls\": %d, \"host\": %s, "
+           "\"cores\": %ld, "
            "\"uptime_s\": %.0f, "
            "\"load\": [%.2f, %.2f, %.2f],\n \"profile\": {\"file\": %s, "
            "\"written\": %s%s%s, \"transport\": \"%s\", \"ranks\": %d, "
@@ -249,11 +251,11 @@ static void head_json(const cal_check_t *o, const mrc_profile_t *prof,
            "\"as_calibrated\": %s,\n "
            "\"rows\": [",
            o->transport, mrc_collective_name(o->collective), o->nranks, o->runs,
-           host, h->cores, h->uptime_s, h->load[0], h->load[1], h->load[2],
-           file ? file : "null", *date ? "\"" : "", *date ? date : "null",
-           *date ? "\"" : "", prof->transport, prof->ranks, prof->cores,
-           prof->copy_gbps_cache, prof->copy_gbps_memory, prof->canary_us,
-           r->cache, r->memory, k->us,
+           o->calls > 1 ? o->calls : 1, host, h->cores, h->uptime_s, h->load[0],
+           h->load[1], h->load[2], file ? file : "null", *date ? "\"" : "",
+           *date ? date : "null", *date ? "\"" : "", prof->transport,
+           prof->ranks, prof->cores, prof->copy_gbps_cache,
+           prof->copy_gbps_memory, prof->canary_us, r->cache, r->memory, k->us,
            r->as_calibrated && k->held ? "true" : "false");
     free(file);
     free(host);
@@ -292,6 +294,9 @@ void cal_table_head(const char *cmd, const cal_table_t *t, const cal_check_t *o,
             printf("# host now: a 4 KiB allreduce of two threads takes %.2f "
                    "us (the profile's: %.2f)\n",
                    k.us, prof->canary_us);
+        if (o->calls > 1)
+            printf("# predicted: a call in a run of %d back to back\n",
+                   o->calls);
         printf("%-8s %10s %12s %7s %12s %9s\n", "family", "bytes",
                "measured(us)", "spread", "predicted", "pred/meas");
     }
@@ -461,7 +466,7 @@ static mrc_status_t time_once(mrc_comm_t **comms, mrc_comm_t **canary,
         *us = slowest_runs(j);
         canaries[0] = j->canaries[0][0];
         canaries[1] = j->canaries[0][1];
-        st = cal_check_predict(comms[0], prof, pred);
+        st = cal_check_predict(comms[0], prof, o->calls, pred);
     }
 done:
     free(t);

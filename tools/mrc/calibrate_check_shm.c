@@ -58,7 +58,7 @@ static mrc_status_t time_size(mrc_comm_t *c, mrc_comm_t *canary,
     mrc_status_t pst = MRC_OK;
     char why[512] = "";
     if (mrc_comm_rank(c) == 0 &&
-        (pst = cal_check_predict(c, prof, pred)) != MRC_OK)
+        (pst = cal_check_predict(c, prof, o->calls, pred)) != MRC_OK)
         snprintf(why, sizeof why, "%s", mrc_last_error());
     t[o->runs] = pst != MRC_OK; /* so that every rank stops */
     st = mrc_allreduce(t, t, (size_t)o->runs + 1, MRC_FLOAT64, MRC_MAX, c);
@@ -192,7 +192,8 @@ static int profile_file(const char *cmd, const mrc_profile_t *prof, char *path,
 int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
                   const cal_check_t *o)
 {
-    char self[4096], tmp[4096] = "", np[16], runs[16], coll[32], wait[32];
+    char self[4096], tmp[4096] = "", np[16], runs[16], coll[32], wait[32],
+                     calls[16];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) {
         fprintf(stderr,
@@ -206,7 +207,7 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
         return CLI_FAIL;
     snprintf(np, sizeof np, "%d", o->nranks);
     snprintf(runs, sizeof runs, "%d", o->runs);
-    char *argv[20];
+    char *argv[24];
     int k = 0;
     argv[k++] = self;
     argv[k++] = "calibrate";
@@ -226,6 +227,11 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
     snprintf(wait, sizeof wait, "%.0f", o->wait_s);
     argv[k++] = "--wait";
     argv[k++] = wait;
+    snprintf(calls, sizeof calls, "%d", o->calls);
+    if (o->calls > 1) {
+        argv[k++] = "--calls";
+        argv[k++] = calls;
+    }
     if (o->quick)
         argv[k++] = "--quick";
     if (o->json)

@@ -17,8 +17,8 @@ void help_calibrate(void)
            "                     [-o PROFILE] [--quick] [--wait S] [--json]\n"
            "       mrc calibrate --check [--transport threads|shm]\n"
            "                     [--profile PROFILE] [-n P] [--runs K]\n"
-           "                     [-c COLLECTIVE] [--quick] [--wait S]\n"
-           "                     [--json]\n"
+           "                     [-c COLLECTIVE] [--calls K] [--quick]\n"
+           "                     [--wait S] [--json]\n"
            "\n"
            "Measures what one node of this host costs beside its links, with\n"
            "short probes (each figure the median of several runs), and writes\n"
@@ -76,6 +76,9 @@ void help_calibrate(void)
            "             warning when outside half to twice it\n"
            "--runs K     timed loops a --check row is the median of\n"
            "             (default 5, at most 99)\n"
+           "--calls K    predict each --check row as a call in a run of K\n"
+           "             back to back (2-16; 'mrc help sim', --calls), as\n"
+           "             its loop runs them, not as a call alone\n"
            "-c, --collective C\n"
            "             what --check calls (default allreduce; reduce,\n"
            "             broadcast, reduce-scatter, allgather: float32\n"
@@ -376,7 +379,8 @@ int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
     const char *transport = "threads", *ranks = NULL, *out = NULL,
-               *given = NULL, *runs = NULL, *coll = NULL, *wait = NULL;
+               *given = NULL, *runs = NULL, *coll = NULL, *wait = NULL,
+               *calls = NULL;
     int quick = 0, json = 0, check = 0, npos = 0, as_rank = 0;
     const cli_opt_t opts[] = {{"transport", 't', &transport, NULL},
                               {"ranks", 'n', &ranks, NULL},
@@ -388,6 +392,7 @@ int cmd_calibrate(int argc, char **argv)
                               {"runs", 0, &runs, NULL},
                               {"collective", 'c', &coll, NULL},
                               {"wait", 0, &wait, NULL},
+                              {"calls", 0, &calls, NULL},
                               /* the ranks of an shm --check */
                               {"check-rank", 0, NULL, &as_rank},
                               {0}};
@@ -407,6 +412,13 @@ int cmd_calibrate(int argc, char **argv)
         return cli_usage(cmd, "calibrate",
                          "--runs '%s' is not a number of runs (1..%d)", runs,
                          CAL_CHECK_MAX_RUNS);
+    long run_of = 1;
+    if (calls && !check)
+        return cli_usage(cmd, "calibrate", "--calls goes with --check");
+    if (calls && mrc__parse_long(calls, 2, MRC_SIM_MAX_CALLS, &run_of))
+        return cli_usage(cmd, "calibrate",
+                         "--calls '%s' is not a run of calls (2..%d)", calls,
+                         MRC_SIM_MAX_CALLS);
     long wait_s = quick ? 0 : CAL_GUARD_WAIT_S;
     if (wait && mrc__parse_long(wait, 0, 86400, &wait_s))
         return cli_usage(cmd, "calibrate",
@@ -431,7 +443,8 @@ int cmd_calibrate(int argc, char **argv)
                       .quick = quick,
                       .json = json,
                       .wait_s = (double)wait_s,
-                      .collective = collective};
+                      .collective = collective,
+                      .calls = (int)run_of};
     if (as_rank)
         return cal_check_rank(cmd, &co);
     if (check && given) {

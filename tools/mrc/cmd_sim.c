@@ -17,7 +17,8 @@ void help_sim(void)
         "               [--chunks K] [--pj-per-bit E] [--link-power W]\n"
         "               [--wake-us U] [--max-memory SIZE] [--algo A] [--hosts "
         "H]\n"
-        "               [--fail-link A-B[:K]]... [--profile FILE] [--json]\n"
+        "               [--fail-link A-B[:K]]... [--profile FILE] [--calls K]\n"
+        "               [--json]\n"
         "       mrc sim SPEC --compare ...     every strategy that applies\n"
         "       mrc sim SPEC --sweep MIN:MAX [-o PREFIX] ...\n"
         "       mrc sim --load IMAGE [--mode M] [--chunks K] [--pj-per-bit E]\n"
@@ -62,6 +63,11 @@ void help_sim(void)
         "             memory, reductions and message costs join the links'\n"
         "             (docs/simulator.md, 'Node model'); without one, local\n"
         "             work is free, as on an accelerator interconnect\n"
+        "--calls      pipelined: the time of a call in a run of K calls\n"
+        "             back to back (2-16), each node beginning its next\n"
+        "             call when it has ended this one, as a benchmark's\n"
+        "             loop runs: (end of the last - end of the second) /\n"
+        "             (K - 2); the other figures are a call's share\n"
         "--max-memory what a simulation may take (default half of physical\n"
         "             memory, or MRC_MAX_MEMORY); larger ones are refused\n"
         "             up front with the figure\n"
@@ -362,7 +368,7 @@ static int workload(const char *cmd, const char *path, const mrc_topo_t *t,
 typedef struct sim_opts {
     cli_stage_t o;
     const char *mode, *chunks, *pj, *power, *wake, *sweep, *prefix, *profile,
-        *workload;
+        *workload, *calls;
     int compare;
     mrc_profile_t prof; /* --profile's (a->cfg.profile points here) */
 } sim_opts_t;
@@ -403,7 +409,7 @@ static int check_presence(const char *cmd, const sim_opts_t *so, int npos)
  * --replica-size) and --profile. */
 static int read_sim_config(const char *cmd, sim_opts_t *so, sim_args_t *a)
 {
-    long rs = 0, ck = 0;
+    long rs = 0, ck = 0, calls = 0;
     double e = 0, w = 0, u = 0;
     int pipelined = strcmp(so->mode, "pipelined") == 0;
     if (!pipelined && strcmp(so->mode, "bsp") != 0)
@@ -417,13 +423,21 @@ static int read_sim_config(const char *cmd, sim_opts_t *so, sim_args_t *a)
         return cli_usage(cmd, "sim",
                          "a numeric option is not a positive "
                          "number");
+    if (so->calls && mrc__parse_long(so->calls, 2, MRC_SIM_MAX_CALLS, &calls))
+        return cli_usage(cmd, "sim", "--calls '%s': a run of 2 to %d calls",
+                         so->calls, MRC_SIM_MAX_CALLS);
+    if (calls && !pipelined)
+        return cli_usage(cmd, "sim",
+                         "--calls times a run of calls in pipelined mode "
+                         "(--mode pipelined)");
     a->replica = (int)rs;
     a->cfg =
         (mrc_sim_config_t){.mode = pipelined ? MRC_SIM_PIPELINED : MRC_SIM_BSP,
                            .pj_per_bit = e,
                            .link_power_w = w,
                            .wake_us = u,
-                           .chunks = (int)ck};
+                           .chunks = (int)ck,
+                           .calls = (int)calls};
     if (so->profile) {
         mrc_status_t ps = mrc_profile_load(so->profile, &so->prof);
         if (ps != MRC_OK)
@@ -501,17 +515,13 @@ int cmd_sim(int argc, char **argv)
     sim_opts_t so;
     memset(&so, 0, sizeof so);
     so.mode = "bsp";
-    const cli_opt_t own[] = {{"mode", 0, &so.mode, NULL},
-                             {"chunks", 0, &so.chunks, NULL},
-                             {"pj-per-bit", 0, &so.pj, NULL},
-                             {"link-power", 0, &so.power, NULL},
-                             {"wake-us", 0, &so.wake, NULL},
-                             {"sweep", 0, &so.sweep, NULL},
-                             {"output", 'o', &so.prefix, NULL},
-                             {"profile", 0, &so.profile, NULL},
-                             {"workload", 0, &so.workload, NULL},
-                             {"compare", 0, NULL, &so.compare},
-                             {0}};
+    const cli_opt_t own[] = {
+        {"mode", 0, &so.mode, NULL},         {"chunks", 0, &so.chunks, NULL},
+        {"pj-per-bit", 0, &so.pj, NULL},     {"link-power", 0, &so.power, NULL},
+        {"wake-us", 0, &so.wake, NULL},      {"sweep", 0, &so.sweep, NULL},
+        {"output", 'o', &so.prefix, NULL},   {"profile", 0, &so.profile, NULL},
+        {"workload", 0, &so.workload, NULL}, {"calls", 0, &so.calls, NULL},
+        {"compare", 0, NULL, &so.compare},   {0}};
     int rc = cli_stage_parse(cmd, "sim", CLI_STAGE_SIZE, own, "rings", argc,
                              argv, &so.o, pos, 0, 1, &npos);
     if (rc == CLI_OK)

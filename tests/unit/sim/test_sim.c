@@ -450,6 +450,106 @@ static void test_refusals(void **state)
     drop(&s);
 }
 
+/* A run of calls (mrc_sim_config_t.calls), pipelined, links only. */
+static mrc_sim_result_t *sim_calls(const setup_t *s, int calls)
+{
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .calls = calls};
+    mrc_sim_result_t *r = NULL;
+    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
+        fail_msg("%s", mrc_last_error());
+    return r;
+}
+
+/* The tree's broadcast of `count` floats on spec, with completion c. */
+static setup_t make_bcast(const char *spec, size_t count, mrc_completion_t c)
+{
+    setup_t s = {0};
+    mrc_embed_config_t ec = {0};
+    mrc_compile_config_t cc = {.collective = MRC_BROADCAST,
+                               .count = count,
+                               .dtype = MRC_FLOAT32,
+                               .algo = MRC_ALGO_TREE,
+                               .completion = c};
+    if (mrc_topo_create(spec, &s.topo) != MRC_OK ||
+        mrc_embed_create(s.topo, &ec, &s.e) != MRC_OK ||
+        mrc_program_compile(s.e, &cc, &s.p) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    return s;
+}
+
+/* A run of calls against closed forms. A group whose nodes all do the
+ * same ends each call at once: its period is the call's time, whether
+ * the symmetric walk or the full one times it, and its figures are a
+ * call's (its links' energy switched off between busy spells at least
+ * the call's alone: the gaps between calls are the run's). The tree's
+ * broadcast on ring:2 (its two links one of 2 lanes of B = 2 bytes/ns,
+ * A = 1000 ns; S = 1000 bytes, tau = S / 2B = 250 ns): with local
+ * completion the root's part ends as it posts, its calls' messages
+ * queue on the link, and the leaf ends one every tau. With the group's,
+ * the root ends call k once the leaf has begun it (ended k - 1), A
+ * later: it runs one call ahead, and every two calls take a message's
+ * A + tau and the news's A, a call (2A + tau) / 2 = 1125 ns; one call
+ * alone takes A + tau. */
+static void test_run_of_calls(void **state)
+{
+    (void)state;
+    setup_t s =
+        make("ring:4,bw=2,lat=100", "ring", MRC_ALLREDUCE, 4000, MRC_FLOAT32);
+    for (int sym = 0; sym < 2; sym++) {
+        mrc__sim_sym = sym ? MRC__SIM_FAST_AUTO : MRC__SIM_FAST_NEVER;
+        mrc_sim_result_t *one = sim_calls(&s, 0), *run = sim_calls(&s, 8);
+        expect_close(run->time_us, one->time_us, "rings' period");
+        expect_close(run->bytes_moved, one->bytes_moved, "a call's bytes");
+        expect_close(run->energy_no_gating_j, one->energy_no_gating_j,
+                     "a call's energy, links on");
+        /* (gated: the gaps between calls too, where a link stays on) */
+        assert_true(run->energy_j >= one->energy_j * (1 - 1e-12) &&
+                    run->energy_j <= run->energy_no_gating_j * (1 + 1e-12));
+        mrc_sim_result_destroy(one);
+        mrc_sim_result_destroy(run);
+    }
+    mrc__sim_sym = MRC__SIM_FAST_AUTO;
+    drop(&s);
+
+    const double A = 1000, tau = 250;
+    s = make_bcast("ring:2,bw=2,lat=1000", 250, MRC_COMPLETION_LOCAL);
+    mrc_sim_result_t *one = sim_calls(&s, 1), *run = sim_calls(&s, 8);
+    expect_close(one->time_us * 1e3, A + tau, "one call");
+    expect_close(run->time_us * 1e3, tau, "local completion's period");
+    expect_close(run->bytes_moved, one->bytes_moved, "a call's bytes");
+    mrc_sim_result_destroy(run);
+    run = sim_calls(&s, 2); /* the second's end less the first's */
+    expect_close(run->time_us * 1e3, tau, "two calls");
+    mrc_sim_result_destroy(run);
+    mrc_sim_result_destroy(one);
+    drop(&s);
+
+    s = make_bcast("ring:2,bw=2,lat=1000", 250, MRC_COMPLETION_GROUP);
+    run = sim_calls(&s, 8);
+    expect_close(run->time_us * 1e3, (2 * A + tau) / 2, "group's period");
+    mrc_sim_result_destroy(run);
+    drop(&s);
+}
+
+/* A run of calls out of range, or in BSP mode: refused, naming why. */
+static void test_run_of_calls_refused(void **state)
+{
+    (void)state;
+    setup_t s = make("ring:4", "ring", MRC_ALLREDUCE, 1000, MRC_FLOAT32);
+    mrc_sim_result_t *r = NULL;
+    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED,
+                            .calls = MRC_SIM_MAX_CALLS + 1};
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "runs of 1 to 16"));
+    cfg.calls = -1;
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    cfg = (mrc_sim_config_t){.mode = MRC_SIM_BSP, .calls = 4};
+    assert_int_equal(mrc_sim_run(s.p, s.topo, &cfg, &r), MRC_ERR_INVALID_ARG);
+    assert_non_null(strstr(mrc_last_error(), "pipelined mode only"));
+    assert_null(r);
+    drop(&s);
+}
+
 /* Physical links idle in phase ph of the port mask: both ends' ports
  * idle (the test's own reading of the mask). */
 static int idle_lanes(const mrc_program_t *p, const mrc_topo_t *t, int ph)
@@ -1528,6 +1628,8 @@ int main(void)
         cmocka_unit_test(test_memory_conservation),
         cmocka_unit_test(test_memory_groups),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_run_of_calls),
+        cmocka_unit_test(test_run_of_calls_refused),
         cmocka_unit_test(test_energy_from_mask),
         cmocka_unit_test(test_node_closed_form),
         cmocka_unit_test(test_node_slots_rendezvous),
