@@ -376,6 +376,7 @@ mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
                             calls > 1 ? calls : 1);
     if (st == MRC_OK)
         acct->total_ns = calls > 1 ? mrc__sim_calls_period(&pp) : pp.now;
+    acct->run_ns = pp.now;
     pipe_free(&pp);
     return st;
 }

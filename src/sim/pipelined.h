@@ -53,13 +53,16 @@ typedef struct mrc__sim_pbar {
  * chains of call c are [c * per_call, (c + 1) * per_call), each call's
  * laid out alike (node by node). A node begins call c + 1 when it has
  * ended call c: its chains of c have ended and, where the group agrees
- * at the end of a call, every member of its group has begun c. */
+ * at the end of a call, every member of its group has begun c (counted
+ * by group: the last member's beginning, the group's barrier latency
+ * on). */
 typedef struct mrc__sim_calls {
-    int calls, per_call, nodes;
+    int calls, per_call, nodes, groups;
     int agree;              /* a reduce's or broadcast's group completion */
     int32_t *first, *count; /* [nodes]: the node's chains within a call */
     int32_t *left;          /* [calls x nodes]: its chains not yet ended */
-    double *began;          /* [calls x nodes]: when it began, -1 not yet */
+    int32_t *begun;         /* [calls x groups]: members that began it */
+    double *last_began;     /* [calls x groups]: when the last of them did */
     uint8_t *ended;         /* [chains] */
     double *end;            /* [calls]: the last node's end of the call */
 } mrc__sim_calls_t;
@@ -142,12 +145,14 @@ static inline int mrc__sim_call_of(const mrc__sim_pipe_t *pp, int i)
     return pp->run.calls > 1 ? i / pp->run.per_call : 0;
 }
 /* A message's tag and a flag's key, told apart by call (the call in the
- * tag's top 4 bits, which a stream below 2^16 leaves clear; sim.c
+ * tag's bits 59-62, which a stream below 2^15 leaves clear, and bit 63,
+ * which sorts wake-ups after messages, too: pipelined_wire.c; sim.c
  * refuses a run of calls of more streams). */
+enum { MRC__SIM_CALL_SHIFT = 59 };
 static inline uint64_t mrc__sim_call_tag(const mrc__sim_pipe_t *pp, int i,
                                          uint64_t tag)
 {
-    return tag | (uint64_t)mrc__sim_call_of(pp, i) << 60;
+    return tag | (uint64_t)mrc__sim_call_of(pp, i) << MRC__SIM_CALL_SHIFT;
 }
 static inline int32_t mrc__sim_call_flag(const mrc__sim_pipe_t *pp, int i,
                                          int flag)

@@ -7,11 +7,13 @@
  * A node ends call c when its chains of c have ended and, where its group
  * agrees at the end of a call (a reduce's or a broadcast's group
  * completion: the executor's round of agreement, src/exec/exec.c), once
- * every member of its group has begun c, each member's news a signal's
- * path latency on its way. So a broadcast's root sends the next call's
- * data while its leaf still copies this call's, and a loop of them runs
- * at the slower node's own part a call, not at the two parts in a row
- * that one call alone takes.
+ * every member of its group has begun c, the last one's news the group's
+ * barrier latency on its way. (The executor skips the round for a node
+ * whose program already waits on every member; here such a node waits
+ * for nothing but that latency after the last member began.) So a
+ * broadcast's root sends the next call's data while its leaf still
+ * copies this call's, and a loop of them runs at the slower node's own
+ * part a call, not at the two parts in a row that one call alone takes.
  *
  * Accepts: the pipelined walk's chains of any program, laid out call by
  * call and node by node within a call (sim.c's make_chains), 2 to
@@ -32,22 +34,25 @@ mrc_status_t mrc__sim_calls_init(mrc__sim_pipe_t *pp, int calls, int per_call)
 {
     mrc__sim_calls_t *r = &pp->run;
     const mrc_program_t *p = pp->s->p;
-    int n = p->num_nodes;
-    *r = (mrc__sim_calls_t){.calls = calls, .per_call = per_call, .nodes = n};
+    int n = p->num_nodes, ng = p->num_groups;
+    *r = (mrc__sim_calls_t){
+        .calls = calls, .per_call = per_call, .nodes = n, .groups = ng};
     if (calls <= 1)
         return MRC_OK;
-    r->agree = p->cfg.completion == MRC_COMPLETION_GROUP &&
-               (p->cfg.collective == MRC_REDUCE ||
-                p->cfg.collective == MRC_BROADCAST);
+    r->agree =
+        p->cfg.completion == MRC_COMPLETION_GROUP &&
+        (p->cfg.collective == MRC_REDUCE || p->cfg.collective == MRC_BROADCAST);
     size_t cells = (size_t)calls * (size_t)n;
+    size_t gcells = (size_t)calls * (size_t)ng;
     r->first = malloc(((size_t)n + 1) * sizeof *r->first);
     r->count = calloc((size_t)n + 1, sizeof *r->count);
     r->left = malloc((cells + 1) * sizeof *r->left);
-    r->began = malloc((cells + 1) * sizeof *r->began);
+    r->begun = calloc(gcells + 1, sizeof *r->begun);
+    r->last_began = calloc(gcells + 1, sizeof *r->last_began);
     r->ended = calloc((size_t)calls * (size_t)per_call + 1, 1);
     r->end = calloc((size_t)calls, sizeof *r->end);
-    if (!r->first || !r->count || !r->left || !r->began || !r->ended ||
-        !r->end)
+    if (!r->first || !r->count || !r->left || !r->begun || !r->last_began ||
+        !r->ended || !r->end)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     for (int i = 0; i < per_call; i++) {
         int u = pp->chains[i].it.node;
@@ -55,11 +60,15 @@ mrc_status_t mrc__sim_calls_init(mrc__sim_pipe_t *pp, int calls, int per_call)
             r->first[u] = i;
     }
     for (int c = 0; c < calls; c++)
-        for (int u = 0; u < n; u++) {
+        for (int u = 0; u < n; u++)
             r->left[(size_t)c * n + u] = r->count[u];
-            /* (a node of no chains, should one be, never holds back) */
-            r->began[(size_t)c * n + u] = c == 0 || !r->count[u] ? 0 : -1;
-        }
+    /* Every member began call 0 at 0; a member of no chains (should one
+     * be) begins every call then. */
+    for (int u = 0; u < n; u++) {
+        int g = p->nodes[u].group;
+        for (int c = 0; g >= 0 && c < calls; c++)
+            r->begun[(size_t)c * ng + g] += c == 0 || !r->count[u];
+    }
     return MRC_OK;
 }
 
@@ -68,14 +77,17 @@ void mrc__sim_calls_free(mrc__sim_calls_t *r)
     free(r->first);
     free(r->count);
     free(r->left);
-    free(r->began);
+    free(r->begun);
+    free(r->last_began);
     free(r->ended);
     free(r->end);
 }
 
 /* Node u ends call c if it may: its chains of c have ended (left 0; -1
  * once its end is on its way) and, where the group agrees, every member
- * has begun c, a signal's latency ago. */
+ * has begun c, the group's barrier latency before (the news of the last
+ * to begin, heard by the farthest member that long after: a round of
+ * agreement is a barrier's). */
 static mrc_status_t try_end(mrc__sim_pipe_t *pp, int u, int c)
 {
     mrc__sim_calls_t *r = &pp->run;
@@ -85,18 +97,15 @@ static mrc_status_t try_end(mrc__sim_pipe_t *pp, int u, int c)
     double at = pp->now;
     const mrc_program_t *p = pp->s->p;
     int g = p->nodes[u].group;
-    for (int j = 0; r->agree && g >= 0 && j < p->groups[g].size; j++) {
-        int m = p->members[p->groups[g].first_member + j];
-        if (m == u)
-            continue;
-        double b = r->began[(size_t)c * r->nodes + m];
-        if (b < 0)
-            return MRC_OK; /* m has not begun c: it ends u's call then */
+    if (r->agree && g >= 0 && p->groups[g].size > 1) {
+        size_t gcell = (size_t)c * r->groups + g;
+        if (r->begun[gcell] < p->groups[g].size)
+            return MRC_OK; /* the last to begin c ends u's call */
         int route;
-        mrc_status_t st = mrc__sim_signal_route(pp->s, m, u, &route);
+        mrc_status_t st = mrc__sim_barrier_route(pp->s, g, &route);
         if (st != MRC_OK)
             return st;
-        at = fmax(at, b + pp->s->routes[route].latency);
+        at = fmax(at, r->last_began[gcell] + pp->s->routes[route].latency);
     }
     r->left[cell] = -1;
     if (at <= pp->now)
@@ -128,20 +137,20 @@ mrc_status_t mrc__sim_calls_begin(mrc__sim_pipe_t *pp, int u, int c)
     if (c + 1 >= r->calls)
         return MRC_OK;
     int next = c + 1;
-    r->began[(size_t)next * r->nodes + u] = pp->now;
     for (int j = 0; j < r->count[u]; j++)
         pp->ready[pp->nready++] = next * r->per_call + r->first[u] + j;
-    /* Members whose part of the next call is done, waiting for u. */
     const mrc_program_t *p = pp->s->p;
     int g = p->nodes[u].group;
+    if (g < 0)
+        return MRC_OK;
+    size_t gcell = (size_t)next * r->groups + g;
+    r->last_began[gcell] = pp->now;
+    if (++r->begun[gcell] < p->groups[g].size || !r->agree)
+        return MRC_OK;
+    /* u was the last to begin: the members whose part of it is done. */
     mrc_status_t st = MRC_OK;
-    for (int j = 0; r->agree && g >= 0 && j < p->groups[g].size &&
-                    st == MRC_OK;
-         j++) {
-        int m = p->members[p->groups[g].first_member + j];
-        if (m != u)
-            st = try_end(pp, m, next);
-    }
+    for (int j = 0; j < p->groups[g].size && st == MRC_OK; j++)
+        st = try_end(pp, p->members[p->groups[g].first_member + j], next);
     return st;
 }
 

@@ -28,7 +28,9 @@ static uint64_t arrival_order(const mrc__sim_pipe_t *pp, int32_t src,
     if (src != MRC__SIM_WAKE)
         return tag;
     const mrc__chain_iter_t *it = &pp->chains[dst].it;
-    return (uint64_t)1 << 63 | (uint64_t)it->k << 24 | (uint64_t)it->chunk;
+    return (uint64_t)1 << 63 |
+           (uint64_t)mrc__sim_call_of(pp, dst) << MRC__SIM_CALL_SHIFT |
+           (uint64_t)it->k << 24 | (uint64_t)it->chunk;
 }
 
 static int arrival_before(const void *x, const void *y)

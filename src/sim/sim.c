@@ -96,12 +96,12 @@ static mrc_status_t check_run(const mrc_program_t *p, const mrc_topo_t *t,
     if (c->calls > 1 && c->mode != MRC_SIM_PIPELINED)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "a run of calls is timed in pipelined mode only");
-    /* (a run's calls are told apart in a tag's top 4 bits) */
-    if (c->calls > 1 && p->num_streams >= 1 << 16)
+    /* (a run's calls are told apart in a tag's bits 59-62) */
+    if (c->calls > 1 && p->num_streams >= 1 << 15)
         return mrc__error(MRC_ERR_INVALID_ARG,
                           "a run of calls of a program of %d streams: the "
                           "simulator times runs of programs of fewer than "
-                          "65536",
+                          "32768",
                           p->num_streams);
     return MRC_OK;
 }
@@ -152,7 +152,7 @@ static mrc_status_t make_chains(const mrc_program_t *p,
     if (st == MRC_OK && calls > 1 &&
         mrc__grow((void **)&chains, &cap, nchains * calls, sizeof *chains))
         st = mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    for (int k = 1; st == MRC_OK && k < calls; k++)
+    for (int k = 1; st == MRC_OK && nchains > 0 && k < calls; k++)
         memcpy(&chains[(size_t)k * nchains], chains,
                (size_t)nchains * sizeof *chains);
     *out = chains;
@@ -182,16 +182,20 @@ static mrc_status_t make_acct(const mrc__sim_t *s, const mrc_sim_config_t *c,
     return MRC_OK;
 }
 
-/* A run of calls' totals made a call's: the bytes, the links' busy and
- * on times, the energy moved (the time is the walk's period already). */
+/* A run of calls' totals made a call's (a->total_ns is the walk's period
+ * already): the bytes and the energy of moving them, a K-th; the links'
+ * busy and on times, their share of the whole run (a->run_ns) in a
+ * period, so that a link busy or on through the run is so through a
+ * call. */
 static void share_of_run(const mrc__sim_t *s, mrc__sim_acct_t *a, int calls)
 {
+    double share = a->run_ns > 0 ? a->total_ns / a->run_ns : 0;
     for (int ch = 0; ch < 2 * a->r->num_links; ch++) {
         a->r->link_bytes[ch] /= calls;
-        a->r->link_utilisation[ch] /= calls;
+        a->r->link_utilisation[ch] *= share;
     }
     for (int ph = 0; ph < s->num_phys; ph++)
-        a->phys_on[ph] /= calls;
+        a->phys_on[ph] *= share;
     a->move_j /= calls;
 }
 
@@ -217,11 +221,11 @@ static mrc_status_t walk(mrc__sim_t *s, const mrc_sim_config_t *c,
     mrc__sim_chain_t *chains = NULL;
     int n = 0;
     st = make_chains(p, c, &chains, &n);
-    if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED)
+    if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED) {
         st = mrc__sim_run_pipelined(s, chains, n, c->calls, esize, w, a);
-    if (st == MRC_OK && c->calls > 1)
-        share_of_run(s, a, c->calls);
-    else if (st == MRC_OK && p->num_groups > 1)
+        if (st == MRC_OK && c->calls > 1)
+            share_of_run(s, a, c->calls);
+    } else if (st == MRC_OK && p->num_groups > 1)
         st = mrc__sim_run_bsp_groups(s, chains, n, esize, w, a);
     else if (st == MRC_OK)
         st = mrc__sim_run_lockstep(s, chains, n, esize, w, a);

@@ -260,6 +260,8 @@ typedef struct mrc__sim_acct {
     uint8_t *used;     /* marks, all 0 between calls */
     double pj, wake_ns;
     double total_ns, move_j;
+    double run_ns; /* a run of calls: the whole run's length (total_ns is
+                      a call's period) */
 } mrc__sim_acct_t;
 
 void mrc__sim_book_step(const mrc__sim_t *s, const mrc__sim_flow_t *fl, int nf,

@@ -527,6 +527,17 @@ static void test_run_of_calls(void **state)
     s = make_bcast("ring:2,bw=2,lat=1000", 250, MRC_COMPLETION_GROUP);
     run = sim_calls(&s, 8);
     expect_close(run->time_us * 1e3, (2 * A + tau) / 2, "group's period");
+    assert_true(run->energy_j <= run->energy_no_gating_j * (1 + 1e-12));
+    mrc_sim_result_destroy(run);
+    drop(&s);
+
+    /* Two groups of ring:4 (0,1 and 2,3, each pair one lane apart: S/B
+     * = 500 ns), each agreeing apart: the same form. */
+    assert_int_equal(make_algo(&s, "ring:4,bw=2,lat=1000", "0,1+2,3",
+                               MRC_ALGO_TREE, MRC_BROADCAST, 250),
+                     0);
+    run = sim_calls(&s, 8);
+    expect_close(run->time_us * 1e3, (2 * A + 500) / 2, "two groups");
     mrc_sim_result_destroy(run);
     drop(&s);
 }
