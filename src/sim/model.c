@@ -74,7 +74,7 @@ mrc_status_t mrc__sim_build(mrc__sim_t *s)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     s->memory = mrc__program_has_memory_ops(p);
     /* Families other than the rings send off the rings' hops. */
-    if (p->cfg.algo != MRC_ALGO_RINGS) {
+    if (p->cfg.algo != MRC_ALGO_RINGS || s->want_paths) {
         int nn = p->num_nodes;
         s->hop_arcs = malloc(((size_t)nn + 1) * sizeof *s->hop_arcs);
         s->group_route =

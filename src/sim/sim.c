@@ -249,6 +249,7 @@ mrc_status_t mrc_sim_run(const mrc_program_t *p, const mrc_topo_t *t,
     memset(&s, 0, sizeof s);
     s.p = p;
     s.t = t;
+    s.want_paths = c.calls > 1;
     mrc__sim_ws_t w;
     mrc__sim_acct_t a = {0};
     mrc_sim_result_t *r = calloc(1, sizeof *r);

@@ -135,6 +135,10 @@ typedef struct mrc__sim {
     /* The symmetric walk (pipelined_sym.c): a node's SEND arrives at the
      * node itself, standing for its predecessor's send to it. */
     int sym_self;
+    /* Paths between any two nodes (a barrier's, a get's): families other
+     * than the rings, and a run of calls (its rounds of agreement). Set
+     * before mrc__sim_build. */
+    int want_paths;
 } mrc__sim_t;
 
 /* A message in flight over its route. */

@@ -540,6 +540,20 @@ static void test_run_of_calls(void **state)
     expect_close(run->time_us * 1e3, (2 * A + 500) / 2, "two groups");
     mrc_sim_result_destroy(run);
     drop(&s);
+
+    /* The rings' reduce and broadcast (their rounds of agreement take
+     * paths the rings' own walk has none of): a run overlaps the calls,
+     * and a call in it takes less than a call alone. */
+    for (int c = 0; c < 2; c++) {
+        s = make("ring:4,bw=2,lat=1000", "ring", c ? MRC_BROADCAST : MRC_REDUCE,
+                 250, MRC_FLOAT32);
+        one = sim_calls(&s, 1);
+        run = sim_calls(&s, 8);
+        assert_true(run->time_us > 0 && run->time_us < one->time_us);
+        mrc_sim_result_destroy(one);
+        mrc_sim_result_destroy(run);
+        drop(&s);
+    }
 }
 
 /* A run of calls out of range, or in BSP mode: refused, naming why. */
