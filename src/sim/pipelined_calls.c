@@ -92,7 +92,8 @@ static mrc_status_t try_end(mrc__sim_pipe_t *pp, int u, int c)
 {
     mrc__sim_calls_t *r = &pp->run;
     size_t cell = (size_t)c * r->nodes + u;
-    if (r->left[cell] != 0)
+    /* (a node of no chains began every call at the start: never again) */
+    if (r->left[cell] != 0 || r->count[u] == 0)
         return MRC_OK;
     double at = pp->now;
     const mrc_program_t *p = pp->s->p;

@@ -541,6 +541,17 @@ static void test_run_of_calls(void **state)
     mrc_sim_result_destroy(run);
     drop(&s);
 
+    /* A group of 1024 on a ring (the round of agreement's latency, the
+     * farthest pair's, from one search a member): in a run a call takes
+     * less than alone, and the walk takes well under a second. */
+    s = make_bcast("ring:1024,bw=2,lat=1000", 250, MRC_COMPLETION_GROUP);
+    one = sim_calls(&s, 1);
+    run = sim_calls(&s, 8);
+    assert_true(run->time_us > 0 && run->time_us < one->time_us);
+    mrc_sim_result_destroy(one);
+    mrc_sim_result_destroy(run);
+    drop(&s);
+
     /* The rings' reduce and broadcast (their rounds of agreement take
      * paths the rings' own walk has none of): a run overlaps the calls,
      * and a call in it takes less than a call alone. */
