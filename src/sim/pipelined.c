@@ -242,9 +242,9 @@ static mrc_status_t run_chain_now(mrc__sim_pipe_t *pp, int i)
     return mrc__sim_calls_chain_ended(pp, i);
 }
 
-/* The pipelined walk's scratch, per chain, channel and physical link. */
-/* Of a run of calls (calls > 1), call 0's chains are ready, the rest
- * wait for their node to begin their call; the barriers count a call's
+/* The pipelined walk's scratch, per chain, channel and physical link. Of
+ * a run of calls (calls > 1), call 0's chains are ready, the rest wait
+ * for their node to begin their call; the barriers count a call's
  * chains, and the node model's crowding is a call's. */
 static mrc_status_t pipe_init(mrc__sim_pipe_t *pp, mrc__sim_t *s,
                               mrc__sim_chain_t *chains, int nchains, int calls)
@@ -374,9 +374,10 @@ mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
                             chains[i].it.node, chains[i].op.stream,
                             chains[i].op.step, mrc__sim_call_of(&pp, i) + 1,
                             calls > 1 ? calls : 1);
-    if (st == MRC_OK)
-        acct->total_ns = calls > 1 ? mrc__sim_calls_period(&pp) : pp.now;
-    acct->run_ns = pp.now;
+    if (st == MRC_OK && calls > 1)
+        mrc__sim_calls_book(&pp);
+    else if (st == MRC_OK)
+        acct->total_ns = pp.now;
     pipe_free(&pp);
     return st;
 }

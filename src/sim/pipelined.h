@@ -163,11 +163,15 @@ static inline int32_t mrc__sim_call_flag(const mrc__sim_pipe_t *pp, int i,
 mrc_status_t mrc__sim_calls_chain_ended(mrc__sim_pipe_t *pp, int i);
 /* A MRC__SIM_BEGIN arrival: node `node` ends call `call` now. */
 mrc_status_t mrc__sim_calls_begin(mrc__sim_pipe_t *pp, int node, int call);
-/* The run's period (ns): from the end of its second call to the end of
- * its last, a call's share (of 2 calls, from the first's end). The first
- * call, every node beginning it at once, is the run's start, not its
- * pace; a broadcast's root a call ahead of its leaf ends calls in pairs,
- * which 6 calls after the first (a run of 8) take whole. */
-double mrc__sim_calls_period(const mrc__sim_pipe_t *pp);
+/* The run's totals made a call's, the walk over: total_ns the period,
+ * from the end of its second call to the end of its last, a call's share
+ * (of 2 calls, from the first's end; the first call, every node
+ * beginning it at once, is the run's start, not its pace, and a
+ * broadcast's root a call ahead of its leaf ends calls in pairs, which 6
+ * calls after the first, of a run of 8, take whole); the bytes and the
+ * energy of moving them a K-th; the links' busy and on times their share
+ * of the whole run in a period (a link busy through the run is so
+ * through a call). */
+void mrc__sim_calls_book(mrc__sim_pipe_t *pp);
 
 #endif /* MRC_SIM_PIPELINED_H */

@@ -155,10 +155,19 @@ mrc_status_t mrc__sim_calls_begin(mrc__sim_pipe_t *pp, int u, int c)
     return st;
 }
 
-double mrc__sim_calls_period(const mrc__sim_pipe_t *pp)
+void mrc__sim_calls_book(mrc__sim_pipe_t *pp)
 {
     const mrc__sim_calls_t *r = &pp->run;
-    if (r->calls == 2)
-        return r->end[1] - r->end[0];
-    return (r->end[r->calls - 1] - r->end[1]) / (r->calls - 2);
+    mrc__sim_acct_t *a = pp->acct;
+    int k = r->calls;
+    a->total_ns =
+        k == 2 ? r->end[1] - r->end[0] : (r->end[k - 1] - r->end[1]) / (k - 2);
+    double share = pp->now > 0 ? a->total_ns / pp->now : 0;
+    for (int ch = 0; ch < 2 * a->r->num_links; ch++) {
+        a->r->link_bytes[ch] /= k;
+        a->r->link_utilisation[ch] *= share;
+    }
+    for (int ph = 0; ph < pp->s->num_phys; ph++)
+        a->phys_on[ph] *= share;
+    a->move_j /= k;
 }

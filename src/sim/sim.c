@@ -182,23 +182,6 @@ static mrc_status_t make_acct(const mrc__sim_t *s, const mrc_sim_config_t *c,
     return MRC_OK;
 }
 
-/* A run of calls' totals made a call's (a->total_ns is the walk's period
- * already): the bytes and the energy of moving them, a K-th; the links'
- * busy and on times, their share of the whole run (a->run_ns) in a
- * period, so that a link busy or on through the run is so through a
- * call. */
-static void share_of_run(const mrc__sim_t *s, mrc__sim_acct_t *a, int calls)
-{
-    double share = a->run_ns > 0 ? a->total_ns / a->run_ns : 0;
-    for (int ch = 0; ch < 2 * a->r->num_links; ch++) {
-        a->r->link_bytes[ch] /= calls;
-        a->r->link_utilisation[ch] *= share;
-    }
-    for (int ph = 0; ph < s->num_phys; ph++)
-        a->phys_on[ph] *= share;
-    a->move_j /= calls;
-}
-
 /* Walks the program the way its mode and shape call for: one large
  * group of rings in BSP by one step per ring loop (no chains); several
  * groups in BSP each behind its own barrier; one group in lockstep; or
@@ -221,11 +204,9 @@ static mrc_status_t walk(mrc__sim_t *s, const mrc_sim_config_t *c,
     mrc__sim_chain_t *chains = NULL;
     int n = 0;
     st = make_chains(p, c, &chains, &n);
-    if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED) {
+    if (st == MRC_OK && c->mode == MRC_SIM_PIPELINED)
         st = mrc__sim_run_pipelined(s, chains, n, c->calls, esize, w, a);
-        if (st == MRC_OK && c->calls > 1)
-            share_of_run(s, a, c->calls);
-    } else if (st == MRC_OK && p->num_groups > 1)
+    else if (st == MRC_OK && p->num_groups > 1)
         st = mrc__sim_run_bsp_groups(s, chains, n, esize, w, a);
     else if (st == MRC_OK)
         st = mrc__sim_run_lockstep(s, chains, n, esize, w, a);

@@ -264,8 +264,6 @@ typedef struct mrc__sim_acct {
     uint8_t *used;     /* marks, all 0 between calls */
     double pj, wake_ns;
     double total_ns, move_j;
-    double run_ns; /* a run of calls: the whole run's length (total_ns is
-                      a call's period) */
 } mrc__sim_acct_t;
 
 void mrc__sim_book_step(const mrc__sim_t *s, const mrc__sim_flow_t *fl, int nf,
@@ -288,7 +286,8 @@ mrc_status_t mrc__sim_run_bsp_groups(mrc__sim_t *s, mrc__sim_chain_t *chains,
                                      int nchains, size_t esize,
                                      mrc__sim_ws_t *ws, mrc__sim_acct_t *a);
 /* calls > 1: the chains are `calls` runs of the program's, one after the
- * other (pipelined_calls.c), and a->total_ns is a call's period. */
+ * other (pipelined_calls.c), and a's totals are a call's: total_ns its
+ * period, the rest its share (mrc__sim_calls_book). */
 mrc_status_t mrc__sim_run_pipelined(mrc__sim_t *s, mrc__sim_chain_t *chains,
                                     int nchains, int calls, size_t esize,
                                     mrc__sim_ws_t *w, mrc__sim_acct_t *a);

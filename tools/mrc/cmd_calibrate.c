@@ -375,6 +375,22 @@ done:
     return rc;
 }
 
+/* A number option of --check's (v NULL: *out stays): refused without
+ * --check, or outside min..max, said to be no `what`. A CLI status. */
+static int check_number(const char *cmd, int check, const char *opt,
+                        const char *v, long min, long max, const char *what,
+                        long *out)
+{
+    if (!v)
+        return CLI_OK;
+    if (!check)
+        return cli_usage(cmd, "calibrate", "%s goes with --check", opt);
+    if (mrc__parse_long(v, min, max, out))
+        return cli_usage(cmd, "calibrate", "%s '%s' is not %s (%ld..%ld)", opt,
+                         v, what, min, max);
+    return CLI_OK;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
@@ -405,20 +421,12 @@ int cmd_calibrate(int argc, char **argv)
                          "-n '%s' is not a node count (2..256)", ranks);
     if (given && !check)
         return cli_usage(cmd, "calibrate", "--profile goes with --check");
-    long k = 5;
-    if (runs && !check)
-        return cli_usage(cmd, "calibrate", "--runs goes with --check");
-    if (runs && mrc__parse_long(runs, 1, CAL_CHECK_MAX_RUNS, &k))
-        return cli_usage(cmd, "calibrate",
-                         "--runs '%s' is not a number of runs (1..%d)", runs,
-                         CAL_CHECK_MAX_RUNS);
-    long run_of = 1;
-    if (calls && !check)
-        return cli_usage(cmd, "calibrate", "--calls goes with --check");
-    if (calls && mrc__parse_long(calls, 2, MRC_SIM_MAX_CALLS, &run_of))
-        return cli_usage(cmd, "calibrate",
-                         "--calls '%s' is not a run of calls (2..%d)", calls,
-                         MRC_SIM_MAX_CALLS);
+    long k = 5, run_of = 1;
+    if ((rc = check_number(cmd, check, "--runs", runs, 1, CAL_CHECK_MAX_RUNS,
+                           "a number of runs", &k)) != CLI_OK ||
+        (rc = check_number(cmd, check, "--calls", calls, 2, MRC_SIM_MAX_CALLS,
+                           "a run of calls", &run_of)) != CLI_OK)
+        return rc;
     long wait_s = quick ? 0 : CAL_GUARD_WAIT_S;
     if (wait && mrc__parse_long(wait, 0, 86400, &wait_s))
         return cli_usage(cmd, "calibrate",

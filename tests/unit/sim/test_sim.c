@@ -22,17 +22,24 @@ typedef struct setup {
     mrc_program_t *p;
 } setup_t;
 
+/* spec's topology, embedding (ec) and program (cc). */
+static setup_t make_cc(const char *spec, const mrc_embed_config_t *ec,
+                       const mrc_compile_config_t *cc)
+{
+    setup_t s = {0};
+    if (mrc_topo_create(spec, &s.topo) != MRC_OK ||
+        mrc_embed_create(s.topo, ec, &s.e) != MRC_OK ||
+        mrc_program_compile(s.e, cc, &s.p) != MRC_OK)
+        fail_msg("%s: %s", spec, mrc_last_error());
+    return s;
+}
+
 static setup_t make(const char *spec, const char *strategy, mrc_collective_t c,
                     size_t count, mrc_dtype_t d)
 {
-    setup_t s = {0};
     mrc_embed_config_t ec = {.strategy = strategy};
     mrc_compile_config_t cc = {.collective = c, .count = count, .dtype = d};
-    if (mrc_topo_create(spec, &s.topo) != MRC_OK ||
-        mrc_embed_create(s.topo, &ec, &s.e) != MRC_OK ||
-        mrc_program_compile(s.e, &cc, &s.p) != MRC_OK)
-        fail_msg("%s: %s", spec, mrc_last_error());
-    return s;
+    return make_cc(spec, &ec, &cc);
 }
 
 static void drop(setup_t *s)
@@ -42,23 +49,23 @@ static void drop(setup_t *s)
     mrc_topo_destroy(s->topo);
 }
 
-static mrc_sim_result_t *sim_mode(const setup_t *s, int chunks,
-                                  mrc_sim_mode_t mode)
+static mrc_sim_result_t *sim_cfg(const setup_t *s, mrc_sim_config_t cfg)
 {
-    mrc_sim_config_t cfg = {.mode = mode, .chunks = chunks};
     mrc_sim_result_t *r = NULL;
     if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
         fail_msg("%s", mrc_last_error());
     return r;
 }
 
+static mrc_sim_result_t *sim_mode(const setup_t *s, int chunks,
+                                  mrc_sim_mode_t mode)
+{
+    return sim_cfg(s, (mrc_sim_config_t){.mode = mode, .chunks = chunks});
+}
+
 static mrc_sim_result_t *sim(const setup_t *s, int chunks)
 {
-    mrc_sim_config_t cfg = {.mode = MRC_SIM_BSP, .chunks = chunks};
-    mrc_sim_result_t *r = NULL;
-    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
-        fail_msg("%s", mrc_last_error());
-    return r;
+    return sim_mode(s, chunks, MRC_SIM_BSP);
 }
 
 static void expect_close(double got, double want, const char *what)
@@ -453,28 +460,20 @@ static void test_refusals(void **state)
 /* A run of calls (mrc_sim_config_t.calls), pipelined, links only. */
 static mrc_sim_result_t *sim_calls(const setup_t *s, int calls)
 {
-    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED, .calls = calls};
-    mrc_sim_result_t *r = NULL;
-    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
-        fail_msg("%s", mrc_last_error());
-    return r;
+    return sim_cfg(
+        s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED, .calls = calls});
 }
 
 /* The tree's broadcast of `count` floats on spec, with completion c. */
 static setup_t make_bcast(const char *spec, size_t count, mrc_completion_t c)
 {
-    setup_t s = {0};
     mrc_embed_config_t ec = {0};
     mrc_compile_config_t cc = {.collective = MRC_BROADCAST,
                                .count = count,
                                .dtype = MRC_FLOAT32,
                                .algo = MRC_ALGO_TREE,
                                .completion = c};
-    if (mrc_topo_create(spec, &s.topo) != MRC_OK ||
-        mrc_embed_create(s.topo, &ec, &s.e) != MRC_OK ||
-        mrc_program_compile(s.e, &cc, &s.p) != MRC_OK)
-        fail_msg("%s: %s", spec, mrc_last_error());
-    return s;
+    return make_cc(spec, &ec, &cc);
 }
 
 /* A run of calls against closed forms. A group whose nodes all do the
@@ -689,11 +688,8 @@ static mrc_profile_t profile(int per, double C, double Cm, double M, double R,
 static mrc_sim_result_t *sim_profile(const setup_t *s, mrc_sim_mode_t mode,
                                      const mrc_profile_t *f)
 {
-    mrc_sim_config_t cfg = {.mode = mode, .chunks = 1, .profile = f};
-    mrc_sim_result_t *r = NULL;
-    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
-        fail_msg("%s", mrc_last_error());
-    return r;
+    return sim_cfg(s,
+                   (mrc_sim_config_t){.mode = mode, .chunks = 1, .profile = f});
 }
 
 /* The pipelined walk's time of s's program with profile f (us). */
@@ -715,13 +711,11 @@ static double pipelined_us(const setup_t *s, const mrc_profile_t *f)
  * in place, mrc_mem_alloc). */
 static double mapped_us(const setup_t *s, const mrc_profile_t *f)
 {
-    mrc_sim_config_t cfg = {.mode = MRC_SIM_PIPELINED,
-                            .chunks = 1,
-                            .profile = f,
-                            .peers_mapped = 1};
-    mrc_sim_result_t *r = NULL;
-    if (mrc_sim_run(s->p, s->topo, &cfg, &r) != MRC_OK)
-        fail_msg("%s", mrc_last_error());
+    mrc_sim_result_t *r =
+        sim_cfg(s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
+                                      .chunks = 1,
+                                      .profile = f,
+                                      .peers_mapped = 1});
     double t = r->time_us;
     mrc_sim_result_destroy(r);
     return t;
