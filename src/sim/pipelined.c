@@ -211,8 +211,9 @@ static mrc_status_t run_chain_now(mrc__sim_pipe_t *pp, int i)
         if (rr == 0)
             break;
         if (ch->op.kind == MRC__SEND) {
-            st = mrc__sim_pipe_start_flow(pp, i);
-            if (st != MRC_OK)
+            int waits = 0;
+            st = mrc__sim_pipe_start_flow(pp, i, &waits);
+            if (st != MRC_OK || waits)
                 return st;
         } else if (ch->op.kind == MRC__RECV) {
             uint64_t tag = mrc__sim_call_tag(pp, i, ch->op.tag);

@@ -13,6 +13,9 @@ typedef struct mrc__sim_pmeta {
     double start;
     int32_t src, dst;
     uint64_t tag;
+    /* The chain whose send this is, waiting until its bytes are through
+     * (a send its own core copies into a transport's slots); -1 none. */
+    int32_t sender;
 } mrc__sim_pmeta_t;
 
 typedef struct mrc__sim_arrival {
@@ -127,8 +130,10 @@ mrc_status_t mrc__sim_pipe_post_work(mrc__sim_pipe_t *pp, int route,
                                      double bytes, double work);
 /* The messages posted at this time onto their links, in arrival order. */
 mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp);
-/* A SEND of chain i: its message over its hop. */
-mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i);
+/* A SEND of chain i: its message over its hop. *waits: the chain waits
+ * until the message's bytes are through (a send its sender's core copies
+ * into the transport's slots), woken then. */
+mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i, int *waits);
 /* Flow f (in flight) is through: its links' accounts, its arrival, and
  * the next message queued on its link onto the wire. */
 mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f);

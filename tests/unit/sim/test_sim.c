@@ -1007,6 +1007,35 @@ static void test_node_slot_copies(void **state)
     drop(&s);
 }
 
+/* A send through shm's slots is its sender's core's copy: the sender
+ * goes on once the message is through, not as it posts it. The tree's
+ * broadcast on ring:2 in a run of calls (the group's completion), the
+ * root's local copy at C then its send of S at the slots' rate Q (one
+ * piece): the root's calls follow one another at S / C + S / Q (the
+ * leaf, a call behind, takes each message in the root's next copy and
+ * send). The send's core is its peer channel (peer rate P below C):
+ * were the send posted and left, the root's next copy would run beside
+ * it on its own channel, and the calls would follow at S / Q. */
+static void test_node_slot_send_waits(void **state)
+{
+    (void)state;
+    const double C = 20, Q = 10, P = 5;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    setup_t s = make_bcast("ring:2", count, MRC_COMPLETION_GROUP);
+    mrc_profile_t f = profile(2, C, 1e12, 1e12, 1e12, 0, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.peer_gbps_cache = P;
+    f.slot_gbps = Q;
+    f.rendezvous_bytes = 2 * S;
+    mrc_sim_result_t *r =
+        sim_cfg(&s, (mrc_sim_config_t){
+                        .mode = MRC_SIM_PIPELINED, .profile = &f, .calls = 8});
+    expect_close(r->time_us * 1e3, S / C + S / Q, "the root's period");
+    mrc_sim_result_destroy(r);
+    drop(&s);
+}
+
 /* A node whose own buffers are partly past its private cache runs its
  * in-cache rates at the share copy_gbps_shared leaves them: the closed
  * form of test_node_closed_form (ring:2, BSP, m = 0) with C and R times
@@ -1669,6 +1698,7 @@ int main(void)
         cmocka_unit_test(test_node_cores_shared),
         cmocka_unit_test(test_node_contention),
         cmocka_unit_test(test_node_slot_copies),
+        cmocka_unit_test(test_node_slot_send_waits),
         cmocka_unit_test(test_node_own_level),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
