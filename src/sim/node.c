@@ -839,6 +839,24 @@ static int take_in_turn(const mrc__sim_t *s, int node, const mrc__op_t *op,
            through_slots(s, op->peer, node, bytes) && !host_crowded(s);
 }
 
+/* Whether a node's copy of its own data is work on the core that copies
+ * its sends into the slots (shm, as many cores as nodes): the two take
+ * turns on it, where on two channels they ran side by side. */
+static int core_copy(const mrc__sim_t *s)
+{
+    return s->node.sender_copies && !host_crowded(s);
+}
+
+/* ... that copy: the bytes at the copy rate on the node's peer channel. */
+static int own_copy_flow(const mrc__sim_t *s, int node, double bytes,
+                         mrc__sim_flow_t *f)
+{
+    const mrc__sim_node_t *m = &s->node;
+    bytes *= m->peer / m->copy;
+    *f = (mrc__sim_flow_t){bytes, 0, bytes, m->take_route[node], 0, 0};
+    return 1;
+}
+
 /* ... that sum: the bytes at the reduction's rate on the receiver's peer
  * channel (its work after the take), once the message is in. */
 static int take_flow(const mrc__sim_t *s, int node, double bytes,
@@ -893,6 +911,8 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
      * needs nothing received: it runs beside the step's messages; the
      * rest once they are in. */
     int beside = op->kind == MRC__COPY || op->kind == MRC__EXPOSE;
+    if (beside && core_copy(s))
+        return own_copy_flow(s, node, bytes, f);
     *f = (mrc__sim_flow_t){bytes, 0, bytes, m->local_route[node], 0, !beside};
     return 1;
 }
