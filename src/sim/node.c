@@ -32,7 +32,8 @@
  *   transports reduce as they take, so what the reduction takes beyond
  *   the receiver's copy; but a message taken out of shm's slots is summed
  *   in the same pass, after the take (take_in_turn); a local copy or
- *   scaling at the copy rate;
+ *   scaling at the copy rate (where the sender copies into slots, a
+ *   copy on the node's peer channel, in turn with its sends: core_copy);
  * - a send through a transport's slots (shm's, below its threshold)
  *   also crosses its sender's peer channel, the sender's copy into the
  *   slot: a node that sends and receives at once shares it between them;
@@ -411,7 +412,8 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     m->local_route = malloc(((size_t)nn + 1) * sizeof *m->local_route);
     m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
     m->take_route = malloc(((size_t)nn + 1) * sizeof *m->take_route);
-    if (!m->local_route || !m->copy_route || !m->take_route)
+    m->core_route = malloc(((size_t)nn + 1) * sizeof *m->core_route);
+    if (!m->local_route || !m->copy_route || !m->take_route || !m->core_route)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     /* More nodes on a host than cores: a wait on another node is also
      * its turn for a core. A send/receive program's messages are such
@@ -430,8 +432,9 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
         m->local_route[u] = memory_route(s, u, 0, 0);
         m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
         m->take_route[u] = memory_route(s, u, 1, 0);
+        m->core_route[u] = memory_route(s, u, 1, 0);
         if (m->local_route[u] < 0 || m->copy_route[u] < 0 ||
-            m->take_route[u] < 0)
+            m->take_route[u] < 0 || m->core_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
     if (crowded || prof->peer_contention > 0) {
@@ -463,6 +466,7 @@ void mrc__sim_node_free(mrc__sim_t *s)
 {
     free(s->node.local_route);
     free(s->node.take_route);
+    free(s->node.core_route);
     free(s->node.copy_route);
     free(s->node.crowd);
     free(s->node.busy);
@@ -545,7 +549,9 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
         int reads = 0, u = route_node(s, act[f].route, &reads);
         if (u < 0)
             continue;
-        if (reads && !m->reading[u]) {
+        /* (a copy of its own data crosses its peer channel, the core's
+         * work, but reads no peer's lines) */
+        if (reads && !m->reading[u] && act[f].route != m->core_route[u]) {
             m->reading[u] = 1;
             m->readers[u / m->per_host]++;
         }
@@ -841,19 +847,29 @@ static int take_in_turn(const mrc__sim_t *s, int node, const mrc__op_t *op,
 
 /* Whether a node's copy of its own data is work on the core that copies
  * its sends into the slots (shm, as many cores as nodes): the two take
- * turns on it, where on two channels they ran side by side. */
+ * turns on it, where on two channels they ran side by side. (Whatever
+ * the program's message sizes: chunked at the default 256 KiB, shm's
+ * messages all go through the slots; a copy then also queues behind a
+ * kernel's copy in, as the core does it after. With more nodes than
+ * cores, mrc__sim_node_cores shares the cores instead.) Every walk: the
+ * bulk-synchronous ones share the peer channel between the step's
+ * copies and sends where the pipelined walk queues them in turn. */
 static int core_copy(const mrc__sim_t *s)
 {
     return s->node.sender_copies && !host_crowded(s);
 }
 
-/* ... that copy: the bytes at the copy rate on the node's peer channel. */
+/* ... that copy: the bytes at the copy rate on the node's peer channel
+ * (work in the peer channel's units, as take_flow's and a message's:
+ * the peer channel is taken as the route's narrowest, peer <= copy as
+ * calibrated; the node's and, beyond cache, its host's channels see
+ * peer / copy of the bytes, less than the copy moves). */
 static int own_copy_flow(const mrc__sim_t *s, int node, double bytes,
                          mrc__sim_flow_t *f)
 {
     const mrc__sim_node_t *m = &s->node;
     bytes *= m->peer / m->copy;
-    *f = (mrc__sim_flow_t){bytes, 0, bytes, m->take_route[node], 0, 0};
+    *f = (mrc__sim_flow_t){bytes, 0, bytes, m->core_route[node], 0, 0};
     return 1;
 }
 
@@ -908,8 +924,9 @@ int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,
     default: return 0;
     }
     /* A copy of the node's own data (or an expose of what the node has)
-     * needs nothing received: it runs beside the step's messages; the
-     * rest once they are in. */
+     * needs nothing received: it starts with the step's messages (on
+     * its own channel, or in turn with its sends on shm's core:
+     * core_copy); the rest once they are in. */
     int beside = op->kind == MRC__COPY || op->kind == MRC__EXPOSE;
     if (beside && core_copy(s))
         return own_copy_flow(s, node, bytes, f);

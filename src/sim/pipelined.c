@@ -199,7 +199,7 @@ static int memory_op(mrc__sim_pipe_t *pp, int i, mrc_status_t *st)
     }
 }
 
-/* Runs a chain until it waits for a message or ends. */
+/* Runs a chain until it waits or ends. */
 static mrc_status_t run_chain_now(mrc__sim_pipe_t *pp, int i)
 {
     mrc__sim_chain_t *ch = &pp->chains[i];
@@ -332,7 +332,8 @@ static mrc_status_t move_on(mrc__sim_pipe_t *pp, double next)
     pp->now = next;
     for (int f = pp->nact - 1; f >= 0 && st == MRC_OK; f--)
         if (mrc__sim_flow_over(&pp->act[f], pp->now)) {
-            if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
+            /* (its arrival, and its sender's wake) */
+            if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 2,
                           sizeof *pp->heap))
                 return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
             st = mrc__sim_pipe_finish_flow(pp, f);

@@ -107,7 +107,8 @@ typedef struct mrc__sim_pipe {
 } mrc__sim_pipe_t;
 
 /* An arrival from MRC__SIM_WAKE wakes chain `dst` (a GET's data, a signal, a
- * barrier's release) instead of matching a RECV; one from MRC__SIM_BEGIN
+ * barrier's release, its own work done, its send through slots through)
+ * instead of matching a RECV; one from MRC__SIM_BEGIN
  * has node `dst` end call `tag` and begin the next (a run of calls). */
 enum { MRC__SIM_WAKE = -2, MRC__SIM_BEGIN = -3 };
 
@@ -134,8 +135,10 @@ mrc_status_t mrc__sim_pipe_flush_posts(mrc__sim_pipe_t *pp);
  * until the message's bytes are through (a send its sender's core copies
  * into the transport's slots), woken then. */
 mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i, int *waits);
-/* Flow f (in flight) is through: its links' accounts, its arrival, and
- * the next message queued on its link onto the wire. */
+/* Flow f (in flight) is through: its links' accounts, its arrival (and
+ * its sender's wake, a send through slots), and the next message queued
+ * on its link onto the wire. The caller has grown the heap for two
+ * more. */
 mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f);
 
 /* ---- a run of calls (pipelined_calls.c) ---- */

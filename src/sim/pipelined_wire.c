@@ -206,10 +206,12 @@ mrc_status_t mrc__sim_pipe_start_flow(mrc__sim_pipe_t *pp, int i, int *waits)
      * its bytes are through: the chain goes on then, not as it posts
      * them (posted and left, a broadcast's root ran its next call's
      * local copy beside this send: 0.55 of a 256 KiB loop's time at 2
-     * ranks). (A send read in place, shm's rendezvous or the threads',
-     * holds its sender's call, not its chain: not modelled.) */
+     * ranks). Also with more nodes than cores, where the sender is not
+     * counted busy meanwhile (mrc__sim_node_cores): it yields its core
+     * as it waits. (A send read in place, shm's rendezvous or the
+     * threads', holds its sender's call, not its chain: not modelled.) */
     if (st == MRC_OK && pp->npending > posted &&
-        pp->s->routes[route].piece > 0) {
+        mrc__sim_route_slots(&pp->s->routes[route])) {
         pp->pending[posted].item.m.sender = i;
         *waits = 1;
     }
@@ -244,13 +246,9 @@ mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)
             mrc__sim_route_fill(rt, fl->bytes),
         mt->src, mt->dst, mt->tag, 0};
     mrc__sim_pipe_arrival_push(pp, arr);
-    if (mt->sender >= 0) {
-        if (mrc__grow((void **)&pp->heap, &pp->cap_heap, pp->nheap + 1,
-                      sizeof *pp->heap))
-            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory");
+    if (mt->sender >= 0)
         mrc__sim_pipe_arrival_push(
             pp, (mrc__sim_arrival_t){pp->now, MRC__SIM_WAKE, mt->sender, 0, 0});
-    }
     int q = pp->s->chan_pool[rt->first];
     pp->act[f] = pp->act[pp->nact - 1];
     pp->meta[f] = pp->meta[pp->nact - 1];

@@ -55,6 +55,13 @@ static inline double mrc__sim_route_fill(const mrc__sim_route_t *rt,
     return (bytes < rt->piece ? bytes : rt->piece) * rt->piece_ns;
 }
 
+/* Whether route rt goes through a transport's slots (its sender's core
+ * copies the message in). */
+static inline int mrc__sim_route_slots(const mrc__sim_route_t *rt)
+{
+    return rt->piece > 0;
+}
+
 /* When a message of `bytes` over route rt arrives after its last byte
  * left: the route's latency and its fill. */
 static inline double mrc__sim_route_delay(const mrc__sim_route_t *rt,
@@ -100,6 +107,7 @@ typedef struct mrc__sim_node {
     int32_t *local_route; /* [nodes]: the node's own memory work */
     int32_t *copy_route;  /* [nodes]: a message it copies in */
     int32_t *take_route;  /* [nodes]: the sum it forms as it takes a slot's */
+    int32_t *core_route;  /* [nodes]: a copy of its own data on its core */
     int sync_route;       /* a flag or barrier within one host */
     /* Whether a send below rendezvous_bytes is also its sender's copy
      * into a slot (shm's, not threads'), and (src, dst, 0): i[0] = the
