@@ -37,6 +37,10 @@
  * - a send through a transport's slots (shm's, below its threshold)
  *   also crosses its sender's peer channel, the sender's copy into the
  *   slot: a node that sends and receives at once shares it between them;
+ *   in the pipelined walk its sender waits until its bytes are through,
+ *   and then holds its core send_us more (mrc__sim_node_hold: work on
+ *   its peer channel, ahead of its next message) while the message is
+ *   on its way;
  * - a send's message within one host costs its receiver's core
  *   message_us beside its copy, as work on the same channel (the two
  *   streams' messages of a step add up); on a transport with slots and a
@@ -100,6 +104,8 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
         bad = "sync_us";
     else if (!(f->latency_us >= 0 && isfinite(f->latency_us)))
         bad = "latency_us";
+    else if (!(f->send_us >= 0 && isfinite(f->send_us)))
+        bad = "send_us";
     else if (f->nodes_per_memory < 0)
         bad = "nodes_per_memory";
     else if (!(f->spin_share >= 0 && f->spin_share <= 1))
@@ -368,6 +374,21 @@ static int memory_route(mrc__sim_t *s, int u, int from_peer, double latency)
     return r;
 }
 
+/* A send's own cost on its sender's core: the core's time (its peer
+ * channel, which its copies into the slots and of peers' lines share)
+ * and the node's (so that a crowded host counts it busy); no memory. */
+static int hold_route(mrc__sim_t *s, int u)
+{
+    mrc__sim_node_t *m = &s->node;
+    int r = mrc__sim_new_route(s);
+    if (r < 0 ||
+        (m->first_peer_chan >= 0 &&
+         mrc__sim_route_hop(s, r, m->first_peer_chan + u, -1)) ||
+        mrc__sim_route_hop(s, r, m->first_node_chan + u, -1))
+        return -1;
+    return r;
+}
+
 /* The program's hops under the model: each node-stream's message. */
 static void node_stream_routes(mrc__sim_t *s)
 {
@@ -413,7 +434,9 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
     m->take_route = malloc(((size_t)nn + 1) * sizeof *m->take_route);
     m->core_route = malloc(((size_t)nn + 1) * sizeof *m->core_route);
-    if (!m->local_route || !m->copy_route || !m->take_route || !m->core_route)
+    m->hold_route = malloc(((size_t)nn + 1) * sizeof *m->hold_route);
+    if (!m->local_route || !m->copy_route || !m->take_route || !m->core_route ||
+        !m->hold_route)
         return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     /* More nodes on a host than cores: a wait on another node is also
      * its turn for a core. A send/receive program's messages are such
@@ -433,8 +456,10 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
         m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
         m->take_route[u] = memory_route(s, u, 1, 0);
         m->core_route[u] = memory_route(s, u, 1, 0);
+        m->hold_route[u] = hold_route(s, u);
         if (m->local_route[u] < 0 || m->copy_route[u] < 0 ||
-            m->take_route[u] < 0 || m->core_route[u] < 0)
+            m->take_route[u] < 0 || m->core_route[u] < 0 ||
+            m->hold_route[u] < 0)
             return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     }
     if (crowded || prof->peer_contention > 0) {
@@ -467,6 +492,7 @@ void mrc__sim_node_free(mrc__sim_t *s)
     free(s->node.local_route);
     free(s->node.take_route);
     free(s->node.core_route);
+    free(s->node.hold_route);
     free(s->node.copy_route);
     free(s->node.crowd);
     free(s->node.busy);
@@ -551,7 +577,8 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
             continue;
         /* (a copy of its own data crosses its peer channel, the core's
          * work, but reads no peer's lines) */
-        if (reads && !m->reading[u] && act[f].route != m->core_route[u]) {
+        if (reads && !m->reading[u] && act[f].route != m->core_route[u] &&
+            act[f].route != m->hold_route[u]) {
             m->reading[u] = 1;
             m->readers[u / m->per_host]++;
         }
@@ -881,6 +908,16 @@ static int take_flow(const mrc__sim_t *s, int node, double bytes,
     const mrc__sim_node_t *m = &s->node;
     bytes *= m->peer / m->reduce;
     *f = (mrc__sim_flow_t){bytes, 0, bytes, m->take_route[node], 0, 1};
+    return 1;
+}
+
+int mrc__sim_node_hold(const mrc__sim_t *s, int node, int *route, double *work)
+{
+    const mrc__sim_node_t *m = &s->node;
+    if (!m->prof || !(m->prof->send_us > 0) || m->first_peer_chan < 0)
+        return 0;
+    *route = m->hold_route[node];
+    *work = m->prof->send_us * 1e3 * m->peer;
     return 1;
 }
 

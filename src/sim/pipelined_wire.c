@@ -246,15 +246,28 @@ mrc_status_t mrc__sim_pipe_finish_flow(mrc__sim_pipe_t *pp, int f)
             mrc__sim_route_fill(rt, fl->bytes),
         mt->src, mt->dst, mt->tag, 0};
     mrc__sim_pipe_arrival_push(pp, arr);
-    if (mt->sender >= 0)
+    /* A slot send's own cost: its sender's core, held before its chain
+     * goes on and before the next message it queued takes the core (the
+     * chain's node: in the symmetric walk the message's src stands for
+     * the walked node's predecessor). */
+    int hold_route = -1;
+    double hold = 0;
+    if (mt->sender >= 0 &&
+        !mrc__sim_node_hold(pp->s, pp->chains[mt->sender].it.node, &hold_route,
+                            &hold))
         mrc__sim_pipe_arrival_push(
             pp, (mrc__sim_arrival_t){pp->now, MRC__SIM_WAKE, mt->sender, 0, 0});
+    int sender = mt->sender;
     int q = pp->s->chan_pool[rt->first];
     pp->act[f] = pp->act[pp->nact - 1];
     pp->meta[f] = pp->meta[pp->nact - 1];
     pp->nact--;
     pp->dirty = 1;
     pp->q_busy[q] = 0;
+    if (hold_route >= 0)
+        return activate(
+            pp, &(mrc__sim_flow_t){hold, 0, hold, hold_route, 0, 0},
+            &(mrc__sim_pmeta_t){pp->now, MRC__SIM_WAKE, sender, 0, -1});
     int next = pp->q_head[q];
     if (next < 0)
         return MRC_OK;

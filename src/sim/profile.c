@@ -13,8 +13,8 @@
  *    "spin_share": 0.5, "cache_falloff": 2, "peer_contention": 0.3,
  *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5,
  *    "canary_us": 0.7, "window_gbps": 6, "stream_bytes": 8388608,
- *    "stream_gbps": 9, "send_by_ref": 1, "kernel_gbps_cache": 20
- *    (these twenty-two optional),
+ *    "stream_gbps": 9, "send_by_ref": 1, "kernel_gbps_cache": 20,
+ *    "send_us": 0.2 (these twenty-three optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -81,6 +81,7 @@ static const char *const top_fields[] = {"format",
                                          "stream_gbps",
                                          "send_by_ref",
                                          "kernel_gbps_cache",
+                                         "send_us",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -295,6 +296,7 @@ static const struct number_field {
     {"send_by_ref", offsetof(mrc_profile_t, send_by_ref), 1, 1, 1},
     {"kernel_gbps_cache", offsetof(mrc_profile_t, kernel_gbps_cache), 1,
      MAX_GBPS, 1},
+    {"send_us", offsetof(mrc_profile_t, send_us), 1, MAX_US, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -488,6 +490,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "send_by_ref", p->send_by_ref, ",\n");
     if (p->kernel_gbps_cache > 0)
         put_number(&sb, "kernel_gbps_cache", p->kernel_gbps_cache, ",\n");
+    if (p->send_us > 0)
+        put_number(&sb, "send_us", p->send_us, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

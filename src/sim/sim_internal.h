@@ -108,6 +108,7 @@ typedef struct mrc__sim_node {
     int32_t *copy_route;  /* [nodes]: a message it copies in */
     int32_t *take_route;  /* [nodes]: the sum it forms as it takes a slot's */
     int32_t *core_route;  /* [nodes]: a copy of its own data on its core */
+    int32_t *hold_route;  /* [nodes]: a slot send's own cost on its core */
     int sync_route;       /* a flag or barrier within one host */
     /* Whether a send below rendezvous_bytes is also its sender's copy
      * into a slot (shm's, not threads'), and (src, dst, 0): i[0] = the
@@ -228,6 +229,9 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact);
  * (mrc__shm_send_copied_max: one that fits), or 0. Both models price a
  * get of it as that copy and its reader's. */
 double mrc__sim_send_copied(const mrc_program_t *p);
+/* A send through slots from `node` holds its core send_us once its
+ * bytes are in: 1, and the route and work of that hold; 0 if none. */
+int mrc__sim_node_hold(const mrc__sim_t *s, int node, int *route, double *work);
 /* The node's own work of an op (a reduction of what it received or
  * read, a local copy, a scaling): 1 and *f, or 0 if none or no model. */
 int mrc__sim_local_flow(const mrc__sim_t *s, int node, const mrc__op_t *op,

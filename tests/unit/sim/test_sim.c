@@ -1071,6 +1071,54 @@ static void test_node_sender_core(void **state)
     drop(&s);
 }
 
+/* A send through the slots holds its sender's core send_us (H) once its
+ * bytes are in: its receiver has it then; the sender's next message and
+ * its next call wait. Broadcasts on ring:2, beside the same without the
+ * hold: the tree's (one message a call) a call alone as without it, a
+ * call in a run H more; the rings' (two, a stream each) alone H more
+ * (the second half's send waits for the first's hold), in a run 2 H. */
+static void test_node_send_hold(void **state)
+{
+    (void)state;
+    const double C = 20, Q = 10, P = 5, H = 300;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    mrc_profile_t f = profile(2, C, 1e12, 1e12, 1e12, 0, 0);
+    snprintf(f.transport, sizeof f.transport, "shm");
+    f.peer_gbps_cache = P;
+    f.slot_gbps = Q;
+    f.rendezvous_bytes = 2 * S;
+    static const struct {
+        mrc_algo_t algo;
+        int calls;
+        double holds; /* H in the time */
+        const char *what;
+    } rows[] = {
+        {MRC_ALGO_TREE, 1, 0, "the tree's call alone"},
+        {MRC_ALGO_TREE, 8, 1, "the tree's period"},
+        {MRC_ALGO_RINGS, 1, 1, "the rings' call alone"},
+        {MRC_ALGO_RINGS, 8, 2, "the rings' period"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        setup_t s = {0};
+        assert_int_equal(
+            make_algo(&s, "ring:2", NULL, rows[i].algo, MRC_BROADCAST, count),
+            0);
+        double t[2];
+        for (int held = 0; held < 2; held++) {
+            f.send_us = held ? H / 1e3 : 0;
+            mrc_sim_result_t *r =
+                sim_cfg(&s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
+                                               .profile = &f,
+                                               .calls = rows[i].calls});
+            t[held] = r->time_us * 1e3;
+            mrc_sim_result_destroy(r);
+        }
+        expect_close(t[1] - t[0], rows[i].holds * H, rows[i].what);
+        drop(&s);
+    }
+}
+
 /* A node whose own buffers are partly past its private cache runs its
  * in-cache rates at the share copy_gbps_shared leaves them: the closed
  * form of test_node_closed_form (ring:2, BSP, m = 0) with C and R times
@@ -1734,6 +1782,7 @@ int main(void)
         cmocka_unit_test(test_node_contention),
         cmocka_unit_test(test_node_slot_copies),
         cmocka_unit_test(test_node_sender_core),
+        cmocka_unit_test(test_node_send_hold),
         cmocka_unit_test(test_node_own_level),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
