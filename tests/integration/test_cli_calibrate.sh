@@ -152,6 +152,10 @@ expect 0 "^calibrate  shm, $ranks ranks" "$MRC" calibrate --quick \
     --transport shm -n $ranks -o "$tmp/shm.json"
 cp "$tmp/out" "$tmp/shm4.txt"
 expect 0 "" check_profile "$tmp/shm.json" shm
+# A message's three costs: its receiver's core, its sender's (a send
+# through the slots, fitted to loops of broadcasts), its way.
+expect 0 "^message  *[0-9.]* us on its receiver's core, [0-9.]* us on its sender's, [0-9.]* us on its way" \
+    cat "$tmp/shm4.txt"
 # More ranks than cores: the turn for a core, and its share in a quiet
 # step, are fitted and reported.
 if [ "$(nproc)" -lt $ranks ]; then

@@ -194,18 +194,22 @@ expect 0 "" check_json "$tmp/threads4.json" threads 4 1
 # shm's processes, broadcast on threads.
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
     --runs 1 -c reduce --json > "$tmp/shm_reduce.json"
-expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce
+expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce 8
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
     --collective broadcast --json > "$tmp/threads_bcast.json"
-expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast
-# Each row predicted as a call in a run of 8 (its ranks told so too), the
-# header saying so.
+expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast 8
+# A rooted row is predicted as a call in a run of 8 unless --calls says
+# otherwise (its ranks told so too), the header saying so; --calls 1: a
+# call alone, no such line.
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
-    --runs 1 -c broadcast --calls 8 --json > "$tmp/shm_run.json"
-expect 0 "" check_json "$tmp/shm_run.json" shm 2 1 broadcast 8
+    --runs 1 -c broadcast --calls 4 --json > "$tmp/shm_run.json"
+expect 0 "" check_json "$tmp/shm_run.json" shm 2 1 broadcast 4
 expect 0 "^# predicted: a call in a run of 8 back to back" "$MRC" calibrate \
-    --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce \
-    --calls 8
+    --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce
+"$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
+    -c reduce --calls 1 > "$tmp/alone_table"
+expect 0 "^family  *bytes measured" cat "$tmp/alone_table"
+expect 1 "" grep -q "^# predicted" "$tmp/alone_table"
 # A profile measured just now reaches the ranks in a file, removed after;
 # the table's header says what was measured. (A thin run, the sanitized
 # build's, leaves it out: a calibration of 40 s under ASan whose probes
@@ -236,8 +240,10 @@ expect 2 "--runs '0' is not a number of runs (1..99)" "$MRC" calibrate \
 expect 2 "--runs '100' is not a number" "$MRC" calibrate --check --runs 100
 expect 2 "--runs goes with --check" "$MRC" calibrate --runs 3
 expect 2 "--calls goes with --check" "$MRC" calibrate --calls 8
-expect 2 "--calls '1' is not a run of calls (2..16)" "$MRC" calibrate \
-    --check --calls 1
+expect 2 "--calls '0' is not a run of calls (1..16)" "$MRC" calibrate \
+    --check --calls 0
+expect 2 "--calls '17' is not a run of calls (1..16)" "$MRC" calibrate \
+    --check --calls 17
 expect 2 "--collective goes with --check" "$MRC" calibrate -c reduce
 expect 2 "--collective: .*gather" "$MRC" calibrate --check -c gather
 expect 2 "--check-rank is for the ranks" "$MRC" calibrate --check \

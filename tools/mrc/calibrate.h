@@ -98,6 +98,11 @@ typedef struct cal_probe {
     size_t stream_bytes;
     /* 1: an allgather of `count` floats a rank instead of an allreduce */
     int allgather;
+    /* 1: a loop of broadcasts of `count` floats from rank 0 instead of
+     * an allreduce, which the simulator times as a call in a run of
+     * CAL_RUN_CALLS: what a loop of rooted calls measures is how soon
+     * the root can send the next, not a call's latency */
+    int broadcast;
     /* 1: shm's ranks read send buffers exposed by reference through the
      * kernel (mrc__shm_set_send_by_ref); 0: copied in where they fit */
     int send_by_ref;
@@ -193,9 +198,11 @@ mrc_status_t cal_steady_run(mrc_status_t (*measure)(void *ctx), void *ctx);
 mrc_status_t cal_probe_allreduce(const char *transport, int ranks,
                                  const cal_probe_t *pr, double *out);
 /* The simulator's time (us) of the probe's call on ring:`ranks` under
- * profile p (an allreduce; allgather: an allgather of count a rank). */
-mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                            mrc_algo_t algo, int allgather, double *us);
+ * profile p (an allreduce, an allgather of count a rank, or a broadcast
+ * as a call in a run of CAL_RUN_CALLS). */
+enum { CAL_RUN_CALLS = 8 };
+mrc_status_t cal_sim_probe(const mrc_profile_t *p, int ranks,
+                           const cal_probe_t *pr, double *us);
 
 /* --check (calibrate_check.c): what the validation sweep runs and how
  * it reports. */

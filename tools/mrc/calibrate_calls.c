@@ -54,7 +54,7 @@ typedef struct loop_call {
     const float *send;
     float *recv;
     size_t count;
-    int allgather;
+    int allgather, broadcast;
 } loop_call_t;
 
 static mrc_status_t loop_call(void *ctx)
@@ -62,20 +62,20 @@ static mrc_status_t loop_call(void *ctx)
     const loop_call_t *l = ctx;
     if (l->allgather)
         return mrc_allgather(l->send, l->recv, l->count, MRC_FLOAT32, l->c);
+    if (l->broadcast)
+        return mrc_broadcast(l->send, l->recv, l->count, MRC_FLOAT32, 0, l->c);
     return mrc_allreduce(l->send, l->recv, l->count, MRC_FLOAT32, MRC_SUM,
                          l->c);
 }
 
-/* reps loops of `iters` allreduces (allgathers) of `count` floats from
- * send to recv (which may be send), after the warm-up (warm.h): the
- * median us a call. */
-static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
-                              size_t count, int allgather, int iters, int reps,
-                              double *out)
+/* reps loops of `iters` calls of lc (allreduces, allgathers or
+ * broadcasts of `count` floats from send to recv, which may be send),
+ * after the warm-up (warm.h): the median us a call. */
+static mrc_status_t call_loop(loop_call_t lc, int iters, int reps, double *out)
 {
     double us[MAX_REPS];
-    int warmup = count > ((size_t)1 << 18) ? 2 : WARMUP;
-    loop_call_t lc = {c, send, recv, count, allgather};
+    int warmup = lc.count > ((size_t)1 << 18) ? 2 : WARMUP;
+    mrc_comm_t *c = lc.c;
     mrc_status_t st =
         mrc__warm_up(warmup, loop_call, &lc, mrc__warm_agree_comm, c);
     for (int r = 0; r < reps && st == MRC_OK; r++) {
@@ -94,7 +94,8 @@ static mrc_status_t call_loop(mrc_comm_t *c, const float *send, float *recv,
 mrc_status_t cal_turns(mrc_comm_t *c, int trips, int reps, double *out)
 {
     float x[PROBE_COUNT] = {0};
-    return call_loop(c, x, x, PROBE_COUNT, 0, 2 * trips, reps, out);
+    return call_loop((loop_call_t){c, x, x, PROBE_COUNT, 0, 0}, 2 * trips, reps,
+                     out);
 }
 
 /* What a rank of a timed probe runs: `count` floats, `iters` calls a
@@ -117,8 +118,9 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const cal_probe_t *pr,
     }
     mrc_status_t st =
         send && recv
-            ? call_loop(c, send, recv, pr->count, pr->allgather, pr->iters,
-                        pr->reps, out)
+            ? call_loop((loop_call_t){c, send, recv, pr->count, pr->allgather,
+                                      pr->broadcast},
+                        pr->iters, pr->reps, out)
             : mrc__error(MRC_ERR_NO_MEMORY,
                          "calibrate: no memory for %zu floats", out_count);
     free(send);
@@ -126,11 +128,8 @@ static mrc_status_t probe_calls(mrc_comm_t *c, const cal_probe_t *pr,
     return st;
 }
 
-/* The simulator's time (us) of an allreduce of `count` floats by the
- * family on ring:`ranks` under profile p (allgather: an allgather of
- * `count` a rank): what the probes time. */
-mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
-                            mrc_algo_t algo, int allgather, double *us)
+mrc_status_t cal_sim_probe(const mrc_profile_t *p, int ranks,
+                           const cal_probe_t *pr, double *us)
 {
     char spec[32];
     snprintf(spec, sizeof spec, "ring:%d", ranks);
@@ -139,13 +138,16 @@ mrc_status_t cal_sim_family(const mrc_profile_t *p, int ranks, size_t count,
     mrc_program_t *prog = NULL;
     mrc_sim_result_t *r = NULL;
     mrc_embed_config_t ec = {.strategy = "ring"};
-    mrc_compile_config_t cc = {.collective =
-                                   allgather ? MRC_ALLGATHER : MRC_ALLREDUCE,
-                               .count = count,
+    mrc_compile_config_t cc = {.collective = pr->allgather   ? MRC_ALLGATHER
+                                             : pr->broadcast ? MRC_BROADCAST
+                                                             : MRC_ALLREDUCE,
+                               .count = pr->count,
                                .dtype = MRC_FLOAT32,
                                .op = MRC_SUM,
-                               .algo = algo};
-    mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED, .profile = p};
+                               .algo = pr->algo};
+    mrc_sim_config_t sc = {.mode = MRC_SIM_PIPELINED,
+                           .profile = p,
+                           .calls = pr->broadcast ? CAL_RUN_CALLS : 0};
     mrc_status_t st = mrc_topo_create(spec, &t);
     if (st == MRC_OK)
         st = mrc_embed_create(t, &ec, &e);

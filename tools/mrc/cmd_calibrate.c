@@ -77,8 +77,9 @@ void help_calibrate(void)
            "--runs K     timed loops a --check row is the median of\n"
            "             (default 5, at most 99)\n"
            "--calls K    predict each --check row as a call in a run of K\n"
-           "             back to back (2-16; 'mrc help sim', --calls), as\n"
-           "             its loop runs them, not as a call alone\n"
+           "             back to back (1-16; 'mrc help sim', --calls), as\n"
+           "             its loop runs them; 1: a call alone (default 8\n"
+           "             for reduce and broadcast, 1 for the rest)\n"
            "-c, --collective C\n"
            "             what --check calls (default allreduce; reduce,\n"
            "             broadcast, reduce-scatter, allgather: float32\n"
@@ -208,9 +209,10 @@ static void summary(const mrc_profile_t *p, const char *path)
            p->reduce_gbps_memory[MRC_FLOAT32][MRC_SUM],
            p->reduce_gbps_cache[MRC_BFLOAT16][MRC_SUM],
            p->reduce_gbps_memory[MRC_BFLOAT16][MRC_SUM]);
-    printf("message    %.3f us on its receiver's core, %.3f us on its way, "
-           "beside a sync of %.3f us, a get %.3f us\n",
-           p->message_us, p->latency_us, p->sync_us, p->get_us);
+    printf("message    %.3f us on its receiver's core, %.3f us on its "
+           "sender's, %.3f us on its way, beside a sync of %.3f us, a get "
+           "%.3f us\n",
+           p->message_us, p->send_us, p->latency_us, p->sync_us, p->get_us);
     if (p->turn_us > 0)
         printf("turn       %.3f us more a message (%.2f of it in a quiet "
                "step), %.3f a flag, %d nodes on %d cores\n",
@@ -421,10 +423,10 @@ int cmd_calibrate(int argc, char **argv)
                          "-n '%s' is not a node count (2..256)", ranks);
     if (given && !check)
         return cli_usage(cmd, "calibrate", "--profile goes with --check");
-    long k = 5, run_of = 1;
+    long k = 5, run_of = 0;
     if ((rc = check_number(cmd, check, "--runs", runs, 1, CAL_CHECK_MAX_RUNS,
                            "a number of runs", &k)) != CLI_OK ||
-        (rc = check_number(cmd, check, "--calls", calls, 2, MRC_SIM_MAX_CALLS,
+        (rc = check_number(cmd, check, "--calls", calls, 1, MRC_SIM_MAX_CALLS,
                            "a run of calls", &run_of)) != CLI_OK)
         return rc;
     long wait_s = quick ? 0 : CAL_GUARD_WAIT_S;
@@ -438,6 +440,13 @@ int cmd_calibrate(int argc, char **argv)
     if (coll && mrc_collective_parse(coll, &collective) != MRC_OK)
         return cli_usage(cmd, "calibrate", "--collective: %s",
                          mrc_last_error());
+    /* A loop of rooted calls is held by how soon the root sends the next
+     * (a call in a run); an allreduce's calls wait on one another, and a
+     * run of them is timed as one alone. */
+    if (!run_of)
+        run_of = collective == MRC_BROADCAST || collective == MRC_REDUCE
+                     ? CAL_RUN_CALLS
+                     : 1;
     if (check && strcmp(transport, "threads") != 0 &&
         strcmp(transport, "shm") != 0)
         return cli_usage(cmd, "calibrate",
