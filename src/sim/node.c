@@ -374,19 +374,47 @@ static int memory_route(mrc__sim_t *s, int u, int from_peer, double latency)
     return r;
 }
 
-/* A send's own cost on its sender's core: the core's time (its peer
- * channel, which its copies into the slots and of peers' lines share)
- * and the node's (so that a crowded host counts it busy); no memory. */
+/* A send's own cost on its sender's core: the core's time, its peer
+ * channel alone (which its copies into the slots and of peers' lines
+ * share), no memory (route_node finds its node by that channel). */
 static int hold_route(mrc__sim_t *s, int u)
 {
-    mrc__sim_node_t *m = &s->node;
     int r = mrc__sim_new_route(s);
-    if (r < 0 ||
-        (m->first_peer_chan >= 0 &&
-         mrc__sim_route_hop(s, r, m->first_peer_chan + u, -1)) ||
-        mrc__sim_route_hop(s, r, m->first_node_chan + u, -1))
+    if (r < 0 || mrc__sim_route_hop(s, r, s->node.first_peer_chan + u, -1))
         return -1;
     return r;
+}
+
+/* Each node's routes of its own work, a message's copy route with its
+ * latency (`message` us), and where sends hold their sender's core
+ * (send_us, a peer channel), its hold. */
+static mrc_status_t node_routes(mrc__sim_t *s, double message)
+{
+    mrc__sim_node_t *m = &s->node;
+    int nn = s->p->num_nodes;
+    int holds = m->prof->send_us > 0 && m->first_peer_chan >= 0;
+    m->local_route = malloc(((size_t)nn + 1) * sizeof *m->local_route);
+    m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
+    m->take_route = malloc(((size_t)nn + 1) * sizeof *m->take_route);
+    m->core_route = malloc(((size_t)nn + 1) * sizeof *m->core_route);
+    m->hold_route =
+        holds ? malloc(((size_t)nn + 1) * sizeof *m->hold_route) : NULL;
+    if (!m->local_route || !m->copy_route || !m->take_route || !m->core_route ||
+        (holds && !m->hold_route))
+        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    for (int u = 0; u < nn; u++) {
+        m->local_route[u] = memory_route(s, u, 0, 0);
+        m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
+        m->take_route[u] = memory_route(s, u, 1, 0);
+        m->core_route[u] = memory_route(s, u, 1, 0);
+        if (holds)
+            m->hold_route[u] = hold_route(s, u);
+        if (m->local_route[u] < 0 || m->copy_route[u] < 0 ||
+            m->take_route[u] < 0 || m->core_route[u] < 0 ||
+            (holds && m->hold_route[u] < 0))
+            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
+    }
+    return MRC_OK;
 }
 
 /* The program's hops under the model: each node-stream's message. */
@@ -430,14 +458,6 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
     node_rates(s);
     if ((st = node_channels(s, nn, nh)) != MRC_OK)
         return st;
-    m->local_route = malloc(((size_t)nn + 1) * sizeof *m->local_route);
-    m->copy_route = malloc(((size_t)nn + 1) * sizeof *m->copy_route);
-    m->take_route = malloc(((size_t)nn + 1) * sizeof *m->take_route);
-    m->core_route = malloc(((size_t)nn + 1) * sizeof *m->core_route);
-    m->hold_route = malloc(((size_t)nn + 1) * sizeof *m->hold_route);
-    if (!m->local_route || !m->copy_route || !m->take_route || !m->core_route ||
-        !m->hold_route)
-        return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
     /* More nodes on a host than cores: a wait on another node is also
      * its turn for a core. A send/receive program's messages are such
      * waits; a memory program waits on flags, and its gets then find the
@@ -449,19 +469,10 @@ mrc_status_t mrc__sim_node_build(mrc__sim_t *s, const mrc_profile_t *prof,
      * beside its latency and a turn; a get is a memory operation's
      * latency. */
     double get = prof->get_us > 0 ? prof->get_us : prof->message_us;
-    double message = s->memory ? get : turn + prof->latency_us;
     m->turn = s->memory ? 0 : turn * 1e3;
-    for (int u = 0; u < nn; u++) {
-        m->local_route[u] = memory_route(s, u, 0, 0);
-        m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
-        m->take_route[u] = memory_route(s, u, 1, 0);
-        m->core_route[u] = memory_route(s, u, 1, 0);
-        m->hold_route[u] = hold_route(s, u);
-        if (m->local_route[u] < 0 || m->copy_route[u] < 0 ||
-            m->take_route[u] < 0 || m->core_route[u] < 0 ||
-            m->hold_route[u] < 0)
-            return mrc__error(MRC_ERR_NO_MEMORY, "out of memory simulating");
-    }
+    if ((st = node_routes(s, s->memory ? get : turn + prof->latency_us)) !=
+        MRC_OK)
+        return st;
     if (crowded || prof->peer_contention > 0) {
         m->busy = calloc((size_t)nh + 1, sizeof *m->busy);
         m->readers = calloc((size_t)nh + 1, sizeof *m->readers);
@@ -513,16 +524,19 @@ static int route_node(const mrc__sim_t *s, int r, int *reads)
     const mrc__sim_route_t *rt = &s->routes[r];
     const mrc__sim_node_t *m = &s->node;
     int first = m->first_node_chan, nn = s->p->num_nodes, u = -1;
-    int peer = m->first_peer_chan;
+    int peer = m->first_peer_chan, core = -1;
     *reads = 0;
     for (int q = 0; q < rt->len; q++) {
         int ch = s->chan_pool[rt->first + q];
         if (ch >= first && ch < first + nn)
             u = ch - first;
-        else if (peer >= 0 && ch >= peer && ch < peer + nn)
+        else if (peer >= 0 && ch >= peer && ch < peer + nn) {
             *reads = 1;
+            core = ch - peer;
+        }
     }
-    return u;
+    /* (a send's hold: its sender's peer channel alone) */
+    return u >= 0 || rt->len != 1 ? u : core;
 }
 
 /* Marks node u as one with work in flight on its host. */
@@ -578,7 +592,7 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
         /* (a copy of its own data crosses its peer channel, the core's
          * work, but reads no peer's lines) */
         if (reads && !m->reading[u] && act[f].route != m->core_route[u] &&
-            act[f].route != m->hold_route[u]) {
+            !(m->hold_route && act[f].route == m->hold_route[u])) {
             m->reading[u] = 1;
             m->readers[u / m->per_host]++;
         }
@@ -914,7 +928,7 @@ static int take_flow(const mrc__sim_t *s, int node, double bytes,
 int mrc__sim_node_hold(const mrc__sim_t *s, int node, int *route, double *work)
 {
     const mrc__sim_node_t *m = &s->node;
-    if (!m->prof || !(m->prof->send_us > 0) || m->first_peer_chan < 0)
+    if (!m->prof || !m->hold_route)
         return 0;
     *route = m->hold_route[node];
     *work = m->prof->send_us * 1e3 * m->peer;

@@ -204,6 +204,31 @@ expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast 8
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
     --runs 1 -c broadcast --calls 4 --json > "$tmp/shm_run.json"
 expect 0 "" check_json "$tmp/shm_run.json" shm 2 1 broadcast 4
+# shm's ranks predict as told, each row as mrc sim times it: --calls 1, a
+# call alone (a rank's own default would be a run of 8).
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 1 -c broadcast --calls 1 --json > "$tmp/shm_alone.json"
+expect 0 "" check_json "$tmp/shm_alone.json" shm 2 1 broadcast 1
+tree_sim() { # OUT [--calls K]
+    out=$1
+    shift
+    "$MRC" sim ring:2 --collective broadcast --size 4096 --algo tree \
+        --profile "$tmp/shm.json" --mode pipelined --json "$@" > "$out"
+}
+tree_sim "$tmp/tree_1.json"
+tree_sim "$tmp/tree_8.json" --calls 8
+same_row() { # CHECK.json SIM.json: the tree's 4 KiB row as predicted
+    $PY -c '
+import json, sys
+c, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+row = [r for r in c["rows"] if r["family"] == "tree" and r["bytes"] == 4096]
+assert abs(row[0]["predicted_us"] - s["time_us"]) <= 5e-4, (row, s["time_us"])
+' "$@"
+}
+expect 0 "" same_row "$tmp/shm_alone.json" "$tmp/tree_1.json"
+"$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
+    --runs 1 -c broadcast --json > "$tmp/shm_default.json"
+expect 0 "" same_row "$tmp/shm_default.json" "$tmp/tree_8.json"
 expect 0 "^# predicted: a call in a run of 8 back to back" "$MRC" calibrate \
     --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \

@@ -227,11 +227,10 @@ int cal_check_shm(const char *cmd, const mrc_profile_t *prof,
     snprintf(wait, sizeof wait, "%.0f", o->wait_s);
     argv[k++] = "--wait";
     argv[k++] = wait;
-    snprintf(calls, sizeof calls, "%d", o->calls);
-    if (o->calls > 1) {
-        argv[k++] = "--calls";
-        argv[k++] = calls;
-    }
+    /* (always: a rank's own default depends on the collective) */
+    snprintf(calls, sizeof calls, "%d", o->calls > 1 ? o->calls : 1);
+    argv[k++] = "--calls";
+    argv[k++] = calls;
     if (o->quick)
         argv[k++] = "--quick";
     if (o->json)

@@ -1034,7 +1034,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * on the receiver's peer channel), and a get's bytes, as the windows'
      * own rate does: the message's and the get's figures again, with the
      * contention and the window rate the rates' calls found. */
-    if (st == MRC_OK && (p->peer_contention > 0 || p->window_gbps > 0)) {
+    if (st == MRC_OK &&
+        (p->peer_contention > 0 || p->window_gbps > 0 || p->send_us > 0)) {
         st =
             fit_messages(plan, p, alone, sync, msg, &chain, chain_us, loops_us);
         if (st == MRC_OK)

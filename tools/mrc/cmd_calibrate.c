@@ -393,6 +393,17 @@ static int check_number(const char *cmd, int check, const char *opt,
     return CLI_OK;
 }
 
+/* --check's run of calls a row is predicted as, without --calls: a loop
+ * of rooted calls is held by how soon the root sends the next (a call in
+ * a run); an allreduce's calls wait on one another, and a run of them is
+ * timed as one alone. */
+static int default_calls(mrc_collective_t collective)
+{
+    return collective == MRC_BROADCAST || collective == MRC_REDUCE
+               ? CAL_RUN_CALLS
+               : 1;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     const char *cmd = "mrc calibrate";
@@ -440,13 +451,6 @@ int cmd_calibrate(int argc, char **argv)
     if (coll && mrc_collective_parse(coll, &collective) != MRC_OK)
         return cli_usage(cmd, "calibrate", "--collective: %s",
                          mrc_last_error());
-    /* A loop of rooted calls is held by how soon the root sends the next
-     * (a call in a run); an allreduce's calls wait on one another, and a
-     * run of them is timed as one alone. */
-    if (!run_of)
-        run_of = collective == MRC_BROADCAST || collective == MRC_REDUCE
-                     ? CAL_RUN_CALLS
-                     : 1;
     if (check && strcmp(transport, "threads") != 0 &&
         strcmp(transport, "shm") != 0)
         return cli_usage(cmd, "calibrate",
@@ -461,7 +465,8 @@ int cmd_calibrate(int argc, char **argv)
                       .json = json,
                       .wait_s = (double)wait_s,
                       .collective = collective,
-                      .calls = (int)run_of};
+                      .calls =
+                          run_of ? (int)run_of : default_calls(collective)};
     if (as_rank)
         return cal_check_rank(cmd, &co);
     if (check && given) {
