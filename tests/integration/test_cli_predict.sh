@@ -197,10 +197,10 @@ expect 0 "" check_json "$tmp/threads4.json" threads 4 1
 expect 0 "" check_json "$tmp/shm_reduce.json" shm 2 1 reduce 8
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
     --collective broadcast --json > "$tmp/threads_bcast.json"
-expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast 8
-# A rooted row is predicted as a call in a run of 8 unless --calls says
-# otherwise (its ranks told so too), the header saying so; --calls 1: a
-# call alone, no such line.
+expect 0 "" check_json "$tmp/threads_bcast.json" threads 2 1 broadcast
+# On shm a rooted row is predicted as a call in a run of 8 unless --calls
+# says otherwise (its ranks told so too), the header saying so; --calls
+# 1, or threads: a call alone, no such line.
 "$MRC" calibrate --check --transport shm --profile "$tmp/shm.json" --quick \
     --runs 1 -c broadcast --calls 4 --json > "$tmp/shm_run.json"
 expect 0 "" check_json "$tmp/shm_run.json" shm 2 1 broadcast 4
@@ -230,9 +230,13 @@ expect 0 "" same_row "$tmp/shm_alone.json" "$tmp/tree_1.json"
     --runs 1 -c broadcast --json > "$tmp/shm_default.json"
 expect 0 "" same_row "$tmp/shm_default.json" "$tmp/tree_8.json"
 expect 0 "^# predicted: a call in a run of 8 back to back" "$MRC" calibrate \
-    --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce
+    --check --transport shm --profile "$tmp/shm.json" --quick --runs 1 \
+    -c reduce
+expect 0 "^# predicted: a call in a run of 2 back to back" "$MRC" calibrate \
+    --check --profile "$tmp/threads.json" --quick --runs 1 -c reduce \
+    --calls 2
 "$MRC" calibrate --check --profile "$tmp/threads.json" --quick --runs 1 \
-    -c reduce --calls 1 > "$tmp/alone_table"
+    -c reduce > "$tmp/alone_table"
 expect 0 "^family  *bytes measured" cat "$tmp/alone_table"
 expect 1 "" grep -q "^# predicted" "$tmp/alone_table"
 # A profile measured just now reaches the ranks in a file, removed after;
