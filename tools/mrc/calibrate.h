@@ -183,7 +183,7 @@ int cal_own_level_at_bound(void);
  * kernel; both 0 where it took the rates' rule instead. */
 void cal_send_ref_us(double *copied, double *by_ref);
 /* The lower bound of every rate's fit (GB/s), and how near a bound a fit
- * counts as stopped there, as a share of it (fit_probes). */
+ * counts as stopped there, as a share of it (cal_fit_probes). */
 #define CAL_RATE_FLOOR_GBPS 0.01
 #define CAL_AT_BOUND        1e-3
 /* The names of p's rates left at their fits' lower bound (CAL_RATE_FLOOR_GBPS,
@@ -302,6 +302,43 @@ mrc_status_t cal_measure_host(const cal_plan_t *plan, mrc_profile_t *out);
  * probe's call (cal_turns on `ranks` ranks) as measured: call_us. */
 mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
                            double call_us);
+
+/* Fits through the simulator (calibrate_fit.c). A figure of the profile
+ * a fit sets: the double at `at`, or what `set` makes of x (from the
+ * profile the fit started with, base). */
+typedef struct fit_knob {
+    size_t at;
+    void (*set)(mrc_profile_t *p, const mrc_profile_t *base, double x);
+} fit_knob_t;
+#define KNOB(field) (&(const fit_knob_t){offsetof(mrc_profile_t, field), NULL})
+/* Sets x in [lo, hi] into p so that the simulator times n probes' calls
+ * on `ranks` nodes as measured (us), as near as one figure can: one call
+ * exactly, several with their misses balanced (the sum of the logarithms
+ * of simulated over measured 0). *clamped: measurements no x in range
+ * explains (x is then the bound). */
+mrc_status_t cal_fit_probes(mrc_profile_t *p, const fit_knob_t *set, double lo,
+                            double hi, int ranks, const cal_probe_t *pr,
+                            const double *us, int n, int *clamped);
+/* cal_fit_probes on one call; on a rings allreduce of `count` floats. */
+mrc_status_t cal_fit_family(mrc_profile_t *p, const fit_knob_t *set, double lo,
+                            double hi, int ranks, const cal_probe_t *pr,
+                            double us, int *clamped);
+mrc_status_t cal_fit_rings(mrc_profile_t *p, const fit_knob_t *set, double lo,
+                           double hi, int ranks, size_t count, double us,
+                           int *clamped);
+
+/* A message's costs (calibrate_messages.c): the small calls they are
+ * fitted to, a tree allreduce and broadcasts of this many bytes; the
+ * broadcast loops the sender's cost is fitted to (the rings' and the
+ * tree's); latency_us and message_us fitted to the tree's call (chain)
+ * and the rings' (call_us), and on shm send_us to the loops (loops_us,
+ * rings then tree; 0: not measured). */
+enum { CAL_FLAG_PROBE_BYTES = 4 << 10 };
+void cal_broadcast_loops(const cal_plan_t *plan, cal_probe_t loops[2]);
+mrc_status_t cal_fit_messages(const cal_plan_t *plan, mrc_profile_t *p,
+                              int ranks, double sync_us, double call_us,
+                              const cal_probe_t *chain, double chain_us,
+                              const double loops_us[2]);
 
 /* The message probe's communicator (ring:2, rings) and its loop: the
  * median us of a small allreduce of the same shape every call. */

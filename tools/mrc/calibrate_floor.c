@@ -10,7 +10,7 @@
  * Accepts: any profile. Limits: only the rates whose fits keep a bound
  * (the windows', the stream's and a node's own level are none, 0, at
  * one, and their summary lines say so); a fit within CAL_AT_BOUND of the
- * bound counts as at it, as fit_probes counts it.
+ * bound counts as at it, as cal_fit_probes counts it.
  */
 #include <stddef.h>
 

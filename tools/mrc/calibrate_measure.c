@@ -1,7 +1,8 @@
 /*
  * `mrc calibrate`'s measurement (calibrate.h): the whole profile from
  * every probe, the transport's figures fitted through the simulator so
- * that it times the probes' own calls as measured.
+ * that it times the probes' own calls as measured (the fit itself:
+ * calibrate_fit.c; a message's costs: calibrate_messages.c).
  */
 #include <math.h>
 #include <stddef.h>
@@ -14,52 +15,7 @@
 #include "common/common.h"
 #include "transport/transport.h"
 
-enum { CAL_THREADS_SMALL_BYTES = 32 << 10, FLAG_PROBE_BYTES = 4 << 10 };
-
-static mrc_status_t sim_allreduce(const mrc_profile_t *p, int ranks,
-                                  size_t count, double *us)
-{
-    return cal_sim_probe(p, ranks, &(cal_probe_t){.count = count}, us);
-}
-
-mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
-                           double call_us)
-{
-    /* message_us is fitted through the simulator, so that the model
-     * times the probe's own call as measured: the program's time with a
-     * message cost of 0 and of 1 us gives how many messages follow one
-     * another in it, and the rest of the call is theirs. */
-    p->sync_us = sync_us;
-    double t0 = 0, t1 = 0;
-    p->message_us = 0;
-    mrc_status_t st = sim_allreduce(p, ranks, cal_probe_count(ranks), &t0);
-    p->message_us = 1;
-    if (st == MRC_OK)
-        st = sim_allreduce(p, ranks, cal_probe_count(ranks), &t1);
-    if (st != MRC_OK)
-        return st;
-    double chain = t1 - t0;
-    p->message_us = chain > 0 && call_us > t0 ? (call_us - t0) / chain : 0;
-    return MRC_OK;
-}
-
-/* A figure of the profile the fit sets: the double at `at`, or what
- * `set` makes of x (from the profile the fit started with, base). */
-typedef struct fit_knob {
-    size_t at;
-    void (*set)(mrc_profile_t *p, const mrc_profile_t *base, double x);
-} fit_knob_t;
-
-#define KNOB(field) (&(const fit_knob_t){offsetof(mrc_profile_t, field), NULL})
-
-static void knob_set(const fit_knob_t *k, mrc_profile_t *p,
-                     const mrc_profile_t *base, double x)
-{
-    if (k->set)
-        k->set(p, base, x);
-    else
-        memcpy((char *)p + k->at, &x, sizeof x);
-}
+enum { CAL_THREADS_SMALL_BYTES = 32 << 10 };
 
 /* Every rate beyond cache, x times the probes' own. */
 static void set_beyond(mrc_profile_t *p, const mrc_profile_t *base, double x)
@@ -78,148 +34,6 @@ static void restore_beyond(mrc_profile_t *p, const mrc_profile_t *probed)
 }
 
 static const fit_knob_t beyond = {0, set_beyond};
-
-/* How far the simulator's times of n probes on `ranks` nodes are from
- * their measured us, with the knob at x: the sum of log(simulated /
- * measured), 0 where the misses of those over and those under balance. */
-static mrc_status_t fit_miss(mrc_profile_t *p, const fit_knob_t *set,
-                             const mrc_profile_t *base, double x, int ranks,
-                             const cal_probe_t *pr, const double *us, int n,
-                             double *miss)
-{
-    mrc_status_t st = MRC_OK;
-    knob_set(set, p, base, x);
-    *miss = 0;
-    for (int i = 0; i < n && st == MRC_OK; i++) {
-        double t = 0;
-        st = cal_sim_probe(p, ranks, &pr[i], &t);
-        *miss += log(t > 0 ? t : 1e-12) - log(us[i] > 0 ? us[i] : 1e-12);
-    }
-    return st;
-}
-
-/* Sets x in [lo, hi] into p so that the simulator times n probes' calls
- * on `ranks` nodes as measured (us), as near as one figure can: one call
- * exactly, several with their misses balanced (fit_miss). Each time is
- * monotonic in x (it falls as a rate grows, rises with a cost), so a
- * bisection over its logarithm, the direction read at the bounds.
- * *clamped: measurements no x in range explains (x is then the bound). */
-static mrc_status_t fit_probes(mrc_profile_t *p, const fit_knob_t *set,
-                               double lo, double hi, int ranks,
-                               const cal_probe_t *pr, const double *us, int n,
-                               int *clamped)
-{
-    mrc_profile_t base = *p;
-    double m_lo = 0, m_hi = 0;
-    mrc_status_t st = fit_miss(p, set, &base, lo, ranks, pr, us, n, &m_lo);
-    if (st == MRC_OK)
-        st = fit_miss(p, set, &base, hi, ranks, pr, us, n, &m_hi);
-    if (st != MRC_OK)
-        return st;
-    int falls = m_lo >= m_hi;
-    double x0 = lo, x1 = hi;
-    for (int i = 0; i < 48; i++) {
-        double m = 0, x = sqrt(x0 * x1);
-        if ((st = fit_miss(p, set, &base, x, ranks, pr, us, n, &m)) != MRC_OK)
-            return st;
-        if ((m > 0) == falls)
-            x0 = x;
-        else
-            x1 = x;
-    }
-    double x = sqrt(x0 * x1);
-    knob_set(set, p, &base, x);
-    *clamped = x > hi * (1 - CAL_AT_BOUND) || x < lo * (1 + CAL_AT_BOUND);
-    return MRC_OK;
-}
-
-/* fit_probes on one call. */
-static mrc_status_t fit_family(mrc_profile_t *p, const fit_knob_t *set,
-                               double lo, double hi, int ranks,
-                               const cal_probe_t *pr, double us, int *clamped)
-{
-    return fit_probes(p, set, lo, hi, ranks, pr, &us, 1, clamped);
-}
-
-/* fit_family on a rings allreduce of `count` floats. */
-static mrc_status_t fit(mrc_profile_t *p, const fit_knob_t *set, double lo,
-                        double hi, int ranks, size_t count, double us,
-                        int *clamped)
-{
-    cal_probe_t pr = {.count = count};
-    return fit_family(p, set, lo, hi, ranks, &pr, us, clamped);
-}
-
-/* The broadcast loops fit_messages times: the rings' and the tree's,
- * 4 KiB from rank 0. */
-static void broadcast_loops(const cal_plan_t *plan, cal_probe_t loops[2])
-{
-    for (int i = 0; i < 2; i++)
-        loops[i] = (cal_probe_t){.count = FLAG_PROBE_BYTES / sizeof(float),
-                                 .iters = 2 * (plan->trips / 30 + 1),
-                                 .reps = 3 * plan->reps,
-                                 .algo = i ? MRC_ALGO_TREE : MRC_ALGO_RINGS,
-                                 .broadcast = 1};
-}
-
-/* A message's latency (latency_us) and its cost on the receiver's core
- * (message_us), from two small calls on the same ranks: the rings',
- * whose messages of a step overlap their latencies while their costs add
- * on each receiver, and the tree's, whose messages follow one another
- * (call_us and chain_us). With the cost alone the rings' fit left the
- * tree's small calls on shm at half their time (0.49 at 4 KiB, P = 2).
- * Each fit moves the other (the error halves a round), so eight rounds.
- * A latency at either bound is none: at the lower, the tree is no slower
- * than the rings' fit says; at the upper, nothing in range explains the
- * call, and the model without a latency stands. */
-static mrc_status_t fit_latency(mrc_profile_t *p, int ranks, double sync_us,
-                                double call_us, const cal_probe_t *chain,
-                                double chain_us)
-{
-    mrc_status_t st = MRC_OK;
-    int clamped = 0;
-    for (int round = 0; round < 8 && st == MRC_OK; round++) {
-        st = fit_family(p, KNOB(latency_us), 1e-3, 100, ranks, chain, chain_us,
-                        &clamped);
-        if (st == MRC_OK && clamped)
-            p->latency_us = 0;
-        if (st == MRC_OK)
-            st = cal_set_costs(p, ranks, sync_us, call_us);
-    }
-    return st;
-}
-
-/* A send's own cost on its sender's core (send_us), from loops of small
- * broadcasts from one root: the rings' (two messages a call) and the
- * tree's (one), each timed as a call in a run, their misses balanced.
- * The root's period is what holds such a loop: on shm at P = 2 the rings'
- * loop took 0.46 us a call more than the tree's at 4 KiB (0.17 at 8 B on
- * another host), where the two allreduces took the same time, a cost the
- * sender pays and its receiver does not. Only where a send is its
- * sender's copy into slots (shm); the latency's and message's fit, which
- * the rings' allreduce ties to it, again after each, four rounds. A fit
- * at either bound is none. */
-static mrc_status_t fit_messages(const cal_plan_t *plan, mrc_profile_t *p,
-                                 int ranks, double sync_us, double call_us,
-                                 const cal_probe_t *chain, double chain_us,
-                                 const double loops_us[2])
-{
-    mrc_status_t st = fit_latency(p, ranks, sync_us, call_us, chain, chain_us);
-    if (strcmp(plan->transport, "shm") != 0 || !(loops_us[0] > 0))
-        return st;
-    cal_probe_t loops[2];
-    broadcast_loops(plan, loops);
-    for (int round = 0; round < 4 && st == MRC_OK; round++) {
-        int clamped = 0;
-        st = fit_probes(p, KNOB(send_us), 1e-3, 100, ranks, loops, loops_us, 2,
-                        &clamped);
-        if (st == MRC_OK && clamped)
-            p->send_us = 0;
-        if (st == MRC_OK)
-            st = fit_latency(p, ranks, sync_us, call_us, chain, chain_us);
-    }
-    return st;
-}
 
 /* The rates the transport's own collectives reach, fitted through the
  * simulator as message_us is: a rings allreduce of FIT_CACHE_BYTES,
@@ -286,8 +100,8 @@ static mrc_status_t fit_contention(const cal_plan_t *plan, mrc_profile_t *p,
                                    const cal_probe_t *rings, double us,
                                    int *clamped)
 {
-    mrc_status_t st = fit_family(p, KNOB(peer_contention), 1e-3, 4, plan->ranks,
-                                 rings, us, clamped);
+    mrc_status_t st = cal_fit_family(p, KNOB(peer_contention), 1e-3, 4,
+                                     plan->ranks, rings, us, clamped);
     /* At its lower bound the rings were no slower than alone: none. */
     if (st == MRC_OK && *clamped && p->peer_contention < 2e-3)
         p->peer_contention = 0;
@@ -367,22 +181,22 @@ static mrc_status_t fit_threads_in_cache(const cal_plan_t *plan,
                   i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1, &win[i], &win_us[i]);
     int win_clamped = 0;
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3, plan->ranks,
-                 slot.count, slot_us, &clamped);
+        st = cal_fit_rings(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
+                           plan->ranks, slot.count, slot_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks, rdv.count,
-                     rdv_us, &clamped);
+            st = cal_fit_rings(p, KNOB(rendezvous_us), 1e-3, 100, plan->ranks,
+                               rdv.count, rdv_us, &clamped);
         if (st == MRC_OK)
-            st =
-                fit_family(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
-                           p->copy_gbps_cache, plan->ranks, alone ? &tree : &pr,
-                           alone ? tree_us : us, &clamped);
+            st = cal_fit_family(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks,
+                                alone ? &tree : &pr, alone ? tree_us : us,
+                                &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &pr, us, &clamped);
         if (st == MRC_OK && alone)
-            st = fit_probes(p, KNOB(window_gbps), CAL_RATE_FLOOR_GBPS,
-                            p->copy_gbps_cache, plan->ranks, win, win_us, 2,
-                            &win_clamped);
+            st = cal_fit_probes(p, KNOB(window_gbps), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks, win, win_us, 2,
+                                &win_clamped);
     }
     /* At a bound the windows said nothing the peer rate does not: none
      * (the model takes them at the peer rate), and the summary says so. */
@@ -407,8 +221,8 @@ static mrc_status_t fit_private_cache(mrc_profile_t *p, int ranks,
     int clamped = 0;
     if (!(half_us > 0) || !(listed > 0))
         return MRC_OK;
-    return fit_family(p, KNOB(private_cache_bytes), listed / 4, listed, ranks,
-                      half, half_us, &clamped);
+    return cal_fit_family(p, KNOB(private_cache_bytes), listed / 4, listed,
+                          ranks, half, half_us, &clamped);
 }
 
 /* shm: a program's messages go through the channels' slots (below
@@ -468,27 +282,27 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
     kernel_probe = ref;
     kernel_probe_us = st == MRC_OK ? ref_us : 0;
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit_family(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
-                        plan->ranks, alone ? &tree : &rings,
-                        alone ? tree_us : rings_us, &clamped);
+        st = cal_fit_family(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
+                            plan->ranks, alone ? &tree : &rings,
+                            alone ? tree_us : rings_us, &clamped);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &rings, rings_us, &clamped);
         if (st == MRC_OK && own)
-            st = fit_family(p, KNOB(copy_gbps_shared), CAL_RATE_FLOOR_GBPS,
-                            p->copy_gbps_cache, plan->ranks, &edge, edge_us,
-                            &own_clamped);
+            st = cal_fit_family(p, KNOB(copy_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks, &edge, edge_us,
+                                &own_clamped);
         if (st == MRC_OK && own_clamped)
             p->copy_gbps_shared = 0;
         if (st == MRC_OK && own && !own_clamped)
             st = fit_private_cache(p, plan->ranks, cache, &half, half_us);
         if (st == MRC_OK)
-            st = fit_probes(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
-                            p->copy_gbps_cache, plan->ranks, win, win_us, 2,
-                            &clamped);
+            st = cal_fit_probes(p, KNOB(peer_gbps_cache), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks, win, win_us, 2,
+                                &clamped);
         if (st == MRC_OK)
-            st = fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
-                            p->copy_gbps_cache, plan->ranks, &ref, ref_us,
-                            &clamped);
+            st = cal_fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks, &ref, ref_us,
+                                &clamped);
     }
     own_level_at_bound = own_clamped;
     return st;
@@ -529,17 +343,17 @@ static mrc_status_t fit_kernel_send(const cal_plan_t *plan, mrc_profile_t *p,
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         int clamped = 0;
         p->send_by_ref = 1;
-        st = fit_family(p, KNOB(kernel_gbps_cache), CAL_RATE_FLOOR_GBPS, 1e3,
-                        plan->ranks, &pr, us, &clamped);
+        st = cal_fit_family(p, KNOB(kernel_gbps_cache), CAL_RATE_FLOOR_GBPS,
+                            1e3, plan->ranks, &pr, us, &clamped);
         p->send_by_ref = by_ref;
         if (st != MRC_OK || clamped) {
             p->kernel_gbps_cache = 0;
             break;
         }
         if (kernel_probe_us > 0)
-            st = fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
-                            p->copy_gbps_cache, plan->ranks, &kernel_probe,
-                            kernel_probe_us, &clamped);
+            st = cal_fit_family(p, KNOB(kernel_gbps), CAL_RATE_FLOOR_GBPS,
+                                p->copy_gbps_cache, plan->ranks, &kernel_probe,
+                                kernel_probe_us, &clamped);
     }
     return st;
 }
@@ -618,12 +432,13 @@ static mrc_status_t fit_memory(mrc_profile_t *p, const mrc_profile_t *probed,
 {
     int clamped = 0;
     restore_beyond(p, probed);
-    mrc_status_t st = fit(p, KNOB(memory_gbps_shared), CAL_RATE_FLOOR_GBPS, 1e4,
-                          f->ranks, f->big_count, f->big_us, &clamped);
+    mrc_status_t st =
+        cal_fit_rings(p, KNOB(memory_gbps_shared), CAL_RATE_FLOOR_GBPS, 1e4,
+                      f->ranks, f->big_count, f->big_us, &clamped);
     if (st == MRC_OK && clamped) {
         restore_beyond(p, probed);
-        st =
-            fit(p, &beyond, 1, 16, f->ranks, f->big_count, f->big_us, &clamped);
+        st = cal_fit_rings(p, &beyond, 1, 16, f->ranks, f->big_count, f->big_us,
+                           &clamped);
     }
     return st;
 }
@@ -638,9 +453,11 @@ static mrc_status_t far_error(mrc_profile_t *p, const mrc_profile_t *probed,
     double near = 0, mid = 0;
     mrc_status_t st = fit_memory(p, probed, f);
     if (st == MRC_OK)
-        st = sim_allreduce(p, f->ranks, f->near_count, &near);
+        st = cal_sim_probe(p, f->ranks, &(cal_probe_t){.count = f->near_count},
+                           &near);
     if (st == MRC_OK)
-        st = sim_allreduce(p, f->ranks, f->mid_count, &mid);
+        st = cal_sim_probe(p, f->ranks, &(cal_probe_t){.count = f->mid_count},
+                           &mid);
     *err = fabs(log(near / f->near_us)) + fabs(log(mid / f->mid_us));
     return st;
 }
@@ -710,9 +527,9 @@ static mrc_status_t fit_stream_rate(const cal_plan_t *plan, mrc_profile_t *p,
     double from = p->stream_bytes;
     int clamped = 0;
     p->stream_bytes = 1;
-    mrc_status_t st =
-        fit_probes(p, KNOB(stream_gbps), CAL_RATE_FLOOR_GBPS, 1e3, plan->ranks,
-                   sp->calls, sp->around_us, STREAM_SIZES, &clamped);
+    mrc_status_t st = cal_fit_probes(p, KNOB(stream_gbps), CAL_RATE_FLOOR_GBPS,
+                                     1e3, plan->ranks, sp->calls, sp->around_us,
+                                     STREAM_SIZES, &clamped);
     p->stream_bytes = from;
     /* At a bound no rate explains the calls: none (timed as through the
      * caches) rather than one that moves every prediction around them. */
@@ -786,18 +603,18 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
     far_probe_t far = {plan->ranks, shared.count, shared_us, mid.count,
                        mid_us,      pr.count,     big_us};
     for (int round = 0; round < 2 && st == MRC_OK && fit_own; round++) {
-        st = fit(p, KNOB(private_cache_bytes), own / 16, own, plan->ranks,
-                 edge.count, edge_us, &clamped);
+        st = cal_fit_rings(p, KNOB(private_cache_bytes), own / 16, own,
+                           plan->ranks, edge.count, edge_us, &clamped);
         if (st == MRC_OK)
-            st = fit(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
-                     p->copy_gbps_cache, plan->ranks, shared.count, shared_us,
-                     &clamped);
+            st = cal_fit_rings(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                               p->copy_gbps_cache, plan->ranks, shared.count,
+                               shared_us, &clamped);
     }
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
         if (own > 0)
-            st = fit(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
-                     p->copy_gbps_cache, plan->ranks, shared.count, shared_us,
-                     &clamped);
+            st = cal_fit_rings(p, KNOB(peer_gbps_shared), CAL_RATE_FLOOR_GBPS,
+                               p->copy_gbps_cache, plan->ranks, shared.count,
+                               shared_us, &clamped);
         if (st == MRC_OK)
             st = fit_far(p, &probed, &far);
     }
@@ -809,7 +626,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
 /* With more ranks than cores, what the ranks' turns for the cores cost
  * beyond the rings' (turn_us, fitted on every rank at work): the share
  * of a turn a message takes in a quiet step (quiet_turn_share), from the
- * tree's allreduce of FLAG_PROBE_BYTES, whose two inner steps have two
+ * tree's allreduce of CAL_FLAG_PROBE_BYTES, whose two inner steps have two
  * ranks (the tree's 4-16 KiB calls on 4 threads of 2 cores had been
  * predicted at 0.53-0.63 of their time without it); and the share of a
  * core a waiting rank takes beside the ranks at work (spin_share), from
@@ -821,7 +638,7 @@ static mrc_status_t fit_collective_rates(const cal_plan_t *plan,
  * at its lower bound is none. */
 static mrc_status_t fit_crowd(const cal_plan_t *plan, mrc_profile_t *p)
 {
-    cal_probe_t quiet = {.count = FLAG_PROBE_BYTES / sizeof(float),
+    cal_probe_t quiet = {.count = CAL_FLAG_PROBE_BYTES / sizeof(float),
                          .iters = 2 * (plan->trips / 30 + 1),
                          .reps = 3 * plan->reps,
                          .algo = MRC_ALGO_TREE};
@@ -837,13 +654,13 @@ static mrc_status_t fit_crowd(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK)
         st = cal_probe_allreduce(plan->transport, plan->ranks, &tree, &us);
     for (int round = 0; round < 2 && st == MRC_OK; round++) {
-        st = fit_family(p, KNOB(quiet_turn_share), 1e-3, 1, plan->ranks, &quiet,
-                        quiet_us, &clamped);
+        st = cal_fit_family(p, KNOB(quiet_turn_share), 1e-3, 1, plan->ranks,
+                            &quiet, quiet_us, &clamped);
         if (st == MRC_OK && clamped && p->quiet_turn_share < 2e-3)
             p->quiet_turn_share = 0;
         if (st == MRC_OK)
-            st = fit_family(p, KNOB(spin_share), 1e-3, 1, plan->ranks, &tree,
-                            us, &clamped);
+            st = cal_fit_family(p, KNOB(spin_share), 1e-3, 1, plan->ranks,
+                                &tree, us, &clamped);
     }
     return st;
 }
@@ -863,14 +680,14 @@ static mrc_status_t fit_turns(const cal_plan_t *plan, mrc_profile_t *p,
         cal_message_us(plan->transport, plan->ranks, plan->trips / 30 + 1,
                        3 * plan->reps, &crowded);
     if (st == MRC_OK)
-        st = fit(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
-                 cal_probe_count(plan->ranks), crowded, &clamped);
+        st = cal_fit_rings(p, KNOB(turn_us), 1e-3, 1e4, plan->ranks,
+                           cal_probe_count(plan->ranks), crowded, &clamped);
     if (st == MRC_OK)
         st = cal_probe_allreduce(plan->transport, plan->ranks, direct1,
                                  &flag_us);
     if (st == MRC_OK)
-        st = fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks, direct1,
-                        flag_us, &clamped);
+        st = cal_fit_family(p, KNOB(flag_turn_us), 1e-3, 1e4, plan->ranks,
+                            direct1, flag_us, &clamped);
     return st;
 }
 
@@ -887,7 +704,7 @@ static mrc_status_t probe_gets(const cal_plan_t *plan, int ranks,
     mrc_status_t st = MRC_OK;
     for (int i = 0; i < 2 && st == MRC_OK; i++) {
         gets[i] =
-            (cal_probe_t){.count = FLAG_PROBE_BYTES / sizeof(float),
+            (cal_probe_t){.count = CAL_FLAG_PROBE_BYTES / sizeof(float),
                           .iters = 2 * (plan->trips / 30 + 1),
                           .reps = 3 * plan->reps,
                           .algo = i ? MRC_ALGO_DIRECT2 : MRC_ALGO_DIRECT1};
@@ -1024,7 +841,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
                         3 * plan->reps, &msg);
     if (st == MRC_OK)
         st = cal_set_costs(p, alone, sync, msg);
-    cal_probe_t chain = {.count = FLAG_PROBE_BYTES / sizeof(float),
+    cal_probe_t chain = {.count = CAL_FLAG_PROBE_BYTES / sizeof(float),
                          .iters = 2 * (plan->trips / 30 + 1),
                          .reps = 3 * plan->reps,
                          .algo = MRC_ALGO_TREE};
@@ -1033,14 +850,14 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
         st = cal_probe_allreduce(plan->transport, alone, &chain, &chain_us);
     if (st == MRC_OK && strcmp(plan->transport, "shm") == 0) {
         cal_probe_t loops[2];
-        broadcast_loops(plan, loops);
+        cal_broadcast_loops(plan, loops);
         for (int i = 0; i < 2 && st == MRC_OK; i++)
             st = cal_probe_allreduce(plan->transport, alone, &loops[i],
                                      &loops_us[i]);
     }
     if (st == MRC_OK)
-        st =
-            fit_messages(plan, p, alone, sync, msg, &chain, chain_us, loops_us);
+        st = cal_fit_messages(plan, p, alone, sync, msg, &chain, chain_us,
+                              loops_us);
     /* A memory operation: small direct1 and direct2 calls on the same
      * ranks (their gets follow one another in a chain, where the rings'
      * two streams' messages add on the receiver's core). */
@@ -1050,8 +867,8 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
     if (st == MRC_OK)
         st = probe_gets(plan, alone, gets, gets_us);
     if (st == MRC_OK)
-        st = fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets, gets_us, 2,
-                        &clamped);
+        st = cal_fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets, gets_us, 2,
+                            &clamped);
     if (st == MRC_OK && alone < plan->ranks)
         st = fit_turns(plan, p, &gets[0]);
     if (st == MRC_OK)
@@ -1062,11 +879,11 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * contention and the window rate the rates' calls found. */
     if (st == MRC_OK &&
         (p->peer_contention > 0 || p->window_gbps > 0 || p->send_us > 0)) {
-        st =
-            fit_messages(plan, p, alone, sync, msg, &chain, chain_us, loops_us);
+        st = cal_fit_messages(plan, p, alone, sync, msg, &chain, chain_us,
+                              loops_us);
         if (st == MRC_OK)
-            st = fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets, gets_us, 2,
-                            &clamped);
+            st = cal_fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets,
+                                gets_us, 2, &clamped);
     }
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_crowd(plan, p);
