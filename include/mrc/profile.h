@@ -228,6 +228,15 @@ typedef struct mrc_profile {
      * same: a cost on the sender, hidden behind the latency in an
      * allreduce, not on the receiver. Optional; 0: none. */
     double send_us;
+    /* A read of a peer's lines (a message through the slots, a get of a
+     * window, the threads' read of a buffer) runs at half its rate for
+     * its first this many bytes (bytes): a core taking another core's
+     * fresh lines streams them only once its prefetchers have caught
+     * on. On the Xeon host a core took such lines at 9.0, 10.6, 12.4,
+     * 17.7 and 18.4 GB/s in reads of 4 KiB-1 MiB (bench/peer_read.c),
+     * about 18.6 GB/s with the first 32 KiB counted twice. Optional; 0:
+     * every byte at the rate. */
+    double peer_ramp_bytes;
 } mrc_profile_t;
 
 /* Reads a profile from JSON text; MRC_ERR_INVALID_ARG naming what is

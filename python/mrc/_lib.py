@@ -134,7 +134,8 @@ class Profile(Structure):
                 ("window_gbps", c_double), ("stream_bytes", c_double),
                 ("stream_gbps", c_double),
                 ("send_by_ref", c_double),
-                ("kernel_gbps_cache", c_double), ("send_us", c_double)]
+                ("kernel_gbps_cache", c_double), ("send_us", c_double),
+                ("peer_ramp_bytes", c_double)]
 
 
 class SimConfig(Structure):

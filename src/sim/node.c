@@ -41,6 +41,9 @@
  *   and then holds its core send_us more (mrc__sim_node_hold: work on
  *   its peer channel, ahead of its next message) while the message is
  *   on its way;
+ * - a read of a peer's lines (a message through the slots or read in
+ *   place, a get of a window) takes its first peer_ramp_bytes at half
+ *   its rate (twice their work);
  * - a send's message within one host costs its receiver's core
  *   message_us beside its copy, as work on the same channel (the two
  *   streams' messages of a step add up); on a transport with slots and a
@@ -106,6 +109,8 @@ static mrc_status_t check_profile(const mrc_profile_t *f)
         bad = "latency_us";
     else if (!(f->send_us >= 0 && isfinite(f->send_us)))
         bad = "send_us";
+    else if (!(f->peer_ramp_bytes >= 0 && isfinite(f->peer_ramp_bytes)))
+        bad = "peer_ramp_bytes";
     else if (f->nodes_per_memory < 0)
         bad = "nodes_per_memory";
     else if (!(f->spin_share >= 0 && f->spin_share <= 1))
@@ -850,10 +855,12 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
         return bytes * m->peer /
                    (op->src == MRC__BUF_SEND ? m->kernel_send : m->kernel) +
                rdv;
+    /* (a peer's lines: the first peer_ramp_bytes at half the rate) */
+    double lines = bytes + fmin(bytes, f->peer_ramp_bytes);
     if (op->kind == MRC__GET)
         return op->src == MRC__BUF_WINDOW || copied_send(m, op)
-                   ? bytes * m->peer / m->window
-                   : bytes;
+                   ? lines * m->peer / m->window
+                   : lines;
     /* A send's own cost (post, match, completion) is its receiver's core's
      * too, so the two streams' messages of a step add up on it (as a
      * latency they overlapped, and the tree's two messages in a row were
@@ -862,9 +869,9 @@ double mrc__sim_node_msg_work(const mrc__sim_t *s, int node,
      * kernel's copy (or the peer rate) and the rendezvous's cost. */
     double own = f->message_us * 1e3 * m->peer;
     if (f->rendezvous_bytes <= 0)
-        return bytes + own;
+        return lines + own;
     if (bytes < f->rendezvous_bytes)
-        return bytes * m->peer / m->slot + own;
+        return lines * m->peer / m->slot + own;
     return bytes * m->peer / m->kernel + rdv + own;
 }
 

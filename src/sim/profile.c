@@ -14,7 +14,8 @@
  *    "copy_gbps_shared": 30, "latency_us": 0.1, "quiet_turn_share": 0.5,
  *    "canary_us": 0.7, "window_gbps": 6, "stream_bytes": 8388608,
  *    "stream_gbps": 9, "send_by_ref": 1, "kernel_gbps_cache": 20,
- *    "send_us": 0.2 (these twenty-three optional),
+ *    "send_us": 0.2, "peer_ramp_bytes": 32768 (these twenty-four
+ *    optional),
  *    "reduce_gbps": {"float32": {"sum": {"cache": 20, "memory": 6}}},
  *    "message_us": 0.4, "sync_us": 0.2}
  *
@@ -82,6 +83,7 @@ static const char *const top_fields[] = {"format",
                                          "send_by_ref",
                                          "kernel_gbps_cache",
                                          "send_us",
+                                         "peer_ramp_bytes",
                                          "reduce_gbps",
                                          "message_us",
                                          "sync_us",
@@ -297,6 +299,8 @@ static const struct number_field {
     {"kernel_gbps_cache", offsetof(mrc_profile_t, kernel_gbps_cache), 1,
      MAX_GBPS, 1},
     {"send_us", offsetof(mrc_profile_t, send_us), 1, MAX_US, 1},
+    {"peer_ramp_bytes", offsetof(mrc_profile_t, peer_ramp_bytes), 1,
+     MAX_CACHE_BYTES, 1},
     {"message_us", offsetof(mrc_profile_t, message_us), 1, MAX_US, 0},
     {"sync_us", offsetof(mrc_profile_t, sync_us), 1, MAX_US, 0},
 };
@@ -492,6 +496,8 @@ mrc_status_t mrc_profile_to_json(const mrc_profile_t *p, char **json)
         put_number(&sb, "kernel_gbps_cache", p->kernel_gbps_cache, ",\n");
     if (p->send_us > 0)
         put_number(&sb, "send_us", p->send_us, ",\n");
+    if (p->peer_ramp_bytes > 0)
+        put_number(&sb, "peer_ramp_bytes", p->peer_ramp_bytes, ",\n");
     put_reduce(&sb, p);
     put_number(&sb, "message_us", p->message_us, ",\n");
     put_number(&sb, "sync_us", p->sync_us, "\n}\n");

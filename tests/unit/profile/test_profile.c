@@ -53,6 +53,7 @@ static mrc_profile_t sample(void)
     p.send_by_ref = 1;
     p.kernel_gbps_cache = 17.5;
     p.send_us = 0.3125;
+    p.peer_ramp_bytes = 8192;
     p.reduce_gbps_cache[MRC_FLOAT32][MRC_SUM] = 20.1;
     p.reduce_gbps_memory[MRC_FLOAT32][MRC_SUM] = 5.3;
     p.reduce_gbps_cache[MRC_BFLOAT16][MRC_MAX] = 3.0000000000000004;
@@ -121,7 +122,7 @@ static void test_optional_transport(void **state)
         "  \"canary_us\": 0.6875,\n",     "  \"window_gbps\": 6.25,\n",
         "  \"stream_bytes\": 2097152,\n", "  \"stream_gbps\": 9.25,\n",
         "  \"send_by_ref\": 1,\n",        "  \"kernel_gbps_cache\": 17.5,\n",
-        "  \"send_us\": 0.3125,\n"};
+        "  \"send_us\": 0.3125,\n",       "  \"peer_ramp_bytes\": 8192,\n"};
     for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
         char *at = strstr(json, lines[i]);
         if (!at)
@@ -134,7 +135,7 @@ static void test_optional_transport(void **state)
     p.spin_share = p.cache_falloff = p.peer_contention = 0;
     p.copy_gbps_shared = p.latency_us = p.quiet_turn_share = 0;
     p.canary_us = p.window_gbps = p.stream_bytes = p.stream_gbps = 0;
-    p.send_by_ref = p.kernel_gbps_cache = p.send_us = 0;
+    p.send_by_ref = p.kernel_gbps_cache = p.send_us = p.peer_ramp_bytes = 0;
     assert_memory_equal(&p, &q, sizeof p);
     mrc_free(json);
 }
@@ -251,6 +252,8 @@ static void test_bad_fields(void **state)
             "\"kernel_gbps_cache\"");
     refused("\"send_us\": 0.3125", "\"send_us\": -0.5", "\"send_us\"");
     refused("\"send_us\": 0.3125", "\"send_us\": 1e300", "\"send_us\"");
+    refused("\"peer_ramp_bytes\": 8192", "\"peer_ramp_bytes\": -1",
+            "\"peer_ramp_bytes\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": 0",
             "\"stream_bytes\"");
     refused("\"stream_bytes\": 2097152", "\"stream_bytes\": \"8M\"",

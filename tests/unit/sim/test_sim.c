@@ -1119,6 +1119,50 @@ static void test_node_send_hold(void **state)
     }
 }
 
+/* A read of a peer's lines runs at half its rate for its first
+ * peer_ramp_bytes R: the tree's broadcast of S bytes on ring:2 (one
+ * message through the slots, at Q) takes min(S, R) / Q more than without
+ * the ramp, alone and as a call in a run; the threads transport's read
+ * of the buffer (at the peer rate P, no slots) min(S, R) / P more. */
+static void test_node_peer_ramp(void **state)
+{
+    (void)state;
+    const double C = 20, Q = 10, P = 5;
+    size_t count = 4096;
+    double S = 4.0 * (double)count;
+    for (int slots = 0; slots < 2; slots++) {
+        mrc_profile_t f = profile(2, C, 1e12, 1e12, 1e12, 0, 0);
+        f.peer_gbps_cache = P;
+        if (slots) {
+            snprintf(f.transport, sizeof f.transport, "shm");
+            f.slot_gbps = Q;
+            f.rendezvous_bytes = 2 * S;
+        }
+        double rate = slots ? Q : P;
+        for (int k = 0; k < 4; k++) {
+            double R = k < 2 ? S / 2 : 2 * S;
+            int calls = k % 2 ? 8 : 1;
+            setup_t s = {0};
+            assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_TREE,
+                                       MRC_BROADCAST, count),
+                             0);
+            double t[2];
+            for (int ramp = 0; ramp < 2; ramp++) {
+                f.peer_ramp_bytes = ramp ? R : 0;
+                mrc_sim_result_t *r =
+                    sim_cfg(&s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
+                                                   .profile = &f,
+                                                   .calls = calls});
+                t[ramp] = r->time_us * 1e3;
+                mrc_sim_result_destroy(r);
+            }
+            expect_close(t[1] - t[0], fmin(S, R) / rate,
+                         slots ? "through the slots" : "the threads' read");
+            drop(&s);
+        }
+    }
+}
+
 /* A node whose own buffers are partly past its private cache runs its
  * in-cache rates at the share copy_gbps_shared leaves them: the closed
  * form of test_node_closed_form (ring:2, BSP, m = 0) with C and R times
@@ -1783,6 +1827,7 @@ int main(void)
         cmocka_unit_test(test_node_slot_copies),
         cmocka_unit_test(test_node_sender_core),
         cmocka_unit_test(test_node_send_hold),
+        cmocka_unit_test(test_node_peer_ramp),
         cmocka_unit_test(test_node_own_level),
         cmocka_unit_test(test_node_flag_turns),
         cmocka_unit_test(test_flow_over_at_large_times),
