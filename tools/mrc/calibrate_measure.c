@@ -129,6 +129,10 @@ static double send_ref_us[2];
  * send buffers read through the kernel) and its time: fitted again once
  * a send buffer's own rate (kernel_gbps_cache) prices part of it. */
 static cal_probe_t kernel_probe;
+/* The ramp's probes (fit_ramp), kept for its fit again once a message's
+ * costs are fitted again with it (cal_measure). */
+static cal_probe_t ramp_probes[2];
+static double ramp_us[2];
 static double kernel_probe_us;
 
 void cal_send_ref_us(double *copied, double *by_ref)
@@ -228,23 +232,25 @@ static mrc_status_t fit_private_cache(mrc_profile_t *p, int ranks,
 /* How far into a read of a peer's lines the host takes them at half the
  * rate (peer_ramp_bytes): fitted to the tree's and direct1's allreduces
  * of RAMP_PROBE_BYTES (one reader a step: a message through the slots,
- * gets of windows), their misses balanced, the rates fitted to calls of
- * 256 KiB beside it. On the Xeon host a core took another's fresh lines
- * at 10.6 GB/s in reads of 16 KiB and 17.7 in reads of 256 KiB, and the
- * 16 KiB rows of every family ran at 0.59-0.80 of their prediction. A
- * fit at a bound is none. */
-enum { RAMP_PROBE_BYTES = 16 << 10 };
+ * gets of windows; ramp_probes), their misses balanced, the rates fitted
+ * to calls of 256 KiB beside it. On the Xeon host a core took another's
+ * fresh lines at 10.6 GB/s in reads of 16 KiB and 17.7 in reads of 256
+ * KiB, and the 16 KiB rows of every family ran at 0.59-0.80 of their
+ * prediction. At the lower bound, none; at the upper (the probes'
+ * messages, read at half the rate throughout, still too fast), that
+ * bound. */
+enum { RAMP_PROBE_BYTES = 16 << 10, RAMP_MIN_BYTES = 64 };
 
-static mrc_status_t fit_ramp(mrc_profile_t *p, int ranks,
-                             const cal_probe_t small[2],
-                             const double small_us[2])
+static mrc_status_t fit_ramp(mrc_profile_t *p, int ranks)
 {
     int clamped = 0;
-    if (!(small_us[0] > 0) || !(small_us[1] > 0))
+    if (!(ramp_us[0] > 0) || !(ramp_us[1] > 0))
         return MRC_OK;
-    mrc_status_t st = cal_fit_probes(p, KNOB(peer_ramp_bytes), 64, 1 << 20,
-                                     ranks, small, small_us, 2, &clamped);
-    if (st == MRC_OK && clamped)
+    mrc_status_t st = cal_fit_probes(p, KNOB(peer_ramp_bytes), RAMP_MIN_BYTES,
+                                     RAMP_PROBE_BYTES, ranks, ramp_probes,
+                                     ramp_us, 2, &clamped);
+    if (st == MRC_OK && clamped &&
+        p->peer_ramp_bytes < RAMP_MIN_BYTES * (1 + CAL_AT_BOUND))
         p->peer_ramp_bytes = 0;
     return st;
 }
@@ -268,8 +274,9 @@ static mrc_status_t fit_ramp(mrc_profile_t *p, int ranks,
  * past the core's cache too; at twice mrc__stage_reduce_max, 2 MiB at 2
  * ranks, once the area was 8 MiB, the send buffer went into it and the
  * kernel's rate came out at 4.1 GB/s, which put direct2's 16-64 MiB at
- * 2.3-2.6 times their time). Twice, as each
- * fit moves the others. */
+ * 2.3-2.6 times their time); and the tree's and direct1's 16 KiB
+ * calls, the ramp of a read of a peer's lines (fit_ramp). Three rounds,
+ * as each fit moves the others. */
 static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
 {
     /* (through the caches: a 2 MiB call's receive buffer is past a
@@ -305,18 +312,17 @@ static mrc_status_t fit_shm_in_cache(const cal_plan_t *plan, mrc_profile_t *p)
         st = probe(plan, past, 30, MRC_ALGO_DIRECT2, &ref, &ref_us);
     kernel_probe = ref;
     kernel_probe_us = st == MRC_OK ? ref_us : 0;
-    cal_probe_t small[2];
-    double small_us[2] = {0, 0};
+    ramp_us[0] = ramp_us[1] = 0;
     for (int i = 0; i < 2 && st == MRC_OK && alone; i++)
         st = probe(plan, RAMP_PROBE_BYTES / sizeof(float), 400,
-                   i ? MRC_ALGO_DIRECT1 : MRC_ALGO_TREE, &small[i],
-                   &small_us[i]);
+                   i ? MRC_ALGO_DIRECT1 : MRC_ALGO_TREE, &ramp_probes[i],
+                   &ramp_us[i]);
     for (int round = 0; round < 3 && st == MRC_OK; round++) {
         st = cal_fit_family(p, KNOB(slot_gbps), CAL_RATE_FLOOR_GBPS, 1e3,
                             plan->ranks, alone ? &tree : &rings,
                             alone ? tree_us : rings_us, &clamped);
         if (st == MRC_OK && alone)
-            st = fit_ramp(p, plan->ranks, small, small_us);
+            st = fit_ramp(p, plan->ranks);
         if (st == MRC_OK && alone)
             st = fit_contention(plan, p, &rings, rings_us, &clamped);
         if (st == MRC_OK && own)
@@ -909,13 +915,18 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
      * on the receiver's peer channel), and a get's bytes, as the windows'
      * own rate does: the message's and the get's figures again, with the
      * contention and the window rate the rates' calls found. */
-    if (st == MRC_OK &&
-        (p->peer_contention > 0 || p->window_gbps > 0 || p->send_us > 0)) {
+    /* (the ramp, fitted with the costs of the first pass, which had
+     * taken its slow start: each again with the other, twice) */
+    int again = p->peer_contention > 0 || p->window_gbps > 0 ||
+                p->send_us > 0 || p->peer_ramp_bytes > 0;
+    for (int round = 0; round < 2 && st == MRC_OK && again; round++) {
         st = cal_fit_messages(plan, p, alone, sync, msg, &chain, chain_us,
                               loops_us);
         if (st == MRC_OK)
             st = cal_fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets,
                                 gets_us, 2, &clamped);
+        if (st == MRC_OK && p->peer_ramp_bytes > 0)
+            st = fit_ramp(p, alone);
     }
     if (st == MRC_OK && plan->ranks > p->cores)
         st = fit_crowd(plan, p);

@@ -35,17 +35,19 @@ mrc_status_t cal_set_costs(mrc_profile_t *p, int ranks, double sync_us,
     /* The time is linear in the cost only while the same messages follow
      * one another: where the figure misses the call (another node's
      * messages took the lead, or a sender's cost hid some), a bisection
-     * from it (a fit at its lower bound: none). With a sender's cost of
-     * 0.08 us the linear figure had a rings call of 2.91 us at 2.58. */
-    double t = 0;
-    if (p->message_us > 0 &&
+     * between none and four times it (at the lower bound: none; at the
+     * upper, the linear figure stands). With a sender's cost of 0.08 us
+     * the linear figure had a rings call of 2.91 us at 2.58. */
+    double t = 0, linear = p->message_us;
+    if (linear > 0 &&
         (st = sim_allreduce(p, ranks, cal_probe_count(ranks), &t)) == MRC_OK &&
         fabs(t - call_us) > 1e-3 * call_us) {
         int clamped = 0;
-        st = cal_fit_rings(p, KNOB(message_us), 1e-4, 100, ranks,
+        double lo = 1e-4, hi = fmax(4 * linear, 2 * lo);
+        st = cal_fit_rings(p, KNOB(message_us), lo, hi, ranks,
                            cal_probe_count(ranks), call_us, &clamped);
-        if (st == MRC_OK && clamped && p->message_us < 1)
-            p->message_us = 0;
+        if (st == MRC_OK && clamped)
+            p->message_us = p->message_us < 2 * lo ? 0 : linear;
     }
     return st;
 }

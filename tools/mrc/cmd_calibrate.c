@@ -169,6 +169,9 @@ static void summary(const mrc_profile_t *p, const char *path)
         printf("           each other node reading at once costs a "
                "reader %.0f%% more\n",
                100 * p->peer_contention);
+    if (p->peer_ramp_bytes > 0)
+        printf("           a read's first %.0f bytes at half the rate\n",
+               p->peer_ramp_bytes);
     if (p->copy_gbps_shared > 0)
         printf("           %.2f GB/s once its own buffers have left its "
                "core's cache\n",

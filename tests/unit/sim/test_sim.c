@@ -1120,30 +1120,44 @@ static void test_node_send_hold(void **state)
 }
 
 /* A read of a peer's lines runs at half its rate for its first
- * peer_ramp_bytes R: the tree's broadcast of S bytes on ring:2 (one
- * message through the slots, at Q) takes min(S, R) / Q more than without
- * the ramp, alone and as a call in a run; the threads transport's read
- * of the buffer (at the peer rate P, no slots) min(S, R) / P more. */
+ * peer_ramp_bytes R: broadcasts of S bytes on ring:2, each one read of S,
+ * take min(S, R) / rate more than without the ramp, alone and as a call
+ * in a run: the tree's message through shm's slots (at Q), the threads'
+ * read of the buffer (at the peer rate P), direct1's get of the root's
+ * window (at P); a message from the rendezvous threshold on, read
+ * through the kernel (at K), none. */
 static void test_node_peer_ramp(void **state)
 {
     (void)state;
-    const double C = 20, Q = 10, P = 5;
+    const double C = 20, Q = 10, P = 5, K = 4;
     size_t count = 4096;
     double S = 4.0 * (double)count;
-    for (int slots = 0; slots < 2; slots++) {
+    static const struct {
+        mrc_algo_t algo;
+        int shm;     /* slots and a threshold */
+        int kernel;  /* the message at the threshold, by the kernel */
+        double rate; /* of the ramped read; 0: none */
+        const char *what;
+    } cases[] = {
+        {MRC_ALGO_TREE, 1, 0, Q, "through the slots"},
+        {MRC_ALGO_TREE, 0, 0, P, "the threads' read"},
+        {MRC_ALGO_DIRECT1, 1, 0, P, "a get of a window"},
+        {MRC_ALGO_TREE, 1, 1, 0, "through the kernel"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         mrc_profile_t f = profile(2, C, 1e12, 1e12, 1e12, 0, 0);
         f.peer_gbps_cache = P;
-        if (slots) {
+        if (cases[c].shm) {
             snprintf(f.transport, sizeof f.transport, "shm");
             f.slot_gbps = Q;
-            f.rendezvous_bytes = 2 * S;
+            f.rendezvous_bytes = cases[c].kernel ? S / 2 : 2 * S;
+            f.kernel_gbps = cases[c].kernel ? K : 0;
         }
-        double rate = slots ? Q : P;
         for (int k = 0; k < 4; k++) {
             double R = k < 2 ? S / 2 : 2 * S;
             int calls = k % 2 ? 8 : 1;
             setup_t s = {0};
-            assert_int_equal(make_algo(&s, "ring:2", NULL, MRC_ALGO_TREE,
+            assert_int_equal(make_algo(&s, "ring:2", NULL, cases[c].algo,
                                        MRC_BROADCAST, count),
                              0);
             double t[2];
@@ -1156,8 +1170,9 @@ static void test_node_peer_ramp(void **state)
                 t[ramp] = r->time_us * 1e3;
                 mrc_sim_result_destroy(r);
             }
-            expect_close(t[1] - t[0], fmin(S, R) / rate,
-                         slots ? "through the slots" : "the threads' read");
+            expect_close(t[1] - t[0],
+                         cases[c].rate > 0 ? fmin(S, R) / cases[c].rate : 0,
+                         cases[c].what);
             drop(&s);
         }
     }
