@@ -147,7 +147,8 @@ int mrc__sim_new_route(mrc__sim_t *s)
     if (mrc__grow((void **)&s->routes, &s->cap_routes, s->num_routes + 1,
                   sizeof *s->routes))
         return -1;
-    s->routes[s->num_routes] = (mrc__sim_route_t){s->pool_len, 0, 0, 0, 0};
+    s->routes[s->num_routes] =
+        (mrc__sim_route_t){.first = s->pool_len, .own = -1};
     return s->num_routes++;
 }
 

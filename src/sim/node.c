@@ -381,12 +381,13 @@ static int memory_route(mrc__sim_t *s, int u, int from_peer, double latency)
 
 /* A send's own cost on its sender's core: the core's time, its peer
  * channel alone (which its copies into the slots and of peers' lines
- * share), no memory (route_node finds its node by that channel). */
+ * share), no memory. */
 static int hold_route(mrc__sim_t *s, int u)
 {
     int r = mrc__sim_new_route(s);
     if (r < 0 || mrc__sim_route_hop(s, r, s->node.first_peer_chan + u, -1))
         return -1;
+    s->routes[r].own = u;
     return r;
 }
 
@@ -412,6 +413,8 @@ static mrc_status_t node_routes(mrc__sim_t *s, double message)
         m->copy_route[u] = memory_route(s, u, 1, message * 1e3);
         m->take_route[u] = memory_route(s, u, 1, 0);
         m->core_route[u] = memory_route(s, u, 1, 0);
+        if (m->core_route[u] >= 0)
+            s->routes[m->core_route[u]].own = u;
         if (holds)
             m->hold_route[u] = hold_route(s, u);
         if (m->local_route[u] < 0 || m->copy_route[u] < 0 ||
@@ -523,25 +526,25 @@ void mrc__sim_node_free(mrc__sim_t *s)
 /* The node whose own channel route r crosses last (the receiver's, of a
  * slot message that also crosses its sender's), or -1 (a link's
  * message); *reads: whether the route also crosses a peer channel (it
- * takes what a peer wrote). */
+ * takes what a peer wrote). A route of a node's own work on its core
+ * (mrc__sim_route_t.own): that node, no read. */
 static int route_node(const mrc__sim_t *s, int r, int *reads)
 {
     const mrc__sim_route_t *rt = &s->routes[r];
     const mrc__sim_node_t *m = &s->node;
     int first = m->first_node_chan, nn = s->p->num_nodes, u = -1;
-    int peer = m->first_peer_chan, core = -1;
+    int peer = m->first_peer_chan;
     *reads = 0;
+    if (rt->own >= 0) /* its own work: no peer's lines */
+        return rt->own;
     for (int q = 0; q < rt->len; q++) {
         int ch = s->chan_pool[rt->first + q];
         if (ch >= first && ch < first + nn)
             u = ch - first;
-        else if (peer >= 0 && ch >= peer && ch < peer + nn) {
+        else if (peer >= 0 && ch >= peer && ch < peer + nn)
             *reads = 1;
-            core = ch - peer;
-        }
     }
-    /* (a send's hold: its sender's peer channel alone) */
-    return u >= 0 || rt->len != 1 ? u : core;
+    return u;
 }
 
 /* Marks node u as one with work in flight on its host. */
@@ -594,10 +597,7 @@ void mrc__sim_node_cores(mrc__sim_t *s, const mrc__sim_flow_t *act, int nact)
         int reads = 0, u = route_node(s, act[f].route, &reads);
         if (u < 0)
             continue;
-        /* (a copy of its own data crosses its peer channel, the core's
-         * work, but reads no peer's lines) */
-        if (reads && !m->reading[u] && act[f].route != m->core_route[u] &&
-            !(m->hold_route && act[f].route == m->hold_route[u])) {
+        if (reads && !m->reading[u]) {
             m->reading[u] = 1;
             m->readers[u / m->per_host]++;
         }

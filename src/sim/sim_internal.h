@@ -45,6 +45,10 @@ typedef struct mrc__sim_route {
      * later by its first piece's copy, up to piece bytes at piece_ns a
      * byte (0 elsewhere). */
     double piece, piece_ns;
+    /* The node whose own work on its core this route carries (node.c: a
+     * copy of its own data, a send's hold): it crosses the node's peer
+     * channel but reads no peer's lines; -1 elsewhere. */
+    int32_t own;
 } mrc__sim_route_t;
 
 /* A message of `bytes` over route rt through slots: its first piece's
