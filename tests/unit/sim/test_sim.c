@@ -1071,6 +1071,24 @@ static void test_node_sender_core(void **state)
     drop(&s);
 }
 
+/* What setting *figure (a field of f) to `value` adds to the pipelined
+ * walk's time of s's program, as a call alone (calls 1) or a call in a
+ * run (ns); *figure is left at value. */
+static double added_ns(const setup_t *s, mrc_profile_t *f, double *figure,
+                       double value, int calls)
+{
+    double t[2];
+    for (int on = 0; on < 2; on++) {
+        *figure = on ? value : 0;
+        mrc_sim_result_t *r = sim_cfg(
+            s, (mrc_sim_config_t){
+                   .mode = MRC_SIM_PIPELINED, .profile = f, .calls = calls});
+        t[on] = r->time_us * 1e3;
+        mrc_sim_result_destroy(r);
+    }
+    return t[1] - t[0];
+}
+
 /* A send through the slots holds its sender's core send_us (H) once its
  * bytes are in: its receiver has it then; the sender's next message and
  * its next call wait. Broadcasts on ring:2, beside the same without the
@@ -1104,17 +1122,8 @@ static void test_node_send_hold(void **state)
         assert_int_equal(
             make_algo(&s, "ring:2", NULL, rows[i].algo, MRC_BROADCAST, count),
             0);
-        double t[2];
-        for (int held = 0; held < 2; held++) {
-            f.send_us = held ? H / 1e3 : 0;
-            mrc_sim_result_t *r =
-                sim_cfg(&s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
-                                               .profile = &f,
-                                               .calls = rows[i].calls});
-            t[held] = r->time_us * 1e3;
-            mrc_sim_result_destroy(r);
-        }
-        expect_close(t[1] - t[0], rows[i].holds * H, rows[i].what);
+        expect_close(added_ns(&s, &f, &f.send_us, H / 1e3, rows[i].calls),
+                     rows[i].holds * H, rows[i].what);
         drop(&s);
     }
 }
@@ -1160,17 +1169,7 @@ static void test_node_peer_ramp(void **state)
             assert_int_equal(make_algo(&s, "ring:2", NULL, cases[c].algo,
                                        MRC_BROADCAST, count),
                              0);
-            double t[2];
-            for (int ramp = 0; ramp < 2; ramp++) {
-                f.peer_ramp_bytes = ramp ? R : 0;
-                mrc_sim_result_t *r =
-                    sim_cfg(&s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
-                                                   .profile = &f,
-                                                   .calls = calls});
-                t[ramp] = r->time_us * 1e3;
-                mrc_sim_result_destroy(r);
-            }
-            expect_close(t[1] - t[0],
+            expect_close(added_ns(&s, &f, &f.peer_ramp_bytes, R, calls),
                          cases[c].rate > 0 ? fmin(S, R) / cases[c].rate : 0,
                          cases[c].what);
             drop(&s);
