@@ -194,15 +194,23 @@ static double cache_share(const mrc__sim_t *s, int around)
 
 /* The rate a node takes what a peer wrote, in cache: from the writer's
  * own cache (at `peer`) for the share of its buffers that fits there,
- * from the shared cache for the rest. */
+ * from the shared cache for the rest: at peer_gbps_shared where the
+ * profile has it (threads); else at the rate a core copies from that
+ * level (copy_gbps_shared, shm's), never faster than from the writer's
+ * core; else at the copy rate. (shm, P = 2: with the copy rate, 51 GB/s
+ * against 12.9 from the writer's core, the direct families' 1-16 MiB
+ * rows of the allreduce, broadcast and reduce ran at 0.62-0.88 of
+ * their prediction, their peers' windows and buffers read past the
+ * writer's core: docs/simulator.md, "A peer's lines past its core".) */
 static double peer_rate(const mrc__sim_t *s, double peer)
 {
     const mrc_profile_t *f = s->node.prof;
     double set = node_set(s), own = f->private_cache_bytes;
     if (own <= 0 || set <= own)
         return peer;
-    double shared =
-        f->peer_gbps_shared > 0 ? f->peer_gbps_shared : f->copy_gbps_cache;
+    double shared = f->peer_gbps_shared > 0   ? f->peer_gbps_shared
+                    : f->copy_gbps_shared > 0 ? fmin(peer, f->copy_gbps_shared)
+                                              : f->copy_gbps_cache;
     return blend(own / set, peer, shared);
 }
 
