@@ -169,11 +169,14 @@ static const mrc__insn_t d1_allgather_ref[] = {
 
 /* Every node signals (the root once its vector is in the window) and
  * waits for every other's flag, as in reduce; the others then get the
- * root's vector. */
+ * root's vector. In every broadcast the root signals before it copies
+ * its input to its own output, which no peer reads, so that its readers
+ * and its copy run at once (direct1's 4 MiB at 2 shm ranks, by
+ * reference: 677-692 us a call with the copy first, 420-430 after). */
 static const mrc__insn_t d1_broadcast[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = W},
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SIGNAL},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = LOOP},
     {.op = WAIT, NEXT_S},
     {.op = END},
@@ -206,8 +209,8 @@ static const mrc__insn_t d1_reduce_local[] = {
  * node waits for the root's flag and gets its vector. */
 static const mrc__insn_t d1_broadcast_local[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = W},
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SIGNAL, .pred = EQ},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .buf_a = WB, .buf_b = RB, .flags = W, ROOT},
 };
@@ -218,8 +221,8 @@ static const mrc__insn_t d1_broadcast_local[] = {
  * done; so with local completion too). */
 static const mrc__insn_t d1_broadcast_ref[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .flags = REF | ALL},
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SIGNAL, .pred = EQ},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .buf_a = SB, .buf_b = RB, .flags = W, ROOT},
     {.op = BARRIER, .flag = 1},
@@ -359,8 +362,8 @@ static const mrc__insn_t d2_reduce_ref[] = {
 /* A scatter from the root, then an allgather. */
 static const mrc__insn_t d2_broadcast[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .buf_b = WB, .flags = ALL},
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SIGNAL, .pred = EQ},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .frag_pos = 1, .buf_a = WB, .buf_b = RB, ROOT},
     {.op = EXPOSE, NOT_ROOT, .frag_pos = 1, .buf_a = RB, .buf_b = WB},
@@ -381,8 +384,8 @@ static const mrc__insn_t d2_broadcast[] = {
 static const mrc__insn_t d2_broadcast_ref[] = {
     {.op = EXPOSE, .pred = EQ, .buf_a = SB, .flags = REF | ALL},
     {.op = EXPOSE, .buf_a = RB, .flags = REF | ALL},
-    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = SIGNAL, .pred = EQ},
+    {.op = COPY, .pred = EQ, .buf_a = SB, .buf_b = RB, .flags = W},
     {.op = WAIT, NOT_ROOT, ROOT},
     {.op = GET, NOT_ROOT, .frag_pos = 1, .buf_a = SB, .buf_b = RB, ROOT},
     {.op = SIGNAL, .flag = 1},
