@@ -708,6 +708,26 @@ static double pipelined_us(const setup_t *s, const mrc_profile_t *f)
     return sim_us(s, MRC_SIM_PIPELINED, f);
 }
 
+/* What setting *figure (a field of f) to `value` adds to the pipelined
+ * walk's time of s's program, as a call alone (calls 1) or a call in a
+ * run (ns); *figure is left at value. */
+static double added_ns(const setup_t *s, mrc_profile_t *f, double *figure,
+                       double value, int calls)
+{
+    double t[2];
+    for (int on = 0; on < 2; on++) {
+        *figure = on ? value : 0;
+        mrc_sim_result_t *r =
+            sim_cfg(s, (mrc_sim_config_t){.mode = MRC_SIM_PIPELINED,
+                                          .chunks = 1,
+                                          .profile = f,
+                                          .calls = calls});
+        t[on] = r->time_us * 1e3;
+        mrc_sim_result_destroy(r);
+    }
+    return t[1] - t[0];
+}
+
 /* The pipelined walk's time (us) with the peers' buffers mapped (read
  * in place, mrc_mem_alloc). */
 static double mapped_us(const setup_t *s, const mrc_profile_t *f)
@@ -854,9 +874,7 @@ static void test_node_latency(void **state)
         assert_int_equal(
             make_algo(&s, "ring:2", NULL, algos[a], MRC_ALLREDUCE, 4000), 0);
         mrc_profile_t f = profile(2, 20, 1, 1, 8, 0.5, 0);
-        double t0 = pipelined_us(&s, &f);
-        f.latency_us = L;
-        expect_close((pipelined_us(&s, &f) - t0) * 1e3, a ? 0 : 2 * L * 1e3,
+        expect_close(added_ns(&s, &f, &f.latency_us, L, 1), a ? 0 : 2 * L * 1e3,
                      a ? "direct1's gets" : "the tree's two messages");
         drop(&s);
     }
@@ -913,11 +931,8 @@ static void test_node_turns_by_crowd(void **state)
                 double want = a ? 6 * T : 2 * T + 2 * Q[q] * T;
                 f.cores = cores;
                 f.quiet_turn_share = Q[q];
-                f.turn_us = 0;
-                double t0 = pipelined_us(&s, &f);
-                f.turn_us = T;
-                expect_close(pipelined_us(&s, &f) - t0, cores < 4 ? want : 0,
-                             a ? "rings" : "tree");
+                expect_close(added_ns(&s, &f, &f.turn_us, T, 1) / 1e3,
+                             cores < 4 ? want : 0, a ? "rings" : "tree");
             }
         drop(&s);
     }
@@ -1069,24 +1084,6 @@ static void test_node_sender_core(void **state)
     expect_close(r->time_us * 1e3, S / C + S / Q, "one core's period");
     mrc_sim_result_destroy(r);
     drop(&s);
-}
-
-/* What setting *figure (a field of f) to `value` adds to the pipelined
- * walk's time of s's program, as a call alone (calls 1) or a call in a
- * run (ns); *figure is left at value. */
-static double added_ns(const setup_t *s, mrc_profile_t *f, double *figure,
-                       double value, int calls)
-{
-    double t[2];
-    for (int on = 0; on < 2; on++) {
-        *figure = on ? value : 0;
-        mrc_sim_result_t *r = sim_cfg(
-            s, (mrc_sim_config_t){
-                   .mode = MRC_SIM_PIPELINED, .profile = f, .calls = calls});
-        t[on] = r->time_us * 1e3;
-        mrc_sim_result_destroy(r);
-    }
-    return t[1] - t[0];
 }
 
 /* A send through the slots holds its sender's core send_us (H) once its
