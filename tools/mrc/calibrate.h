@@ -331,13 +331,15 @@ mrc_status_t cal_fit_rings(mrc_profile_t *p, const fit_knob_t *set, double lo,
  * fitted to, a tree allreduce and broadcasts of this many bytes; the
  * broadcast loops the sender's cost is fitted to (the rings' and the
  * tree's); latency_us and message_us fitted to the tree's call (chain)
- * and the rings' (call_us), and on shm send_us to the loops (loops_us,
- * rings then tree; 0: not measured). */
+ * and the rings' (call_us), and on shm send_us to the loops
+ * (cal_broadcast_loops' probes and their times, rings then tree; 0: not
+ * measured). */
 enum { CAL_FLAG_PROBE_BYTES = 4 << 10 };
 void cal_broadcast_loops(const cal_plan_t *plan, cal_probe_t loops[2]);
 mrc_status_t cal_fit_messages(const cal_plan_t *plan, mrc_profile_t *p,
                               int ranks, double sync_us, double call_us,
                               const cal_probe_t *chain, double chain_us,
+                              const cal_probe_t loops[2],
                               const double loops_us[2]);
 
 /* The message probe's communicator (ring:2, rings) and its loop: the

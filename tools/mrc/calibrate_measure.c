@@ -884,18 +884,18 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
                          .reps = 3 * plan->reps,
                          .algo = MRC_ALGO_TREE};
     double chain_us = 0, loops_us[2] = {0, 0};
+    cal_probe_t loops[2];
+    cal_broadcast_loops(plan, loops);
     if (st == MRC_OK)
         st = cal_probe_allreduce(plan->transport, alone, &chain, &chain_us);
     if (st == MRC_OK && strcmp(plan->transport, "shm") == 0) {
-        cal_probe_t loops[2];
-        cal_broadcast_loops(plan, loops);
         for (int i = 0; i < 2 && st == MRC_OK; i++)
             st = cal_probe_allreduce(plan->transport, alone, &loops[i],
                                      &loops_us[i]);
     }
     if (st == MRC_OK)
         st = cal_fit_messages(plan, p, alone, sync, msg, &chain, chain_us,
-                              loops_us);
+                              loops, loops_us);
     /* A memory operation: small direct1 and direct2 calls on the same
      * ranks (their gets follow one another in a chain, where the rings'
      * two streams' messages add on the receiver's core). */
@@ -921,7 +921,7 @@ mrc_status_t cal_measure(const cal_plan_t *plan, mrc_profile_t *p)
                 p->send_us > 0 || p->peer_ramp_bytes > 0;
     for (int round = 0; round < 2 && st == MRC_OK && again; round++) {
         st = cal_fit_messages(plan, p, alone, sync, msg, &chain, chain_us,
-                              loops_us);
+                              loops, loops_us);
         if (st == MRC_OK)
             st = cal_fit_probes(p, KNOB(get_us), 1e-3, 100, alone, gets,
                                 gets_us, 2, &clamped);

@@ -111,14 +111,13 @@ static mrc_status_t fit_latency(mrc_profile_t *p, int ranks, double sync_us,
 mrc_status_t cal_fit_messages(const cal_plan_t *plan, mrc_profile_t *p,
                               int ranks, double sync_us, double call_us,
                               const cal_probe_t *chain, double chain_us,
+                              const cal_probe_t loops[2],
                               const double loops_us[2])
 {
     mrc_status_t st = fit_latency(p, ranks, sync_us, call_us, chain, chain_us);
     if (strcmp(plan->transport, "shm") != 0 || !(loops_us[0] > 0) ||
         !(loops_us[1] > 0))
         return st;
-    cal_probe_t loops[2];
-    cal_broadcast_loops(plan, loops);
     for (int round = 0; round < 8 && st == MRC_OK; round++) {
         int clamped = 0;
         st = cal_fit_probes(p, KNOB(send_us), 1e-3, 100, ranks, loops, loops_us,

@@ -58,7 +58,7 @@ static mrc_profile_t fit_from(const mrc_profile_t *truth)
     mrc_profile_t p = *truth;
     p.message_us = p.latency_us = p.send_us = 0;
     assert_int_equal(cal_fit_messages(&plan, &p, 2, truth->sync_us, call_us,
-                                      &chain, chain_us, loops_us),
+                                      &chain, chain_us, loops, loops_us),
                      MRC_OK);
     return p;
 }
